@@ -1,0 +1,42 @@
+"""Shared helpers: scenarios as dicts, run them, read numbers out of the summary."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+import zsim
+
+
+def scenario(*sockets: dict[str, Any], sends: list[dict[str, Any]] | None = None, recvs: list[dict[str, Any]] | None = None,
+             profile: str = "ideal", until_s: float | None = None, processes: list[dict[str, Any]] | None = None,
+             proxies: list[dict[str, Any]] | None = None, name: str = "test") -> dict[str, Any]:
+    raw: dict[str, Any] = {"scenario": {"name": name, "profile": profile}, "socket": [copy.deepcopy(s) for s in sockets]}
+    if until_s is not None:
+        raw["scenario"]["until_s"] = until_s
+    if sends:
+        raw["send"] = copy.deepcopy(sends)
+    if recvs:
+        raw["recv"] = copy.deepcopy(recvs)
+    if processes:
+        raw["process"] = copy.deepcopy(processes)
+    if proxies:
+        raw["proxy"] = copy.deepcopy(proxies)
+    return raw
+
+
+def run(raw: dict[str, Any], seed: int = 1) -> dict[str, Any]:
+    return zsim.run(raw, seed).summary
+
+
+def pipe(summary: dict[str, Any], name_part: str) -> dict[str, Any]:
+    matches = [p for p in summary["pipes"] if name_part in p["name"]]
+    assert len(matches) == 1, f"{name_part!r} matches {[p['name'] for p in summary['pipes']]}"
+    return matches[0]
+
+
+@pytest.fixture
+def make_scenario():
+    return scenario

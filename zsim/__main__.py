@@ -1,0 +1,5 @@
+"""``python -m zsim`` is the ``zsim`` command."""
+
+from .cli import entry
+
+entry()

@@ -1,0 +1,201 @@
+"""From a validated scenario, a profile and a seed to a live model ready to run.
+
+This is where ``spec`` (frozen scenario objects) and ``model`` (the SimPy core) meet.
+Randomness: every random source gets its own numpy stream derived from (seed, its dotted
+name) through ``SeedSequence``; a stream never depends on the order in which objects are
+built, on other workloads, or on the scenario's other parameters, so sweeps get common
+random numbers across points and the same seed gives the same run everywhere.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from . import profile as profile_module
+from .distributions import Distribution
+from .ledger import Ledger
+from .model.kernel import NORMAL, URGENT, Environment
+from .model.params import ModelParams, TransportParams
+from .model.socket import Socket
+from .model.workload import Proxy, Receiver, Sender
+from .model.world import Process, World
+from .profile import Profile, TransportProfile
+from .spec import Scenario
+
+
+def stream_factory(seed: int) -> Any:
+    """name -> an independent ``numpy.random.Generator`` for (seed, name)."""
+
+    def stream(name: str) -> np.random.Generator:
+        digest = hashlib.sha256(name.encode()).digest()
+        words = [int.from_bytes(digest[i : i + 4], "little") for i in range(0, 16, 4)]
+        return np.random.Generator(np.random.PCG64(np.random.SeedSequence([int(seed), *words])))
+
+    return stream
+
+
+def _capacity_fn(tp: TransportProfile, transport: str) -> Any:
+    table = tp.kernel
+    explicit = tp.kernel_explicit
+    explicit_bytes = tp.explicit_bytes
+
+    def capacity(wire: int, sndbuf: int, rcvbuf: int) -> int:
+        base = table.capacity(wire)
+        if transport != "tcp" or (sndbuf < 0 and rcvbuf < 0):
+            return base
+        # SO_SNDBUF/SO_RCVBUF switch autotuning off for that side. Each side carries
+        # about half of what is in flight; scale the measured explicit-buffer table.
+        if explicit is not None:
+            per_side = explicit.capacity(wire) / 2.0
+            send_side = base / 2.0 if sndbuf < 0 else per_side * sndbuf / explicit_bytes
+            recv_side = base / 2.0 if rcvbuf < 0 else per_side * rcvbuf / explicit_bytes
+        else:
+            # Linux doubles the value for bookkeeping; about half of that is payload.
+            send_side = base / 2.0 if sndbuf < 0 else float(sndbuf)
+            recv_side = base / 2.0 if rcvbuf < 0 else float(rcvbuf)
+        return max(1, int(send_side + recv_side))
+
+    return capacity
+
+
+def model_params(profile: Profile) -> ModelParams:
+    params = ModelParams(
+        send_call_s=profile.send_call_s,
+        recv_call_s=profile.recv_call_s,
+        command_throttle_s=profile.command_throttle_s,
+        profile_name=profile.name,
+    )
+    for name in ("inproc", "ipc", "tcp"):
+        tp = profile.transport(name)
+        params.transports[name] = TransportParams(
+            handshake=tp.handshake,
+            hop_latency=tp.hop_latency,
+            engine_s_per_msg=tp.engine_s_per_msg,
+            engine_s_per_byte=tp.engine_s_per_byte,
+            io_wakeup_s=tp.io_wakeup_s,
+            kernel_capacity=_capacity_fn(tp, name),
+            hup_loses_kernel_data=(name == "ipc"),
+        )
+    return params
+
+
+@dataclass
+class Model:
+    """A built, not yet run, simulation."""
+
+    scenario: Scenario
+    seed: int
+    profile: Profile
+    env: Environment
+    world: World
+    ledger: Ledger
+    senders: list[Sender] = field(default_factory=list)
+    receivers: list[Receiver] = field(default_factory=list)
+    proxies: list[Proxy] = field(default_factory=list)
+    sockets: dict[str, Socket] = field(default_factory=dict)
+    processes: dict[str, Process] = field(default_factory=dict)
+
+
+def _sampler(dist: Distribution | None, rng: np.random.Generator, integer: bool = False) -> Any:
+    if dist is None:
+        return None
+    return dist.sampler(None if dist.is_constant else rng, integer)
+
+
+def build(scenario: Scenario, seed: int, profile: Profile | None = None, trace_depth: bool = False) -> Model:
+    if profile is None:
+        profile = profile_module.load(scenario.profile, scenario.base_dir)
+    params = model_params(profile)
+    env = Environment()
+    ledger = Ledger()
+    streams = stream_factory(seed)
+    world = World(env, params, ledger, streams)
+    world.trace_depth = trace_depth
+    model = Model(scenario, seed, profile, env, world, ledger)
+
+    for proc_spec in scenario.processes:
+        process = world.add_process(proc_spec.name)
+        process.exit_after_sends = proc_spec.exit_after_sends
+        model.processes[proc_spec.name] = process
+
+    for sock_spec in scenario.sockets:
+        process = model.processes[sock_spec.process]
+        sock = world.add_socket(sock_spec.name, sock_spec.type, process, sock_spec.options, sock_spec.routing_id, sock_spec.bind, sock_spec.connect)
+        model.sockets[sock_spec.name] = sock
+
+    for send in scenario.sends:
+        sock = model.sockets[send.socket]
+        rng = streams(f"send.{send.name}")
+        sock_spec = scenario.socket(send.socket)
+        sender = Sender(
+            world, send.name, sock, sock.process,
+            count=send.count, duration_s=send.duration_s, until_s=scenario.until_s,
+            interval=_sampler(send.interval, rng), size=_sampler(send.size, streams(f"send.{send.name}.size"), integer=True),
+            start_s=max(send.start_s, sock_spec.open_at_s), topics=send.topics, parts=send.parts,
+            dontwait=send.dontwait, on_again=send.on_again, to=send.to,
+        )
+        sock.process.workloads.append(sender)
+        model.senders.append(sender)
+
+    for recv in scenario.recvs:
+        sock = model.sockets[recv.socket]
+        sock_spec = scenario.socket(recv.socket)
+        receiver = Receiver(
+            world, recv.name, sock, sock.process,
+            service=_sampler(recv.service, streams(f"recv.{recv.name}")),
+            start_s=max(recv.start_s, sock_spec.open_at_s), count=recv.count, duration_s=recv.duration_s,
+            reply=recv.reply, reply_size=_sampler(recv.reply_size, streams(f"recv.{recv.name}.reply_size"), integer=True),
+            pause_every=_sampler(recv.pause_every, streams(f"recv.{recv.name}.pause_every")),
+            pause=_sampler(recv.pause, streams(f"recv.{recv.name}.pause")),
+            on_timeout=recv.on_timeout,
+        )
+        sock.process.workloads.append(receiver)
+        model.receivers.append(receiver)
+
+    for proxy_spec in scenario.proxies:
+        front, back = model.sockets[proxy_spec.frontend], model.sockets[proxy_spec.backend]
+        proxy = Proxy(world, proxy_spec.name, front, back, front.process)
+        front.process.workloads.append(proxy)
+        model.proxies.append(proxy)
+
+    _schedule_timeline(model)
+    return model
+
+
+def _schedule_timeline(model: Model) -> None:
+    env, world, scenario = model.env, model.world, model.scenario
+    for sock_spec in scenario.sockets:
+        sock = model.sockets[sock_spec.name]
+        env.call_later(sock_spec.open_at_s, lambda sock=sock: world.open_socket(sock), priority=URGENT)
+        if sock_spec.close_at_s is not None:
+            env.call_later(sock_spec.close_at_s, lambda sock=sock: world.close_socket(sock), priority=NORMAL)
+    for workload in [*model.senders, *model.receivers]:
+        workload.start()
+    for proxy in model.proxies:
+        front_open = scenario.socket(proxy.frontend.name).open_at_s
+        back_open = scenario.socket(proxy.backend.name).open_at_s
+        env.call_later(max(front_open, back_open), proxy.start, priority=NORMAL)
+    for proc_spec in scenario.processes:
+        process = model.processes[proc_spec.name]
+        if proc_spec.exit_at_s is not None:
+            env.call_later(proc_spec.exit_at_s, process.exit)
+        if proc_spec.crash_at_s is not None:
+            env.call_later(proc_spec.crash_at_s, process.crash)
+        if proc_spec.restart_at_s is not None:
+            env.call_later(proc_spec.restart_at_s, lambda process=process: _restart(model, process), priority=URGENT)
+
+
+def _restart(model: Model, process: Process) -> None:
+    """The crashed process starts again: fresh sockets (same names), workloads resume."""
+    world = model.world
+    process.alive = True
+    process.exiting = False
+    for sock in process.sockets:
+        sock.reset()
+        world.open_socket(sock)
+    for workload in process.workloads:
+        workload.resume()

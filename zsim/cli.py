@@ -1,0 +1,199 @@
+"""Command line: ``zsim run | validate | calibrate | sweep | report``.
+
+Thin by design: every command parses its arguments and calls one library function. Bad
+input (a scenario error, a missing file) prints one line naming the field and the reason
+and exits with status 2, never a traceback. A fault inside zsim (the ledger does not
+balance) exits with status 1 and says it is a bug.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from .errors import ConservationError, ScenarioError, ZsimError
+
+EXIT_OK = 0
+EXIT_FAULT = 1
+EXIT_USAGE = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse exits 2 already; keep one line
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def _fmt(value: Any, width: int = 10) -> str:
+    if value is None:
+        text = "-"
+    elif isinstance(value, float):
+        if value == 0:
+            text = "0"
+        elif abs(value) >= 100:
+            text = f"{value:.1f}"
+        elif abs(value) >= 0.01:
+            text = f"{value:.4f}"
+        else:
+            text = f"{value:.3g}"
+    else:
+        text = str(value)
+    return text.rjust(width)
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value * 1000:.3f} ms"
+
+
+def format_summary(summary: dict[str, Any]) -> str:
+    """The readable table ``zsim run`` prints."""
+    lines = []
+    ledger = summary["ledger"]
+    lines.append(f"scenario {summary['scenario']}  seed {summary['seed']}  profile {summary['profile']}  "
+                 f"simulated {summary['sim_time_s']:.6g} s in {summary['wall_s']:.3f} s wall")
+    lines.append("")
+    head = f"{'socket':<20}{'type':>7}{'sent':>10}{'again':>9}{'received':>10}{'dropped':>9}{'discard':>9}{'lost':>7}{'blocked s':>11}"
+    lines.append(head)
+    lines.append("-" * len(head))
+    for name, sock in summary["sockets"].items():
+        lines.append(
+            f"{name:<20}{sock['type']:>7}{sock['sent']:>10}{sock['send_again'] + sock['send_unroutable']:>9}{sock['received']:>10}"
+            f"{sock['dropped']:>9}{sock['discarded']:>9}{sock['lost_on_close']:>7}{_fmt(sock['blocked_s'], 11)}"
+        )
+    lines.append("")
+    head = f"{'pipe':<44}{'hwm':>7}{'max depth':>11}{'mean depth':>12}{'dropped':>9}{'at end':>8}"
+    lines.append(head)
+    lines.append("-" * len(head))
+    for pipe in summary["pipes"]:
+        if pipe["written"] == 0 and pipe["dropped"] == 0 and pipe["kind"] != "inproc" and pipe["max_depth"] == 0:
+            continue
+        hwm = "inf" if pipe["hwm"] <= 0 else str(pipe["hwm"])
+        lines.append(f"{pipe['name'][:43]:<44}{hwm:>7}{pipe['max_depth']:>11}{_fmt(pipe['mean_depth'], 12)}{pipe['dropped']:>9}{pipe['depth_at_end']:>8}")
+    if summary.get("links"):
+        lines.append("")
+        for link in summary["links"]:
+            kernel = ", ".join(f"{k} {v} B" for k, v in link["max_kernel_bytes"].items())
+            lines.append(f"link {link['name']} ({link['transport']}{' #' + str(link['number']) if link['number'] > 1 else ''}): max kernel bytes {kernel}{' [broken]' if link['broken'] else ''}")
+    lines.append("")
+    lines.append(
+        f"ledger: sent {ledger['sent']}, copies {ledger['copies']}, delivered {ledger['delivered']}, forwarded {ledger['forwarded']}, "
+        f"dropped {ledger['dropped']}, discarded {ledger['discarded']}, lost on close {ledger['lost_on_close']}, queued at end {ledger['queued_at_end']}"
+    )
+    for key, label in (("dropped_by_rule", "dropped"), ("discarded_by_rule", "discarded"), ("lost_by_rule", "lost"), ("queued_by_place", "queued in")):
+        if ledger[key]:
+            lines.append(f"  {label}: " + ", ".join(f"{k} {v}" for k, v in ledger[key].items()))
+    lat = summary["latency_s"]
+    lines.append(f"latency: p50 {_ms(lat['p50'])}, p95 {_ms(lat['p95'])}, p99 {_ms(lat['p99'])}, max {_ms(lat['max'])} over {lat['count']} deliveries")
+    for name, sender in summary.get("senders", {}).items():
+        if "rtt_s" in sender:
+            rtt = sender["rtt_s"]
+            lines.append(f"round trip {name}: p50 {_ms(rtt['p50'])}, p99 {_ms(rtt['p99'])}, max {_ms(rtt['max'])}")
+    for name, proc in summary.get("processes", {}).items():
+        if proc["term_blocked"]:
+            lines.append(f"process {name}: zmq_ctx_term still blocked at the end (LINGER -1 with messages the peer never took)")
+        elif proc["exit_completed_s"] is not None and proc["exit_started_s"] is not None:
+            lines.append(f"process {name}: exit at {proc['exit_started_s']:.6g} s, context terminated at {proc['exit_completed_s']:.6g} s")
+        if proc["crashed_s"] is not None:
+            lines.append(f"process {name}: crashed at {proc['crashed_s']:.6g} s")
+    return "\n".join(lines)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from .runner import run
+
+    result = run(args.scenario, args.seed, trace=bool(args.out))
+    if args.out:
+        result.write_parquet(args.out)
+    if args.json:
+        print(result.to_json())
+    else:
+        print(format_summary(result.summary))
+        if args.out:
+            print(f"\nwrote {args.out}/messages.parquet, depth.parquet, summary.json")
+    return EXIT_OK
+
+
+def _lazy(module: str, function: str) -> Callable[[argparse.Namespace], int]:
+    def call(args: argparse.Namespace) -> int:
+        import importlib
+
+        return int(getattr(importlib.import_module(module), function)(args))
+
+    return call
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="zsim", description="Discrete-event simulation of ZeroMQ (libzmq 4.3.5) queuing.")
+    from . import __version__
+
+    parser.add_argument("--version", action="version", version=f"zsim {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    p = sub.add_parser("run", help="simulate one scenario and print its summary")
+    p.add_argument("scenario", help="scenario TOML file")
+    p.add_argument("--seed", type=int, default=None, help="random seed (default: scenario.seed or 0)")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    p.add_argument("--out", metavar="DIR", help="write per-message records and depth time series as Parquet")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("validate", help="run a scenario in simulation and on real pyzmq, compare metric by metric")
+    p.add_argument("scenario")
+    p.add_argument("--replications", "-n", type=int, default=5)
+    p.add_argument("--seed", type=int, default=0, help="first simulation seed")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--report", metavar="DIR", help="write a Markdown report with plots")
+    p.add_argument("--timeout", type=float, default=None, help="wall-time limit per real run, seconds")
+    p.set_defaults(func=_lazy("validation.cli", "cmd_validate"))
+
+    p = sub.add_parser("calibrate", help="measure this machine with real pyzmq and write a profile")
+    p.add_argument("--out", metavar="FILE", default="profile.toml")
+    p.add_argument("--quick", action="store_true", help="fewer repetitions (about a minute)")
+    p.set_defaults(func=_lazy("validation.cli", "cmd_calibrate"))
+
+    p = sub.add_parser("sweep", help="run a parameter sweep (Spark by default) into Parquet")
+    p.add_argument("sweep", help="sweep TOML file")
+    p.add_argument("--master", default=None, help="Spark master URL (default local[*])")
+    p.add_argument("--engine", choices=("spark", "local", "serial"), default="spark")
+    p.add_argument("--out", metavar="DIR", default=None)
+    p.add_argument("--workers", type=int, default=None, help="processes for --engine local")
+    p.set_defaults(func=_lazy("zsim.sweep.cli", "cmd_sweep"))
+
+    p = sub.add_parser("report", help="aggregate a sweep's Parquet results into tables and figures")
+    p.add_argument("results", help="sweep output directory")
+    p.add_argument("--out", metavar="DIR", default=None)
+    p.set_defaults(func=_lazy("zsim.sweep.cli", "cmd_report"))
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except ConservationError as exc:
+        print(f"zsim: internal error (a bug in zsim, please report it): {exc}", file=sys.stderr)
+        return EXIT_FAULT
+    except ScenarioError as exc:
+        print(f"zsim: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except ZsimError as exc:
+        print(f"zsim: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except FileNotFoundError as exc:
+        print(f"zsim: {exc.filename or exc}: no such file", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("zsim: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+
+
+def entry() -> None:  # console_scripts entry point
+    sys.exit(main())
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

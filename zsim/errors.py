@@ -1,0 +1,43 @@
+"""Exceptions raised by zsim.
+
+``ScenarioError`` is the user-facing error for bad input: it always names the field path
+and the reason, and the CLI turns it into one line on stderr and exit status 2.
+``Again`` mirrors pyzmq's ``zmq.Again`` (EAGAIN) for the simulated socket API.
+``ConservationError`` means the model lost track of a message: a bug in zsim, never a
+property of the scenario.
+"""
+
+from __future__ import annotations
+
+
+class ZsimError(Exception):
+    """Base class of every error zsim raises on purpose."""
+
+
+class ScenarioError(ZsimError):
+    """A scenario (or sweep, or profile) is invalid.
+
+    ``path`` is a dotted field path such as ``socket[publisher].options.sndhwm``;
+    ``reason`` says what is wrong with it.
+    """
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(f"{path}: {reason}" if path else reason)
+
+
+class UnsupportedOption(ScenarioError):
+    """A socket option that exists in ZeroMQ but that zsim does not model."""
+
+
+class Again(ZsimError):
+    """A send or receive would block (pyzmq ``zmq.Again``, errno EAGAIN)."""
+
+
+class HostUnreachable(ZsimError):
+    """ROUTER with ``router_mandatory`` sending to an unknown peer (EHOSTUNREACH)."""
+
+
+class ConservationError(ZsimError):
+    """The per-message ledger does not balance: a bug report, not a result."""

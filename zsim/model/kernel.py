@@ -1,0 +1,150 @@
+"""The simulation clock: a SimPy environment with a lean run loop and re-armable timers.
+
+Everything in the model is a SimPy event; users can mix their own ``env.process(...)``
+generators with the model. Two additions keep the hot path cheap:
+
+* ``Environment.run`` is SimPy's loop (``simpy.core.Environment.step``) inlined, so each
+  event costs one heap pop and its callbacks, not a method call and a ``try`` per step.
+* ``Timer`` is an event that can be scheduled again after it fired, so a sender that
+  fires a million times reuses one object instead of allocating a ``Timeout`` per message.
+  Timers are ordinary SimPy events while scheduled (``callbacks`` is a list, ``_ok`` is
+  true), which is all ``Environment.step`` needs.
+"""
+
+from __future__ import annotations
+
+from heapq import heappop, heappush
+from itertools import count
+from typing import Any, Callable
+
+import simpy
+from simpy.core import EmptySchedule, StopSimulation
+from simpy.events import NORMAL, URGENT, Event
+
+__all__ = ["Environment", "Timer", "NORMAL", "URGENT"]
+
+
+class _TimerEvent(Event):
+    """The heap entry of a ``Timer``: reused while the timer fires normally."""
+
+    __slots__ = ()
+
+    def __init__(self, env: "Environment") -> None:
+        self.env = env
+        self.callbacks = None  # type: ignore[assignment]
+        self._value = None
+        self._ok = True
+
+
+class Timer:
+    """A re-armable timer that calls ``fn()`` each time it fires.
+
+    ``arm(delay)`` schedules it ``delay`` seconds from now; arming an armed timer moves it.
+    ``cancel()`` withdraws a pending firing: the heap entry stays and is ignored when it
+    pops, and the next ``arm`` then uses a fresh event so the two entries never share one.
+    """
+
+    __slots__ = ("env", "fn", "armed", "_event", "_in_heap", "_fire_cb")
+
+    def __init__(self, env: "Environment", fn: Callable[[], Any]) -> None:
+        self.env = env
+        self.fn = fn
+        self.armed = False
+        self._event = _TimerEvent(env)
+        self._in_heap = False
+        self._fire_cb = self._fire
+
+    def _fire(self, event: Event) -> None:
+        if event is not self._event:
+            return  # a cancelled firing
+        self._in_heap = False
+        if self.armed:
+            self.armed = False
+            self.fn()
+
+    def arm(self, delay: float, priority: int = NORMAL) -> None:
+        env = self.env
+        if self._in_heap:
+            self._event = _TimerEvent(env)
+        event = self._event
+        event.callbacks = [self._fire_cb]
+        self._in_heap = True
+        self.armed = True
+        heappush(env._queue, (env._now + delay, priority, next(env._eid), event))
+
+    def arm_at(self, when: float, priority: int = NORMAL) -> None:
+        now = self.env._now
+        self.arm(when - now if when > now else 0.0, priority)
+
+    def cancel(self) -> None:
+        self.armed = False
+
+
+class _Call(Event):
+    """A one-shot scheduled callback (cheaper than ``Timeout`` plus a callback append)."""
+
+    __slots__ = ()
+
+    def __init__(self, env: Environment, fn: Callable[[Event], Any]) -> None:
+        self.env = env
+        self.callbacks = [fn]
+        self._value = None
+        self._ok = True
+
+
+class Environment(simpy.Environment):
+    """``simpy.Environment`` with ``call_later`` and an inlined run loop."""
+
+    def __init__(self, initial_time: float = 0) -> None:
+        super().__init__(initial_time)
+        self._eid = count()
+
+    def call_later(self, delay: float, fn: Callable[[], Any], priority: int = NORMAL) -> None:
+        """Call ``fn()`` ``delay`` seconds from now."""
+        event = _Call(self, lambda _event: fn())
+        heappush(self._queue, (self._now + delay, priority, next(self._eid), event))
+
+    def call_soon(self, fn: Callable[[], Any]) -> None:
+        """Call ``fn()`` at the current time, after the events already due now."""
+        event = _Call(self, lambda _event: fn())
+        heappush(self._queue, (self._now, NORMAL, next(self._eid), event))
+
+    def timer(self, fn: Callable[[], Any]) -> Timer:
+        return Timer(self, fn)
+
+    def run(self, until: float | Event | None = None) -> Any:  # noqa: C901 - hot loop
+        """Run until the queue is empty, a time is reached, or an event is processed.
+
+        Same contract as ``simpy.Environment.run``; when ``until`` is a time, the clock is
+        left at exactly that time (SimPy does the same with an URGENT stop event).
+        """
+        stop_at: float | None = None
+        if until is not None:
+            if isinstance(until, Event):
+                return super().run(until)
+            stop_at = float(until)
+            if stop_at < self._now:
+                raise ValueError(f"until ({stop_at}) must be >= now ({self._now})")
+        queue = self._queue
+        pop = heappop
+        try:
+            while queue:
+                if stop_at is not None and queue[0][0] > stop_at:
+                    break
+                self._now, _, _, event = pop(queue)
+                callbacks, event.callbacks = event.callbacks, None
+                for callback in callbacks:
+                    callback(event)
+                if not event._ok and not hasattr(event, "_defused"):
+                    exc = type(event._value)(*event._value.args)
+                    exc.__cause__ = event._value
+                    raise exc
+        except StopSimulation as exc:
+            return exc.args[0]
+        except EmptySchedule:  # pragma: no cover - cannot happen with the guard above
+            pass
+        if stop_at is not None:
+            self._now = stop_at
+        return None
+
+

@@ -1,0 +1,238 @@
+"""One direction of one connection: libzmq's ``pipe_t`` over a ``ypipe_t``.
+
+The writer may write while ``hwm <= 0 or written - peers_read < hwm`` (``pipe_t::check_hwm``);
+a failed check deactivates the writer side (``_out_active = false``) until an
+``activate_write`` command arrives. The reader reports its progress every
+``lwm = (hwm + 1) // 2`` complete messages (``pipe_t::read``); the report is a command the
+writer applies when it processes commands, so the writer's view of the queue lags the
+truth exactly as libzmq's does. A reader that finds the pipe empty goes to sleep and the
+next write sends it ``activate_read`` (``ypipe_t::flush`` returning false).
+
+Messages are tuples ``(id, t0, size, wire, topic, envelope)`` shared between the copies a
+fan-out makes; the pipe never looks inside them. Control messages (subscriptions) have a
+negative id. Depth statistics (max and time integral) are kept here because they are the
+numbers users size buffers by; they cost two additions per operation.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..constants import compute_lwm
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .kernel import Environment
+
+Message = tuple  # (id, t0, size, wire, topic, envelope)
+
+MSG_ID = 0
+MSG_T0 = 1
+MSG_SIZE = 2
+MSG_WIRE = 3
+MSG_TOPIC = 4
+MSG_ENVELOPE = 5
+
+SUBSCRIBE_ID = -1
+UNSUBSCRIBE_ID = -2
+
+
+class PipeEndpoint(Protocol):
+    """What a pipe needs from the objects at its two ends (a socket or a session)."""
+
+    def post_activate_write(self, pipe: Pipe, read_count: int) -> None: ...
+
+    def post_activate_read(self, pipe: Pipe) -> None: ...
+
+
+ACTIVE = 0
+TERMINATING = 1  # delimiter written: no more writes
+CLOSED = 2
+
+
+class Pipe:
+    """A message queue with libzmq's HWM/LWM accounting."""
+
+    __slots__ = (
+        "env",
+        "name",
+        "hwm",
+        "lwm",
+        "queue",
+        "written",
+        "read_count",
+        "peers_read",
+        "out_active",
+        "reader_asleep",
+        "writer",
+        "reader",
+        "conflate",
+        "state",
+        "delimited",
+        "max_depth",
+        "area",
+        "last_change",
+        "dropped",
+        "index",
+        "trace",
+        "owner",
+        "on_displace",
+    )
+
+    def __init__(
+        self,
+        env: Environment,
+        name: str,
+        hwm: int,
+        writer: PipeEndpoint | None = None,
+        reader: PipeEndpoint | None = None,
+        conflate: bool = False,
+        index: int = -1,
+    ) -> None:
+        self.env = env
+        self.name = name
+        self.conflate = conflate
+        if conflate:
+            hwm = 0  # ypipe_conflate_t: one slot, no HWM
+        self.hwm = hwm
+        self.lwm = compute_lwm(hwm)
+        self.queue: deque[Message] = deque()
+        self.written = 0
+        self.read_count = 0
+        self.peers_read = 0
+        self.out_active = True
+        self.reader_asleep = False
+        self.writer = writer
+        self.reader = reader
+        self.state = ACTIVE
+        self.delimited = False  # the delimiter has been written behind the queued messages
+        self.max_depth = 0
+        self.area = 0.0
+        self.last_change = env.now
+        self.dropped = 0
+        self.index = index  # position in the world's pipe table (for records)
+        self.trace: list[float] | None = None  # flat (time, depth) pairs when tracing
+        self.owner: Any = None  # the connection this pipe belongs to
+        self.on_displace: Any = None  # conflate: called with the message pushed out
+
+    # -- queries ---------------------------------------------------------------------
+
+    @property
+    def depth(self) -> int:
+        """Messages physically in the pipe now (the truth, not the writer's view)."""
+        return len(self.queue)
+
+    def check_hwm(self) -> bool:
+        """``pipe_t::check_hwm``: true if the writer's view says there is room."""
+        hwm = self.hwm
+        return hwm <= 0 or self.written - self.peers_read < hwm
+
+    def check_write(self) -> bool:
+        """``pipe_t::check_write``: room, writer active and pipe not terminating."""
+        if not self.out_active or self.state != ACTIVE:
+            return False
+        hwm = self.hwm
+        if hwm > 0 and self.written - self.peers_read >= hwm:
+            self.out_active = False
+            return False
+        return True
+
+    # -- writer side -----------------------------------------------------------------
+
+    def write(self, msg: Message) -> None:
+        """Append a complete message (call ``check_write`` first) and flush it.
+
+        A conflating pipe keeps only the newest message and hands the one it pushed out
+        to ``on_displace`` (``ypipe_conflate_t``).
+        """
+        queue = self.queue
+        now = self.env._now
+        depth = len(queue)
+        self.area += depth * (now - self.last_change)
+        self.last_change = now
+        if self.conflate and depth:
+            displaced = queue.popleft()
+            depth -= 1
+            if self.on_displace is not None:
+                self.on_displace(displaced)
+        queue.append(msg)
+        self.written += 1
+        depth += 1
+        if depth > self.max_depth:
+            self.max_depth = depth
+        if self.trace is not None:
+            self.trace.append(now)
+            self.trace.append(depth)
+        if self.reader_asleep:
+            self.reader_asleep = False
+            self.reader.post_activate_read(self)  # type: ignore[union-attr]
+
+    def apply_activate_write(self, read_count: int) -> bool:
+        """The writer processes ``activate_write(n)``; true if the pipe became writable."""
+        if read_count > self.peers_read:
+            self.peers_read = read_count
+        if not self.out_active and self.state == ACTIVE:
+            self.out_active = True
+            return True
+        return False
+
+    # -- reader side -----------------------------------------------------------------
+
+    def read(self) -> Message | None:
+        """Pop one complete message, or None (and the reader goes to sleep)."""
+        queue = self.queue
+        if not queue:
+            self.reader_asleep = True
+            if self.delimited and self.owner is not None:
+                self.owner.on_delimiter(self)
+            return None
+        now = self.env._now
+        depth = len(queue)
+        self.area += depth * (now - self.last_change)
+        self.last_change = now
+        msg = queue.popleft()
+        if self.trace is not None:
+            self.trace.append(now)
+            self.trace.append(depth - 1)
+        count = self.read_count + 1
+        self.read_count = count
+        lwm = self.lwm
+        if lwm and count % lwm == 0:
+            self.writer.post_activate_write(self, count)  # type: ignore[union-attr]
+        return msg
+
+    def has_message(self) -> bool:
+        return bool(self.queue)
+
+    # -- termination -----------------------------------------------------------------
+
+    def mark_delimited(self) -> None:
+        """The writer closed: a delimiter now sits behind the queued messages."""
+        self.delimited = True
+        self.state = TERMINATING
+        self.out_active = False
+        if self.reader_asleep:
+            self.reader_asleep = False
+            self.reader.post_activate_read(self)  # type: ignore[union-attr]
+
+    def drain(self) -> list[Message]:
+        """Remove and return everything queued (the pipe is being destroyed)."""
+        now = self.env._now
+        self.area += len(self.queue) * (now - self.last_change)
+        self.last_change = now
+        items = list(self.queue)
+        self.queue.clear()
+        if self.trace is not None and items:
+            self.trace.append(now)
+            self.trace.append(0)
+        self.state = CLOSED
+        return items
+
+    def mean_depth(self, now: float, since: float = 0.0) -> float:
+        span = now - since
+        if span <= 0:
+            return float(len(self.queue))
+        return (self.area + len(self.queue) * (now - self.last_change)) / span
+
+    def __repr__(self) -> str:
+        return f"<Pipe {self.name} depth={len(self.queue)} hwm={self.hwm} W={self.written} R={self.read_count} P={self.peers_read}>"

@@ -1,0 +1,303 @@
+"""libzmq's four routing policies, as small classes over a socket's peers.
+
+* ``LoadBalance`` (``lb_t``): round-robin over pipes with room; a full pipe is deactivated
+  and the next one tried, so a message goes to the first pipe with room and is never
+  dropped; no pipe with room means EAGAIN (block or ``Again``).
+* ``FairQueue`` (``fq_t``): round-robin over pipes that have data, one complete message
+  per turn; a pipe found empty is deactivated until ``activate_read``.
+* ``Distribute`` (``dist_t`` behind ``xpub_t::xsend``): every matching, eligible pipe gets
+  the message; a pipe whose write fails leaves the eligible set until ``write_activated``;
+  the message is dropped for that pipe only. PUB never returns EAGAIN unless
+  ``xpub_nodrop``.
+* ``RouteByIdentity`` (``router_t::xsend``): the first envelope entry names the peer; an
+  unknown peer or a full pipe drops the whole message, or with ``router_mandatory``
+  returns EHOSTUNREACH / EAGAIN.
+
+The array manipulations copy libzmq's ``array_t::swap`` choreography so that the order in
+which peers are served (and so who gets what under pressure) is libzmq's order.
+
+Send results: ``SENT``, ``AGAIN`` (would block), ``UNROUTABLE`` (EHOSTUNREACH).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .pipe import MSG_ENVELOPE, MSG_TOPIC, Message, Pipe
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .socket import Peer, Socket
+
+SENT = 0
+AGAIN = 1
+UNROUTABLE = 2
+
+# Drop rules recorded in the ledger (stable codes; names in zsim.ledger.RULES).
+RULE_HWM = 1  # pipe at HWM (writer's view)
+RULE_NOT_CONNECTED = 2  # the peer's pipe is not attached at the sender yet
+RULE_NOT_SUBSCRIBED = 3  # peer subscribed, subscription not applied at the sender yet
+RULE_UNROUTABLE = 4  # ROUTER: unknown identity
+RULE_CONFLATED = 5  # replaced in a conflating pipe by a newer message
+RULE_FILTERED = 6  # SUB discarded on receive: no matching subscription
+RULE_NO_PEERS = 7  # REP reply / ROUTER reply to a peer that is gone
+RULE_DISCONNECT = 8  # queued in a pipe or engine of a connection that went away
+RULE_LINGER = 9  # discarded at close: linger expired or 0
+RULE_ENGINE_HUP = 10  # ipc: left in the kernel queue when the engine died (EPOLLHUP)
+RULE_CRASH = 11  # the process crashed
+RULE_REQ_STATE = 12  # REQ: reply from a pipe it did not send to
+RULE_KERNEL_LOST = 13  # tcp/ipc: in the kernel or in flight when the connection broke
+
+
+class LoadBalance:
+    """``lb_t``: PUSH, DEALER, REQ."""
+
+    __slots__ = ("pipes", "active", "current", "peer_of")
+
+    def __init__(self) -> None:
+        self.pipes: list[Pipe] = []
+        self.active = 0
+        self.current = 0
+        self.peer_of: dict[Pipe, Peer] = {}
+
+    def attach(self, pipe: Pipe, peer: Peer) -> None:
+        self.pipes.append(pipe)
+        self.peer_of[pipe] = peer
+        self.activated(pipe)
+
+    def activated(self, pipe: Pipe) -> None:
+        pipes = self.pipes
+        index = pipes.index(pipe)
+        if index < self.active:
+            return
+        pipes[index], pipes[self.active] = pipes[self.active], pipes[index]
+        self.active += 1
+
+    def terminated(self, pipe: Pipe) -> None:
+        pipes = self.pipes
+        if pipe not in self.peer_of:
+            return
+        index = pipes.index(pipe)
+        if index < self.active:
+            self.active -= 1
+            pipes[index], pipes[self.active] = pipes[self.active], pipes[index]
+            if self.current == self.active:
+                self.current = 0
+        # array_t::erase: swap with the last element, pop
+        index = pipes.index(pipe)
+        pipes[index] = pipes[-1]
+        pipes.pop()
+        del self.peer_of[pipe]
+
+    def send(self, msg: Message) -> tuple[int, Pipe | None]:
+        pipes = self.pipes
+        while self.active > 0:
+            pipe = pipes[self.current]
+            if pipe.check_write():
+                pipe.write(msg)
+                self.current += 1
+                if self.current >= self.active:
+                    self.current = 0
+                return SENT, pipe
+            self.active -= 1
+            if self.current < self.active:
+                pipes[self.current], pipes[self.active] = pipes[self.active], pipes[self.current]
+            else:
+                self.current = 0
+        return AGAIN, None
+
+    def has_out(self) -> bool:
+        """``lb_t::has_out``: checks pipes from ``current`` on, deactivating full ones."""
+        pipes = self.pipes
+        while self.active > 0:
+            if pipes[self.current].check_write():
+                return True
+            self.active -= 1
+            if self.current < self.active:
+                pipes[self.current], pipes[self.active] = pipes[self.active], pipes[self.current]
+            else:
+                self.current = 0
+        return False
+
+
+class FairQueue:
+    """``fq_t``: PULL, SUB, XSUB, DEALER, ROUTER, REP, PAIR, XPUB (subscriptions)."""
+
+    __slots__ = ("pipes", "active", "current", "peer_of")
+
+    def __init__(self) -> None:
+        self.pipes: list[Pipe] = []
+        self.active = 0
+        self.current = 0
+        self.peer_of: dict[Pipe, Peer] = {}
+
+    def attach(self, pipe: Pipe, peer: Peer) -> None:
+        pipes = self.pipes
+        pipes.append(pipe)
+        self.peer_of[pipe] = peer
+        last = len(pipes) - 1
+        pipes[self.active], pipes[last] = pipes[last], pipes[self.active]
+        self.active += 1
+
+    def activated(self, pipe: Pipe) -> None:
+        pipes = self.pipes
+        if pipe not in self.peer_of:
+            return
+        index = pipes.index(pipe)
+        if index < self.active:
+            return
+        pipes[index], pipes[self.active] = pipes[self.active], pipes[index]
+        self.active += 1
+
+    def terminated(self, pipe: Pipe) -> None:
+        pipes = self.pipes
+        if pipe not in self.peer_of:
+            return
+        index = pipes.index(pipe)
+        if index < self.active:
+            self.active -= 1
+            pipes[index], pipes[self.active] = pipes[self.active], pipes[index]
+            if self.current == self.active:
+                self.current = 0
+        index = pipes.index(pipe)
+        pipes[index] = pipes[-1]
+        pipes.pop()
+        del self.peer_of[pipe]
+
+    def recv(self) -> tuple[Message | None, Pipe | None]:
+        pipes = self.pipes
+        while self.active > 0:
+            pipe = pipes[self.current]
+            msg = pipe.read()
+            if msg is not None:
+                self.current = (self.current + 1) % self.active
+                return msg, pipe
+            self.active -= 1
+            pipes[self.current], pipes[self.active] = pipes[self.active], pipes[self.current]
+            if self.current == self.active:
+                self.current = 0
+        return None, None
+
+    def has_in(self) -> bool:
+        pipes = self.pipes
+        while self.active > 0:
+            if pipes[self.current].queue:
+                return True
+            pipe = pipes[self.current]
+            pipe.reader_asleep = True
+            self.active -= 1
+            pipes[self.current], pipes[self.active] = pipes[self.active], pipes[self.current]
+            if self.current == self.active:
+                self.current = 0
+        return False
+
+
+class Subscriptions:
+    """A set of topic prefixes (libzmq's mtrie for one pipe, or a SUB's own list)."""
+
+    __slots__ = ("prefixes", "all")
+
+    def __init__(self, prefixes: tuple[str, ...] = ()) -> None:
+        self.prefixes: dict[str, int] = {}
+        self.all = False
+        for prefix in prefixes:
+            self.add(prefix)
+
+    def add(self, prefix: str) -> bool:
+        """Add one reference; true if the prefix is new."""
+        count = self.prefixes.get(prefix, 0)
+        self.prefixes[prefix] = count + 1
+        if prefix == "":
+            self.all = True
+        return count == 0
+
+    def remove(self, prefix: str) -> bool:
+        """Remove one reference; true if the prefix is gone."""
+        count = self.prefixes.get(prefix, 0)
+        if count <= 0:
+            return False
+        if count == 1:
+            del self.prefixes[prefix]
+            if prefix == "":
+                self.all = False
+            return True
+        self.prefixes[prefix] = count - 1
+        return False
+
+    def set_once(self, prefix: str) -> bool:
+        """mtrie per pipe: a pipe is in a prefix's set at most once."""
+        if prefix in self.prefixes:
+            return False
+        return self.add(prefix)
+
+    def matches(self, topic: str) -> bool:
+        if self.all:
+            return True
+        for prefix in self.prefixes:
+            if topic.startswith(prefix):
+                return True
+        return False
+
+    def __bool__(self) -> bool:
+        return bool(self.prefixes)
+
+
+class Distribute:
+    """``dist_t`` + ``xpub_t::xsend`` matching: PUB, XPUB.
+
+    Peers are kept in the order they were added. A pipe is eligible while its writer side is active (libzmq
+    eligible set: false after a failed write until ``write_activated``), ``applied``
+    (the subscriptions this side has received from it) and ``remote_subs`` (what the
+    subscriber itself wants: used only to tell the user *why* a copy was lost).
+    """
+
+    __slots__ = ("peers", "nodrop")
+
+    def __init__(self, nodrop: bool = False) -> None:
+        self.peers: list[Peer] = []
+        self.nodrop = nodrop
+
+    def add(self, peer: Peer) -> None:
+        if peer not in self.peers:
+            self.peers.append(peer)
+
+    def remove(self, peer: Peer) -> None:
+        if peer in self.peers:
+            self.peers.remove(peer)
+
+    def check_hwm(self, topic: str) -> bool:
+        """``dist_t::check_hwm`` over the matching pipes (``xpub_nodrop``)."""
+        for peer in self.peers:
+            pipe = peer.out_pipe
+            if peer.attached and pipe is not None and pipe.out_active and peer.applied.matches(topic):
+                if not pipe.check_hwm():
+                    return False
+        return True
+
+
+class RouteByIdentity:
+    """``router_t``: ROUTER (and the reply half of REP)."""
+
+    __slots__ = ("by_key", "mandatory")
+
+    def __init__(self, mandatory: bool = False) -> None:
+        self.by_key: dict[object, Peer] = {}
+        self.mandatory = mandatory
+
+    def add(self, key: object, peer: Peer) -> None:
+        # router_t::identify_peer: a duplicate routing id is refused (no handover).
+        if key not in self.by_key:
+            self.by_key[key] = peer
+
+    def remove(self, key: object, peer: Peer) -> None:
+        if self.by_key.get(key) is peer:
+            del self.by_key[key]
+
+    def lookup(self, msg: Message) -> Peer | None:
+        envelope = msg[MSG_ENVELOPE]
+        if not envelope:
+            return None
+        return self.by_key.get(envelope[0])
+
+
+def topic_of(msg: Message) -> str:
+    return msg[MSG_TOPIC]

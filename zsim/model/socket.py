@@ -1,0 +1,592 @@
+"""A ZeroMQ socket: routing policies over per-peer pipes, a command mailbox, an app API.
+
+The application side (workloads, proxies) calls ``send(msg)`` and ``recv()``, which never
+block: they return ``SENT``/``AGAIN``/``UNROUTABLE`` or a message/None, after processing
+commands exactly where libzmq does (``socket_base_t::send``: at most once per
+``command_throttle_s``; ``recv``: every ``INBOUND_POLL_RATE`` calls and whenever nothing is
+readable). Blocking is the caller's choice: ``wait(callback)`` registers it until a
+command arrives, which is when libzmq's blocked thread wakes and retries.
+
+Commands from the other end of a pipe (``activate_read``, ``activate_write``, ``bind``,
+``pipe_term``) go to the mailbox; they take effect when the socket processes commands, so
+a busy PUB keeps dropping to a pipe its reader has already emptied, as libzmq does.
+
+Per-type behaviour comes from ``socket_types.TRAITS``; the routing classes are in
+``routing``; transport details (sessions, engines) stay in ``transport``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
+from ..constants import INBOUND_POLL_RATE
+from .pipe import MSG_ENVELOPE, MSG_ID, MSG_TOPIC, SUBSCRIBE_ID, UNSUBSCRIBE_ID, Message, Pipe
+from .routing import (
+    AGAIN,
+    RULE_FILTERED,
+    RULE_HWM,
+    RULE_NO_PEERS,
+    RULE_NOT_CONNECTED,
+    RULE_NOT_SUBSCRIBED,
+    RULE_REQ_STATE,
+    RULE_UNROUTABLE,
+    SENT,
+    UNROUTABLE,
+    Distribute,
+    FairQueue,
+    LoadBalance,
+    RouteByIdentity,
+    Subscriptions,
+)
+from .socket_types import DIST, LB, PAIR, REPLY, ROUTE, TRAITS, SocketTraits
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .world import World
+
+NEW = 0
+OPEN = 1
+CLOSED = 2
+
+
+class Peer:
+    """What one socket knows about one connection: its two pipes and routing state."""
+
+    __slots__ = (
+        "socket",
+        "remote",
+        "conn",
+        "out_pipe",
+        "in_pipe",
+        "attached",
+        "applied",
+        "remote_subs",
+        "routing_key",
+        "alive",
+        "in_fq",
+    )
+
+    def __init__(self, socket: Socket, remote: Socket, conn: Any) -> None:
+        self.socket = socket
+        self.remote = remote
+        self.conn = conn
+        self.out_pipe: Pipe | None = None
+        self.in_pipe: Pipe | None = None
+        self.attached = False
+        self.applied = Subscriptions()  # subscriptions received from this peer (PUB side)
+        # What the subscriber wants, to tell "not subscribed yet" from "not wanted".
+        self.remote_subs: Subscriptions | None = remote.own_subs
+        self.routing_key = remote.routing_id
+        self.alive = True
+        self.in_fq = False
+
+    def __repr__(self) -> str:
+        return f"<Peer {self.socket.name}->{self.remote.name} attached={self.attached}>"
+
+
+class Socket:
+    """One simulated ZeroMQ socket."""
+
+    def __init__(
+        self,
+        world: World,
+        index: int,
+        name: str,
+        type_name: str,
+        process: Any,
+        options: Any,
+        routing_id: str,
+    ) -> None:
+        self.world = world
+        self.env = world.env
+        self.index = index
+        self.name = name
+        self.type = type_name
+        self.traits: SocketTraits = TRAITS[type_name]
+        self.process = process
+        self.options = options
+        self.routing_id = routing_id
+        self.state = NEW
+        self.peers: list[Peer] = []
+        self.mailbox: list[tuple[Callable[[Any], None], Any]] = []
+        self.last_command_time = float("-inf")
+        self.ticks = 0
+        self.waiter: Callable[[], None] | None = None
+        self.wake_pending = False
+        self.own_subs: Subscriptions | None = (
+            Subscriptions(tuple(options.subscribe)) if self.traits.sends_subscriptions and self.type == "SUB" else
+            Subscriptions() if self.traits.sends_subscriptions else None
+        )
+        self._init_routing()
+        # statistics
+        self.sent = 0
+        self.send_again = 0
+        self.send_unroutable = 0
+        self.received = 0
+        self.recv_again = 0
+        self.dropped = 0
+        self.discarded = 0
+        self.copies = 0
+        self.blocked_s = 0.0
+        self.blocked_count = 0
+        self.lost_on_close = 0
+        self.last_pipe_index = -1
+        # send dispatch, chosen once
+        traits = self.traits
+        send = traits.send
+        self._xsend: Callable[[Message], int]
+        if send == DIST:
+            self._xsend = self._send_dist
+        elif send == LB:
+            self._xsend = self._send_request if traits.request else self._send_lb
+        elif send == ROUTE:
+            self._xsend = self._send_route
+        elif send == REPLY:
+            self._xsend = self._send_reply
+        elif send == PAIR:
+            self._xsend = self._send_pair
+        else:
+            self._xsend = self._send_unsupported
+        self.throttle_s = world.params.command_throttle_s
+        self.ledger = world.ledger
+
+    def _init_routing(self) -> None:
+        traits, options = self.traits, self.options
+        self.lb = LoadBalance() if traits.send == LB else None
+        self.fq = FairQueue() if traits.receives else None
+        self.dist = Distribute(bool(options.xpub_nodrop)) if traits.send == DIST else None
+        self.router = RouteByIdentity(bool(options.router_mandatory)) if traits.send == ROUTE else None
+        self.pair_peer: Peer | None = None
+        self.all_subs = Subscriptions()  # XPUB: union over peers, to pass only new ones up
+        self.pending_subscriptions: list[Message] = []  # XPUB: for the application's recv
+        # REQ/REP lockstep
+        self.reply_pipe: Pipe | None = None
+        self.awaiting_reply = False
+        self.reply_peer: Peer | None = None
+        self.reply_envelope: tuple = ()
+
+    def reset(self) -> None:
+        """A fresh socket of the same name and options (a restarted process); stats stay."""
+        self.state = NEW
+        self.peers = []
+        self.mailbox = []
+        self.last_command_time = float("-inf")
+        self.ticks = 0
+        self.waiter = None
+        self.wake_pending = False
+        if self.traits.sends_subscriptions:
+            self.own_subs = Subscriptions(tuple(self.options.subscribe)) if self.type == "SUB" else Subscriptions()
+        self._init_routing()
+
+    # ------------------------------------------------------------------------------
+    # commands
+
+    def post(self, fn: Callable[[Any], None], arg: Any) -> None:
+        """A command for this socket's application thread."""
+        if self.state == CLOSED:
+            # The reaper owns a closed socket and processes its commands at once.
+            fn(arg)
+            return
+        self.mailbox.append((fn, arg))
+        if self.waiter is not None and not self.wake_pending:
+            self.wake_pending = True
+            self.env.call_soon(self._wake)
+
+    def post_activate_read(self, pipe: Pipe) -> None:
+        self.post(self._cmd_activate_read, pipe)
+
+    def post_activate_write(self, pipe: Pipe, read_count: int) -> None:
+        self.post(self._cmd_activate_write, (pipe, read_count))
+
+    def process_commands(self, throttle: bool = False) -> None:
+        if throttle:
+            now = self.env._now
+            last = self.last_command_time
+            if last <= now and now - last <= self.throttle_s:
+                return
+            self.last_command_time = now
+        while self.mailbox:
+            box = self.mailbox
+            self.mailbox = []
+            for fn, arg in box:
+                fn(arg)
+
+    def _wake(self) -> None:
+        self.wake_pending = False
+        waiter = self.waiter
+        if waiter is None:
+            return
+        self.process_commands()
+        waiter()
+
+    def wait(self, callback: Callable[[], None]) -> None:
+        """Block the application thread until a command arrives, then call ``callback``."""
+        self.waiter = callback
+        if self.mailbox and not self.wake_pending:
+            self.wake_pending = True
+            self.env.call_soon(self._wake)
+
+    def stop_waiting(self) -> None:
+        self.waiter = None
+
+    def _cmd_activate_read(self, pipe: Pipe) -> None:
+        if self.traits.reads_subscriptions:
+            self._read_subscriptions(pipe)
+        elif self.fq is not None:
+            self.fq.activated(pipe)
+
+    def _cmd_activate_write(self, arg: tuple[Pipe, int]) -> None:
+        pipe, read_count = arg
+        if pipe.apply_activate_write(read_count):
+            if self.lb is not None and pipe in self.lb.peer_of:
+                self.lb.activated(pipe)
+
+    def _cmd_attach(self, peer: Peer) -> None:
+        self.attach(peer)
+
+    def _cmd_detach(self, peer: Peer) -> None:
+        self.detach(peer)
+
+    # ------------------------------------------------------------------------------
+    # peers and pipes
+
+    def add_pending_peer(self, peer: Peer) -> None:
+        """A connection to this socket is being made: known for loss accounting only."""
+        if peer not in self.peers:
+            self.peers.append(peer)
+        if self.dist is not None:
+            self.dist.add(peer)
+
+    def attach(self, peer: Peer) -> None:
+        """``socket_base_t::attach_pipe`` + the type's ``xattach_pipe``."""
+        if self.state == CLOSED or not peer.alive:
+            return
+        if peer not in self.peers:
+            self.peers.append(peer)
+        peer.attached = True
+        traits = self.traits
+        out_pipe, in_pipe = peer.out_pipe, peer.in_pipe
+        if traits.send == PAIR or (traits.receives and self.type == "PAIR"):
+            if self.pair_peer is not None and self.pair_peer is not peer and self.pair_peer.alive:
+                # pair_t::xattach_pipe: a second peer is refused.
+                peer.attached = False
+                peer.conn.refuse(peer)
+                return
+            self.pair_peer = peer
+        if self.dist is not None:
+            self.dist.add(peer)
+            if in_pipe is not None:
+                self._read_subscriptions(in_pipe, peer)
+        if self.lb is not None and out_pipe is not None:
+            self.lb.attach(out_pipe, peer)
+        if self.router is not None:
+            self.router.add(peer.routing_key, peer)
+        if self.fq is not None and in_pipe is not None:
+            self.fq.attach(in_pipe, peer)
+            peer.in_fq = True
+        if traits.sends_subscriptions and out_pipe is not None and self.own_subs:
+            # xsub_t::xattach_pipe: send every cached subscription into the new pipe;
+            # one that does not fit is silently lost (xsub_t::send_subscription).
+            for prefix in list(self.own_subs.prefixes):
+                self._write_subscription(out_pipe, prefix, True)
+
+    def detach(self, peer: Peer) -> None:
+        """The connection is gone: forget its pipes (``pipe_terminated``)."""
+        peer.alive = False
+        peer.attached = False
+        if peer in self.peers:
+            self.peers.remove(peer)
+        if self.dist is not None:
+            self.dist.remove(peer)
+            if self.traits.app_sees_subscriptions:
+                # xpub_t::xpipe_terminated: unsubscribe what only this peer wanted.
+                for prefix in list(peer.applied.prefixes):
+                    if self.all_subs.remove(prefix):
+                        self._queue_subscription_for_app(prefix, False)
+            peer.applied = Subscriptions()
+        if self.lb is not None and peer.out_pipe is not None:
+            self.lb.terminated(peer.out_pipe)
+        if self.router is not None:
+            self.router.remove(peer.routing_key, peer)
+        if self.fq is not None and peer.in_pipe is not None and peer.in_fq:
+            self.fq.terminated(peer.in_pipe)
+            peer.in_fq = False
+        if self.pair_peer is peer:
+            self.pair_peer = None
+        if self.reply_peer is peer:
+            self.reply_peer = None
+        if self.reply_pipe is not None and self.reply_pipe is peer.in_pipe:
+            self.reply_pipe = None
+        if self.waiter is not None and not self.wake_pending:
+            self.wake_pending = True
+            self.env.call_soon(self._wake)
+
+    # ------------------------------------------------------------------------------
+    # subscriptions
+
+    def _write_subscription(self, pipe: Pipe, prefix: str, subscribe: bool) -> None:
+        if pipe.check_write():
+            wire = len(prefix.encode()) + 1 + 2
+            pipe.write((SUBSCRIBE_ID if subscribe else UNSUBSCRIBE_ID, self.env._now, 0, wire, prefix, ()))
+
+    def send_subscription(self, prefix: str, subscribe: bool) -> int:
+        """XSUB ``xsend`` of a (un)subscription: cache it and send it to every peer."""
+        assert self.own_subs is not None
+        self.process_commands(throttle=True)
+        if subscribe:
+            self.own_subs.add(prefix)
+        elif not self.own_subs.remove(prefix):
+            return SENT
+        for peer in self.peers:
+            if peer.attached and peer.out_pipe is not None:
+                self._write_subscription(peer.out_pipe, prefix, subscribe)
+        return SENT
+
+    def _read_subscriptions(self, pipe: Pipe, peer: Peer | None = None) -> None:
+        """``xpub_t::xread_activated``: apply every (un)subscription waiting in the pipe."""
+        if peer is None:
+            peer = self._peer_of_in_pipe(pipe)
+            if peer is None:
+                return
+        app = self.traits.app_sees_subscriptions
+        while True:
+            msg = pipe.read()
+            if msg is None:
+                return
+            kind = msg[MSG_ID]
+            prefix = msg[MSG_TOPIC]
+            if kind == SUBSCRIBE_ID:
+                if peer.applied.set_once(prefix):
+                    if self.all_subs.add(prefix) and app:
+                        self._queue_subscription_for_app(prefix, True)
+            elif kind == UNSUBSCRIBE_ID:
+                if peer.applied.remove(prefix):
+                    if self.all_subs.remove(prefix) and app:
+                        self._queue_subscription_for_app(prefix, False)
+
+    def _queue_subscription_for_app(self, prefix: str, subscribe: bool) -> None:
+        self.pending_subscriptions.append((SUBSCRIBE_ID if subscribe else UNSUBSCRIBE_ID, self.env._now, 0, 0, prefix, ()))
+        if self.waiter is not None and not self.wake_pending:
+            self.wake_pending = True
+            self.env.call_soon(self._wake)
+
+    def _peer_of_in_pipe(self, pipe: Pipe) -> Peer | None:
+        for peer in self.peers:
+            if peer.in_pipe is pipe:
+                return peer
+        return None
+
+    # ------------------------------------------------------------------------------
+    # sending
+
+    def send(self, msg: Message) -> int:
+        """One non-blocking ``zmq_send`` attempt: SENT, AGAIN or UNROUTABLE."""
+        self.process_commands(throttle=True)
+        return self._xsend(msg)
+
+    def _send_unsupported(self, msg: Message) -> int:  # pragma: no cover - spec forbids it
+        raise RuntimeError(f"{self.type} sockets do not send application messages")
+
+    def _send_dist(self, msg: Message) -> int:
+        """``xpub_t::xsend`` + ``dist_t``: every matching pipe, drop per full pipe."""
+        dist = self.dist
+        assert dist is not None
+        topic = msg[MSG_TOPIC]
+        if dist.nodrop and not dist.check_hwm(topic):
+            return AGAIN
+        now = self.env._now
+        ledger = self.ledger
+        for peer in dist.peers:
+            if peer.attached and peer.applied.matches(topic):
+                pipe = peer.out_pipe
+                self.copies += 1
+                if pipe.check_write():  # type: ignore[union-attr]
+                    pipe.write(msg)  # type: ignore[union-attr]
+                else:
+                    self.dropped += 1
+                    pipe.dropped += 1  # type: ignore[union-attr]
+                    ledger.dropped(msg, self.index, pipe.index, RULE_HWM, now)  # type: ignore[union-attr]
+            elif peer.alive and peer.remote_subs is not None and peer.remote_subs.matches(topic):
+                # The subscriber wants it, but this side cannot know yet: the slow joiner.
+                self.copies += 1
+                self.dropped += 1
+                pipe_index = peer.out_pipe.index if peer.out_pipe is not None else -1
+                rule = RULE_NOT_SUBSCRIBED if peer.attached else RULE_NOT_CONNECTED
+                ledger.dropped(msg, self.index, pipe_index, rule, now)
+        return SENT
+
+    def _send_lb(self, msg: Message) -> int:
+        status, _pipe = self.lb.send(msg)  # type: ignore[union-attr]
+        if status == SENT:
+            self.copies += 1
+        return status
+
+    def _send_request(self, msg: Message) -> int:
+        """REQ: load-balance, then wait for the reply from that pipe only."""
+        if self.awaiting_reply:
+            raise RuntimeError(f"REQ socket {self.name}: send while a reply is pending (EFSM)")
+        status, pipe = self.lb.send(msg)  # type: ignore[union-attr]
+        if status == SENT:
+            self.copies += 1
+            # req_t remembers the peer; its reply arrives on that peer's inbound pipe
+            self.reply_pipe = self.lb.peer_of[pipe].in_pipe  # type: ignore[union-attr,index]
+            self.awaiting_reply = True
+        return status
+
+    def _send_route(self, msg: Message) -> int:
+        """``router_t::xsend``: the first envelope entry names the peer."""
+        router = self.router
+        assert router is not None
+        envelope = msg[MSG_ENVELOPE]
+        peer = router.by_key.get(envelope[0]) if envelope else None
+        now = self.env._now
+        if peer is None or peer.out_pipe is None:
+            if router.mandatory:
+                return UNROUTABLE
+            self.copies += 1
+            self.dropped += 1
+            self.ledger.dropped(msg, self.index, -1, RULE_UNROUTABLE, now)
+            return SENT
+        pipe = peer.out_pipe
+        if not pipe.check_write():
+            if router.mandatory:
+                return AGAIN if not pipe.check_hwm() else UNROUTABLE
+            self.copies += 1
+            self.dropped += 1
+            pipe.dropped += 1
+            self.ledger.dropped(msg, self.index, pipe.index, RULE_HWM, now)
+            return SENT
+        self.copies += 1
+        pipe.write(msg[:MSG_ENVELOPE] + (envelope[1:],))
+        return SENT
+
+    def _send_reply(self, msg: Message) -> int:
+        """REP: back to the pipe the request came from; dropped if full or gone."""
+        peer = self.reply_peer
+        self.reply_peer = None
+        now = self.env._now
+        self.copies += 1
+        if peer is None or not peer.alive or peer.out_pipe is None:
+            self.dropped += 1
+            self.ledger.dropped(msg, self.index, -1, RULE_NO_PEERS, now)
+            return SENT
+        pipe = peer.out_pipe
+        if not pipe.check_write():
+            self.dropped += 1
+            pipe.dropped += 1
+            self.ledger.dropped(msg, self.index, pipe.index, RULE_HWM, now)
+            return SENT
+        pipe.write(msg[:MSG_ENVELOPE] + (self.reply_envelope,))
+        return SENT
+
+    def _send_pair(self, msg: Message) -> int:
+        peer = self.pair_peer
+        if peer is None or peer.out_pipe is None or not peer.attached:
+            return AGAIN
+        pipe = peer.out_pipe
+        if not pipe.check_write():
+            return AGAIN
+        self.copies += 1
+        pipe.write(msg)
+        return SENT
+
+    def has_out(self) -> bool:
+        """ZMQ_POLLOUT."""
+        send = self.traits.send
+        if send == DIST:
+            return True  # dist_t::has_out, even with xpub_nodrop [measured]
+        if send == LB:
+            if self.traits.request and self.awaiting_reply:
+                return False
+            return self.lb.has_out()  # type: ignore[union-attr]
+        if send == ROUTE:
+            if not self.router.mandatory:  # type: ignore[union-attr]
+                return True
+            return any(p.out_pipe is not None and p.out_pipe.check_hwm() for p in self.router.by_key.values())  # type: ignore[union-attr]
+        if send == PAIR:
+            peer = self.pair_peer
+            return peer is not None and peer.out_pipe is not None and peer.out_pipe.check_write()
+        if send == REPLY:
+            return self.reply_peer is not None
+        if self.traits.sends_subscriptions:
+            return True  # xsub_t::xhas_out: subscriptions can be sent at any time
+        return False
+
+    # ------------------------------------------------------------------------------
+    # receiving
+
+    def recv(self) -> Message | None:
+        """One non-blocking ``zmq_recv`` attempt (``socket_base_t::recv``)."""
+        self.ticks += 1
+        if self.ticks >= INBOUND_POLL_RATE:
+            self.process_commands()
+            self.ticks = 0
+        msg = self._xrecv()
+        if msg is not None:
+            return msg
+        self.process_commands()
+        self.ticks = 0
+        return self._xrecv()
+
+    def has_in(self) -> bool:
+        """ZMQ_POLLIN (``zmq_poll`` processes commands first)."""
+        self.process_commands()
+        if self.traits.app_sees_subscriptions:
+            return bool(self.pending_subscriptions)
+        if self.traits.request and not self.awaiting_reply:
+            return False
+        if self.traits.reply and self.reply_peer is not None:
+            return False
+        fq = self.fq
+        return fq is not None and fq.has_in()
+
+    def _xrecv(self) -> Message | None:
+        traits = self.traits
+        if traits.app_sees_subscriptions:
+            if self.pending_subscriptions:
+                return self.pending_subscriptions.pop(0)
+            return None
+        fq = self.fq
+        if fq is None:
+            return None
+        if traits.request and not self.awaiting_reply:
+            return None  # EFSM: the workload never asks
+        if traits.reply and self.reply_peer is not None:
+            return None  # EFSM: reply first
+        while True:
+            msg, pipe = fq.recv()
+            if msg is None:
+                return None
+            self.last_pipe_index = pipe.index  # type: ignore[union-attr]
+            if traits.filters_on_recv:
+                subs = self.own_subs
+                if not subs.all and not subs.matches(msg[MSG_TOPIC]):  # type: ignore[union-attr]
+                    self.discarded += 1
+                    self.ledger.discarded(msg, self.index, pipe.index, RULE_FILTERED, self.env._now)  # type: ignore[union-attr]
+                    continue
+                return msg
+            if traits.prepends_identity:
+                peer = fq.peer_of[pipe]  # type: ignore[index]
+                return msg[:MSG_ENVELOPE] + ((peer.routing_key,) + msg[MSG_ENVELOPE],)
+            if traits.request:
+                if pipe is not self.reply_pipe:
+                    self.discarded += 1
+                    self.ledger.discarded(msg, self.index, pipe.index, RULE_REQ_STATE, self.env._now)  # type: ignore[union-attr]
+                    continue
+                self.awaiting_reply = False
+                self.reply_pipe = None
+                return msg
+            if traits.reply:
+                self.reply_peer = fq.peer_of[pipe]  # type: ignore[index]
+                self.reply_envelope = msg[MSG_ENVELOPE]
+                return msg
+            return msg
+
+    # ------------------------------------------------------------------------------
+    # lifecycle
+
+    @property
+    def is_open(self) -> bool:
+        return self.state == OPEN
+
+    def __repr__(self) -> str:
+        return f"<Socket {self.name} {self.type}>"

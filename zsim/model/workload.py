@@ -1,0 +1,545 @@
+"""Application threads: senders, receivers and ``zmq.proxy``.
+
+Each is a small state machine driven by one re-armable timer and by socket wake-ups, not
+a generator per message. Time spent in the application is modelled explicitly: a send
+call costs ``send_call_s``, a recv call ``recv_call_s``, then the workload's own spacing
+(``interval``) or service time. A loop ``send(); sleep(interval)`` therefore sends every
+``send_call_s + interval`` seconds, and ``interval = 0`` means back to back.
+
+Blocking follows ``socket_base_t::send``/``recv``: a send that gets EAGAIN with no
+DONTWAIT and SNDTIMEO != 0 waits for the next command to the socket and retries; SNDTIMEO
+bounds the wait. Random draws come from a stream passed in per workload, so adding or
+changing one workload leaves the others' draws unchanged.
+"""
+
+from __future__ import annotations
+
+from array import array
+from typing import TYPE_CHECKING
+
+from ..constants import frame_wire_bytes
+from .pipe import MSG_ENVELOPE, MSG_ID, MSG_TOPIC, SUBSCRIBE_ID, Message
+from .routing import AGAIN, RULE_UNROUTABLE, SENT, UNROUTABLE
+from .socket import Socket
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..distributions import Sampler
+    from .world import Process, World
+
+#: wire bytes of one routing-id frame (5-byte generated id + header) or REQ delimiter
+ENVELOPE_FRAME_BYTES = 7
+
+
+def message_wire_bytes(size: int, topic: str, parts: int) -> tuple[int, int]:
+    """(bytes of all frames, bytes on a ZMTP stream) for one message.
+
+    One part: the frame is ``topic + payload``. Several parts: the topic (if any) is its
+    own first frame and the payload is split over the other frames.
+    """
+    topic_len = len(topic.encode()) if topic else 0
+    if parts <= 1:
+        total = topic_len + size
+        return total, frame_wire_bytes(total)
+    payload_frames = parts - 1 if topic else parts
+    wire = frame_wire_bytes(topic_len) if topic else 0
+    base, extra = divmod(size, payload_frames)
+    for index in range(payload_frames):
+        wire += frame_wire_bytes(base + (1 if index < extra else 0))
+    return topic_len + size, wire
+
+
+class Sender:
+    """A ``[[send]]`` workload."""
+
+    def __init__(
+        self,
+        world: World,
+        name: str,
+        socket: Socket,
+        process: Process,
+        *,
+        count: int | None,
+        duration_s: float | None,
+        until_s: float | None,
+        interval: Sampler,
+        size: Sampler,
+        start_s: float,
+        topics: tuple[str, ...],
+        parts: int,
+        dontwait: bool,
+        on_again: str,
+        to: tuple[str, ...],
+    ) -> None:
+        self.world = world
+        self.env = world.env
+        self.name = name
+        self.socket = socket
+        self.process = process
+        self.count = count
+        self.end_s = start_s + duration_s if duration_s is not None else None
+        self.until_s = until_s
+        self.interval = interval
+        self.size = size
+        self.start_s = start_s
+        self.topics = topics or ("",)
+        self.parts = parts
+        self.dontwait = dontwait or socket.options.sndtimeo == 0
+        self.on_again = on_again
+        self.to = to
+        self.timer = self.env.timer(self._fire)
+        self.timeout_timer = self.env.timer(self._timeout)
+        self.attempts = 0
+        self.sent = 0
+        self.again = 0
+        self.unroutable = 0
+        self.done = False
+        self.pending: Message | None = None
+        self.blocked_since = 0.0
+        self.awaiting_reply = False
+        self.request_sent_at = 0.0
+        self.rtt = array("d")
+        self.send_cost = world.params.send_call_s
+        self.recv_cost = world.params.recv_call_s
+        self.ledger = world.ledger
+        self.is_request = socket.traits.request
+        self._topic_index = 0
+        self._to_index = 0
+        self._constant_size: int | None = None
+        self.finished_at: float | None = None
+
+    def start(self) -> None:
+        self.timer.arm_at(self.start_s)
+
+    def stop(self) -> None:
+        if not self.done:
+            self.done = True
+            self.finished_at = self.env._now
+        self.timer.cancel()
+        self.timeout_timer.cancel()
+        if self.socket.waiter is not None:
+            self.socket.stop_waiting()
+        self.pending = None
+
+    def resume(self) -> None:
+        """The process restarted: carry on with the attempts that are left."""
+        if self.count is not None and self.attempts >= self.count:
+            return
+        self.done = False
+        self.pending = None
+        self.awaiting_reply = False
+        self.finished_at = None
+        self.timer.arm(0.0)
+
+    def _finish(self) -> None:
+        self.stop()
+        process = self.process
+        if process.exit_after_sends and all(
+            w.done for w in process.workloads if isinstance(w, Sender)
+        ):
+            process.exit()
+
+    def _next_message(self, now: float) -> Message:
+        topics = self.topics
+        topic = topics[self._topic_index]
+        self._topic_index = (self._topic_index + 1) % len(topics)
+        size = self.size.next()
+        if size < 0:
+            size = 0
+        total, wire = message_wire_bytes(size, topic, self.parts)
+        envelope: tuple = ()
+        if self.to:
+            envelope = (self.to[self._to_index],)
+            self._to_index = (self._to_index + 1) % len(self.to)
+        if self.is_request:
+            wire += 2  # the REQ's empty delimiter frame
+        world = self.world
+        mid = world.next_message_id
+        world.next_message_id = mid + 1
+        return (mid, now, total, wire, topic, envelope)
+
+    def _fire(self) -> None:
+        if self.done:
+            return
+        now = self.env._now
+        sock = self.socket
+        if not sock.is_open:
+            self._finish()
+            return
+        if (self.count is not None and self.attempts >= self.count) or (self.end_s is not None and now >= self.end_s):
+            self._finish()
+            return
+        self.attempts += 1
+        msg = self._next_message(now)
+        status = sock.send(msg)
+        if status == SENT:
+            self._sent(msg)
+        elif self.dontwait or status == UNROUTABLE:
+            self._failed(status)
+        else:
+            self._block(msg)
+
+    def _sent(self, msg: Message) -> None:
+        sock = self.socket
+        sock.sent += 1
+        self.sent += 1
+        self.ledger.sent(msg, sock.index)
+        if self.is_request:
+            self.awaiting_reply = True
+            self.request_sent_at = self.env._now
+            self._await_reply()
+            return
+        self.timer.arm(self.send_cost + self.interval.next())
+
+    def _failed(self, status: int) -> None:
+        sock = self.socket
+        if status == UNROUTABLE:
+            sock.send_unroutable += 1
+            self.unroutable += 1
+        else:
+            sock.send_again += 1
+            self.again += 1
+        if self.on_again == "stop":
+            self._finish()
+            return
+        self.timer.arm(self.send_cost + self.interval.next())
+
+    def _block(self, msg: Message) -> None:
+        sock = self.socket
+        self.pending = msg
+        self.blocked_since = self.env._now
+        sock.blocked_count += 1
+        sock.wait(self._retry)
+        timeout = sock.options.sndtimeo
+        if timeout > 0:
+            self.timeout_timer.arm(timeout / 1000.0)
+
+    def _retry(self) -> None:
+        msg = self.pending
+        if msg is None or self.done:
+            return
+        sock = self.socket
+        if not sock.is_open:
+            self._finish()
+            return
+        status = sock._xsend(msg)
+        if status == AGAIN:
+            sock.wait(self._retry)
+            return
+        sock.stop_waiting()
+        self.timeout_timer.cancel()
+        sock.blocked_s += self.env._now - self.blocked_since
+        self.pending = None
+        if status == SENT:
+            self._sent(msg)
+        else:
+            self._failed(status)
+
+    def _timeout(self) -> None:
+        if self.pending is None:
+            return
+        sock = self.socket
+        sock.stop_waiting()
+        sock.blocked_s += self.env._now - self.blocked_since
+        self.pending = None
+        self._failed(AGAIN)
+
+    # REQ: send, then recv the reply
+    def _await_reply(self) -> None:
+        sock = self.socket
+        msg = sock.recv()
+        if msg is None:
+            sock.wait(self._reply_woken)
+            return
+        self._reply(msg)
+
+    def _reply_woken(self) -> None:
+        if self.done:
+            return
+        msg = self.socket._xrecv()
+        if msg is None:
+            self.socket.wait(self._reply_woken)
+            return
+        self.socket.stop_waiting()
+        self._reply(msg)
+
+    def _reply(self, msg: Message) -> None:
+        sock = self.socket
+        now = self.env._now
+        sock.received += 1
+        self.ledger.delivered(msg, sock.index, sock.last_pipe_index, now)
+        self.rtt.append(now - self.request_sent_at)
+        self.awaiting_reply = False
+        self.timer.arm(self.recv_cost + self.send_cost + self.interval.next())
+
+
+class Receiver:
+    """A ``[[recv]]`` workload: recv, then spend the service time; reply if asked."""
+
+    def __init__(
+        self,
+        world: World,
+        name: str,
+        socket: Socket,
+        process: Process,
+        *,
+        service: Sampler,
+        start_s: float,
+        count: int | None,
+        duration_s: float | None,
+        reply: bool,
+        reply_size: Sampler | None,
+        pause_every: Sampler | None,
+        pause: Sampler | None,
+        on_timeout: str,
+    ) -> None:
+        self.world = world
+        self.env = world.env
+        self.name = name
+        self.socket = socket
+        self.process = process
+        self.service = service
+        self.start_s = start_s
+        self.count = count
+        self.end_s = start_s + duration_s if duration_s is not None else None
+        self.reply = reply
+        self.reply_size = reply_size
+        self.pause_every = pause_every
+        self.pause = pause
+        self.on_timeout = on_timeout
+        self.timer = self.env.timer(self._try)
+        self.timeout_timer = self.env.timer(self._timeout)
+        self.received = 0
+        self.done = False
+        self.waiting = False
+        self.recv_cost = world.params.recv_call_s
+        self.send_cost = world.params.send_call_s
+        self.ledger = world.ledger
+        self.next_pause_at = float("inf")
+        self.paused_s = 0.0
+        self.pending_reply: Message | None = None
+
+    def start(self) -> None:
+        if self.pause_every is not None:
+            self.next_pause_at = self.start_s + self.pause_every.next()
+        self.timer.arm_at(self.start_s)
+
+    def stop(self) -> None:
+        self.done = True
+        self.timer.cancel()
+        self.timeout_timer.cancel()
+        if self.waiting:
+            self.socket.stop_waiting()
+            self.waiting = False
+
+    def resume(self) -> None:
+        if self.count is not None and self.received >= self.count:
+            return
+        self.done = False
+        self.waiting = False
+        self.pending_reply = None
+        self.timer.fn = self._try
+        self.timer.arm(0.0)
+
+    def _try(self) -> None:
+        if self.done:
+            return
+        sock = self.socket
+        now = self.env._now
+        if not sock.is_open or (self.count is not None and self.received >= self.count) or (self.end_s is not None and now >= self.end_s):
+            self.stop()
+            return
+        if now >= self.next_pause_at:
+            # a stall (GC pause, page fault storm): the thread does not call recv
+            length = self.pause.next()  # type: ignore[union-attr]
+            self.paused_s += length
+            self.next_pause_at = now + length + self.pause_every.next()  # type: ignore[union-attr]
+            self.timer.arm(length)
+            return
+        msg = sock.recv()
+        if msg is None:
+            self.waiting = True
+            sock.wait(self._woken)
+            timeout = sock.options.rcvtimeo
+            if timeout > 0 and not self.timeout_timer.armed:
+                self.timeout_timer.arm(timeout / 1000.0)
+            elif timeout == 0:
+                self._timeout()
+            return
+        self._got(msg)
+
+    def _woken(self) -> None:
+        if self.done:
+            return
+        msg = self.socket._xrecv()
+        if msg is None:
+            self.socket.wait(self._woken)
+            return
+        self.socket.stop_waiting()
+        self.waiting = False
+        self.socket.ticks = 0
+        self.timeout_timer.cancel()
+        self._got(msg)
+
+    def _timeout(self) -> None:
+        if not self.waiting:
+            return
+        sock = self.socket
+        sock.stop_waiting()
+        self.waiting = False
+        sock.recv_again += 1
+        if self.on_timeout == "stop":
+            self.stop()
+            return
+        self.timer.arm(self.recv_cost)
+
+    def _got(self, msg: Message) -> None:
+        sock = self.socket
+        now = self.env._now
+        self.received += 1
+        sock.received += 1
+        if msg[MSG_ID] >= 0:
+            self.ledger.delivered(msg, sock.index, sock.last_pipe_index, now)
+        busy = self.recv_cost + self.service.next()
+        if self.reply:
+            size = self.reply_size.next() if self.reply_size is not None else msg[2]
+            world = self.world
+            mid = world.next_message_id
+            world.next_message_id = mid + 1
+            total, wire = message_wire_bytes(size, "", 1)
+            envelope = msg[MSG_ENVELOPE]
+            wire += len(envelope) * ENVELOPE_FRAME_BYTES
+            self.pending_reply = (mid, now + busy, total, wire, "", envelope)
+            self.timer.fn = self._send_reply
+        self.timer.arm(busy)
+
+    def _send_reply(self) -> None:
+        self.timer.fn = self._try
+        msg = self.pending_reply
+        self.pending_reply = None
+        sock = self.socket
+        if msg is not None and not self.done and sock.is_open:
+            now = self.env._now
+            msg = (msg[0], now) + msg[2:]
+            status = sock.send(msg)
+            if status == SENT:
+                sock.sent += 1
+                self.ledger.sent(msg, sock.index)
+            elif status == UNROUTABLE:
+                sock.send_unroutable += 1
+            else:
+                sock.send_again += 1
+        self.timer.arm(self.send_cost)
+
+
+class Proxy:
+    """``zmq.proxy(frontend, backend)``: forward whatever can move, both directions.
+
+    Like ``proxy_steerable`` in 4.3.5 it reads a side only while the other side reports
+    POLLOUT, so a full DEALER/PUSH backend pushes back on the frontend, while an XPUB
+    backend (always POLLOUT) drops. Sends inside a burst are blocking. Subscriptions
+    received by an XPUB are passed to the XSUB, which sends them upstream.
+    """
+
+    def __init__(self, world: World, name: str, frontend: Socket, backend: Socket, process: Process) -> None:
+        self.world = world
+        self.env = world.env
+        self.name = name
+        self.frontend = frontend
+        self.backend = backend
+        self.process = process
+        self.socket = None  # a proxy is stopped by its process, not by one socket
+        self.timer = self.env.timer(self._step)
+        self.done = False
+        self.waiting = False
+        self.pending: tuple[Message, Socket] | None = None
+        self.forwarded = 0
+        self.cost = world.params.recv_call_s + world.params.send_call_s
+        self.ledger = world.ledger
+
+    def start(self) -> None:
+        self.timer.arm(0.0)
+
+    def stop(self) -> None:
+        self.done = True
+        self.timer.cancel()
+        self._unwait()
+
+    def resume(self) -> None:
+        self.done = False
+        self.pending = None
+        self.timer.arm(0.0)
+
+    def _unwait(self) -> None:
+        if self.waiting:
+            self.waiting = False
+            if self.frontend.waiter is self._woken:
+                self.frontend.stop_waiting()
+            if self.backend.waiter is self._woken:
+                self.backend.stop_waiting()
+
+    def _woken(self) -> None:
+        if self.done:
+            return
+        self._unwait()
+        self._step()
+
+    def _step(self) -> None:
+        if self.done:
+            return
+        front, back = self.frontend, self.backend
+        if not front.is_open or not back.is_open:
+            self.stop()
+            return
+        if self.pending is not None:
+            msg, target = self.pending
+            if self._send(msg, target) == AGAIN:
+                self.waiting = True
+                target.wait(self._woken)
+                return
+            self.pending = None
+            self.timer.arm(self.cost)
+            return
+        if front.has_in() and back.has_out():
+            if self._forward(front, back):
+                return
+        if back.has_in() and front.has_out():
+            if self._forward(back, front):
+                return
+        self.waiting = True
+        front.wait(self._woken)
+        back.wait(self._woken)
+
+    def _forward(self, source: Socket, target: Socket) -> bool:
+        msg = source.recv()
+        if msg is None:
+            return False
+        source.received += 1
+        if msg[MSG_ID] >= 0:
+            self.ledger.forwarded(msg, source.index, source.last_pipe_index, self.env._now)
+        self.forwarded += 1
+        if self._send(msg, target) == AGAIN:
+            self.pending = (msg, target)
+            self.waiting = True
+            target.wait(self._woken)
+            return True
+        self.timer.arm(self.cost)
+        return True
+
+    def _send(self, msg: Message, target: Socket) -> int:
+        if msg[MSG_ID] < 0:
+            # a subscription from an XPUB, or an XSUB forwarding it upstream
+            if target.traits.sends_subscriptions:
+                return target.send_subscription(msg[MSG_TOPIC], msg[MSG_ID] == SUBSCRIBE_ID)
+            return SENT
+        status = target.send(msg)
+        if status == SENT:
+            target.sent += 1
+        elif status == UNROUTABLE:
+            # router_mandatory and an unknown peer: zmq.proxy's send fails and the
+            # message is gone.
+            target.send_unroutable += 1
+            target.copies += 1
+            target.dropped += 1
+            self.ledger.dropped(msg, target.index, -1, RULE_UNROUTABLE, self.env._now)
+            return SENT
+        return status

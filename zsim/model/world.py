@@ -1,0 +1,340 @@
+"""The simulated world: processes (contexts), sockets, endpoints, connections, pipes.
+
+``World`` owns the registries that libzmq keeps in the context and the OS keeps in the
+kernel (who listens on which endpoint, pending inproc connects, connects waiting for a
+listener) and drives socket lifecycles: open (bind, then connect), close (linger), process
+exit (close everything, wait for linger like ``zmq_ctx_term``) and crash.
+
+Every message that ends anywhere is reported to ``ledger`` (a ``LedgerSink``); the model
+keeps no per-message records of its own.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Protocol
+
+import numpy as np
+
+from .kernel import Environment
+from .params import ModelParams
+from .pipe import Message, Pipe
+from .routing import RULE_CRASH, RULE_LINGER
+from .socket import CLOSED, OPEN, Socket
+from .transport import InprocConnection, Session, StreamConnection
+
+
+class LedgerSink(Protocol):
+    """Where the model reports every message's fate (implemented by ``zsim.ledger``)."""
+
+    def sent(self, msg: Message, socket_index: int) -> None: ...
+
+    def delivered(self, msg: Message, socket_index: int, pipe_index: int, now: float) -> None: ...
+
+    def forwarded(self, msg: Message, socket_index: int, pipe_index: int, now: float) -> None: ...
+
+    def dropped(self, msg: Message, socket_index: int, pipe_index: int, rule: int, now: float) -> None: ...
+
+    def discarded(self, msg: Message, socket_index: int, pipe_index: int, rule: int, now: float) -> None: ...
+
+    def lost(self, msg: Message, socket_index: int, pipe_index: int, rule: int, now: float) -> None: ...
+
+    def queued(self, msg: Message, socket_index: int, pipe_index: int, where: int, now: float) -> None: ...
+
+
+class PipeInfo:
+    """Static description of a pipe for results (``from``, ``to``, kind)."""
+
+    __slots__ = ("pipe", "name", "frm", "to", "kind")
+
+    def __init__(self, pipe: Pipe, name: str, frm: str, to: str, kind: str) -> None:
+        self.pipe = pipe
+        self.name = name
+        self.frm = frm
+        self.to = to
+        self.kind = kind
+
+
+class Process:
+    """A ``[[process]]``: one context, its sockets and workloads, its exit and crash."""
+
+    def __init__(self, world: World, name: str, index: int) -> None:
+        self.world = world
+        self.name = name
+        self.index = index
+        self.sockets: list[Socket] = []
+        self.workloads: list[Any] = []
+        self.alive = True
+        self.exiting = False
+        self.exit_started_at: float | None = None
+        self.exit_completed_at: float | None = None
+        self.crashed_at: float | None = None
+        self.pending_sessions: set[Session] = set()
+        self.exit_after_sends = False
+        self.on_exit: list[Callable[[], None]] = []
+
+    def exit(self) -> None:
+        """Close every socket and terminate the context (``zmq_ctx_term``), with LINGER."""
+        if self.exiting or not self.alive:
+            return
+        self.exiting = True
+        world = self.world
+        self.exit_started_at = world.env._now
+        for workload in self.workloads:
+            workload.stop()
+        for sock in self.sockets:
+            world.close_socket(sock)
+        self._check_done()
+
+    def _check_done(self) -> None:
+        if self.exiting and self.alive and not self.pending_sessions:
+            self.alive = False
+            self.exit_completed_at = self.world.env._now
+            for callback in self.on_exit:
+                callback()
+
+    def session_closed(self, session: Session) -> None:
+        self.pending_sessions.discard(session)
+        self._check_done()
+
+    def crash(self) -> None:
+        """The OS process dies: no linger, no flush."""
+        if not self.alive:
+            return
+        world = self.world
+        self.crashed_at = world.env._now
+        for workload in self.workloads:
+            workload.stop()
+        for sock in self.sockets:
+            world.crash_socket(sock)
+        self.alive = False
+        self.pending_sessions.clear()
+
+    @property
+    def term_blocked(self) -> bool:
+        """``zmq_ctx_term`` still waiting (LINGER -1 and the peer does not take the data)."""
+        return self.exiting and self.alive
+
+
+class World:
+    """Registries and lifecycles of one simulation run."""
+
+    def __init__(self, env: Environment, params: ModelParams, ledger: LedgerSink, streams: Callable[[str], np.random.Generator]) -> None:
+        self.env = env
+        self.params = params
+        self.ledger = ledger
+        self.stream = streams
+        self.sockets: list[Socket] = []
+        self.pipes: list[Pipe] = []
+        self.pipe_info: list[PipeInfo] = []
+        self.processes: list[Process] = []
+        self.connections: list[Any] = []
+        self.links: list[Any] = []
+        self.listeners: dict[tuple[str, str], Socket] = {}
+        self.pending_inproc: dict[tuple[str, str], list[InprocConnection]] = {}
+        self.waiting_connects: dict[tuple[str, str], list[StreamConnection]] = {}
+        self.socket_connections: dict[Socket, list[Any]] = {}
+        self.socket_endpoints: dict[Socket, tuple[tuple[Any, ...], tuple[Any, ...]]] = {}
+        self.next_message_id = 0
+        self.trace_depth = False
+
+    # -- construction ---------------------------------------------------------------------
+
+    def add_process(self, name: str) -> Process:
+        process = Process(self, name, len(self.processes))
+        self.processes.append(process)
+        return process
+
+    def add_socket(self, name: str, type_name: str, process: Process, options: Any, routing_id: str, bind: tuple[Any, ...], connect: tuple[Any, ...]) -> Socket:
+        sock = Socket(self, len(self.sockets), name, type_name, process, options, routing_id)
+        self.sockets.append(sock)
+        process.sockets.append(sock)
+        self.socket_endpoints[sock] = (bind, connect)
+        self.socket_connections[sock] = []
+        return sock
+
+    def new_pipe(self, name: str, frm: str, to: str, kind: str, hwm: int, writer: Any, reader: Any, conflate: bool, owner: Any) -> Pipe:
+        pipe = Pipe(self.env, name, hwm, writer, reader, conflate, index=len(self.pipes))
+        pipe.owner = owner
+        if self.trace_depth:
+            pipe.trace = []
+        self.pipes.append(pipe)
+        self.pipe_info.append(PipeInfo(pipe, name, frm, to, kind))
+        return pipe
+
+    def rename_pipe(self, pipe: Pipe, name: str, frm: str | None = None, to: str | None = None) -> None:
+        info = self.pipe_info[pipe.index]
+        pipe.name = info.name = name
+        if frm is not None:
+            info.frm = frm
+        if to is not None:
+            info.to = to
+
+    def new_message(self, t0: float, size: int, wire: int, topic: str, envelope: tuple = ()) -> Message:
+        mid = self.next_message_id
+        self.next_message_id = mid + 1
+        return (mid, t0, size, wire, topic, envelope)
+
+    # -- socket lifecycle ------------------------------------------------------------------
+
+    def open_socket(self, sock: Socket) -> None:
+        """``zmq_socket`` + ``bind`` every endpoint + ``connect`` every endpoint."""
+        if sock.state == OPEN or not sock.process.alive or sock.process.exiting:
+            return
+        sock.state = OPEN
+        binds, connects = self.socket_endpoints[sock]
+        for endpoint in binds:
+            key = endpoint.key
+            self.listeners[key] = sock
+            if endpoint.transport == "inproc":
+                for conn in self.pending_inproc.pop(key, []):
+                    if conn.connector.is_open:
+                        conn.bound(sock)
+                        self.socket_connections[sock].append(conn)
+            else:
+                for conn in self.waiting_connects.pop(key, []):
+                    conn.listener_appeared()
+        for endpoint in connects:
+            if endpoint.transport == "inproc":
+                binder = self.listeners.get(endpoint.key)
+                if binder is not None and not binder.is_open:
+                    binder = None
+                conn: Any = InprocConnection(self, sock, endpoint, binder)
+                if binder is not None:
+                    self.socket_connections[binder].append(conn)
+            else:
+                conn = StreamConnection(self, sock, endpoint, len(self.connections))
+                binder = self.listeners.get(endpoint.key)
+                if binder is not None:
+                    self.socket_connections[binder].append(conn)
+            self.connections.append(conn)
+            self.socket_connections[sock].append(conn)
+
+    def note_binder(self, binder: Socket, conn: Any) -> None:
+        lst = self.socket_connections[binder]
+        if conn not in lst:
+            lst.append(conn)
+
+    def close_socket(self, sock: Socket) -> None:
+        """``zmq_close``: unbind, stop its workloads, terminate every pipe with LINGER."""
+        if sock.state != OPEN:
+            return
+        sock.state = CLOSED
+        sock.waiter = None
+        binds, _connects = self.socket_endpoints[sock]
+        for endpoint in binds:
+            if self.listeners.get(endpoint.key) is sock:
+                del self.listeners[endpoint.key]
+        for workload in list(sock.process.workloads):
+            if getattr(workload, "socket", None) is sock:
+                workload.stop()
+        for conn in self._connections_of(sock):
+            before = self._open_sessions(conn, sock)
+            conn.close_side(sock, rule=RULE_LINGER)
+            for session in before:
+                if not session.done:
+                    sock.process.pending_sessions.add(session)
+        # unread inbound messages of peers still attached (pipes of other kinds)
+        for peer in list(sock.peers):
+            sock.detach(peer)
+
+    def crash_socket(self, sock: Socket) -> None:
+        if sock.state != OPEN:
+            sock.state = CLOSED
+            return
+        sock.state = CLOSED
+        sock.waiter = None
+        binds, _connects = self.socket_endpoints[sock]
+        for endpoint in binds:
+            if self.listeners.get(endpoint.key) is sock:
+                del self.listeners[endpoint.key]
+        for conn in self._connections_of(sock):
+            if isinstance(conn, InprocConnection):
+                conn.close_side(sock, discard=True, rule=RULE_CRASH)
+            else:
+                conn.crash_side(sock)
+        for peer in list(sock.peers):
+            sock.detach(peer)
+
+    def _connections_of(self, sock: Socket) -> list[Any]:
+        result = list(self.socket_connections.get(sock, []))
+        for conn in self.connections:
+            if conn in result:
+                continue
+            if isinstance(conn, StreamConnection) and conn.b_session is not None and conn.b_session.socket is sock:
+                result.append(conn)
+            elif isinstance(conn, StreamConnection) and conn.handshake_binder is sock:
+                result.append(conn)
+        return result
+
+    @staticmethod
+    def _open_sessions(conn: Any, sock: Socket) -> list[Session]:
+        if not isinstance(conn, StreamConnection):
+            return []
+        sessions = []
+        if conn.connector is sock:
+            sessions.append(conn.c_session)
+        if conn.b_session is not None and conn.b_session.socket is sock:
+            sessions.append(conn.b_session)
+        return sessions
+
+    def session_closed(self, session: Session) -> None:
+        session.socket.process.session_closed(session)
+
+    # -- end of run ---------------------------------------------------------------------
+
+    def unfinished(self) -> list[tuple[Message, int, int, int]]:
+        """Every user message still somewhere: (msg, socket index, pipe index, where)."""
+        items: list[tuple[Message, int, int, int]] = []
+        seen_pipes: set[int] = set()
+        for info in self.pipe_info:
+            pipe = info.pipe
+            if pipe.index in seen_pipes:
+                continue
+            seen_pipes.add(pipe.index)
+            owner_socket = _socket_of(pipe)
+            for msg in pipe.queue:
+                if msg[0] >= 0:
+                    items.append((msg, owner_socket, pipe.index, WHERE_PIPE))
+        for link in self.links:
+            if link.broken:
+                continue
+            for engine, wire in ((link.c_engine, link.c2b), (link.b_engine, link.b2c)):
+                reader = wire.reader
+                seen: set[int] = set()
+                if reader is not None:
+                    rsock = reader.session.socket.index
+                    rpipe = reader.session.in_pipe.index if reader.session.in_pipe is not None else -1
+                    buffered = ([reader.held] if reader.held is not None else []) + list(reader.in_buffer)
+                    if reader.partial is not None:
+                        buffered.append(reader.partial)
+                    for msg in buffered:
+                        if id(msg) not in seen:
+                            seen.add(id(msg))
+                            items.append((msg, rsock, rpipe, WHERE_ENGINE))
+                    for msg, _n, _last in wire.queue:
+                        if id(msg) not in seen:
+                            seen.add(id(msg))
+                            items.append((msg, rsock, rpipe, WHERE_KERNEL))
+                ssock = engine.session.socket.index
+                spipe = engine.session.out_pipe.index if engine.session.out_pipe is not None else -1
+                for entry in engine.out_batch:
+                    msg = entry[0]
+                    if id(msg) not in seen:
+                        seen.add(id(msg))
+                        items.append((msg, ssock, spipe, WHERE_ENGINE))
+        return [item for item in items if item[0][0] >= 0]
+
+
+WHERE_PIPE = 0
+WHERE_ENGINE = 1
+WHERE_KERNEL = 2
+
+
+def _socket_of(pipe: Pipe) -> int:
+    reader = pipe.reader
+    if isinstance(reader, Socket):
+        return reader.index
+    writer = pipe.writer
+    if isinstance(writer, Socket):
+        return writer.index
+    return -1

@@ -1,0 +1,223 @@
+"""Calibration profiles: the machine-dependent numbers the model needs.
+
+A profile is TOML written by ``zsim calibrate`` (code in ``validation/calibrate.py``, which
+measures real pyzmq on loopback). zsim ships ``profiles/default.toml``, measured on a
+Linux machine and recorded with its kernel, CPU, libzmq and pyzmq versions. Two names are
+built in:
+
+* ``default``: the shipped measurement.
+* ``ideal``: the same buffers, but every time cost zero (no call costs, no latency, no
+  command throttling). Queueing-theory checks use it: with it a PUB->SUB inproc pipe is
+  exactly an M/M/1/K queue.
+
+``[scenario] profile = "file.toml"`` selects a file (relative to the scenario file).
+
+Kernel buffering is stored per transport as a table of *effective in-flight kernel bytes*
+by message size (``[tcp.kernel] payload_bytes``/``capacity_bytes``), because Linux counts
+skb overhead (ipc) and autotunes buffers with traffic (tcp): the capacity seen by small and
+large messages differs by an order of magnitude (reference section 6.3).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Mapping
+
+from .constants import IN_BATCH_SIZE, OUT_BATCH_SIZE, frame_wire_bytes
+from .distributions import Distribution, parse_distribution
+from .errors import ScenarioError
+from .spec import parse_toml
+
+PROFILE_DIR = Path(__file__).parent / "profiles"
+BUILTIN = ("default", "ideal")
+
+
+@dataclass(frozen=True)
+class KernelTable:
+    """Effective kernel bytes in flight on one connection direction, by payload size."""
+
+    payload_bytes: tuple[int, ...] = ()
+    capacity_bytes: tuple[int, ...] = ()
+
+    def capacity(self, wire: int) -> int:
+        sizes, caps = self.payload_bytes, self.capacity_bytes
+        if not sizes:
+            return 1 << 40
+        payload = max(1, wire - 2)
+        if payload <= sizes[0]:
+            return caps[0]
+        if payload >= sizes[-1]:
+            return caps[-1]
+        for i in range(1, len(sizes)):
+            if payload <= sizes[i]:
+                x0, x1 = math.log(sizes[i - 1]), math.log(sizes[i])
+                y0, y1 = math.log(max(caps[i - 1], 1)), math.log(max(caps[i], 1))
+                t = (math.log(payload) - x0) / (x1 - x0)
+                return int(round(math.exp(y0 + t * (y1 - y0))))
+        return caps[-1]  # pragma: no cover
+
+
+@dataclass(frozen=True)
+class TransportProfile:
+    handshake: Distribution = field(default_factory=lambda: Distribution.constant(0.0))
+    subscribe: Distribution | None = None
+    hop_latency: Distribution = field(default_factory=lambda: Distribution.constant(0.0))
+    engine_s_per_msg: float = 0.0
+    engine_s_per_byte: float = 0.0
+    io_wakeup_s: float = 0.0
+    kernel: KernelTable = field(default_factory=KernelTable)
+    kernel_explicit: KernelTable | None = None  # measured with sndbuf = rcvbuf = explicit_bytes
+    explicit_bytes: int = 65536
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    meta: Mapping[str, Any]
+    send_call_s: float = 0.0
+    recv_call_s: float = 0.0
+    command_throttle_s: float = 0.0
+    sleep_overshoot_s: float = 0.0
+    transports: Mapping[str, TransportProfile] = field(default_factory=dict)
+    source: str = "<builtin>"
+
+    def transport(self, name: str) -> TransportProfile:
+        return self.transports.get(name, TransportProfile())
+
+    def idealised(self) -> Profile:
+        """Same buffers, no time costs at all."""
+        transports = {
+            name: replace(tp, handshake=Distribution.constant(0.0), subscribe=None, hop_latency=Distribution.constant(0.0),
+                          engine_s_per_msg=0.0, engine_s_per_byte=0.0, io_wakeup_s=0.0)
+            for name, tp in self.transports.items()
+        }
+        return Profile(name="ideal", meta={"derived_from": self.name}, transports=transports, source=self.source)
+
+
+def _float(table: Mapping[str, Any], key: str, path: str, default: float | None = None) -> float:
+    if key not in table:
+        if default is None:
+            raise ScenarioError(f"{path}.{key}", "missing")
+        return default
+    value = table[key]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise ScenarioError(f"{path}.{key}", f"must be a number >= 0, got {value!r}")
+    return float(value)
+
+
+def derive_capacity_bytes(accepted: int, sndhwm: int, rcvhwm: int, payload: int) -> int:
+    """Kernel bytes implied by a stalled PUSH->PULL measurement.
+
+    accepted = SNDHWM + RCVHWM + messages in the two engines + kernel bytes / wire size;
+    the sending engine holds one batch (>= 8 KB or one message) pulled from its pipe, the
+    receiving engine one read buffer (8 KB, held message included).
+    """
+    wire = frame_wire_bytes(payload)
+    engine_msgs = math.ceil(OUT_BATCH_SIZE / wire) + max(1, IN_BATCH_SIZE // wire)
+    rest = accepted - sndhwm - rcvhwm - engine_msgs
+    return max(0, rest) * wire
+
+
+def _kernel_table(raw: Any, path: str, sndhwm: int = 10, rcvhwm: int = 10) -> KernelTable:
+    if not isinstance(raw, dict):
+        raise ScenarioError(path, "must be a table with payload_bytes and capacity_bytes (or accepted)")
+    sizes = raw.get("payload_bytes")
+    if not isinstance(sizes, list) or not sizes:
+        raise ScenarioError(f"{path}.payload_bytes", "must be a non-empty list of sizes")
+    if "capacity_bytes" in raw:
+        caps = raw["capacity_bytes"]
+        if not isinstance(caps, list) or len(caps) != len(sizes):
+            raise ScenarioError(f"{path}.capacity_bytes", "must list one capacity per payload size")
+        caps_int = [int(c) for c in caps]
+    elif "accepted" in raw:
+        acc = raw["accepted"]
+        if not isinstance(acc, list) or len(acc) != len(sizes):
+            raise ScenarioError(f"{path}.accepted", "must list one count per payload size")
+        caps_int = [derive_capacity_bytes(int(a), sndhwm, rcvhwm, int(s)) for a, s in zip(acc, sizes)]
+    else:
+        raise ScenarioError(path, "needs capacity_bytes or accepted")
+    order = sorted(range(len(sizes)), key=lambda i: sizes[i])
+    return KernelTable(tuple(int(sizes[i]) for i in order), tuple(caps_int[i] for i in order))
+
+
+def _dist(table: Mapping[str, Any], key: str, path: str) -> Distribution | None:
+    if key not in table:
+        return None
+    return parse_distribution(table[key], f"{path}.{key}", "s")
+
+
+def _transport(raw: Any, path: str) -> TransportProfile:
+    if not isinstance(raw, dict):
+        raise ScenarioError(path, "must be a table")
+    handshake = _dist(raw, "handshake_s", path) or _dist(raw, "connect_s", path) or Distribution.constant(0.0)
+    kernel = _kernel_table(raw["kernel"], f"{path}.kernel") if "kernel" in raw else KernelTable()
+    explicit = None
+    explicit_bytes = 65536
+    if isinstance(raw.get("kernel"), dict):
+        for key, value in raw["kernel"].items():
+            if key.startswith("sndbuf_rcvbuf_") and isinstance(value, dict):
+                explicit_bytes = int(key.rsplit("_", 1)[1])
+                explicit = _kernel_table(value, f"{path}.kernel.{key}")
+    return TransportProfile(
+        handshake=handshake,
+        subscribe=_dist(raw, "subscribe_s", path),
+        hop_latency=_dist(raw, "hop_latency_s", path) or Distribution.constant(0.0),
+        engine_s_per_msg=_float(raw, "engine_s_per_msg", path, 0.0),
+        engine_s_per_byte=_float(raw, "engine_s_per_byte", path, 0.0),
+        io_wakeup_s=_float(raw, "io_wakeup_s", path, 0.0),
+        kernel=kernel,
+        kernel_explicit=explicit,
+        explicit_bytes=explicit_bytes,
+    )
+
+
+def from_dict(raw: Mapping[str, Any], source: str = "<dict>") -> Profile:
+    head = raw.get("profile", {})
+    api = raw.get("api", {})
+    if not isinstance(api, dict):
+        raise ScenarioError("api", "must be a table")
+    transports = {}
+    for name in ("inproc", "ipc", "tcp"):
+        if name in raw:
+            transports[name] = _transport(raw[name], name)
+    return Profile(
+        name=str(head.get("name", Path(source).stem)),
+        meta=dict(head),
+        send_call_s=_float(api, "send_call_s", "api", 0.0),
+        recv_call_s=_float(api, "recv_call_s", "api", 0.0),
+        command_throttle_s=_float(api, "command_throttle_s", "api", 0.0),
+        sleep_overshoot_s=_float(api, "sleep_overshoot_s", "api", 0.0),
+        transports=transports,
+        source=source,
+    )
+
+
+_CACHE: dict[str, Profile] = {}
+
+
+def load(name_or_path: str | None, base_dir: str = ".") -> Profile:
+    """A built-in profile by name, or a TOML file (relative paths from ``base_dir``)."""
+    key = name_or_path or "default"
+    if key in ("default", "ideal"):
+        cache_key = "builtin:default"
+        if cache_key not in _CACHE:
+            path = PROFILE_DIR / "default.toml"
+            _CACHE[cache_key] = from_dict(parse_toml(path.read_text(), str(path)), str(path)) if path.exists() else Profile(name="empty", meta={})
+        base = _CACHE[cache_key]
+        return base.idealised() if key == "ideal" else base
+    path = Path(key)
+    if not path.is_absolute():
+        path = Path(base_dir) / path
+    cache_key = str(path.resolve())
+    if cache_key in _CACHE:
+        return _CACHE[cache_key]
+    if not path.exists():
+        raise ScenarioError("scenario.profile", f"no such profile file {str(path)!r} (built in: {', '.join(BUILTIN)})")
+    try:
+        profile = from_dict(parse_toml(path.read_text(), str(path)), str(path))
+    except ScenarioError as exc:
+        raise ScenarioError(f"profile {path}: {exc.path}", exc.reason) from None
+    _CACHE[cache_key] = profile
+    return profile

@@ -1,0 +1,297 @@
+"""Results of one run: a summary dict (the ``--json`` output), flat metrics, and tables.
+
+The summary carries its provenance (scenario name and digest, seed, profile, versions,
+wall time) so a number can always be traced back to what produced it. Tables (one row per
+message copy; depth over time per pipe) are written as Parquet by ``write_parquet``, which
+imports pandas lazily: ``import zsim`` works without it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import platform
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .ledger import DELIVERED, RULES, STATES, WHERE
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .build import Model
+
+
+def versions() -> dict[str, str]:
+    import simpy
+
+    from . import __version__
+
+    return {
+        "zsim": __version__,
+        "python": platform.python_version(),
+        "simpy": getattr(simpy, "__version__", "?"),
+        "numpy": np.__version__,
+        "models_libzmq": "4.3.5",
+    }
+
+
+def _percentiles(values: np.ndarray) -> dict[str, float | int | None]:
+    if len(values) == 0:
+        return {"count": 0, "mean": None, "p50": None, "p95": None, "p99": None, "max": None}
+    p50, p95, p99 = np.percentile(values, [50, 95, 99])
+    return {
+        "count": int(len(values)),
+        "mean": float(values.mean()),
+        "p50": float(p50),
+        "p95": float(p95),
+        "p99": float(p99),
+        "max": float(values.max()),
+    }
+
+
+@dataclass
+class RunResult:
+    summary: dict[str, Any]
+    messages: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    sent: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    depth: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    socket_names: list[str] = field(default_factory=list, repr=False)
+    pipe_names: list[str] = field(default_factory=list, repr=False)
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.summary, indent=indent, sort_keys=False, default=_json_default)
+
+    def flat(self) -> dict[str, Any]:
+        return flat_metrics(self.summary)
+
+    def write_parquet(self, out_dir: str | Path) -> list[Path]:
+        return write_parquet(self, out_dir)
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (np.floating,)):
+        return float(value)
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def summarise(model: Model, wall_s: float) -> RunResult:
+    world, ledger, scenario = model.world, model.ledger, model.scenario
+    now = model.env.now
+    copies = sum(sock.copies for sock in world.sockets)
+    by_state = ledger.check_conservation(copies)
+    table = ledger.table()
+    sent_table = ledger.sent_table()
+    state, rule = table["state"], table["rule"]
+    delivered_mask = state == DELIVERED
+    latency = table["time"][delivered_mask] - table["t0"][delivered_mask]
+
+    def by_rule(code: int) -> dict[str, int]:
+        mask = state == code
+        if not mask.any():
+            return {}
+        values, counts = np.unique(rule[mask], return_counts=True)
+        names = WHERE if code == 5 else RULES
+        return {names.get(int(v), str(int(v))): int(c) for v, c in zip(values, counts)}
+
+    sockets: dict[str, Any] = {}
+    for sock in world.sockets:
+        sock_delivered = delivered_mask & (table["socket"] == sock.index)
+        sock_latency = table["time"][sock_delivered] - table["t0"][sock_delivered]
+        entry: dict[str, Any] = {
+            "type": sock.type,
+            "process": sock.process.name,
+            "sent": sock.sent,
+            "send_again": sock.send_again,
+            "send_unroutable": sock.send_unroutable,
+            "received": sock.received,
+            "recv_again": sock.recv_again,
+            "dropped": sock.dropped,
+            "discarded": sock.discarded,
+            "lost_on_close": int(((state == 4) & (table["socket"] == sock.index)).sum()),
+            "blocked_s": sock.blocked_s,
+            "blocked_count": sock.blocked_count,
+        }
+        if len(sock_latency):
+            entry["latency_s"] = _percentiles(sock_latency)
+        sockets[sock.name] = entry
+
+    pipes = []
+    for info in world.pipe_info:
+        pipe = info.pipe
+        pipes.append(
+            {
+                "name": info.name,
+                "from": info.frm,
+                "to": info.to,
+                "kind": info.kind,
+                "hwm": pipe.hwm,
+                "lwm": pipe.lwm,
+                "written": pipe.written,
+                "read": pipe.read_count,
+                "max_depth": pipe.max_depth,
+                "mean_depth": pipe.mean_depth(now),
+                "depth_at_end": len(pipe.queue),
+                "dropped": pipe.dropped,
+            }
+        )
+
+    links = []
+    for link in world.links:
+        links.append(
+            {
+                "name": link.name,
+                "transport": link.conn.transport,
+                "number": link.number,
+                "max_kernel_bytes": {link.c2b.name: link.c2b.max_bytes, link.b2c.name: link.b2c.max_bytes},
+                "broken": link.broken,
+            }
+        )
+
+    senders = {}
+    for sender in model.senders:
+        entry = {"socket": sender.socket.name, "attempts": sender.attempts, "sent": sender.sent, "again": sender.again, "unroutable": sender.unroutable}
+        if sender.finished_at is not None:
+            entry["finished_at_s"] = sender.finished_at
+        if len(sender.rtt):
+            entry["rtt_s"] = _percentiles(np.frombuffer(sender.rtt, dtype=np.float64))
+        senders[sender.name] = entry
+    receivers = {r.name: {"socket": r.socket.name, "received": r.received, "paused_s": r.paused_s} for r in model.receivers}
+    proxies = {p.name: {"frontend": p.frontend.name, "backend": p.backend.name, "forwarded": p.forwarded} for p in model.proxies}
+    processes = {}
+    for name, process in model.processes.items():
+        processes[name] = {
+            "exit_started_s": process.exit_started_at,
+            "exit_completed_s": process.exit_completed_at,
+            "term_blocked": process.term_blocked,
+            "crashed_s": process.crashed_at,
+        }
+
+    sent_total = int(len(sent_table["msg_id"]))
+    summary: dict[str, Any] = {
+        "ok": True,
+        "scenario": scenario.name,
+        "scenario_digest": scenario.digest,
+        "source": scenario.source,
+        "seed": model.seed,
+        "profile": model.profile.name,
+        "sim_time_s": now,
+        "wall_s": wall_s,
+        "ledger": {
+            "sent": sent_total,
+            "copies": copies,
+            **by_state,
+            "dropped_by_rule": by_rule(2),
+            "discarded_by_rule": by_rule(3),
+            "lost_by_rule": by_rule(4),
+            "queued_by_place": by_rule(5),
+        },
+        "latency_s": _percentiles(latency),
+        "sockets": sockets,
+        "pipes": pipes,
+        "links": links,
+        "senders": senders,
+        "receivers": receivers,
+        "proxies": proxies,
+        "processes": processes,
+        "versions": versions(),
+    }
+    depth: dict[str, np.ndarray] = {}
+    for info in world.pipe_info:
+        trace = info.pipe.trace
+        if trace:
+            depth[info.name] = np.asarray(trace, dtype=np.float64).reshape(-1, 2)
+    return RunResult(
+        summary=summary,
+        messages=table,
+        sent=sent_table,
+        depth=depth,
+        socket_names=[s.name for s in world.sockets],
+        pipe_names=[p.name for p in world.pipe_info],
+    )
+
+
+def flat_metrics(summary: dict[str, Any]) -> dict[str, Any]:
+    """One flat row of the headline numbers (for sweeps and comparisons)."""
+    ledger = summary["ledger"]
+    copies = ledger["copies"] or 0
+    row: dict[str, Any] = {
+        "sent": ledger["sent"],
+        "copies": copies,
+        "delivered": ledger["delivered"],
+        "forwarded": ledger["forwarded"],
+        "dropped": ledger["dropped"],
+        "discarded": ledger["discarded"],
+        "lost_on_close": ledger["lost_on_close"],
+        "queued_at_end": ledger["queued_at_end"],
+        "drop_fraction": (ledger["dropped"] / copies) if copies else 0.0,
+        "loss_fraction": ((ledger["dropped"] + ledger["discarded"] + ledger["lost_on_close"]) / copies) if copies else 0.0,
+        "sim_time_s": summary["sim_time_s"],
+        "wall_s": summary["wall_s"],
+    }
+    for key in ("mean", "p50", "p95", "p99", "max"):
+        value = summary["latency_s"].get(key)
+        row[f"latency_{key}_s"] = float(value) if value is not None else math.nan
+    row["delivered_rate_per_s"] = ledger["delivered"] / summary["sim_time_s"] if summary["sim_time_s"] > 0 else 0.0
+    for name, sock in summary["sockets"].items():
+        for key in ("sent", "send_again", "received", "dropped", "blocked_s"):
+            row[f"socket.{name}.{key}"] = sock[key]
+    max_depth = 0
+    for pipe in summary["pipes"]:
+        max_depth = max(max_depth, pipe["max_depth"])
+    row["max_pipe_depth"] = max_depth
+    return row
+
+
+def write_parquet(result: RunResult, out_dir: str | Path) -> list[Path]:
+    """``messages.parquet`` (one row per message copy), ``depth.parquet`` (depth changes),
+    ``summary.json``. Needs pandas and pyarrow (``pip install zsim[results]``)."""
+    try:
+        import pandas as pd
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise RuntimeError("writing Parquet needs pandas and pyarrow: pip install 'zsim[results]'") from exc
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    msgs = result.messages
+    sent = result.sent
+    size_by_id = dict(zip(sent["msg_id"].tolist(), sent["size"].tolist())) if len(sent["msg_id"]) else {}
+    origin_by_id = dict(zip(sent["msg_id"].tolist(), sent["socket"].tolist())) if len(sent["msg_id"]) else {}
+    sockets = np.asarray(result.socket_names + [""], dtype=object)
+    pipes = np.asarray(result.pipe_names + [""], dtype=object)
+    state_names = np.asarray(STATES, dtype=object)
+    frame = pd.DataFrame(
+        {
+            "msg_id": msgs["msg_id"],
+            "state": pd.Categorical(state_names[msgs["state"].astype(int)], categories=list(STATES)),
+            "socket": sockets[np.where(msgs["socket"] >= 0, msgs["socket"], len(sockets) - 1)],
+            "pipe": pipes[np.where(msgs["pipe"] >= 0, msgs["pipe"], len(pipes) - 1)],
+            "rule": [(WHERE if s == 5 else RULES).get(int(r), str(int(r))) for s, r in zip(msgs["state"], msgs["rule"])],
+            "sent_s": msgs["t0"],
+            "end_s": msgs["time"],
+            "latency_s": np.where(msgs["state"] == DELIVERED, msgs["time"] - msgs["t0"], np.nan),
+            "size_bytes": [size_by_id.get(int(m), -1) for m in msgs["msg_id"]],
+            "origin": [sockets[origin_by_id.get(int(m), -1)] for m in msgs["msg_id"]],
+        }
+    )
+    frame["seed"] = result.summary["seed"]
+    frame["scenario"] = result.summary["scenario"]
+    path = out / "messages.parquet"
+    frame.to_parquet(path, index=False)
+    written.append(path)
+    rows = []
+    for name, trace in result.depth.items():
+        if len(trace):
+            rows.append(pd.DataFrame({"pipe": name, "time_s": trace[:, 0], "depth": trace[:, 1].astype(np.int64)}))
+    depth_frame = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame({"pipe": pd.Series([], dtype=str), "time_s": pd.Series([], dtype=float), "depth": pd.Series([], dtype=np.int64)})
+    depth_frame["seed"] = result.summary["seed"]
+    path = out / "depth.parquet"
+    depth_frame.to_parquet(path, index=False)
+    written.append(path)
+    path = out / "summary.json"
+    path.write_text(result.to_json())
+    written.append(path)
+    return written

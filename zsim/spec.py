@@ -1,0 +1,785 @@
+"""Scenario files: load, validate and freeze.
+
+A scenario is TOML (or the same structure as a Python dict). It is parsed once, at the
+edge, into frozen dataclasses; every error names the offending field path and the reason
+(``socket[publisher].options.sndhwm: must be >= 0, got -5``). The model never sees a raw
+dict. The format is documented in ``docs/scenario-format.md``.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import math
+import re
+try:
+    import tomllib
+except ImportError:  # pragma: no cover - Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from .constants import KNOWN_UNMODELLED_OPTIONS, OPTION_DEFAULTS, SOCKET_TYPES, TRANSPORTS, VALID_PEERS
+from .distributions import Distribution, parse_distribution
+from .errors import ScenarioError, UnsupportedOption
+
+DEFAULT_PROCESS = "main"
+
+#: Socket types whose application can send user messages / receive them.
+CAN_SEND = frozenset({"PAIR", "PUB", "XPUB", "REQ", "DEALER", "ROUTER", "PUSH"})
+CAN_RECEIVE = frozenset({"PAIR", "SUB", "XSUB", "REQ", "REP", "DEALER", "ROUTER", "PULL", "XPUB"})
+#: ``options.hpp: get_effective_conflate_option``
+CONFLATE_TYPES = frozenset({"DEALER", "PULL", "PUSH", "PUB", "SUB"})
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$")
+
+
+# --------------------------------------------------------------------------------------
+# Frozen scenario objects
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """A parsed endpoint. ``key`` identifies what a connect must match to reach a bind."""
+
+    text: str
+    transport: str
+    address: str  # tcp: port as text; ipc: path; inproc: name
+    host: str = ""
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.transport, self.address)
+
+
+@dataclass(frozen=True)
+class SocketOptions:
+    sndhwm: int = 1000
+    rcvhwm: int = 1000
+    linger: int = -1
+    sndtimeo: int = -1
+    rcvtimeo: int = -1
+    subscribe: tuple[str, ...] = ()
+    immediate: bool = False
+    conflate: bool = False
+    router_mandatory: bool = False
+    xpub_nodrop: bool = False
+    sndbuf: int = -1
+    rcvbuf: int = -1
+    reconnect_ivl: int = 100
+    reconnect_ivl_max: int = 0
+    routing_id: str | None = None
+
+
+@dataclass(frozen=True)
+class SocketSpec:
+    name: str
+    type: str
+    process: str
+    bind: tuple[Endpoint, ...]
+    connect: tuple[Endpoint, ...]
+    open_at_s: float
+    close_at_s: float | None
+    options: SocketOptions
+
+    @property
+    def routing_id(self) -> str:
+        """The identity a ROUTER peer knows this socket by (its name unless set)."""
+        return self.options.routing_id if self.options.routing_id is not None else self.name
+
+
+@dataclass(frozen=True)
+class SendSpec:
+    name: str
+    socket: str
+    count: int | None
+    duration_s: float | None
+    interval: Distribution  # time between the end of one send call and the next attempt
+    size: Distribution
+    start_s: float
+    topics: tuple[str, ...]
+    parts: int
+    dontwait: bool
+    on_again: str  # "skip" | "stop"
+    to: tuple[str, ...]  # ROUTER destinations, cycled
+
+
+@dataclass(frozen=True)
+class RecvSpec:
+    name: str
+    socket: str
+    service: Distribution
+    start_s: float
+    count: int | None
+    duration_s: float | None
+    reply: bool
+    reply_size: Distribution | None  # None: same size as the request
+    pause_every: Distribution | None
+    pause: Distribution | None
+    on_timeout: str  # "retry" | "stop"
+
+
+@dataclass(frozen=True)
+class ProxySpec:
+    name: str
+    frontend: str
+    backend: str
+
+
+@dataclass(frozen=True)
+class ProcessSpec:
+    name: str
+    exit_at_s: float | None = None
+    exit_after_sends: bool = False
+    crash_at_s: float | None = None
+    restart_at_s: float | None = None
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    description: str
+    until_s: float | None
+    profile: str | None
+    seed: int | None
+    processes: tuple[ProcessSpec, ...]
+    sockets: tuple[SocketSpec, ...]
+    sends: tuple[SendSpec, ...]
+    recvs: tuple[RecvSpec, ...]
+    proxies: tuple[ProxySpec, ...]
+    raw: Mapping[str, Any] = field(compare=False, repr=False)
+    base_dir: str = field(default=".", compare=False, repr=False)
+    source: str = field(default="<dict>", compare=False, repr=False)
+
+    def socket(self, name: str) -> SocketSpec:
+        for sock in self.sockets:
+            if sock.name == name:
+                return sock
+        raise KeyError(name)
+
+    def process(self, name: str) -> ProcessSpec:
+        for proc in self.processes:
+            if proc.name == name:
+                return proc
+        raise KeyError(name)
+
+    @property
+    def digest(self) -> str:
+        """A stable hash of the scenario's content (not of its file name or location)."""
+        return scenario_digest(self.raw)
+
+    @property
+    def validation(self) -> Mapping[str, Any]:
+        """The ``[validation]`` table (tolerances for ``zsim validate``), untouched."""
+        return self.raw.get("validation", {})
+
+
+def scenario_digest(raw: Mapping[str, Any]) -> str:
+    text = json.dumps(raw, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+# --------------------------------------------------------------------------------------
+# Field helpers
+
+
+def _check_keys(table: Mapping[str, Any], allowed: set[str], path: str) -> None:
+    for key in table:
+        if key not in allowed:
+            close = _closest(key, allowed)
+            hint = f" (did you mean {close!r}?)" if close else ""
+            raise ScenarioError(f"{path}.{key}" if path else key, f"unknown field{hint}; known: {', '.join(sorted(allowed))}")
+
+
+def _closest(word: str, candidates: set[str]) -> str | None:
+    import difflib
+
+    matches = difflib.get_close_matches(word, sorted(candidates), n=1, cutoff=0.75)
+    return matches[0] if matches else None
+
+
+def _table(value: Any, path: str) -> Mapping[str, Any]:
+    if not isinstance(value, dict):
+        raise ScenarioError(path, f"must be a table, got {type(value).__name__}")
+    return value
+
+
+def _tables(value: Any, path: str) -> list[Mapping[str, Any]]:
+    if isinstance(value, dict):
+        raise ScenarioError(path, f"must be an array of tables ([[{path}]]), got a single table ([{path}])")
+    if not isinstance(value, list):
+        raise ScenarioError(path, f"must be an array of tables ([[{path}]]), got {type(value).__name__}")
+    for index, item in enumerate(value):
+        if not isinstance(item, dict):
+            raise ScenarioError(f"{path}[{index}]", f"must be a table, got {type(item).__name__}")
+    return value
+
+
+def _str(value: Any, path: str) -> str:
+    if not isinstance(value, str):
+        raise ScenarioError(path, f"must be a string, got {value!r}")
+    return value
+
+
+def _name(value: Any, path: str) -> str:
+    text = _str(value, path)
+    if not _NAME_RE.match(text):
+        raise ScenarioError(path, f"must be a name of letters, digits, '_', '-' or '.', got {text!r}")
+    return text
+
+
+def _bool(value: Any, path: str) -> bool:
+    if not isinstance(value, bool):
+        if value in (0, 1) and isinstance(value, int):
+            return bool(value)
+        raise ScenarioError(path, f"must be true or false, got {value!r}")
+    return value
+
+
+def _int(value: Any, path: str, minimum: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        else:
+            raise ScenarioError(path, f"must be an integer, got {value!r}")
+    if minimum is not None and value < minimum:
+        raise ScenarioError(path, f"must be >= {minimum}, got {value}")
+    return value
+
+
+def _time(value: Any, path: str, positive: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ScenarioError(path, f"must be a number of seconds, got {value!r}")
+    number = float(value)
+    if not math.isfinite(number):
+        raise ScenarioError(path, f"must be finite, got {value!r}")
+    if number < 0 or (positive and number == 0):
+        raise ScenarioError(path, f"must be {'> 0' if positive else '>= 0'}, got {value!r}")
+    return number
+
+
+def _opt_time(table: Mapping[str, Any], key: str, path: str, positive: bool = False) -> float | None:
+    if key not in table:
+        return None
+    return _time(table[key], f"{path}.{key}", positive)
+
+
+def _str_list(value: Any, path: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return (value,)
+    if not isinstance(value, list):
+        raise ScenarioError(path, f"must be a string or a list of strings, got {value!r}")
+    return tuple(_str(item, f"{path}[{index}]") for index, item in enumerate(value))
+
+
+def parse_endpoint(text: str, path: str) -> Endpoint:
+    """Parse ``tcp://host:port``, ``ipc://path`` or ``inproc://name`` (as pyzmq accepts them)."""
+    if "://" not in text:
+        raise ScenarioError(path, f"endpoint {text!r} must look like tcp://127.0.0.1:5555, ipc://name or inproc://name")
+    transport, address = text.split("://", 1)
+    if transport not in TRANSPORTS:
+        raise ScenarioError(path, f"transport {transport!r} is not modelled; one of {', '.join(TRANSPORTS)}")
+    if not address:
+        raise ScenarioError(path, f"endpoint {text!r} has an empty address")
+    if transport == "tcp":
+        host, sep, port = address.rpartition(":")
+        if not sep or not host:
+            raise ScenarioError(path, f"tcp endpoint {text!r} needs host:port")
+        if port == "*" or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ScenarioError(path, f"tcp endpoint {text!r} needs a fixed port number 1-65535 (the validation harness maps it to a free port)")
+        host = host.strip("[]")
+        if host not in ("*", "0.0.0.0", "127.0.0.1", "localhost", "::1", "::"):
+            raise ScenarioError(path, f"tcp host {host!r}: zsim models loopback only (use 127.0.0.1, localhost or *)")
+        return Endpoint(text, "tcp", str(int(port)), host)
+    return Endpoint(text, transport, address)
+
+
+# --------------------------------------------------------------------------------------
+# Sections
+
+
+_SCENARIO_KEYS = {"name", "description", "until_s", "profile", "seed"}
+_TOP_KEYS = {"scenario", "process", "socket", "send", "recv", "proxy", "validation", "sweep"}
+_PROCESS_KEYS = {"name", "exit_at_s", "exit_after_sends", "crash_at_s", "restart_at_s"}
+_SOCKET_KEYS = {"name", "type", "process", "bind", "connect", "open_at_s", "close_at_s", "options"}
+_SEND_KEYS = {
+    "name", "socket", "count", "duration_s", "interval_s", "rate_per_s", "size_bytes", "start_s",
+    "topic", "parts", "dontwait", "on_again", "to",
+}
+_RECV_KEYS = {
+    "name", "socket", "service_s", "start_s", "count", "duration_s", "reply", "reply_size_bytes",
+    "pause_every_s", "pause_s", "on_timeout",
+}
+_PROXY_KEYS = {"name", "frontend", "backend"}
+
+
+def _parse_options(raw: Any, path: str, sock_type: str) -> SocketOptions:
+    table = _table(raw, path)
+    values: dict[str, Any] = {}
+    hwm_both: int | None = None
+    for key, value in table.items():
+        opt_path = f"{path}.{key}"
+        if key != key.lower():
+            raise ScenarioError(opt_path, f"option names are pyzmq's lowercase names (did you mean {key.lower()!r}?)")
+        if key == "hwm":
+            hwm_both = _int(value, opt_path, 0)
+            continue
+        if key in KNOWN_UNMODELLED_OPTIONS:
+            raise UnsupportedOption(opt_path, "is a ZeroMQ option that zsim does not model")
+        if key not in OPTION_DEFAULTS:
+            close = _closest(key, set(OPTION_DEFAULTS) | {"hwm"})
+            hint = f" (did you mean {close!r}?)" if close else ""
+            raise ScenarioError(opt_path, f"unknown socket option{hint}")
+        if key in ("sndhwm", "rcvhwm"):
+            values[key] = _int(value, opt_path, 0)
+        elif key in ("linger", "sndtimeo", "rcvtimeo", "reconnect_ivl", "sndbuf", "rcvbuf"):
+            values[key] = _int(value, opt_path, -1)
+        elif key == "reconnect_ivl_max":
+            values[key] = _int(value, opt_path, 0)
+        elif key in ("immediate", "conflate", "router_mandatory", "xpub_nodrop"):
+            values[key] = _bool(value, opt_path)
+        elif key == "subscribe":
+            values[key] = _str_list(value, opt_path)
+        elif key == "routing_id":
+            rid = _str(value, opt_path)
+            if not rid or len(rid.encode()) > 255:
+                raise ScenarioError(opt_path, "must be 1 to 255 bytes")
+            values[key] = rid
+    if hwm_both is not None:
+        # pyzmq's ``sock.hwm = n`` property (Socket.set_hwm) sets both directions;
+        # explicit sndhwm/rcvhwm in the same table win.
+        values.setdefault("sndhwm", hwm_both)
+        values.setdefault("rcvhwm", hwm_both)
+    if "subscribe" in values and sock_type not in ("SUB", "XSUB"):
+        raise ScenarioError(f"{path}.subscribe", f"only SUB and XSUB sockets subscribe, this is a {sock_type}")
+    if values.get("conflate") and sock_type not in CONFLATE_TYPES:
+        raise ScenarioError(f"{path}.conflate", f"has no effect on {sock_type} in libzmq 4.3.5 (only {', '.join(sorted(CONFLATE_TYPES))})")
+    if values.get("router_mandatory") and sock_type != "ROUTER":
+        raise ScenarioError(f"{path}.router_mandatory", f"applies to ROUTER sockets only, this is a {sock_type}")
+    if values.get("xpub_nodrop") and sock_type not in ("PUB", "XPUB"):
+        raise ScenarioError(f"{path}.xpub_nodrop", f"applies to PUB and XPUB sockets only, this is a {sock_type}")
+    return SocketOptions(**values)
+
+
+def _label(kind: str, index: int, table: Mapping[str, Any], key: str = "name") -> str:
+    name = table.get(key)
+    if isinstance(name, str) and name:
+        return f"{kind}[{name}]"
+    return f"{kind}[{index}]"
+
+
+def from_dict(raw: Mapping[str, Any], *, base_dir: str = ".", source: str = "<dict>") -> Scenario:
+    """Validate a scenario given as a dict (the TOML structure) and freeze it."""
+    raw = _table(raw, "")
+    raw = copy.deepcopy(dict(raw))
+    _check_keys(raw, _TOP_KEYS, "")
+
+    head = _table(raw.get("scenario", {}), "scenario")
+    _check_keys(head, _SCENARIO_KEYS, "scenario")
+    name = _str(head.get("name", Path(source).stem if source != "<dict>" else "scenario"), "scenario.name")
+    description = _str(head.get("description", ""), "scenario.description")
+    until_s = _opt_time(head, "until_s", "scenario", positive=True)
+    profile = _str(head["profile"], "scenario.profile") if "profile" in head else None
+    seed = _int(head["seed"], "scenario.seed", 0) if "seed" in head else None
+
+    # processes
+    processes: list[ProcessSpec] = []
+    seen_process: set[str] = set()
+    for index, table in enumerate(_tables(raw.get("process", []), "process")):
+        path = _label("process", index, table)
+        _check_keys(table, _PROCESS_KEYS, path)
+        if "name" not in table:
+            raise ScenarioError(f"{path}.name", "missing")
+        pname = _name(table["name"], f"{path}.name")
+        if pname in seen_process:
+            raise ScenarioError(f"{path}.name", f"duplicate process name {pname!r}")
+        seen_process.add(pname)
+        crash = _opt_time(table, "crash_at_s", path)
+        restart = _opt_time(table, "restart_at_s", path)
+        if restart is not None and crash is None:
+            raise ScenarioError(f"{path}.restart_at_s", "needs crash_at_s (a process restarts after it crashed)")
+        if restart is not None and crash is not None and restart <= crash:
+            raise ScenarioError(f"{path}.restart_at_s", f"must be after crash_at_s ({crash}), got {restart}")
+        processes.append(
+            ProcessSpec(
+                name=pname,
+                exit_at_s=_opt_time(table, "exit_at_s", path),
+                exit_after_sends=_bool(table.get("exit_after_sends", False), f"{path}.exit_after_sends"),
+                crash_at_s=crash,
+                restart_at_s=restart,
+            )
+        )
+
+    # sockets
+    sockets: list[SocketSpec] = []
+    socket_names: set[str] = set()
+    uses_default_process = False
+    for index, table in enumerate(_tables(raw.get("socket", []), "socket")):
+        path = _label("socket", index, table)
+        _check_keys(table, _SOCKET_KEYS, path)
+        if "name" not in table:
+            raise ScenarioError(f"{path}.name", "missing")
+        sname = _name(table["name"], f"{path}.name")
+        if sname in socket_names:
+            raise ScenarioError(f"{path}.name", f"duplicate socket name {sname!r}")
+        socket_names.add(sname)
+        if "type" not in table:
+            raise ScenarioError(f"{path}.type", f"missing; one of {', '.join(SOCKET_TYPES)}")
+        stype = _str(table["type"], f"{path}.type").upper()
+        if stype not in SOCKET_TYPES:
+            raise ScenarioError(f"{path}.type", f"unknown socket type {table['type']!r}; one of {', '.join(SOCKET_TYPES)}")
+        if "process" in table:
+            pname = _name(table["process"], f"{path}.process")
+            if pname not in seen_process:
+                known = ", ".join(sorted(seen_process)) or "none declared"
+                raise ScenarioError(f"{path}.process", f"unknown process {pname!r} (declared: {known})")
+        else:
+            pname = DEFAULT_PROCESS
+            uses_default_process = True
+        binds = tuple(parse_endpoint(text, f"{path}.bind[{i}]") for i, text in enumerate(_str_list(table.get("bind", []), f"{path}.bind")))
+        connects = tuple(
+            parse_endpoint(text, f"{path}.connect[{i}]") for i, text in enumerate(_str_list(table.get("connect", []), f"{path}.connect"))
+        )
+        if not binds and not connects:
+            raise ScenarioError(path, "binds and connects nothing: give bind = [...] or connect = [...]")
+        open_at = _time(table.get("open_at_s", 0.0), f"{path}.open_at_s")
+        close_at = _opt_time(table, "close_at_s", path)
+        if close_at is not None and close_at < open_at:
+            raise ScenarioError(f"{path}.close_at_s", f"must be >= open_at_s ({open_at}), got {close_at}")
+        options = _parse_options(table.get("options", {}), f"{path}.options", stype)
+        sockets.append(SocketSpec(sname, stype, pname, binds, connects, open_at, close_at, options))
+    if not sockets:
+        raise ScenarioError("socket", "a scenario needs at least one [[socket]]")
+    if uses_default_process and DEFAULT_PROCESS not in seen_process:
+        processes.append(ProcessSpec(name=DEFAULT_PROCESS))
+        seen_process.add(DEFAULT_PROCESS)
+    by_name = {sock.name: sock for sock in sockets}
+
+    _check_topology(sockets)
+
+    # proxies
+    proxies: list[ProxySpec] = []
+    proxied: dict[str, str] = {}
+    for index, table in enumerate(_tables(raw.get("proxy", []), "proxy")):
+        path = _label("proxy", index, table)
+        _check_keys(table, _PROXY_KEYS, path)
+        ends = []
+        for key in ("frontend", "backend"):
+            if key not in table:
+                raise ScenarioError(f"{path}.{key}", "missing (a socket name)")
+            sname = _str(table[key], f"{path}.{key}")
+            if sname not in by_name:
+                raise ScenarioError(f"{path}.{key}", f"unknown socket {sname!r}")
+            if sname in proxied:
+                raise ScenarioError(f"{path}.{key}", f"socket {sname!r} is already used by {proxied[sname]}")
+            ends.append(sname)
+        if ends[0] == ends[1]:
+            raise ScenarioError(f"{path}.backend", "must differ from frontend")
+        if by_name[ends[0]].process != by_name[ends[1]].process:
+            raise ScenarioError(path, "frontend and backend must live in the same process (zmq.proxy runs in one thread)")
+        pname = _name(table.get("name", f"proxy{index}"), f"{path}.name")
+        for sname in ends:
+            proxied[sname] = f"proxy[{pname}]"
+        proxies.append(ProxySpec(pname, ends[0], ends[1]))
+
+    # workloads
+    sends: list[SendSpec] = []
+    workload_names: set[str] = set()
+    send_tables = _tables(raw.get("send", []), "send")
+    for index, table in enumerate(send_tables):
+        sends.append(_parse_send(table, index, send_tables, by_name, proxied, until_s, workload_names))
+    recvs: list[RecvSpec] = []
+    recv_tables = _tables(raw.get("recv", []), "recv")
+    for index, table in enumerate(recv_tables):
+        recvs.append(_parse_recv(table, index, recv_tables, by_name, proxied, workload_names))
+
+    if "validation" in raw:
+        _table(raw["validation"], "validation")
+
+    for proc in processes:
+        if proc.exit_after_sends and not any(by_name[s.socket].process == proc.name for s in sends):
+            raise ScenarioError(f"process[{proc.name}].exit_after_sends", "this process has no [[send]] workload")
+
+    return Scenario(
+        name=name,
+        description=description,
+        until_s=until_s,
+        profile=profile,
+        seed=seed,
+        processes=tuple(processes),
+        sockets=tuple(sockets),
+        sends=tuple(sends),
+        recvs=tuple(recvs),
+        proxies=tuple(proxies),
+        raw=raw,
+        base_dir=base_dir,
+        source=source,
+    )
+
+
+def _workload_name(kind: str, table: Mapping[str, Any], index: int, tables: list[Mapping[str, Any]], path: str, names: set[str]) -> str:
+    if "name" in table:
+        wname = _name(table["name"], f"{path}.name")
+    else:
+        sname = table.get("socket")
+        same = [t for t in tables if t.get("socket") == sname and "name" not in t]
+        wname = f"{kind}.{sname}" if len(same) == 1 else f"{kind}.{sname}.{same.index(table)}"
+    if wname in names:
+        raise ScenarioError(f"{path}.name", f"duplicate workload name {wname!r}")
+    names.add(wname)
+    return wname
+
+
+def _workload_socket(table: Mapping[str, Any], path: str, by_name: Mapping[str, SocketSpec], proxied: Mapping[str, str]) -> SocketSpec:
+    if "socket" not in table:
+        raise ScenarioError(f"{path}.socket", "missing (the name of a [[socket]])")
+    sname = _str(table["socket"], f"{path}.socket")
+    if sname not in by_name:
+        raise ScenarioError(f"{path}.socket", f"unknown socket {sname!r}")
+    if sname in proxied:
+        raise ScenarioError(f"{path}.socket", f"socket {sname!r} belongs to {proxied[sname]}; the application cannot use it too")
+    return by_name[sname]
+
+
+def _parse_send(
+    table: Mapping[str, Any],
+    index: int,
+    tables: list[Mapping[str, Any]],
+    by_name: Mapping[str, SocketSpec],
+    proxied: Mapping[str, str],
+    until_s: float | None,
+    names: set[str],
+) -> SendSpec:
+    path = _label("send", index, table, "name") if "name" in table else _label("send", index, table, "socket")
+    _check_keys(table, _SEND_KEYS, path)
+    sock = _workload_socket(table, path, by_name, proxied)
+    wname = _workload_name("send", table, index, tables, path, names)
+    if sock.type not in CAN_SEND:
+        hint = " (a REP replies from its [[recv]] with reply = true)" if sock.type == "REP" else ""
+        raise ScenarioError(f"{path}.socket", f"a {sock.type} socket cannot send application messages{hint}")
+    count = _int(table["count"], f"{path}.count", 0) if "count" in table else None
+    duration = _opt_time(table, "duration_s", path)
+    if count is None and duration is None and until_s is None:
+        raise ScenarioError(path, "needs count or duration_s (or a scenario.until_s horizon)")
+    if "interval_s" in table and "rate_per_s" in table:
+        raise ScenarioError(f"{path}.rate_per_s", "give either interval_s or rate_per_s, not both")
+    if "rate_per_s" in table:
+        rate = table["rate_per_s"]
+        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not rate > 0 or not math.isfinite(rate):
+            raise ScenarioError(f"{path}.rate_per_s", f"must be a number > 0, got {rate!r}")
+        interval = Distribution("exponential", "s", mean=1.0 / float(rate))
+    else:
+        interval = parse_distribution(table.get("interval_s", 0.0), f"{path}.interval_s", "s")
+    size = parse_distribution(table.get("size_bytes", 100), f"{path}.size_bytes", "bytes")
+    topics = _str_list(table.get("topic", []), f"{path}.topic")
+    parts = _int(table.get("parts", 1), f"{path}.parts", 1)
+    dontwait = _bool(table.get("dontwait", False), f"{path}.dontwait")
+    on_again = _str(table.get("on_again", "skip"), f"{path}.on_again")
+    if on_again not in ("skip", "stop"):
+        raise ScenarioError(f"{path}.on_again", f"must be 'skip' or 'stop', got {on_again!r}")
+    to = _str_list(table.get("to", []), f"{path}.to")
+    if sock.type == "ROUTER" and not to:
+        raise ScenarioError(f"{path}.to", "a ROUTER send needs to = [peer routing ids] (the peer socket names unless they set routing_id)")
+    if to and sock.type != "ROUTER":
+        raise ScenarioError(f"{path}.to", f"only a ROUTER addresses peers by routing id, this is a {sock.type}")
+    if sock.options.conflate and parts > 1:
+        raise ScenarioError(f"{path}.parts", "a conflating socket does not support multipart messages")
+    return SendSpec(
+        name=wname,
+        socket=sock.name,
+        count=count,
+        duration_s=duration,
+        interval=interval,
+        size=size,
+        start_s=_time(table.get("start_s", 0.0), f"{path}.start_s"),
+        topics=topics,
+        parts=parts,
+        dontwait=dontwait,
+        on_again=on_again,
+        to=to,
+    )
+
+
+def _parse_recv(
+    table: Mapping[str, Any],
+    index: int,
+    tables: list[Mapping[str, Any]],
+    by_name: Mapping[str, SocketSpec],
+    proxied: Mapping[str, str],
+    names: set[str],
+) -> RecvSpec:
+    path = _label("recv", index, table, "name") if "name" in table else _label("recv", index, table, "socket")
+    _check_keys(table, _RECV_KEYS, path)
+    sock = _workload_socket(table, path, by_name, proxied)
+    wname = _workload_name("recv", table, index, tables, path, names)
+    if sock.type not in CAN_RECEIVE:
+        raise ScenarioError(f"{path}.socket", f"a {sock.type} socket cannot receive")
+    if sock.type == "REQ":
+        raise ScenarioError(f"{path}.socket", "a REQ receives its replies inside its [[send]] workload (send, then recv); give no [[recv]]")
+    reply_default = sock.type == "REP"
+    reply = _bool(table.get("reply", reply_default), f"{path}.reply")
+    if sock.type == "REP" and not reply:
+        raise ScenarioError(f"{path}.reply", "a REP must reply to every request (REQ/REP lockstep)")
+    if reply and sock.type not in ("REP", "ROUTER", "DEALER"):
+        raise ScenarioError(f"{path}.reply", f"only REP, ROUTER and DEALER reply to the sender of a request, this is a {sock.type}")
+    reply_size = (
+        parse_distribution(table["reply_size_bytes"], f"{path}.reply_size_bytes", "bytes") if "reply_size_bytes" in table else None
+    )
+    if reply_size is not None and not reply:
+        raise ScenarioError(f"{path}.reply_size_bytes", "needs reply = true")
+    pause_every = parse_distribution(table["pause_every_s"], f"{path}.pause_every_s") if "pause_every_s" in table else None
+    pause = parse_distribution(table["pause_s"], f"{path}.pause_s") if "pause_s" in table else None
+    if (pause_every is None) != (pause is None):
+        raise ScenarioError(f"{path}.pause_s" if pause is None else f"{path}.pause_every_s", "pause_every_s and pause_s go together")
+    if pause_every is not None and pause_every.expected() <= 0:
+        raise ScenarioError(f"{path}.pause_every_s", "must have a mean > 0")
+    on_timeout = _str(table.get("on_timeout", "retry"), f"{path}.on_timeout")
+    if on_timeout not in ("retry", "stop"):
+        raise ScenarioError(f"{path}.on_timeout", f"must be 'retry' or 'stop', got {on_timeout!r}")
+    return RecvSpec(
+        name=wname,
+        socket=sock.name,
+        service=parse_distribution(table.get("service_s", 0.0), f"{path}.service_s"),
+        start_s=_time(table.get("start_s", 0.0), f"{path}.start_s"),
+        count=_int(table["count"], f"{path}.count", 0) if "count" in table else None,
+        duration_s=_opt_time(table, "duration_s", path),
+        reply=reply,
+        reply_size=reply_size,
+        pause_every=pause_every,
+        pause=pause,
+        on_timeout=on_timeout,
+    )
+
+
+def _check_topology(sockets: list[SocketSpec]) -> None:
+    """Binds are unique, every connect reaches a bind of a compatible type."""
+    bound: dict[tuple[str, str], tuple[SocketSpec, int]] = {}
+    for sock in sockets:
+        for index, endpoint in enumerate(sock.bind):
+            path = f"socket[{sock.name}].bind[{index}]"
+            if endpoint.transport == "tcp" and endpoint.host not in ("*", "0.0.0.0", "127.0.0.1", "localhost", "::", "::1"):
+                raise ScenarioError(path, "zsim models loopback only")
+            if endpoint.key in bound:
+                other = bound[endpoint.key][0]
+                raise ScenarioError(path, f"{endpoint.text} is already bound by socket {other.name!r} (EADDRINUSE)")
+            bound[endpoint.key] = (sock, index)
+    for sock in sockets:
+        for index, endpoint in enumerate(sock.connect):
+            path = f"socket[{sock.name}].connect[{index}]"
+            if endpoint.key not in bound:
+                raise ScenarioError(path, f"nobody binds {endpoint.text}")
+            peer = bound[endpoint.key][0]
+            if peer is sock:
+                raise ScenarioError(path, f"socket {sock.name!r} connects to its own bind {endpoint.text}")
+            if peer.type not in VALID_PEERS[sock.type]:
+                allowed = ", ".join(sorted(VALID_PEERS[sock.type]))
+                raise ScenarioError(path, f"a {sock.type} cannot talk to the {peer.type} socket {peer.name!r} (ZeroMQ allows {sock.type} with {allowed})")
+            if endpoint.transport == "inproc" and peer.process != sock.process:
+                raise ScenarioError(path, f"inproc works only inside one process: {sock.name!r} is in {sock.process!r}, {peer.name!r} in {peer.process!r}")
+    for sock in sockets:
+        if sock.type == "PAIR" and len(sock.bind) + len(sock.connect) > 1:
+            raise ScenarioError(f"socket[{sock.name}]", "a PAIR socket has exactly one peer: one bind or one connect")
+    pair_connects: dict[tuple[str, str], str] = {}
+    for sock in sockets:
+        for index, endpoint in enumerate(sock.connect):
+            peer = bound[endpoint.key][0]
+            if peer.type == "PAIR":
+                if endpoint.key in pair_connects:
+                    raise ScenarioError(
+                        f"socket[{sock.name}].connect[{index}]",
+                        f"the PAIR socket {peer.name!r} already has a peer ({pair_connects[endpoint.key]!r}); a PAIR accepts one connection",
+                    )
+                pair_connects[endpoint.key] = sock.name
+
+
+# --------------------------------------------------------------------------------------
+# Loading
+
+
+def load(source: str | Path | Mapping[str, Any]) -> Scenario:
+    """Load a scenario from a TOML file path or a dict. Raises ``ScenarioError``."""
+    if isinstance(source, Mapping):
+        return from_dict(source)
+    path = Path(source)
+    if not path.exists():
+        raise ScenarioError(str(path), "no such file")
+    if path.is_dir():
+        raise ScenarioError(str(path), "is a directory, not a scenario file")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ScenarioError(str(path), f"cannot be read: {exc}") from None
+    raw = parse_toml(text, str(path))
+    return from_dict(raw, base_dir=str(path.resolve().parent), source=str(path))
+
+
+def parse_toml(text: str, where: str) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ScenarioError(where, f"TOML syntax error: {exc}") from None
+
+
+# --------------------------------------------------------------------------------------
+# Overrides by dotted path (used by sweeps)
+
+_ARRAY_SECTIONS = {"process": "name", "socket": "name", "send": "socket", "recv": "socket", "proxy": "name"}
+
+
+def set_path(raw: dict[str, Any], path: str, value: Any) -> None:
+    """Set a field of a raw scenario dict by a dotted path, in place.
+
+    Paths start with a section: ``scenario.until_s``, ``socket.<name>.options.sndhwm``,
+    ``send.<name or socket>.rate_per_s``, ``recv.<name or socket>.service_s.mean_s``,
+    ``process.<name>.exit_at_s``. An array entry is chosen by its ``name``, or, for
+    ``send``/``recv`` entries without a name, by the socket it uses when only one does.
+    A path that selects nothing raises ``ScenarioError`` naming the path.
+    """
+    parts = path.split(".")
+    if len(parts) < 2:
+        raise ScenarioError(path, "a path needs a section and a field, e.g. socket.pub.options.sndhwm")
+    section = parts[0]
+    if section == "scenario":
+        target: Any = raw.setdefault("scenario", {})
+        rest = parts[1:]
+    elif section in _ARRAY_SECTIONS:
+        if len(parts) < 3:
+            raise ScenarioError(path, f"a {section} path needs an entry and a field, e.g. {section}.<name>.<field>")
+        entries = raw.get(section)
+        if not isinstance(entries, list):
+            raise ScenarioError(path, f"the scenario has no [[{section}]] entries")
+        key = parts[1]
+        matches = [e for e in entries if isinstance(e, dict) and e.get("name") == key]
+        if not matches and section in ("send", "recv"):
+            matches = [e for e in entries if isinstance(e, dict) and e.get("socket") == key and "name" not in e]
+        if not matches and key.isdigit() and int(key) < len(entries):
+            matches = [entries[int(key)]]
+        if not matches:
+            raise ScenarioError(path, f"no [[{section}]] entry named {key!r}")
+        if len(matches) > 1:
+            raise ScenarioError(path, f"{len(matches)} [[{section}]] entries match {key!r}; give them names")
+        target = matches[0]
+        rest = parts[2:]
+    else:
+        raise ScenarioError(path, f"unknown section {section!r}; one of scenario, {', '.join(_ARRAY_SECTIONS)}")
+    for depth, key in enumerate(rest[:-1]):
+        child = target.get(key)
+        if child is None:
+            child = {}
+            target[key] = child
+        elif not isinstance(child, dict):
+            # A constant replaced by a distribution parameter: ``service_s.mean_s`` on a
+            # number makes no sense, say so.
+            raise ScenarioError(path, f"{'.'.join(parts[: depth + 2 + (section != 'scenario')])} is {child!r}, not a table")
+        target = child
+    target[rest[-1]] = value
+
+
+def with_overrides(raw: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """A deep copy of ``raw`` with every ``path: value`` of ``overrides`` applied."""
+    result = copy.deepcopy(dict(raw))
+    for path, value in overrides.items():
+        set_path(result, path, value)
+    return result
