@@ -43,8 +43,8 @@ def _capacity_fn(tp: TransportProfile, transport: str) -> Any:
     explicit = tp.kernel_explicit
     explicit_bytes = tp.explicit_bytes
 
-    def capacity(wire: int, sndbuf: int, rcvbuf: int) -> int:
-        base = table.capacity(wire)
+    def capacity(wire: int, sndbuf: int, rcvbuf: int, sndhwm: int) -> int:
+        base = table.capacity(wire, sndhwm)
         if transport != "tcp" or (sndbuf < 0 and rcvbuf < 0):
             return base
         # SO_SNDBUF/SO_RCVBUF switch autotuning off for that side. Each side carries
@@ -62,23 +62,66 @@ def _capacity_fn(tp: TransportProfile, transport: str) -> Any:
     return capacity
 
 
+def _median(dist: Distribution | None) -> float:
+    if dist is None:
+        return 0.0
+    if dist.kind == "empirical":
+        values = sorted(dist.values)
+        return values[len(values) // 2]
+    if dist.kind == "lognormal":
+        import math
+
+        return dist.mean * math.exp(-dist.sigma**2 / 2.0)
+    return dist.expected()
+
+
+def _shift(dist: Distribution, by: float) -> Distribution:
+    """``dist`` minus a constant, clamped at zero (for splitting a measured latency)."""
+    if by <= 0:
+        return dist
+    if dist.kind == "empirical":
+        return Distribution("empirical", dist.unit, values=tuple(max(0.0, v - by) for v in dist.values))
+    if dist.kind == "constant":
+        return Distribution.constant(max(0.0, dist.value - by), dist.unit)
+    return dist
+
+
 def model_params(profile: Profile) -> ModelParams:
+    """Profile -> model parameters.
+
+    A one-way hop measured end to end (idle ping-pong) includes the sending I/O thread
+    waking up for the message and the receiving application thread waking up for it; the
+    model applies those two separately (they also decide how many messages an engine
+    batch holds), so the kernel's share is the measured hop minus their medians. A thread
+    wake-up is taken from the profile (``api.wake_s``) or, failing that, from the inproc
+    hop (which is exactly one application-to-application wake-up).
+    """
+    wake = profile.wake
+    if wake is None:
+        inproc = profile.transports.get("inproc")
+        wake = inproc.hop_latency if inproc is not None and _median(inproc.hop_latency) > 0 else None
     params = ModelParams(
         send_call_s=profile.send_call_s,
         recv_call_s=profile.recv_call_s,
         command_throttle_s=profile.command_throttle_s,
+        app_wake=wake,
+        timer_jitter=profile.timer_jitter,
         profile_name=profile.name,
     )
     for name in ("inproc", "ipc", "tcp"):
         tp = profile.transport(name)
+        io_wakeup = tp.io_wakeup if tp.io_wakeup is not None else (wake if _median(tp.hop_latency) > 0 else None)
+        hop = _shift(tp.hop_latency, _median(io_wakeup) + _median(wake)) if name != "inproc" else tp.hop_latency
         params.transports[name] = TransportParams(
             handshake=tp.handshake,
-            hop_latency=tp.hop_latency,
+            hop_latency=hop,
             engine_s_per_msg=tp.engine_s_per_msg,
             engine_s_per_byte=tp.engine_s_per_byte,
-            io_wakeup_s=tp.io_wakeup_s,
+            io_wakeup=io_wakeup if io_wakeup is not None else Distribution.constant(0.0),
             kernel_capacity=_capacity_fn(tp, name),
             hup_loses_kernel_data=(name == "ipc"),
+            pollout_free_fraction=0.75 if name == "ipc" else 1.0 / 3.0,
+            write_overhead_bytes=tp.write_overhead_bytes,
         )
     return params
 
@@ -170,7 +213,12 @@ def _schedule_timeline(model: Model) -> None:
     env, world, scenario = model.env, model.world, model.scenario
     for sock_spec in scenario.sockets:
         sock = model.sockets[sock_spec.name]
-        env.call_later(sock_spec.open_at_s, lambda sock=sock: world.open_socket(sock), priority=URGENT)
+        env.call_later(sock_spec.open_at_s, lambda sock=sock: world.open_binds(sock), priority=URGENT)
+    for sock_spec in scenario.sockets:
+        sock = model.sockets[sock_spec.name]
+        env.call_later(sock_spec.open_at_s, lambda sock=sock: world.open_connects(sock), priority=URGENT)
+    for sock_spec in scenario.sockets:
+        sock = model.sockets[sock_spec.name]
         if sock_spec.close_at_s is not None:
             env.call_later(sock_spec.close_at_s, lambda sock=sock: world.close_socket(sock), priority=NORMAL)
     for workload in [*model.senders, *model.receivers]:

@@ -31,6 +31,8 @@ from .errors import ScenarioError
 from .spec import parse_toml
 
 PROFILE_DIR = Path(__file__).parent / "profiles"
+#: Floor for an interpolated kernel capacity (a fitted value below it is measurement noise).
+MIN_KERNEL_BYTES = 1024
 BUILTIN = ("default", "ideal")
 
 
@@ -42,6 +44,9 @@ class KernelTable:
     capacity_bytes: tuple[int, ...] = ()
 
     def capacity(self, wire: int) -> int:
+        return max(MIN_KERNEL_BYTES, self._interpolate(wire))
+
+    def _interpolate(self, wire: int) -> int:
         sizes, caps = self.payload_bytes, self.capacity_bytes
         if not sizes:
             return 1 << 40
@@ -60,14 +65,42 @@ class KernelTable:
 
 
 @dataclass(frozen=True)
+class KernelModel:
+    """Kernel tables measured at several sender HWMs (the batching, and so the skb
+    overhead and TCP autotuning, depend on how many messages the engine finds queued)."""
+
+    by_hwm: tuple[tuple[int, KernelTable], ...] = ()
+
+    def capacity(self, wire: int, sndhwm: int) -> int:
+        rows = self.by_hwm
+        if not rows:
+            return 1 << 40
+        if len(rows) == 1 or sndhwm <= 0:
+            return rows[-1][1].capacity(wire) if sndhwm <= 0 else rows[0][1].capacity(wire)
+        h = max(1, sndhwm)
+        if h <= rows[0][0]:
+            return rows[0][1].capacity(wire)
+        if h >= rows[-1][0]:
+            return rows[-1][1].capacity(wire)
+        for i in range(1, len(rows)):
+            if h <= rows[i][0]:
+                (h0, t0), (h1, t1) = rows[i - 1], rows[i]
+                c0, c1 = t0.capacity(wire), t1.capacity(wire)
+                t = (math.log(h) - math.log(h0)) / (math.log(h1) - math.log(h0))
+                return int(round(math.exp(math.log(c0) + t * (math.log(c1) - math.log(c0)))))
+        return rows[-1][1].capacity(wire)  # pragma: no cover
+
+
+@dataclass(frozen=True)
 class TransportProfile:
     handshake: Distribution = field(default_factory=lambda: Distribution.constant(0.0))
     subscribe: Distribution | None = None
     hop_latency: Distribution = field(default_factory=lambda: Distribution.constant(0.0))
     engine_s_per_msg: float = 0.0
     engine_s_per_byte: float = 0.0
-    io_wakeup_s: float = 0.0
-    kernel: KernelTable = field(default_factory=KernelTable)
+    io_wakeup: Distribution | None = None
+    write_overhead_bytes: int = 0
+    kernel: KernelModel = field(default_factory=KernelModel)
     kernel_explicit: KernelTable | None = None  # measured with sndbuf = rcvbuf = explicit_bytes
     explicit_bytes: int = 65536
 
@@ -80,6 +113,8 @@ class Profile:
     recv_call_s: float = 0.0
     command_throttle_s: float = 0.0
     sleep_overshoot_s: float = 0.0
+    wake: Distribution | None = None  # a blocked application thread waking on a command
+    timer_jitter: Distribution | None = None  # lateness of the application's precise waits
     transports: Mapping[str, TransportProfile] = field(default_factory=dict)
     source: str = "<builtin>"
 
@@ -90,7 +125,7 @@ class Profile:
         """Same buffers, no time costs at all."""
         transports = {
             name: replace(tp, handshake=Distribution.constant(0.0), subscribe=None, hop_latency=Distribution.constant(0.0),
-                          engine_s_per_msg=0.0, engine_s_per_byte=0.0, io_wakeup_s=0.0)
+                          engine_s_per_msg=0.0, engine_s_per_byte=0.0, io_wakeup=None)
             for name, tp in self.transports.items()
         }
         return Profile(name="ideal", meta={"derived_from": self.name}, transports=transports, source=self.source)
@@ -152,21 +187,35 @@ def _transport(raw: Any, path: str) -> TransportProfile:
     if not isinstance(raw, dict):
         raise ScenarioError(path, "must be a table")
     handshake = _dist(raw, "handshake_s", path) or _dist(raw, "connect_s", path) or Distribution.constant(0.0)
-    kernel = _kernel_table(raw["kernel"], f"{path}.kernel") if "kernel" in raw else KernelTable()
+    rows: list[tuple[int, KernelTable]] = []
     explicit = None
     explicit_bytes = 65536
-    if isinstance(raw.get("kernel"), dict):
-        for key, value in raw["kernel"].items():
-            if key.startswith("sndbuf_rcvbuf_") and isinstance(value, dict):
+    if "kernel" in raw:
+        kernel_raw = raw["kernel"]
+        if not isinstance(kernel_raw, dict):
+            raise ScenarioError(f"{path}.kernel", "must be a table")
+        # [tcp.kernel] itself was measured with SNDHWM = RCVHWM = 10
+        rows.append((int(kernel_raw.get("sndhwm", 10)), _kernel_table(kernel_raw, f"{path}.kernel")))
+        for key, value in kernel_raw.items():
+            if not isinstance(value, dict):
+                continue
+            if key.startswith("sndbuf_rcvbuf_"):
                 explicit_bytes = int(key.rsplit("_", 1)[1])
                 explicit = _kernel_table(value, f"{path}.kernel.{key}")
+            elif key.startswith("hwm_"):
+                parts = key.split("_")
+                snd, rcv = int(parts[1]), int(parts[2])
+                rows.append((snd, _kernel_table(value, f"{path}.kernel.{key}", snd, rcv)))
+    rows.sort(key=lambda row: row[0])
+    kernel = KernelModel(tuple(rows))
     return TransportProfile(
         handshake=handshake,
         subscribe=_dist(raw, "subscribe_s", path),
         hop_latency=_dist(raw, "hop_latency_s", path) or Distribution.constant(0.0),
         engine_s_per_msg=_float(raw, "engine_s_per_msg", path, 0.0),
         engine_s_per_byte=_float(raw, "engine_s_per_byte", path, 0.0),
-        io_wakeup_s=_float(raw, "io_wakeup_s", path, 0.0),
+        io_wakeup=_dist(raw, "io_wakeup_s", path),
+        write_overhead_bytes=int(_float(raw, "write_overhead_bytes", path, 0.0)),
         kernel=kernel,
         kernel_explicit=explicit,
         explicit_bytes=explicit_bytes,
@@ -189,6 +238,8 @@ def from_dict(raw: Mapping[str, Any], source: str = "<dict>") -> Profile:
         recv_call_s=_float(api, "recv_call_s", "api", 0.0),
         command_throttle_s=_float(api, "command_throttle_s", "api", 0.0),
         sleep_overshoot_s=_float(api, "sleep_overshoot_s", "api", 0.0),
+        wake=_dist(api, "wake_s", "api"),
+        timer_jitter=_dist(api, "timer_jitter_s", "api"),
         transports=transports,
         source=source,
     )

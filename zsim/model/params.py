@@ -12,15 +12,15 @@ from typing import Callable
 
 from ..distributions import Distribution
 
-#: kernel_capacity(wire_bytes_of_message, sndbuf_option, rcvbuf_option) -> bytes in flight
-CapacityFn = Callable[[int, int, int], int]
+#: kernel_capacity(wire_bytes_of_message, sndbuf, rcvbuf, sender sndhwm) -> bytes in flight
+CapacityFn = Callable[[int, int, int, int], int]
 
 
 def _zero() -> Distribution:
     return Distribution.constant(0.0)
 
 
-def _unbounded(_wire: int, _sndbuf: int, _rcvbuf: int) -> int:
+def _unbounded(_wire: int, _sndbuf: int, _rcvbuf: int, _sndhwm: int) -> int:
     return 1 << 40
 
 
@@ -32,9 +32,11 @@ class TransportParams:
     hop_latency: Distribution = field(default_factory=_zero)  # engine write -> peer engine POLLIN
     engine_s_per_msg: float = 0.0
     engine_s_per_byte: float = 0.0
-    io_wakeup_s: float = 0.0  # I/O thread reaction to a command
+    io_wakeup: Distribution = field(default_factory=_zero)  # I/O thread reaction to a command
     kernel_capacity: CapacityFn = _unbounded
     hup_loses_kernel_data: bool = False  # ipc: EPOLLHUP on a stopped engine (section 7.3)
+    pollout_free_fraction: float = 1.0 / 3.0  # free space needed before POLLOUT (tcp 1/3, unix 3/4)
+    write_overhead_bytes: int = 0  # kernel bookkeeping charged per write() (unix skb truesize)
 
 
 @dataclass
@@ -42,12 +44,14 @@ class ModelParams:
     send_call_s: float = 0.0
     recv_call_s: float = 0.0
     command_throttle_s: float = 0.0
+    app_wake: Distribution | None = None  # a blocked application thread waking on a command
+    timer_jitter: Distribution | None = None  # lateness added to every application wait
     transports: dict[str, TransportParams] = field(default_factory=dict)
     profile_name: str = "ideal"
 
     def transport(self, name: str) -> TransportParams:
         params = self.transports.get(name)
         if params is None:
-            params = TransportParams(hup_loses_kernel_data=(name == "ipc"))
+            params = TransportParams(hup_loses_kernel_data=(name == "ipc"), pollout_free_fraction=0.75 if name == "ipc" else 1.0 / 3.0)
             self.transports[name] = params
         return params

@@ -148,6 +148,8 @@ class Socket:
             self._xsend = self._send_unsupported
         self.throttle_s = world.params.command_throttle_s
         self.ledger = world.ledger
+        wake = world.params.app_wake
+        self.wake_sampler = wake.sampler(None if wake.is_constant else world.stream(f"wake.{name}")) if wake is not None else None
 
     def _init_routing(self) -> None:
         traits, options = self.traits, self.options
@@ -188,8 +190,7 @@ class Socket:
             return
         self.mailbox.append((fn, arg))
         if self.waiter is not None and not self.wake_pending:
-            self.wake_pending = True
-            self.env.call_soon(self._wake)
+            self._schedule_wake()
 
     def post_activate_read(self, pipe: Pipe) -> None:
         self.post(self._cmd_activate_read, pipe)
@@ -210,6 +211,16 @@ class Socket:
             for fn, arg in box:
                 fn(arg)
 
+    def _schedule_wake(self) -> None:
+        """A command reached a blocked application thread: it wakes after a thread
+        wake-up latency (futex/eventfd plus scheduling; profile ``api.wake_s``)."""
+        self.wake_pending = True
+        delay = self.wake_sampler.next() if self.wake_sampler is not None else 0.0
+        if delay > 0:
+            self.env.call_later(delay, self._wake)
+        else:
+            self.env.call_soon(self._wake)
+
     def _wake(self) -> None:
         self.wake_pending = False
         waiter = self.waiter
@@ -222,8 +233,7 @@ class Socket:
         """Block the application thread until a command arrives, then call ``callback``."""
         self.waiter = callback
         if self.mailbox and not self.wake_pending:
-            self.wake_pending = True
-            self.env.call_soon(self._wake)
+            self._schedule_wake()
 
     def stop_waiting(self) -> None:
         self.waiter = None
@@ -317,8 +327,7 @@ class Socket:
         if self.reply_pipe is not None and self.reply_pipe is peer.in_pipe:
             self.reply_pipe = None
         if self.waiter is not None and not self.wake_pending:
-            self.wake_pending = True
-            self.env.call_soon(self._wake)
+            self._schedule_wake()
 
     # ------------------------------------------------------------------------------
     # subscriptions
@@ -366,8 +375,7 @@ class Socket:
     def _queue_subscription_for_app(self, prefix: str, subscribe: bool) -> None:
         self.pending_subscriptions.append((SUBSCRIBE_ID if subscribe else UNSUBSCRIBE_ID, self.env._now, 0, 0, prefix, ()))
         if self.waiter is not None and not self.wake_pending:
-            self.wake_pending = True
-            self.env.call_soon(self._wake)
+            self._schedule_wake()
 
     def _peer_of_in_pipe(self, pipe: Pipe) -> Peer | None:
         for peer in self.peers:

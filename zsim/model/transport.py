@@ -237,31 +237,36 @@ class _Placeholder:
 class Wire:
     """One direction of a stream socket pair: kernel send buffer + receive buffer, in bytes.
 
-    Entries are ``[msg, nbytes, last]``: a large message may cross in several segments;
-    it is complete at the reader when its ``last`` segment has been read.
+    Entries are ``[msg, nbytes, last, overhead]``: a large message may cross in several
+    segments; it is complete at the reader when its ``last`` segment has been read. Each
+    ``write()`` is one skb whose bookkeeping (``overhead``, charged on its first entry)
+    counts against the buffer until the reader has consumed it: on unix sockets that is
+    what limits many small writes (reference section 6.2, ``wmem_default`` in truesize).
     """
 
-    __slots__ = ("queue", "bytes", "capacity_fn", "sndbuf", "rcvbuf", "writer", "reader", "peer_closed", "name", "max_bytes")
+    __slots__ = ("queue", "bytes", "charged", "capacity_fn", "sndbuf", "rcvbuf", "sndhwm", "writer", "reader", "peer_closed", "name", "max_bytes")
 
-    def __init__(self, name: str, capacity_fn: Any, sndbuf: int, rcvbuf: int) -> None:
+    def __init__(self, name: str, capacity_fn: Any, sndbuf: int, rcvbuf: int, sndhwm: int) -> None:
         self.name = name
         self.queue: deque[list[Any]] = deque()
-        self.bytes = 0
+        self.bytes = 0  # payload bytes in the kernel
+        self.charged = 0  # what the kernel counts against the buffer: bytes + per-write overhead
         self.capacity_fn = capacity_fn
         self.sndbuf = sndbuf
         self.rcvbuf = rcvbuf
+        self.sndhwm = sndhwm
         self.writer: Engine | None = None
         self.reader: Engine | None = None
         self.peer_closed = False  # the writer closed its end: EOF after the data
         self.max_bytes = 0
 
     def capacity(self, wire_size: int) -> int:
-        return self.capacity_fn(wire_size, self.sndbuf, self.rcvbuf)
+        return self.capacity_fn(wire_size, self.sndbuf, self.rcvbuf, self.sndhwm)
 
     def messages(self) -> list[Message]:
         """Messages that have at least one byte in the kernel (each once)."""
         seen: list[Message] = []
-        for msg, _nbytes, last in self.queue:
+        for msg, _nbytes, last, _overhead in self.queue:
             if last:
                 seen.append(msg)
         # a message whose last segment is still in the sender's batch is counted there
@@ -337,24 +342,28 @@ class Engine:
     def _write(self) -> None:
         wire = self.out_wire
         batch = self.out_batch
-        free = wire.capacity(batch[0][0][MSG_WIRE]) - wire.bytes
+        overhead = self.params.write_overhead_bytes
+        free = wire.capacity(batch[0][0][MSG_WIRE]) - wire.charged - overhead
         if free <= 0:
             self.out_waiting_space = True
             return
         moved = 0
+        first = True
         while batch and free > 0:
             entry = batch[0]
             msg, remaining = entry
             n = remaining if remaining <= free else free
             last = n == remaining
-            wire.queue.append([msg, n, last])
-            wire.bytes += n
+            wire.queue.append([msg, n, last, overhead if first else 0])
+            first = False
             moved += n
             free -= n
             if last:
                 batch.popleft()
             else:
                 entry[1] = remaining - n
+        wire.bytes += moved
+        wire.charged += moved + overhead
         self.out_bytes -= moved
         if wire.bytes > wire.max_bytes:
             wire.max_bytes = wire.bytes
@@ -370,7 +379,18 @@ class Engine:
             self.session.delimiter_reached()
 
     def space_freed(self) -> None:
+        """The reader took bytes out of the kernel: POLLOUT once there is enough room.
+
+        Linux reports a stream socket writable only with a margin of free space (tcp:
+        ``sk_stream_is_writeable``, free >= a third; unix: ``unix_writable``, free >= three
+        quarters), so a stalled engine resumes in chunks, not byte by byte.
+        """
         if self.out_waiting_space and not self.closed:
+            if self.out_batch:
+                wire = self.out_wire
+                capacity = wire.capacity(self.out_batch[0][0][MSG_WIRE])
+                if capacity - wire.charged < self.params.pollout_free_fraction * capacity:
+                    return
             self.out_waiting_space = False
             if self.out_batch:
                 now = self.env._now
@@ -405,14 +425,16 @@ class Engine:
             budget = max(budget, wire.queue[0][1] if self.partial is head_msg else head_msg[MSG_WIRE])
         decoded: list[Message] = []
         taken = 0
+        freed = 0
         queue = wire.queue
         while queue and taken < budget:
             entry = queue[0]
-            msg, nbytes, last = entry
+            msg, nbytes, last, overhead = entry
             room = budget - taken
             if nbytes <= room:
                 queue.popleft()
                 taken += nbytes
+                freed += nbytes + overhead
                 if last:
                     decoded.append(msg)
                     self.partial = None
@@ -421,8 +443,10 @@ class Engine:
             else:
                 entry[1] = nbytes - room
                 taken += room
+                freed += room
                 self.partial = msg
         wire.bytes -= taken
+        wire.charged -= freed
         writer = wire.writer
         if writer is not None:
             writer.space_freed()
@@ -501,16 +525,16 @@ class Session:
         self.linger_timer: Any = None
         self.done = False
 
-    # pipe endpoint protocol (I/O thread: commands take effect after io_wakeup_s)
+    # pipe endpoint protocol (I/O thread: commands take effect after a wake-up latency)
     def post_activate_read(self, pipe: Pipe) -> None:
         engine = self.engine
         if engine is not None:
-            engine.kick_out(self.conn.params.io_wakeup_s)
+            engine.kick_out(self.conn.io_wakeup.next())
         elif self.terminating and pipe.delimited and not pipe.queue:
             self.delimiter_reached()
 
     def post_activate_write(self, pipe: Pipe, read_count: int) -> None:
-        delay = self.conn.params.io_wakeup_s
+        delay = self.conn.io_wakeup.next()
         self.world.env.call_later(delay, lambda: self._activate_write(pipe, read_count))
 
     def _activate_write(self, pipe: Pipe, read_count: int) -> None:
@@ -547,8 +571,8 @@ class Link:
         c_rcv = c_sock.options.rcvbuf if transport == "tcp" else -1
         b_snd = b_sock.options.sndbuf if transport == "tcp" else -1
         b_rcv = b_sock.options.rcvbuf if transport == "tcp" else -1
-        self.c2b = Wire(f"{c_sock.name}->{b_sock.name}", fn, c_snd, b_rcv)
-        self.b2c = Wire(f"{b_sock.name}->{c_sock.name}", fn, b_snd, c_rcv)
+        self.c2b = Wire(f"{c_sock.name}->{b_sock.name}", fn, c_snd, b_rcv, c_sock.options.sndhwm)
+        self.b2c = Wire(f"{b_sock.name}->{c_sock.name}", fn, b_snd, c_rcv, b_sock.options.sndhwm)
         self.latency_sampler = self.params.hop_latency.sampler(conn.rng)
         self.c_engine = Engine(self, c_session, self.c2b, self.b2c)
         self.b_engine = Engine(self, b_session, self.b2c, self.c2b)
@@ -579,6 +603,7 @@ class StreamConnection:
         self.index = index
         self.rng = world.stream(f"conn.{connector.name}.{endpoint.text}")
         self.handshake = self.params.handshake.sampler(self.rng)
+        self.io_wakeup = self.params.io_wakeup.sampler(None if self.params.io_wakeup.is_constant else world.stream(f"io.{connector.name}.{endpoint.text}"))
         self.c_session = Session(self, connector, "connect")
         self.b_session: Session | None = None
         self.link: Link | None = None
@@ -788,7 +813,7 @@ class StreamConnection:
                     if id(msg) not in seen:
                         seen.add(id(msg))
                         losses.append((msg, rsock, in_index, engine_rule))
-                for msg, _nbytes, _last in wire.queue:
+                for msg, _nbytes, _last, _overhead in wire.queue:
                     if id(msg) not in seen:
                         seen.add(id(msg))
                         losses.append((msg, rsock, in_index, kernel_rule))
@@ -805,6 +830,7 @@ class StreamConnection:
             engine.out_bytes = 0
             wire.queue.clear()
             wire.bytes = 0
+            wire.charged = 0
             if reader is not None:
                 reader.held = None
                 reader.in_buffer.clear()
@@ -957,8 +983,9 @@ class StreamConnection:
             out_wire = engine.out_wire
             if engine.out_batch:
                 for msg, remaining in engine.out_batch:
-                    out_wire.queue.append([msg, remaining, True])
+                    out_wire.queue.append([msg, remaining, True, 0])
                     out_wire.bytes += remaining
+                    out_wire.charged += remaining
                 engine.out_batch.clear()
                 engine.out_bytes = 0
             engine.shutdown()
@@ -973,6 +1000,7 @@ class StreamConnection:
             sock.lost_on_close += _record_lost(self.world, lost, sock.index, in_index, RULE_LINGER)
             engine.in_wire.queue.clear()
             engine.in_wire.bytes = 0
+            engine.in_wire.charged = 0
             engine.held = None
             engine.in_buffer.clear()
             other = link.b_engine if engine is link.c_engine else link.c_engine
@@ -1041,7 +1069,7 @@ def _wire_messages(wire: Wire, reader: Engine | None) -> list[Message]:
             ids.add(id(msg))
         if reader.partial is not None:
             ids.add(id(reader.partial))
-    for msg, _nbytes, _last in wire.queue:
+    for msg, _nbytes, _last, _overhead in wire.queue:
         key = id(msg)
         if key in ids:
             continue

@@ -48,6 +48,14 @@ def message_wire_bytes(size: int, topic: str, parts: int) -> tuple[int, int]:
     return topic_len + size, wire
 
 
+def _jitter_sampler(world: World, name: str) -> Sampler | None:
+    """Timer lateness of the application's waits (profile ``api.timer_jitter_s``)."""
+    jitter = world.params.timer_jitter
+    if jitter is None or (jitter.is_constant and jitter.value == 0):
+        return None
+    return jitter.sampler(None if jitter.is_constant else world.stream(f"jitter.{name}"))
+
+
 class Sender:
     """A ``[[send]]`` workload."""
 
@@ -100,6 +108,7 @@ class Sender:
         self.rtt = array("d")
         self.send_cost = world.params.send_call_s
         self.recv_cost = world.params.recv_call_s
+        self.jitter = _jitter_sampler(world, name)
         self.ledger = world.ledger
         self.is_request = socket.traits.request
         self._topic_index = 0
@@ -188,7 +197,13 @@ class Sender:
             self.request_sent_at = self.env._now
             self._await_reply()
             return
-        self.timer.arm(self.send_cost + self.interval.next())
+        self.timer.arm(self.send_cost + self._wait())
+
+    def _wait(self) -> float:
+        wait = self.interval.next()
+        if wait > 0 and self.jitter is not None:
+            wait += self.jitter.next()
+        return wait
 
     def _failed(self, status: int) -> None:
         sock = self.socket
@@ -201,7 +216,7 @@ class Sender:
         if self.on_again == "stop":
             self._finish()
             return
-        self.timer.arm(self.send_cost + self.interval.next())
+        self.timer.arm(self.send_cost + self._wait())
 
     def _block(self, msg: Message) -> None:
         sock = self.socket
@@ -269,7 +284,7 @@ class Sender:
         self.ledger.delivered(msg, sock.index, sock.last_pipe_index, now)
         self.rtt.append(now - self.request_sent_at)
         self.awaiting_reply = False
-        self.timer.arm(self.recv_cost + self.send_cost + self.interval.next())
+        self.timer.arm(self.recv_cost + self.send_cost + self._wait())
 
 
 class Receiver:
@@ -313,6 +328,7 @@ class Receiver:
         self.waiting = False
         self.recv_cost = world.params.recv_call_s
         self.send_cost = world.params.send_call_s
+        self.jitter = _jitter_sampler(world, name)
         self.ledger = world.ledger
         self.next_pause_at = float("inf")
         self.paused_s = 0.0
@@ -351,6 +367,8 @@ class Receiver:
         if now >= self.next_pause_at:
             # a stall (GC pause, page fault storm): the thread does not call recv
             length = self.pause.next()  # type: ignore[union-attr]
+            if length > 0 and self.jitter is not None:
+                length += self.jitter.next()
             self.paused_s += length
             self.next_pause_at = now + length + self.pause_every.next()  # type: ignore[union-attr]
             self.timer.arm(length)
@@ -399,7 +417,10 @@ class Receiver:
         sock.received += 1
         if msg[MSG_ID] >= 0:
             self.ledger.delivered(msg, sock.index, sock.last_pipe_index, now)
-        busy = self.recv_cost + self.service.next()
+        service = self.service.next()
+        if service > 0 and self.jitter is not None:
+            service += self.jitter.next()
+        busy = self.recv_cost + service
         if self.reply:
             size = self.reply_size.next() if self.reply_size is not None else msg[2]
             world = self.world

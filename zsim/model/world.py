@@ -178,10 +178,16 @@ class World:
 
     def open_socket(self, sock: Socket) -> None:
         """``zmq_socket`` + ``bind`` every endpoint + ``connect`` every endpoint."""
+        self.open_binds(sock)
+        self.open_connects(sock)
+
+    def open_binds(self, sock: Socket) -> None:
+        """Create the socket and bind its endpoints (scheduled before any connect due at
+        the same instant, so that "open at 0" means listening before peers connect)."""
         if sock.state == OPEN or not sock.process.alive or sock.process.exiting:
             return
         sock.state = OPEN
-        binds, connects = self.socket_endpoints[sock]
+        binds, _connects = self.socket_endpoints[sock]
         for endpoint in binds:
             key = endpoint.key
             self.listeners[key] = sock
@@ -193,6 +199,11 @@ class World:
             else:
                 for conn in self.waiting_connects.pop(key, []):
                     conn.listener_appeared()
+
+    def open_connects(self, sock: Socket) -> None:
+        if sock.state != OPEN:
+            return
+        _binds, connects = self.socket_endpoints[sock]
         for endpoint in connects:
             if endpoint.transport == "inproc":
                 binder = self.listeners.get(endpoint.key)
@@ -311,7 +322,7 @@ class World:
                         if id(msg) not in seen:
                             seen.add(id(msg))
                             items.append((msg, rsock, rpipe, WHERE_ENGINE))
-                    for msg, _n, _last in wire.queue:
+                    for msg, _n, _last, _overhead in wire.queue:
                         if id(msg) not in seen:
                             seen.add(id(msg))
                             items.append((msg, rsock, rpipe, WHERE_KERNEL))
