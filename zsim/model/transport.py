@@ -757,6 +757,10 @@ class StreamConnection:
         peer.remote = binder
         peer.routing_key = binder.routing_id
         peer.remote_subs = binder.own_subs
+        if self.links == 1 and peer.out_pipe is not None and peer.in_pipe is not None:
+            c = self.connector
+            self.world.rename_pipe(peer.out_pipe, f"{c.name}->{binder.name} ({self.transport} send)", to=binder.name)
+            self.world.rename_pipe(peer.in_pipe, f"{binder.name}->{c.name} ({self.transport} recv)", frm=binder.name)
         self.link = Link(self, self.c_session, b_session, self.links)
         # The binder attaches the pipe when it processes the bind command.
         binder.post(binder._cmd_attach, self.b_peer)
@@ -1003,6 +1007,7 @@ class StreamConnection:
             engine.in_wire.charged = 0
             engine.held = None
             engine.in_buffer.clear()
+            engine.partial = None
             other = link.b_engine if engine is link.c_engine else link.c_engine
             other.out_wire_closed = True  # type: ignore[attr-defined]
             other.peer_closed()
@@ -1061,9 +1066,14 @@ def _displace_to_ledger(world: World, pipe: Pipe, owner: Socket) -> None:
 
 
 def _wire_messages(wire: Wire, reader: Engine | None) -> list[Message]:
-    """Messages with bytes in the kernel (the partially received one included once)."""
+    """Messages with bytes in the kernel, excluding those the reader already holds and
+    those whose tail is still in the writer's batch (the writer accounts for them)."""
     seen: list[Message] = []
     ids: set[int] = set()
+    writer = wire.writer
+    if writer is not None:
+        for entry in writer.out_batch:
+            ids.add(id(entry[0]))
     if reader is not None:
         for msg in ([reader.held] if reader.held is not None else []) + list(reader.in_buffer):
             ids.add(id(msg))

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# zsim developer entry point: creates .venv on first use, then runs one job.
+#   bash dev.sh demo   the main job (see README)
+#   bash dev.sh test   the whole test suite (what CI runs)
+#   bash dev.sh bench  the speed benchmarks
+#   bash dev.sh setup  only create/update .venv
+set -euo pipefail
+cd "$(dirname "$0")"
+VENV="${ZSIM_VENV:-.venv}"
+PY="${PYTHON:-python3}"
+
+setup() {
+    if [ ! -x "$VENV/bin/python" ]; then
+        "$PY" -m venv "$VENV"
+    fi
+    local stamp="$VENV/.zsim-installed"
+    if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+        "$VENV/bin/python" -m pip install --quiet --upgrade pip
+        "$VENV/bin/python" -m pip install --quiet -e ".[all]"
+        touch "$stamp"
+    fi
+}
+
+job="${1:-help}"
+shift || true
+case "$job" in
+    setup)
+        setup
+        ;;
+    demo)
+        setup
+        "$VENV/bin/python" -m zsim.demo "$@"
+        ;;
+    test)
+        setup
+        "$VENV/bin/python" -m pytest "$@"
+        ;;
+    bench)
+        setup
+        "$VENV/bin/python" benchmarks/bench_core.py "$@"
+        ;;
+    *)
+        echo "usage: bash dev.sh {demo|test|bench|setup} [args...]" >&2
+        exit 2
+        ;;
+esac

@@ -1,0 +1,85 @@
+"""``zsim run``: exit codes, one-line errors, the JSON contract, Parquet output."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from zsim.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "pub_sub_inproc.toml"
+
+
+def test_run_prints_a_table(capsys):
+    assert main(["run", str(EXAMPLE), "--seed", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "socket" in out and "pub->sub" in out and "latency: p50" in out
+
+
+def test_run_json_has_the_contract_keys(capsys):
+    assert main(["run", str(EXAMPLE), "--json", "--seed", "5"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    for key in ("sent", "send_again", "received", "dropped"):
+        assert key in data["sockets"]["pub"]
+    for key in ("from", "to", "hwm", "max_depth", "dropped"):
+        assert key in data["pipes"][0]
+    for key in ("sent", "delivered", "dropped", "discarded", "lost_on_close", "queued_at_end"):
+        assert key in data["ledger"]
+    for key in ("p50", "p99", "max"):
+        assert key in data["latency_s"]
+    assert data["seed"] == 5 and data["sim_time_s"] > 0 and data["wall_s"] > 0
+    assert data["versions"]["models_libzmq"] == "4.3.5"
+
+
+def test_same_seed_same_result(capsys):
+    main(["run", str(EXAMPLE), "--json", "--seed", "11"])
+    first = json.loads(capsys.readouterr().out)
+    main(["run", str(EXAMPLE), "--json", "--seed", "11"])
+    second = json.loads(capsys.readouterr().out)
+    first.pop("wall_s"), second.pop("wall_s")
+    assert first == second
+
+
+def test_out_writes_parquet(tmp_path, capsys):
+    pd = pytest.importorskip("pandas")
+    assert main(["run", str(EXAMPLE), "--out", str(tmp_path)]) == 0
+    messages = pd.read_parquet(tmp_path / "messages.parquet")
+    depth = pd.read_parquet(tmp_path / "depth.parquet")
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert len(messages) == summary["ledger"]["copies"]
+    assert (messages["state"] == "dropped").sum() == summary["ledger"]["dropped"]
+    delivered = messages[messages["state"] == "delivered"]
+    assert delivered["latency_s"].max() == pytest.approx(summary["latency_s"]["max"])
+    assert set(depth["pipe"]) >= {"pub->sub"}
+    pub_sub = depth[depth["pipe"] == "pub->sub"]
+    assert pub_sub["depth"].max() == next(p["max_depth"] for p in summary["pipes"] if p["name"] == "pub->sub")
+
+
+@pytest.mark.parametrize(
+    "content,expected",
+    [
+        ('[scenario]\nname = "x"\n[[socket]\nname = "a"\n', "TOML syntax error"),
+        ('[[socket]]\nname = "a"\ntype = "PUB"\nbind = ["tcp://*:1"]\noptions = { sndhwm = -5 }\n', "socket[a].options.sndhwm: must be >= 0, got -5"),
+        ('[[socket]]\nname = "a"\ntype = "PUB"\nbind = ["inproc://x"]\n[[socket]]\nname = "b"\ntype = "PULL"\nconnect = ["inproc://x"]\n',
+         "a PULL cannot talk to the PUB socket 'a'"),
+    ],
+)
+def test_bad_scenario_exits_2_with_one_line_and_no_traceback(tmp_path, content, expected):
+    path = tmp_path / "bad.toml"
+    path.write_text(content)
+    proc = subprocess.run([sys.executable, "-m", "zsim", "run", str(path)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert expected in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_missing_file_exits_2(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "zsim", "run", str(tmp_path / "nope.toml")], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert "no such file" in proc.stderr and "Traceback" not in proc.stderr

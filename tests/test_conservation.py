@@ -1,0 +1,139 @@
+"""Invariants on random topologies (hypothesis): every message copy ends in exactly one
+ledger state, no pipe ever holds more than its HWM, and a run is a pure function of its
+seed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import zsim
+
+PATTERNS = {
+    # (sender type, receiver type, receiver reads with reply?)
+    "pubsub": ("PUB", "SUB"),
+    "xpubsub": ("XPUB", "SUB"),
+    "pushpull": ("PUSH", "PULL"),
+    "reqrep": ("REQ", "REP"),
+    "dealerrouter": ("DEALER", "ROUTER"),
+    "dealerrep": ("DEALER", "REP"),
+    "pair": ("PAIR", "PAIR"),
+}
+
+
+@st.composite
+def topologies(draw) -> dict[str, Any]:
+    pattern = draw(st.sampled_from(sorted(PATTERNS)))
+    sender_type, receiver_type = PATTERNS[pattern]
+    transport = draw(st.sampled_from(["inproc", "ipc", "tcp"]))
+    n_receivers = 1 if pattern == "pair" else draw(st.integers(1, 3))
+    sender_binds = draw(st.booleans()) or n_receivers > 1
+    hwm = st.integers(0, 12)
+    linger = st.sampled_from([-1, 0, 5, 50])
+    process = "main" if transport == "inproc" else None
+    endpoint = {"inproc": "inproc://e", "ipc": "ipc://e", "tcp": "tcp://127.0.0.1:7000"}[transport]
+    sender = {
+        "name": "s",
+        "type": sender_type,
+        "options": {"sndhwm": draw(hwm), "rcvhwm": draw(hwm), "linger": draw(linger)},
+        "open_at_s": draw(st.sampled_from([0.0, 0.01])),
+        "process": process or "ps",
+    }
+    if draw(st.booleans()):
+        sender["close_at_s"] = sender["open_at_s"] + draw(st.floats(0.01, 0.5))
+    if sender_binds:
+        sender["bind"] = [endpoint]
+    else:
+        sender["connect"] = [endpoint]
+    sockets = [sender]
+    recvs = []
+    for index in range(n_receivers):
+        options: dict[str, Any] = {"rcvhwm": draw(hwm), "sndhwm": draw(hwm), "linger": draw(linger)}
+        if receiver_type == "SUB":
+            options["subscribe"] = [draw(st.sampled_from(["", "a", "b"]))]
+        receiver = {
+            "name": f"r{index}",
+            "type": receiver_type,
+            "options": options,
+            "open_at_s": draw(st.sampled_from([0.0, 0.02, 0.1])),
+            "process": process or f"pr{index}",
+        }
+        if sender_binds:
+            receiver["connect"] = [endpoint]
+        else:
+            receiver["bind"] = [endpoint]
+        if draw(st.booleans()):
+            receiver["close_at_s"] = receiver["open_at_s"] + draw(st.floats(0.01, 0.5))
+        sockets.append(receiver)
+        if draw(st.integers(0, 3)) > 0:
+            recv: dict[str, Any] = {"socket": receiver["name"], "service_s": draw(st.sampled_from([0.0, 0.001, {"dist": "exponential", "mean_s": 0.003}]))}
+            if receiver_type == "ROUTER":
+                recv["reply"] = draw(st.booleans())
+            if draw(st.booleans()):
+                recv["pause_every_s"] = {"dist": "exponential", "mean_s": 0.05}
+                recv["pause_s"] = 0.02
+            recvs.append(recv)
+    send: dict[str, Any] = {
+        "socket": "s",
+        "count": draw(st.integers(1, 150)),
+        "interval_s": draw(st.sampled_from([0.0, 0.0005, {"dist": "exponential", "mean_s": 0.002}])),
+        "size_bytes": draw(st.sampled_from([10, 300, 20000, {"dist": "uniform", "low_bytes": 1, "high_bytes": 9000}])),
+        "dontwait": draw(st.booleans()),
+        "start_s": 0.03,
+    }
+    if sender_type in ("PUB", "XPUB"):
+        send["topic"] = ["a", "b", "c"]
+    if sender_type == "PUSH" and draw(st.booleans()):
+        sender["options"]["conflate"] = True
+    if sender_type in ("REQ",):
+        send["dontwait"] = False
+    raw: dict[str, Any] = {
+        "scenario": {"name": f"random-{pattern}-{transport}", "profile": draw(st.sampled_from(["default", "ideal"])), "until_s": 2.0},
+        "socket": sockets,
+        "send": [send],
+        "recv": recvs,
+    }
+    processes = sorted({s["process"] for s in sockets})
+    raw["process"] = [{"name": name} for name in processes]
+    if process is None and draw(st.booleans()):
+        raw["process"][processes.index("ps")]["exit_after_sends"] = True
+    if process is None and draw(st.booleans()):
+        victim = draw(st.sampled_from(processes))
+        entry = raw["process"][processes.index(victim)]
+        entry["crash_at_s"] = draw(st.floats(0.04, 0.3))
+        if draw(st.booleans()):
+            entry["restart_at_s"] = entry["crash_at_s"] + 0.2
+    return raw
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(raw=topologies(), seed=st.integers(0, 2**32 - 1))
+def test_every_copy_ends_in_exactly_one_state(raw, seed):
+    result = zsim.run(raw, seed)  # raises ConservationError if the ledger does not balance
+    summary = result.summary
+    ledger = summary["ledger"]
+    total = sum(ledger[k] for k in ("delivered", "forwarded", "dropped", "discarded", "lost_on_close", "queued_at_end"))
+    assert total == ledger["copies"]
+    delivered_by_socket = sum(s["received"] for s in summary["sockets"].values())
+    assert ledger["delivered"] <= delivered_by_socket
+    for pipe in summary["pipes"]:
+        if pipe["hwm"] > 0:
+            assert pipe["max_depth"] <= pipe["hwm"], pipe
+    # each message id delivered at most once per receiving socket
+    table = result.messages
+    delivered = table["state"] == 0
+    pairs = set()
+    for msg_id, sock in zip(table["msg_id"][delivered].tolist(), table["socket"][delivered].tolist()):
+        assert (msg_id, sock) not in pairs
+        pairs.add((msg_id, sock))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(raw=topologies(), seed=st.integers(0, 2**32 - 1))
+def test_a_run_is_a_function_of_its_seed(raw, seed):
+    first = zsim.run(raw, seed).summary
+    second = zsim.run(raw, seed).summary
+    first.pop("wall_s"), second.pop("wall_s")
+    assert first == second

@@ -1,0 +1,47 @@
+"""The README's main job: simulate the example scenarios and print what they show.
+
+``python -m zsim.demo`` runs every scenario in ``examples/`` (one per socket family) and
+prints the summary of each. When the sweep machinery is installed it then runs the demo
+buffer-sizing sweep (see ``experiments/buffer_sizing``) unless ``--no-sweep`` is given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .cli import format_summary
+from .runner import run
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m zsim.demo", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--no-sweep", action="store_true", help="only the example scenarios")
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args(argv)
+    files = sorted(EXAMPLES.glob("*.toml"))
+    if not files:
+        print(f"no example scenarios in {EXAMPLES}", file=sys.stderr)
+        return 1
+    for path in files:
+        result = run(path, args.seed)
+        print("=" * 100)
+        print(f"{path.relative_to(ROOT)}: {result.summary['scenario']}")
+        print("=" * 100)
+        print(format_summary(result.summary))
+        print()
+    if not args.no_sweep:
+        try:
+            from .sweep.demo import run_demo  # type: ignore[import-not-found]
+        except ImportError:
+            return 0
+        return int(run_demo())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
