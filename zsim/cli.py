@@ -158,6 +158,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--engine", choices=("spark", "local", "serial"), default="spark")
     p.add_argument("--out", metavar="DIR", default=None)
     p.add_argument("--workers", type=int, default=None, help="processes for --engine local")
+    p.add_argument("--conf", action="append", metavar="KEY=VALUE", help="a Spark setting, e.g. spark.executor.memory=2g (repeatable)")
+    p.add_argument("--retry-failed", action="store_true", help="run failed runs again (they are kept, with their error, otherwise)")
+    p.add_argument("--report", action="store_true", help="write the report (zsim report OUT) when the sweep is done")
     p.set_defaults(func=_lazy("zsim.sweep.cli", "cmd_sweep"))
 
     p = sub.add_parser("report", help="aggregate a sweep's Parquet results into tables and figures")

@@ -54,44 +54,43 @@ RULES = {
 #: where a queued-at-end message sits (zsim.model.world.WHERE_*)
 WHERE = {0: "pipe", 1: "engine", 2: "kernel"}
 
-_FIELDS = 7  # msg_id, state, socket, pipe, rule, time, t0
+_FIELDS = 9  # msg_id, state, socket, pipe, rule, time, t0, size, origin
 
 
 class Ledger:
-    """Implements ``zsim.model.world.LedgerSink``."""
+    """Implements ``zsim.model.world.LedgerSink``.
+
+    One flat ``array('d')`` of 9-field records, one record per copy when its fate is
+    decided (the message tuple carries its send time, size and origin, so nothing is
+    written when a message is sent).
+    """
 
     def __init__(self) -> None:
-        self.sent_id = array("q")
-        self.sent_socket = array("i")
-        self.sent_t0 = array("d")
-        self.sent_size = array("q")
         self.records = array("d")
+        self.n_sent = 0
 
     # -- hooks called by the model (hot path) ----------------------------------------------
 
     def sent(self, msg: tuple, socket_index: int) -> None:
-        self.sent_id.append(msg[0])
-        self.sent_socket.append(socket_index)
-        self.sent_t0.append(msg[1])
-        self.sent_size.append(msg[2])
+        self.n_sent += 1
 
     def delivered(self, msg: tuple, socket_index: int, pipe_index: int, now: float) -> None:
-        self.records.extend((msg[0], 0.0, socket_index, pipe_index, 0.0, now, msg[1]))
+        self.records.extend((msg[0], 0.0, socket_index, pipe_index, 0.0, now, msg[1], msg[2], msg[6]))
 
     def forwarded(self, msg: tuple, socket_index: int, pipe_index: int, now: float) -> None:
-        self.records.extend((msg[0], 1.0, socket_index, pipe_index, 0.0, now, msg[1]))
+        self.records.extend((msg[0], 1.0, socket_index, pipe_index, 0.0, now, msg[1], msg[2], msg[6]))
 
     def dropped(self, msg: tuple, socket_index: int, pipe_index: int, rule: int, now: float) -> None:
-        self.records.extend((msg[0], 2.0, socket_index, pipe_index, rule, now, msg[1]))
+        self.records.extend((msg[0], 2.0, socket_index, pipe_index, rule, now, msg[1], msg[2], msg[6]))
 
     def discarded(self, msg: tuple, socket_index: int, pipe_index: int, rule: int, now: float) -> None:
-        self.records.extend((msg[0], 3.0, socket_index, pipe_index, rule, now, msg[1]))
+        self.records.extend((msg[0], 3.0, socket_index, pipe_index, rule, now, msg[1], msg[2], msg[6]))
 
     def lost(self, msg: tuple, socket_index: int, pipe_index: int, rule: int, now: float) -> None:
-        self.records.extend((msg[0], 4.0, socket_index, pipe_index, rule, now, msg[1]))
+        self.records.extend((msg[0], 4.0, socket_index, pipe_index, rule, now, msg[1], msg[2], msg[6]))
 
     def queued(self, msg: tuple, socket_index: int, pipe_index: int, where: int, now: float) -> None:
-        self.records.extend((msg[0], 5.0, socket_index, pipe_index, where, now, msg[1]))
+        self.records.extend((msg[0], 5.0, socket_index, pipe_index, where, now, msg[1], msg[2], msg[6]))
 
     # -- after the run ----------------------------------------------------------------------
 
@@ -107,32 +106,26 @@ class Ledger:
             "rule": rows[:, 4].astype(np.int16),
             "time": rows[:, 5].copy(),
             "t0": rows[:, 6].copy(),
+            "size": rows[:, 7].astype(np.int64),
+            "origin": rows[:, 8].astype(np.int32),
         }
 
-    def sent_table(self) -> dict[str, np.ndarray]:
-        return {
-            "msg_id": np.frombuffer(self.sent_id, dtype=np.int64).copy() if len(self.sent_id) else np.zeros(0, np.int64),
-            "socket": np.frombuffer(self.sent_socket, dtype=np.int32).copy() if len(self.sent_socket) else np.zeros(0, np.int32),
-            "t0": np.frombuffer(self.sent_t0, dtype=np.float64).copy() if len(self.sent_t0) else np.zeros(0),
-            "size": np.frombuffer(self.sent_size, dtype=np.int64).copy() if len(self.sent_size) else np.zeros(0, np.int64),
-        }
-
-    def check_conservation(self, copies: int, extra: dict[str, Any] | None = None) -> dict[str, int]:
+    def check_conservation(self, copies: int, max_id: int | None = None) -> dict[str, int]:
         """Every copy a socket created has exactly one final record. Returns state counts."""
-        table = self.table()
-        counts = np.bincount(table["state"].astype(np.int64), minlength=len(STATES)) if len(table["state"]) else np.zeros(len(STATES), np.int64)
+        count = len(self.records) // _FIELDS
+        flat = np.frombuffer(self.records, dtype=np.float64) if len(self.records) else np.zeros(0)
+        rows = flat.reshape(-1, _FIELDS)
+        states = rows[:, 1].astype(np.int64)
+        counts = np.bincount(states, minlength=len(STATES)) if count else np.zeros(len(STATES), np.int64)
         by_state = {name: int(counts[i]) for i, name in enumerate(STATES)}
-        total = int(counts.sum())
-        if total != copies:
+        if count != copies:
             detail = ", ".join(f"{k}={v}" for k, v in by_state.items())
             raise ConservationError(
-                f"ledger does not balance: sockets created {copies} message copies, the ledger has {total} final records ({detail})"
-                + (f"; {extra}" if extra else "")
-                + ". This is a bug in zsim: please report it with the scenario and seed."
+                f"ledger does not balance: sockets created {copies} message copies, the ledger has {count} final records ({detail}). "
+                "This is a bug in zsim: please report it with the scenario and seed."
             )
-        if len(table["msg_id"]):
-            sent_ids = np.frombuffer(self.sent_id, dtype=np.int64) if len(self.sent_id) else np.zeros(0, np.int64)
-            unknown = np.setdiff1d(np.unique(table["msg_id"]), sent_ids)
-            if len(unknown):
-                raise ConservationError(f"ledger has final records for {len(unknown)} messages that were never sent (first: {unknown[:5].tolist()}); this is a bug in zsim")
+        if count and max_id is not None:
+            ids = rows[:, 0]
+            if ids.min() < 0 or ids.max() >= max_id:
+                raise ConservationError("ledger has records for messages that were never sent; this is a bug in zsim")
         return by_state

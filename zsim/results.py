@@ -55,7 +55,6 @@ def _percentiles(values: np.ndarray) -> dict[str, float | int | None]:
 class RunResult:
     summary: dict[str, Any]
     messages: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
-    sent: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
     depth: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
     socket_names: list[str] = field(default_factory=list, repr=False)
     pipe_names: list[str] = field(default_factory=list, repr=False)
@@ -82,9 +81,8 @@ def summarise(model: Model, wall_s: float) -> RunResult:
     world, ledger, scenario = model.world, model.ledger, model.scenario
     now = model.env.now
     copies = sum(sock.copies for sock in world.sockets)
-    by_state = ledger.check_conservation(copies)
+    by_state = ledger.check_conservation(copies, world.next_message_id)
     table = ledger.table()
-    sent_table = ledger.sent_table()
     state, rule = table["state"], table["rule"]
     delivered_mask = state == DELIVERED
     latency = table["time"][delivered_mask] - table["t0"][delivered_mask]
@@ -170,7 +168,7 @@ def summarise(model: Model, wall_s: float) -> RunResult:
             "crashed_s": process.crashed_at,
         }
 
-    sent_total = int(len(sent_table["msg_id"]))
+    sent_total = ledger.n_sent
     summary: dict[str, Any] = {
         "ok": True,
         "scenario": scenario.name,
@@ -207,7 +205,6 @@ def summarise(model: Model, wall_s: float) -> RunResult:
     return RunResult(
         summary=summary,
         messages=table,
-        sent=sent_table,
         depth=depth,
         socket_names=[s.name for s in world.sockets],
         pipe_names=[p.name for p in world.pipe_info],
@@ -257,9 +254,6 @@ def write_parquet(result: RunResult, out_dir: str | Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     written = []
     msgs = result.messages
-    sent = result.sent
-    size_by_id = dict(zip(sent["msg_id"].tolist(), sent["size"].tolist())) if len(sent["msg_id"]) else {}
-    origin_by_id = dict(zip(sent["msg_id"].tolist(), sent["socket"].tolist())) if len(sent["msg_id"]) else {}
     sockets = np.asarray(result.socket_names + [""], dtype=object)
     pipes = np.asarray(result.pipe_names + [""], dtype=object)
     state_names = np.asarray(STATES, dtype=object)
@@ -273,8 +267,8 @@ def write_parquet(result: RunResult, out_dir: str | Path) -> list[Path]:
             "sent_s": msgs["t0"],
             "end_s": msgs["time"],
             "latency_s": np.where(msgs["state"] == DELIVERED, msgs["time"] - msgs["t0"], np.nan),
-            "size_bytes": [size_by_id.get(int(m), -1) for m in msgs["msg_id"]],
-            "origin": [sockets[origin_by_id.get(int(m), -1)] for m in msgs["msg_id"]],
+            "size_bytes": msgs["size"],
+            "origin": sockets[np.where(msgs["origin"] >= 0, msgs["origin"], len(sockets) - 1)],
         }
     )
     frame["seed"] = result.summary["seed"]

@@ -44,7 +44,7 @@ class Timer:
     pops, and the next ``arm`` then uses a fresh event so the two entries never share one.
     """
 
-    __slots__ = ("env", "fn", "armed", "_event", "_in_heap", "_fire_cb")
+    __slots__ = ("env", "fn", "armed", "_event", "_in_heap", "_callbacks", "_queue", "_eid")
 
     def __init__(self, env: "Environment", fn: Callable[[], Any]) -> None:
         self.env = env
@@ -52,7 +52,10 @@ class Timer:
         self.armed = False
         self._event = _TimerEvent(env)
         self._in_heap = False
-        self._fire_cb = self._fire
+        # The run loop never mutates a callbacks list, so one list serves every firing.
+        self._callbacks = [self._fire]
+        self._queue = env._queue
+        self._eid = env._eid
 
     def _fire(self, event: Event) -> None:
         if event is not self._event:
@@ -63,14 +66,13 @@ class Timer:
             self.fn()
 
     def arm(self, delay: float, priority: int = NORMAL) -> None:
-        env = self.env
         if self._in_heap:
-            self._event = _TimerEvent(env)
+            self._event = _TimerEvent(self.env)
         event = self._event
-        event.callbacks = [self._fire_cb]
+        event.callbacks = self._callbacks
         self._in_heap = True
         self.armed = True
-        heappush(env._queue, (env._now + delay, priority, next(env._eid), event))
+        heappush(self._queue, (self.env._now + delay, priority, next(self._eid), event))
 
     def arm_at(self, when: float, priority: int = NORMAL) -> None:
         now = self.env._now
@@ -127,12 +129,14 @@ class Environment(simpy.Environment):
                 raise ValueError(f"until ({stop_at}) must be >= now ({self._now})")
         queue = self._queue
         pop = heappop
+        horizon = float("inf") if stop_at is None else stop_at
         try:
             while queue:
-                if stop_at is not None and queue[0][0] > stop_at:
+                if queue[0][0] > horizon:
                     break
                 self._now, _, _, event = pop(queue)
-                callbacks, event.callbacks = event.callbacks, None
+                callbacks = event.callbacks
+                event.callbacks = None
                 for callback in callbacks:
                     callback(event)
                 if not event._ok and not hasattr(event, "_defused"):

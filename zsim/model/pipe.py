@@ -8,8 +8,8 @@ writer applies when it processes commands, so the writer's view of the queue lag
 truth exactly as libzmq's does. A reader that finds the pipe empty goes to sleep and the
 next write sends it ``activate_read`` (``ypipe_t::flush`` returning false).
 
-Messages are tuples ``(id, t0, size, wire, topic, envelope)`` shared between the copies a
-fan-out makes; the pipe never looks inside them. Control messages (subscriptions) have a
+Messages are tuples ``(id, t0, size, wire, topic, envelope, origin)`` shared between the
+copies a fan-out makes; the pipe never looks inside them. Control messages (subscriptions) have a
 negative id. Depth statistics (max and time integral) are kept here because they are the
 numbers users size buffers by; they cost two additions per operation.
 """
@@ -24,7 +24,7 @@ from ..constants import compute_lwm
 if TYPE_CHECKING:  # pragma: no cover
     from .kernel import Environment
 
-Message = tuple  # (id, t0, size, wire, topic, envelope)
+Message = tuple  # (id, t0, size, wire, topic, envelope, origin socket index)
 
 MSG_ID = 0
 MSG_T0 = 1
@@ -32,6 +32,7 @@ MSG_SIZE = 2
 MSG_WIRE = 3
 MSG_TOPIC = 4
 MSG_ENVELOPE = 5
+MSG_ORIGIN = 6
 
 SUBSCRIBE_ID = -1
 UNSUBSCRIBE_ID = -2

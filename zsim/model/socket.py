@@ -86,6 +86,15 @@ class Peer:
 class Socket:
     """One simulated ZeroMQ socket."""
 
+    __slots__ = (
+        "world", "env", "index", "name", "type", "traits", "process", "options", "routing_id", "state", "peers",
+        "mailbox", "last_command_time", "ticks", "waiter", "wake_pending", "own_subs", "lb", "fq", "dist", "router",
+        "pair_peer", "all_subs", "pending_subscriptions", "reply_pipe", "awaiting_reply", "reply_peer",
+        "reply_envelope", "sent", "send_again", "send_unroutable", "received", "recv_again", "dropped", "discarded",
+        "copies", "blocked_s", "blocked_count", "lost_on_close", "last_pipe_index", "_xsend", "_xrecv",
+        "throttle_s", "ledger", "wake_sampler", "__weakref__",
+    )
+
     def __init__(
         self,
         world: World,
@@ -146,6 +155,12 @@ class Socket:
             self._xsend = self._send_pair
         else:
             self._xsend = self._send_unsupported
+        # A SUB subscribed to everything never filters on receive: same path as PULL.
+        filters = traits.filters_on_recv and not (self.own_subs is not None and self.own_subs.all)
+        plain = traits.receives and not (
+            traits.app_sees_subscriptions or traits.request or traits.reply or filters or traits.prepends_identity
+        )
+        self._xrecv = self._xrecv_plain if plain else self._xrecv_typed
         self.throttle_s = world.params.command_throttle_s
         self.ledger = world.ledger
         wake = world.params.app_wake
@@ -213,13 +228,26 @@ class Socket:
 
     def _schedule_wake(self) -> None:
         """A command reached a blocked application thread: it wakes after a thread
-        wake-up latency (futex/eventfd plus scheduling; profile ``api.wake_s``)."""
+        wake-up latency (futex/eventfd plus scheduling; profile ``api.wake_s``).
+
+        With no latency the thread runs at once (it is the same instant), unless another
+        wake-up is already running on the stack: then it is queued for this instant, so
+        chains of wake-ups never recurse.
+        """
         self.wake_pending = True
         delay = self.wake_sampler.next() if self.wake_sampler is not None else 0.0
         if delay > 0:
             self.env.call_later(delay, self._wake)
-        else:
+            return
+        world = self.world
+        if world.waking:
             self.env.call_soon(self._wake)
+            return
+        world.waking = True
+        try:
+            self._wake()
+        finally:
+            world.waking = False
 
     def _wake(self) -> None:
         self.wake_pending = False
@@ -335,7 +363,7 @@ class Socket:
     def _write_subscription(self, pipe: Pipe, prefix: str, subscribe: bool) -> None:
         if pipe.check_write():
             wire = len(prefix.encode()) + 1 + 2
-            pipe.write((SUBSCRIBE_ID if subscribe else UNSUBSCRIBE_ID, self.env._now, 0, wire, prefix, ()))
+            pipe.write((SUBSCRIBE_ID if subscribe else UNSUBSCRIBE_ID, self.env._now, 0, wire, prefix, (), self.index))
 
     def send_subscription(self, prefix: str, subscribe: bool) -> int:
         """XSUB ``xsend`` of a (un)subscription: cache it and send it to every peer."""
@@ -373,7 +401,7 @@ class Socket:
                         self._queue_subscription_for_app(prefix, False)
 
     def _queue_subscription_for_app(self, prefix: str, subscribe: bool) -> None:
-        self.pending_subscriptions.append((SUBSCRIBE_ID if subscribe else UNSUBSCRIBE_ID, self.env._now, 0, 0, prefix, ()))
+        self.pending_subscriptions.append((SUBSCRIBE_ID if subscribe else UNSUBSCRIBE_ID, self.env._now, 0, 0, prefix, (), self.index))
         if self.waiter is not None and not self.wake_pending:
             self._schedule_wake()
 
@@ -387,8 +415,17 @@ class Socket:
     # sending
 
     def send(self, msg: Message) -> int:
-        """One non-blocking ``zmq_send`` attempt: SENT, AGAIN or UNROUTABLE."""
-        self.process_commands(throttle=True)
+        """One non-blocking ``zmq_send`` attempt: SENT, AGAIN or UNROUTABLE.
+
+        ``socket_base_t::send`` first calls ``process_commands(0, true)``: commands are
+        looked at only if more than ``max_command_delay`` passed since the last look.
+        """
+        now = self.env._now
+        last = self.last_command_time
+        if not (last <= now and now - last <= self.throttle_s):
+            self.last_command_time = now
+            if self.mailbox:
+                self.process_commands()
         return self._xsend(msg)
 
     def _send_unsupported(self, msg: Message) -> int:  # pragma: no cover - spec forbids it
@@ -464,7 +501,7 @@ class Socket:
             self.ledger.dropped(msg, self.index, pipe.index, RULE_HWM, now)
             return SENT
         self.copies += 1
-        pipe.write(msg[:MSG_ENVELOPE] + (envelope[1:],))
+        pipe.write(msg[:MSG_ENVELOPE] + (envelope[1:],) + msg[MSG_ENVELOPE + 1 :])
         return SENT
 
     def _send_reply(self, msg: Message) -> int:
@@ -483,7 +520,7 @@ class Socket:
             pipe.dropped += 1
             self.ledger.dropped(msg, self.index, pipe.index, RULE_HWM, now)
             return SENT
-        pipe.write(msg[:MSG_ENVELOPE] + (self.reply_envelope,))
+        pipe.write(msg[:MSG_ENVELOPE] + (self.reply_envelope,) + msg[MSG_ENVELOPE + 1 :])
         return SENT
 
     def _send_pair(self, msg: Message) -> int:
@@ -531,7 +568,8 @@ class Socket:
         msg = self._xrecv()
         if msg is not None:
             return msg
-        self.process_commands()
+        if self.mailbox:
+            self.process_commands()
         self.ticks = 0
         return self._xrecv()
 
@@ -547,7 +585,14 @@ class Socket:
         fq = self.fq
         return fq is not None and fq.has_in()
 
-    def _xrecv(self) -> Message | None:
+    def _xrecv_plain(self) -> Message | None:
+        """PULL, DEALER, PAIR, XSUB: the next message from the fair queue."""
+        msg, pipe = self.fq.recv()  # type: ignore[union-attr]
+        if msg is not None:
+            self.last_pipe_index = pipe.index  # type: ignore[union-attr]
+        return msg
+
+    def _xrecv_typed(self) -> Message | None:
         traits = self.traits
         if traits.app_sees_subscriptions:
             if self.pending_subscriptions:
@@ -574,7 +619,7 @@ class Socket:
                 return msg
             if traits.prepends_identity:
                 peer = fq.peer_of[pipe]  # type: ignore[index]
-                return msg[:MSG_ENVELOPE] + ((peer.routing_key,) + msg[MSG_ENVELOPE],)
+                return msg[:MSG_ENVELOPE] + ((peer.routing_key,) + msg[MSG_ENVELOPE],) + msg[MSG_ENVELOPE + 1 :]
             if traits.request:
                 if pipe is not self.reply_pipe:
                     self.discarded += 1

@@ -17,10 +17,10 @@ from __future__ import annotations
 from array import array
 from typing import TYPE_CHECKING
 
-from ..constants import frame_wire_bytes
+from ..constants import INBOUND_POLL_RATE, frame_wire_bytes
 from .pipe import MSG_ENVELOPE, MSG_ID, MSG_TOPIC, SUBSCRIBE_ID, Message
 from .routing import AGAIN, RULE_UNROUTABLE, SENT, UNROUTABLE
-from .socket import Socket
+from .socket import OPEN, Socket
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..distributions import Sampler
@@ -113,7 +113,8 @@ class Sender:
         self.is_request = socket.traits.request
         self._topic_index = 0
         self._to_index = 0
-        self._constant_size: int | None = None
+        self._shapes: dict[tuple[int, str], tuple[int, int]] = {}
+        self.origin = socket.index
         self.finished_at: float | None = None
 
     def start(self) -> None:
@@ -149,29 +150,36 @@ class Sender:
 
     def _next_message(self, now: float) -> Message:
         topics = self.topics
-        topic = topics[self._topic_index]
-        self._topic_index = (self._topic_index + 1) % len(topics)
+        if len(topics) == 1:
+            topic = topics[0]
+        else:
+            topic = topics[self._topic_index]
+            self._topic_index = (self._topic_index + 1) % len(topics)
         size = self.size.next()
-        if size < 0:
-            size = 0
-        total, wire = message_wire_bytes(size, topic, self.parts)
+        key = (size, topic)
+        shape = self._shapes.get(key)
+        if shape is None:
+            total, wire = message_wire_bytes(max(0, size), topic, self.parts)
+            if self.is_request:
+                wire += 2  # the REQ's empty delimiter frame
+            if len(self._shapes) > 4096:
+                self._shapes.clear()
+            shape = self._shapes[key] = (total, wire)
         envelope: tuple = ()
         if self.to:
             envelope = (self.to[self._to_index],)
             self._to_index = (self._to_index + 1) % len(self.to)
-        if self.is_request:
-            wire += 2  # the REQ's empty delimiter frame
         world = self.world
         mid = world.next_message_id
         world.next_message_id = mid + 1
-        return (mid, now, total, wire, topic, envelope)
+        return (mid, now, shape[0], shape[1], topic, envelope, self.origin)
 
     def _fire(self) -> None:
         if self.done:
             return
         now = self.env._now
         sock = self.socket
-        if not sock.is_open:
+        if sock.state != OPEN:
             self._finish()
             return
         if (self.count is not None and self.attempts >= self.count) or (self.end_s is not None and now >= self.end_s):
@@ -181,7 +189,19 @@ class Sender:
         msg = self._next_message(now)
         status = sock.send(msg)
         if status == SENT:
-            self._sent(msg)
+            # _sent, inlined: this is the hot path
+            sock.sent += 1
+            self.sent += 1
+            self.ledger.n_sent += 1
+            if self.is_request:
+                self.awaiting_reply = True
+                self.request_sent_at = now
+                self._await_reply()
+                return
+            wait = self.interval.next()
+            if wait > 0 and self.jitter is not None:
+                wait += self.jitter.next()
+            self.timer.arm(self.send_cost + wait)
         elif self.dontwait or status == UNROUTABLE:
             self._failed(status)
         else:
@@ -233,7 +253,7 @@ class Sender:
         if msg is None or self.done:
             return
         sock = self.socket
-        if not sock.is_open:
+        if sock.state != OPEN:
             self._finish()
             return
         status = sock._xsend(msg)
@@ -330,6 +350,7 @@ class Receiver:
         self.send_cost = world.params.send_call_s
         self.jitter = _jitter_sampler(world, name)
         self.ledger = world.ledger
+        self.records = world.ledger.records
         self.next_pause_at = float("inf")
         self.paused_s = 0.0
         self.pending_reply: Message | None = None
@@ -361,7 +382,7 @@ class Receiver:
             return
         sock = self.socket
         now = self.env._now
-        if not sock.is_open or (self.count is not None and self.received >= self.count) or (self.end_s is not None and now >= self.end_s):
+        if sock.state != OPEN or (self.count is not None and self.received >= self.count) or (self.end_s is not None and now >= self.end_s):
             self.stop()
             return
         if now >= self.next_pause_at:
@@ -373,7 +394,17 @@ class Receiver:
             self.next_pause_at = now + length + self.pause_every.next()  # type: ignore[union-attr]
             self.timer.arm(length)
             return
-        msg = sock.recv()
+        # socket_base_t::recv, inlined for speed (see Socket.recv)
+        sock.ticks += 1
+        if sock.ticks >= INBOUND_POLL_RATE:
+            sock.process_commands()
+            sock.ticks = 0
+        msg = sock._xrecv()
+        if msg is None:
+            if sock.mailbox:
+                sock.process_commands()
+            sock.ticks = 0
+            msg = sock._xrecv()
         if msg is None:
             self.waiting = True
             sock.wait(self._woken)
@@ -415,8 +446,9 @@ class Receiver:
         now = self.env._now
         self.received += 1
         sock.received += 1
-        if msg[MSG_ID] >= 0:
-            self.ledger.delivered(msg, sock.index, sock.last_pipe_index, now)
+        if msg[0] >= 0:
+            # Ledger.delivered, inlined: (msg_id, state, socket, pipe, rule, time, t0, size, origin)
+            self.records.extend((msg[0], 0.0, sock.index, sock.last_pipe_index, 0.0, now, msg[1], msg[2], msg[6]))
         service = self.service.next()
         if service > 0 and self.jitter is not None:
             service += self.jitter.next()
@@ -429,7 +461,7 @@ class Receiver:
             total, wire = message_wire_bytes(size, "", 1)
             envelope = msg[MSG_ENVELOPE]
             wire += len(envelope) * ENVELOPE_FRAME_BYTES
-            self.pending_reply = (mid, now + busy, total, wire, "", envelope)
+            self.pending_reply = (mid, now + busy, total, wire, "", envelope, self.socket.index)
             self.timer.fn = self._send_reply
         self.timer.arm(busy)
 

@@ -136,6 +136,7 @@ class World:
         self.socket_endpoints: dict[Socket, tuple[tuple[Any, ...], tuple[Any, ...]]] = {}
         self.next_message_id = 0
         self.trace_depth = False
+        self.waking = False  # an application thread's wake-up is running (no recursion)
 
     # -- construction ---------------------------------------------------------------------
 
@@ -169,10 +170,10 @@ class World:
         if to is not None:
             info.to = to
 
-    def new_message(self, t0: float, size: int, wire: int, topic: str, envelope: tuple = ()) -> Message:
+    def new_message(self, t0: float, size: int, wire: int, topic: str, envelope: tuple = (), origin: int = -1) -> Message:
         mid = self.next_message_id
         self.next_message_id = mid + 1
-        return (mid, t0, size, wire, topic, envelope)
+        return (mid, t0, size, wire, topic, envelope, origin)
 
     # -- socket lifecycle ------------------------------------------------------------------
 

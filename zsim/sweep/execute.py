@@ -1,0 +1,244 @@
+"""Running a sweep: plan it, skip what is already on disk, run the rest on an engine,
+write each finished batch, show progress.
+
+``run_sweep`` is what ``zsim sweep`` calls. Whatever the engine (``spark``, ``local``,
+``serial``), the rows are the same: a row depends only on its point's scenario and its
+seed (``plan``), and every engine runs the same ``worker.run_batch``.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Mapping
+
+from ..errors import ZsimError
+from . import store
+from .plan import Plan, Sweep, batches, plan as make_plan
+
+ENGINES = ("spark", "local", "serial")
+DEFAULT_OUT = "out/sweeps"
+
+
+@dataclass
+class Outcome:
+    """What a call of ``run_sweep`` did."""
+
+    sweep: str
+    directory: Path
+    engine: str
+    points: int
+    total_runs: int
+    already_done: int = 0
+    ran: int = 0
+    failed: int = 0
+    lost_batches: list[str] = field(default_factory=list)
+    not_done: int = 0
+    errors: list[str] = field(default_factory=list)
+    wall_s: float = 0.0
+    engine_start_s: float = 0.0
+    interrupted: bool = False
+
+    @property
+    def complete(self) -> bool:
+        return self.not_done == 0 and not self.interrupted
+
+
+def _duration(seconds: float) -> str:
+    if seconds != seconds or seconds == float("inf"):
+        return "?"
+    seconds = int(round(seconds))
+    if seconds >= 3600:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    if seconds >= 60:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds}s"
+
+
+class Progress:
+    """Points done / total, runs, rate and ETA, on one line (rewritten on a terminal)."""
+
+    def __init__(self, name: str, plan: Plan, done: Mapping[tuple[str, int], bool], stream: IO[str] | None,
+                 interval_s: float | None = None) -> None:
+        self.name = name
+        self.stream = stream
+        self.replications = plan.sweep.replications
+        self.total_points = len(plan.points)
+        self.total_runs = plan.total_runs
+        self.per_point: dict[str, int] = {p.id: 0 for p in plan.points}
+        for (point, replication), _ok in done.items():
+            if point in self.per_point and replication < self.replications:
+                self.per_point[point] += 1
+        self.runs_done = sum(self.per_point.values())
+        self.points_done = sum(1 for n in self.per_point.values() if n >= self.replications)
+        self.started = time.perf_counter()
+        self.ran = 0
+        self.failed = 0
+        self.tty = bool(stream is not None and getattr(stream, "isatty", lambda: False)())
+        self.interval_s = interval_s if interval_s is not None else (1.0 if self.tty else 15.0)
+        self.last_shown = 0.0
+
+    def add(self, rows: list[dict[str, Any]]) -> None:
+        for row in rows:
+            point = row["point"]
+            if point in self.per_point:
+                self.per_point[point] += 1
+                if self.per_point[point] == self.replications:
+                    self.points_done += 1
+            self.runs_done += 1
+            self.ran += 1
+            if not row.get("ok", False):
+                self.failed += 1
+
+    def restart_clock(self) -> None:
+        self.started = time.perf_counter()
+
+    def line(self) -> str:
+        elapsed = time.perf_counter() - self.started
+        rate = self.ran / elapsed if elapsed > 0 else 0.0
+        remaining = self.total_runs - self.runs_done
+        eta = remaining / rate if rate > 0 else float("nan")
+        failed = f" ({self.failed} failed)" if self.failed else ""
+        return (f"[{self.name}] points {self.points_done}/{self.total_points}  runs {self.runs_done}/{self.total_runs}{failed}  "
+                f"{rate:.1f} runs/s  elapsed {_duration(elapsed)}  ETA {_duration(eta) if remaining else '0s'}")
+
+    def show(self, force: bool = False) -> None:
+        if self.stream is None:
+            return
+        now = time.perf_counter()
+        if not force and now - self.last_shown < self.interval_s:
+            return
+        self.last_shown = now
+        if self.tty:
+            self.stream.write("\r\033[K" + self.line())
+        else:
+            self.stream.write(self.line() + "\n")
+        self.stream.flush()
+
+    def finish(self) -> None:
+        if self.stream is None:
+            return
+        self.show(force=True)
+        if self.tty:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def make_engine(name: str, payload: Mapping[str, Any], *, master: str | None = None, workers: int | None = None,
+                conf: Mapping[str, str] | None = None, app_name: str = "zsim sweep") -> Any:
+    if name == "serial":
+        from .local import SerialEngine
+
+        return SerialEngine(payload)
+    if name == "local":
+        from .local import ProcessEngine
+
+        return ProcessEngine(payload, workers)
+    if name == "spark":
+        from .spark import SparkEngine
+
+        return SparkEngine(payload, master=master, conf=conf, app_name=app_name)
+    raise ZsimError(f"unknown engine {name!r}; one of {', '.join(ENGINES)}")
+
+
+def run_sweep(
+    source: str | Path | Sweep | Mapping[str, Any] | Plan,
+    out: str | Path = DEFAULT_OUT,
+    *,
+    engine: str = "spark",
+    master: str | None = None,
+    workers: int | None = None,
+    conf: Mapping[str, str] | None = None,
+    retry_failed: bool = False,
+    batch_size: int | None = None,
+    limit: int | None = None,
+    stream: IO[str] | None = sys.stderr,
+    progress_interval_s: float | None = None,
+) -> Outcome:
+    """Run a sweep (a file, a parsed ``Sweep``, a dict or a ``Plan``) into ``out``.
+
+    Runs already in ``out`` are skipped, so the same call resumes an interrupted sweep.
+    ``limit`` runs at most that many new runs (to try a sweep, or to test resuming).
+    Raises ``ScenarioError`` for a bad sweep (before anything runs), ``ZsimError`` for an
+    unusable engine, ``KeyboardInterrupt`` after writing what finished.
+    """
+    if engine not in ENGINES:
+        raise ZsimError(f"unknown engine {engine!r}; one of {', '.join(ENGINES)}")
+    if master is not None and engine != "spark":
+        raise ZsimError("--master is for --engine spark")
+    plan = source if isinstance(source, Plan) else make_plan(source)
+    sweep = plan.sweep
+    directory = store.sweep_dir(out, sweep.name)
+    say = (lambda text: (stream.write(text + "\n"), stream.flush())) if stream is not None else (lambda text: None)
+    outcome = Outcome(sweep=sweep.name, directory=directory, engine=engine, points=len(plan.points), total_runs=plan.total_runs)
+    started = time.perf_counter()
+    with store.locked(directory):
+        store.cleanup_tmp(directory)
+        if retry_failed:
+            dropped = store.remove_failed(directory)
+            if dropped:
+                say(f"[{sweep.name}] dropped {dropped} failed runs to run them again")
+        done = store.done_keys(directory)
+        planned = {(t.point, t.replication) for t in plan.tasks()}
+        stale = sum(1 for key in done if key not in planned)
+        todo = [t for t in plan.tasks() if (t.point, t.replication) not in done]
+        outcome.already_done = plan.total_runs - len(todo)
+        store.write_manifest(directory, plan)
+        merged = f" ({plan.merged} duplicate points merged)" if plan.merged else ""
+        say(f"[{sweep.name}] {len(plan.points)} points x {sweep.replications} replications = {plan.total_runs} runs{merged}; "
+            f"{outcome.already_done} already in {directory}, {len(todo)} to run")
+        if stale:
+            say(f"[{sweep.name}] note: {stale} rows in {directory} belong to no point of this sweep (an earlier definition); "
+                "they stay on disk and zsim report ignores them")
+        if limit is not None:
+            todo = todo[: max(0, limit)]
+        if not todo:
+            outcome.not_done = plan.total_runs - outcome.already_done
+            outcome.wall_s = time.perf_counter() - started
+            return outcome
+        payload = plan.worker_payload()
+        axis_kinds = {path: kind for path, kind in payload["axes"]}
+        runner = make_engine(engine, payload, master=master, workers=workers, conf=conf, app_name=f"zsim sweep {sweep.name}")
+        progress = Progress(sweep.name, plan, done, stream, progress_interval_s)
+        if engine == "spark":
+            say(f"[{sweep.name}] starting Spark ({master or 'local[*]'}) ...")
+        engine_started = time.perf_counter()
+        try:
+            with runner:
+                outcome.engine_start_s = time.perf_counter() - engine_started
+                outcome.engine = runner.describe()
+                size = sweep.batch_size if batch_size is None else batch_size
+                work = batches(todo, runner.slots, size)
+                say(f"[{sweep.name}] engine {runner.describe()}: {len(work)} batches")
+                progress.restart_clock()
+                for completion in runner.run(work):
+                    if completion is None:
+                        progress.show()
+                        continue
+                    if completion.error is not None or completion.rows is None:
+                        text = f"{type(completion.error).__name__}: {completion.error}".splitlines()[0][:300]
+                        outcome.lost_batches.append(text)
+                        say(f"\n[{sweep.name}] a batch of {len(completion.batch)} runs was lost ({text}); a re-run will do them")
+                        continue
+                    store.write_rows(directory, completion.rows, axis_kinds)
+                    progress.add(completion.rows)
+                    outcome.ran += len(completion.rows)
+                    for row in completion.rows:
+                        if not row.get("ok", False):
+                            outcome.failed += 1
+                            if len(outcome.errors) < 5:
+                                outcome.errors.append(f"{row['point']} replication {row['replication']} seed {row['seed']}: "
+                                                      f"{str(row.get('error')).splitlines()[0][:300]}")
+                    progress.show()
+        except KeyboardInterrupt:
+            outcome.interrupted = True
+            progress.finish()
+            say(f"[{sweep.name}] interrupted: {outcome.ran} runs written this time; the same command resumes")
+            raise
+        finally:
+            outcome.wall_s = time.perf_counter() - started
+        progress.finish()
+        outcome.not_done = plan.total_runs - outcome.already_done - outcome.ran
+    return outcome

@@ -1,0 +1,735 @@
+"""Sweep planning: from a sweep file to points, runs and seeds, without running anything.
+
+A sweep is a base scenario, a few *axes* (scenario fields named by their dotted path, each
+with the values it takes), a *design* that turns the axes into points (``grid``: every
+combination; ``random``: independent uniform draws; ``lhs``: a Latin hypercube), a number
+of replications per point and a root seed.
+
+Everything here is pure (no Spark, no processes, no files except ``load``, which reads the
+sweep file and its base scenario): ``expand`` validates every derived scenario before any
+work starts, so a bad axis path or value is an error naming it, not a failed run an hour
+later.
+
+Identity and seeds. A point's id is a hash of its *derived scenario* (plus the root seed
+and seed scheme), so it does not depend on the point's position in the grid, on how the
+runs are batched, on the engine or on the number of executors; adding values to an axis
+later keeps the ids (and finished rows) of the old points. A run's seed comes from
+``SeedSequence(root seed, spawn_key=(replication,))``: with common random numbers (the
+default) replication ``r`` uses the same seed at every point, so differences between
+points are not blurred by different arrival and service draws (zsim gives every random
+source its own stream keyed by its name, see ``zsim.build``). With
+``common_random_numbers = false`` the point id is mixed into the spawn key.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import itertools
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from .. import spec as scenario_spec
+from ..errors import ScenarioError
+
+DESIGNS = ("grid", "random", "lhs")
+SCALES = ("linear", "log")
+#: Keys that make a table an axis specification rather than a level of dotted path.
+AXIS_KEYS = {"values", "low", "high", "num", "scale", "integer", "label"}
+SWEEP_KEYS = {
+    "name",
+    "description",
+    "base",
+    "design",
+    "points",
+    "replications",
+    "seed",
+    "common_random_numbers",
+    "batch_size",
+    "run_timeout_s",
+}
+TOP_KEYS = {"sweep", "axes", "set", "link", "base", "report"}
+FIGURE_KINDS = ("line", "heatmap", "scatter", "threshold")
+FIGURE_KEYS = {"kind", "x", "y", "metric", "series", "facet", "where", "logx", "logy", "title", "file", "band"}
+THRESHOLD_KEYS = {"metric", "below", "minimise", "by", "confidence", "title"}
+REPORT_KEYS = {"metrics", "figure", "threshold", "default_figures"}
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
+#: Column names a row always has (an axis may not use them).
+RESERVED_COLUMNS = {"sweep", "point", "replication", "seed", "ok", "error", "wall_s", "scenario_digest", "zsim_version"}
+
+
+# --------------------------------------------------------------------------------------
+# Sweep specification
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One varied scenario field.
+
+    ``values`` is set for a list (a grid axis, or a categorical axis in a random design);
+    ``low``/``high`` for a range (grids also need ``num``).
+    """
+
+    path: str
+    label: str
+    values: tuple[Any, ...] | None = None
+    low: float | None = None
+    high: float | None = None
+    num: int | None = None
+    scale: str = "linear"
+    integer: bool = False
+
+    @property
+    def column(self) -> str:
+        """The Parquet column holding this axis's value (the dotted path itself)."""
+        return self.path
+
+    def grid_values(self) -> tuple[Any, ...]:
+        if self.values is not None:
+            return self.values
+        assert self.low is not None and self.high is not None and self.num is not None
+        if self.scale == "log":
+            raw = np.geomspace(self.low, self.high, self.num)
+        else:
+            raw = np.linspace(self.low, self.high, self.num)
+        return _dedupe(_number(v, self.integer) for v in raw)
+
+    def value_at(self, u: float) -> Any:
+        """The value at quantile ``u`` in [0, 1) (random and Latin-hypercube designs)."""
+        if self.values is not None:
+            return self.values[min(int(u * len(self.values)), len(self.values) - 1)]
+        assert self.low is not None and self.high is not None
+        if self.scale == "log":
+            value = math.exp(math.log(self.low) + u * (math.log(self.high) - math.log(self.low)))
+        else:
+            value = self.low + u * (self.high - self.low)
+        return _number(value, self.integer)
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A parsed, not yet expanded, sweep file."""
+
+    name: str
+    description: str
+    design: str
+    n_points: int | None
+    replications: int
+    seed: int
+    common_random_numbers: bool
+    batch_size: int
+    run_timeout_s: float | None
+    axes: tuple[Axis, ...]
+    links: Mapping[str, str]
+    fixed: Mapping[str, Any]
+    base: Mapping[str, Any] = field(repr=False)
+    base_dir: str = "."
+    base_source: str = "<dict>"
+    report: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    source: str = "<dict>"
+
+    def axis(self, key: str) -> Axis:
+        """An axis by path, label, or unambiguous last path component(s)."""
+        return resolve_axis(self.axes, key)
+
+
+@dataclass(frozen=True)
+class Point:
+    index: int
+    id: str
+    coords: tuple[tuple[str, Any], ...]  # (axis path, value), in axis order
+    overrides: Mapping[str, Any]  # every path set at this point (axes and links)
+
+    @property
+    def values(self) -> dict[str, Any]:
+        return dict(self.coords)
+
+
+@dataclass(frozen=True, order=True)
+class Task:
+    """One run: a point, a replication and its seed."""
+
+    point: str
+    replication: int
+    seed: int
+
+
+@dataclass(frozen=True)
+class Plan:
+    sweep: Sweep
+    points: tuple[Point, ...]
+    base: Mapping[str, Any] = field(repr=False)  # base scenario with [set] applied
+    merged: int = 0  # duplicate points of a random design merged into one
+
+    @property
+    def total_runs(self) -> int:
+        return len(self.points) * self.sweep.replications
+
+    def point(self, point_id: str) -> Point:
+        for point in self.points:
+            if point.id == point_id:
+                return point
+        raise KeyError(point_id)
+
+    def tasks(self) -> list[Task]:
+        """Every run, ordered by point then replication."""
+        sweep = self.sweep
+        return [
+            Task(point.id, rep, seed_for(sweep.seed, point.id, rep, sweep.common_random_numbers))
+            for point in self.points
+            for rep in range(sweep.replications)
+        ]
+
+    def scenario_raw(self, point_id: str) -> dict[str, Any]:
+        """The derived scenario of a point, as a raw dict (``zsim.spec.from_dict`` input)."""
+        return scenario_spec.with_overrides(self.base, self.point(point_id).overrides)
+
+    def scenario(self, point_id: str) -> scenario_spec.Scenario:
+        """The validated scenario of a point: ``zsim.run(plan.scenario(row.point), row.seed)``
+        reproduces a row of the results."""
+        return scenario_spec.from_dict(self.scenario_raw(point_id), base_dir=self.sweep.base_dir, source=self.sweep.base_source)
+
+    def worker_payload(self) -> dict[str, Any]:
+        """What a worker needs to run any task of this plan (small, picklable, JSON-able)."""
+        payload = {
+            "base": self.base,
+            "base_dir": self.sweep.base_dir,
+            "source": self.sweep.base_source,
+            "points": {p.id: {"overrides": dict(p.overrides), "coords": [[k, v] for k, v in p.coords]} for p in self.points},
+            "axes": [[a.path, column_kind(a, self)] for a in self.sweep.axes],
+            "run_timeout_s": self.sweep.run_timeout_s,
+        }
+        payload["digest"] = _digest(payload)
+        return payload
+
+    def manifest(self) -> dict[str, Any]:
+        """The plan as written next to the results (``_sweep.json``), read by ``zsim report``."""
+        sweep = self.sweep
+        return {
+            "format": 1,
+            "name": sweep.name,
+            "description": sweep.description,
+            "source": sweep.source,
+            "design": sweep.design,
+            "replications": sweep.replications,
+            "seed": sweep.seed,
+            "common_random_numbers": sweep.common_random_numbers,
+            "axes": [
+                {"path": a.path, "label": a.label, "kind": column_kind(a, self), "scale": a.scale, "values": list(a.values) if a.values is not None else None,
+                 "low": a.low, "high": a.high}
+                for a in sweep.axes
+            ],
+            "links": dict(sweep.links),
+            "set": dict(sweep.fixed),
+            "report": dict(sweep.report),
+            "points": [{"id": p.id, "index": p.index, "coords": {k: v for k, v in p.coords}} for p in self.points],
+            "base_scenario": self.base,
+        }
+
+
+# --------------------------------------------------------------------------------------
+# Parsing
+
+
+def load(path: str | Path) -> Sweep:
+    """Read a sweep TOML file (and its base scenario file) and parse it."""
+    path = Path(path)
+    if not path.exists():
+        raise ScenarioError(str(path), "no such file")
+    if path.is_dir():
+        raise ScenarioError(str(path), "is a directory, not a sweep file")
+    raw = scenario_spec.parse_toml(path.read_text(encoding="utf-8"), str(path))
+    base_dir = path.resolve().parent
+    sweep_table = raw.get("sweep", {})
+    base_ref = sweep_table.get("base") if isinstance(sweep_table, dict) else None
+    base_raw: dict[str, Any] | None = None
+    base_source = str(path)
+    scenario_dir = str(base_dir)
+    if isinstance(base_ref, str):
+        base_path = Path(base_ref)
+        if not base_path.is_absolute():
+            base_path = base_dir / base_path
+        if not base_path.exists():
+            raise ScenarioError("sweep.base", f"no such scenario file {str(base_path)!r}")
+        base_raw = scenario_spec.parse_toml(base_path.read_text(encoding="utf-8"), str(base_path))
+        base_source = str(base_path)
+        scenario_dir = str(base_path.resolve().parent)
+    return from_dict(raw, base=base_raw, base_dir=scenario_dir, base_source=base_source, source=str(path))
+
+
+def from_dict(
+    raw: Mapping[str, Any],
+    *,
+    base: Mapping[str, Any] | None = None,
+    base_dir: str = ".",
+    base_source: str = "<dict>",
+    source: str = "<dict>",
+) -> Sweep:
+    """Parse a sweep given as a dict (the TOML structure).
+
+    The base scenario is ``base`` if given (the file that ``sweep.base`` names, read by
+    ``load``), else the sweep's own ``[base]`` table.
+    """
+    if not isinstance(raw, Mapping):
+        raise ScenarioError("", "a sweep must be a table")
+    _check_keys(raw, TOP_KEYS, "")
+    head = raw.get("sweep")
+    if not isinstance(head, Mapping):
+        raise ScenarioError("sweep", "missing [sweep] table (name, base, replications, seed, ...)")
+    _check_keys(head, SWEEP_KEYS, "sweep")
+
+    default_name = Path(source).stem if source != "<dict>" else "sweep"
+    name = head.get("name", default_name)
+    if not isinstance(name, str) or not NAME_PATTERN.match(name):
+        raise ScenarioError("sweep.name", f"must be letters, digits, '_', '.', '-' (it names a directory), got {name!r}")
+    description = head.get("description", "")
+    if not isinstance(description, str):
+        raise ScenarioError("sweep.description", "must be a string")
+
+    if base is None:
+        if "base" in raw:
+            base = raw["base"]
+            if not isinstance(base, Mapping):
+                raise ScenarioError("base", "must be a table (an inline scenario)")
+            if isinstance(head.get("base"), str):
+                raise ScenarioError("sweep.base", "give the base scenario either as a file (sweep.base) or inline ([base]), not both")
+        elif "base" in head:
+            raise ScenarioError("sweep.base", "must be a scenario file path (read with zsim.sweep.plan.load)")
+        else:
+            raise ScenarioError("sweep.base", "missing: the base scenario file (or an inline [base] table)")
+    base = copy.deepcopy(dict(base))
+
+    design = head.get("design", "grid")
+    if design not in DESIGNS:
+        raise ScenarioError("sweep.design", f"must be one of {', '.join(DESIGNS)}, got {design!r}")
+    n_points = head.get("points")
+    if design == "grid":
+        if n_points is not None:
+            raise ScenarioError("sweep.points", "only for random and lhs designs (a grid has one point per combination)")
+    else:
+        n_points = _int(n_points, "sweep.points", 1) if n_points is not None else None
+        if n_points is None:
+            raise ScenarioError("sweep.points", f"missing: how many points the {design} design draws")
+    replications = _int(head.get("replications", 1), "sweep.replications", 1)
+    seed = _int(head.get("seed", 0), "sweep.seed", 0)
+    crn = head.get("common_random_numbers", True)
+    if not isinstance(crn, bool):
+        raise ScenarioError("sweep.common_random_numbers", f"must be true or false, got {crn!r}")
+    batch_size = _int(head.get("batch_size", 0), "sweep.batch_size", 0)
+    timeout = head.get("run_timeout_s")
+    if timeout is not None:
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+            raise ScenarioError("sweep.run_timeout_s", f"must be a positive number of seconds, got {timeout!r}")
+        timeout = float(timeout)
+
+    axes_table = raw.get("axes")
+    if not isinstance(axes_table, Mapping) or not axes_table:
+        raise ScenarioError("axes", "missing: at least one axis, e.g. \"socket.pub.options.sndhwm\" = [10, 100, 1000]")
+    axes = tuple(_parse_axis(path, value, design) for path, value in _flatten_axes(axes_table, ""))
+    labels = [a.label for a in axes]
+    for axis in axes:
+        if axis.path in RESERVED_COLUMNS:
+            raise ScenarioError(f"axes.{axis.path}", "is not a scenario field path")
+        if labels.count(axis.label) > 1:
+            raise ScenarioError(f"axes.{axis.path}.label", f"two axes are labelled {axis.label!r}")
+
+    fixed = dict(_flatten_leaves(raw.get("set", {}), "set"))
+    axis_paths = {a.path for a in axes}
+    for path in fixed:
+        if path in axis_paths:
+            raise ScenarioError(f"set.{path}", "is also an axis; a field is either fixed or varied")
+    links: dict[str, str] = {}
+    for path, target in _flatten_leaves(raw.get("link", {}), "link"):
+        if not isinstance(target, str):
+            raise ScenarioError(f"link.{path}", f"must name an axis (a dotted path string), got {target!r}")
+        if path in axis_paths or path in fixed:
+            raise ScenarioError(f"link.{path}", "is already an axis or fixed in [set]")
+        try:
+            links[path] = resolve_axis(axes, target).path
+        except KeyError as exc:
+            raise ScenarioError(f"link.{path}", str(exc.args[0])) from None
+
+    report = raw.get("report", {})
+    _check_report(report, axes)
+
+    return Sweep(
+        name=name,
+        description=description,
+        design=design,
+        n_points=n_points,
+        replications=replications,
+        seed=seed,
+        common_random_numbers=crn,
+        batch_size=batch_size,
+        run_timeout_s=timeout,
+        axes=axes,
+        links=links,
+        fixed=fixed,
+        base=base,
+        base_dir=base_dir,
+        base_source=base_source,
+        report=copy.deepcopy(dict(report)),
+        raw=copy.deepcopy(dict(raw)),
+        source=source,
+    )
+
+
+def _check_keys(table: Mapping[str, Any], allowed: set[str], path: str) -> None:
+    for key in table:
+        if key not in allowed:
+            import difflib
+
+            close = difflib.get_close_matches(key, sorted(allowed), n=1, cutoff=0.75)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ScenarioError(f"{path}.{key}" if path else key, f"unknown field{hint}; known: {', '.join(sorted(allowed))}")
+
+
+def _int(value: Any, path: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ScenarioError(path, f"must be an integer, got {value!r}")
+    if value < minimum:
+        raise ScenarioError(path, f"must be >= {minimum}, got {value}")
+    return value
+
+
+def _is_axis_spec(value: Any) -> bool:
+    return isinstance(value, Mapping) and ("values" in value or ("low" in value and "high" in value))
+
+
+def _is_leaf_table(value: Mapping[str, Any]) -> bool:
+    """A table that is a value in itself (a distribution), not a level of a dotted path."""
+    return "dist" in value
+
+
+def _flatten_axes(table: Mapping[str, Any], prefix: str) -> Iterable[tuple[str, Any]]:
+    """``a.b.c = [...]`` is a nested table in TOML; give back ("a.b.c", [...]) pairs."""
+    for key, value in table.items():
+        path = f"{prefix}.{key}" if prefix else str(key)
+        if isinstance(value, list) or _is_axis_spec(value):
+            yield path, value
+        elif isinstance(value, Mapping) and not _is_leaf_table(value):
+            if not value:
+                raise ScenarioError(f"axes.{path}", "empty table; an axis is a list of values or {low, high}")
+            yield from _flatten_axes(value, path)
+        else:
+            raise ScenarioError(f"axes.{path}", f"an axis is a list of values, {{ values = [...] }} or {{ low, high }}, got {value!r}")
+
+
+def _flatten_leaves(table: Any, section: str, prefix: str = "") -> Iterable[tuple[str, Any]]:
+    if not isinstance(table, Mapping):
+        raise ScenarioError(section, "must be a table of dotted paths")
+    for key, value in table.items():
+        path = f"{prefix}.{key}" if prefix else str(key)
+        if isinstance(value, Mapping) and not _is_leaf_table(value):
+            yield from _flatten_leaves(value, section, path)
+        else:
+            yield path, value
+
+
+def _number(value: float, integer: bool) -> Any:
+    if integer:
+        return int(round(float(value)))
+    return float(value)
+
+
+def _dedupe(values: Iterable[Any]) -> tuple[Any, ...]:
+    seen: list[Any] = []
+    for value in values:
+        if value not in seen:
+            seen.append(value)
+    return tuple(seen)
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def _parse_axis(path: str, value: Any, design: str) -> Axis:
+    where = f"axes.{path}"
+    if isinstance(value, list):
+        spec: Mapping[str, Any] = {"values": value}
+    else:
+        spec = value
+        _check_keys(spec, AXIS_KEYS, where)
+    label = spec.get("label", path)
+    if not isinstance(label, str) or not label:
+        raise ScenarioError(f"{where}.label", "must be a non-empty string")
+    if "values" in spec:
+        for key in ("low", "high", "num", "scale", "integer"):
+            if key in spec:
+                raise ScenarioError(f"{where}.{key}", "not with values (an axis is either a list of values or a range)")
+        values = spec["values"]
+        if not isinstance(values, list) or not values:
+            raise ScenarioError(where, f"needs a non-empty list of values, got {values!r}")
+        keys = [_canonical(v) for v in values]
+        for i, key in enumerate(keys):
+            if keys.index(key) != i:
+                raise ScenarioError(f"{where}[{i}]", f"duplicate value {values[i]!r}")
+        return Axis(path=path, label=label, values=tuple(values))
+    low, high = spec["low"], spec["high"]
+    for key, number in (("low", low), ("high", high)):
+        if isinstance(number, bool) or not isinstance(number, (int, float)) or not math.isfinite(number):
+            raise ScenarioError(f"{where}.{key}", f"must be a number, got {number!r}")
+    if not low < high:
+        raise ScenarioError(where, f"needs low < high, got low={low}, high={high}")
+    scale = spec.get("scale", "linear")
+    if scale not in SCALES:
+        raise ScenarioError(f"{where}.scale", f"must be one of {', '.join(SCALES)}, got {scale!r}")
+    if scale == "log" and low <= 0:
+        raise ScenarioError(f"{where}.low", f"a log scale needs low > 0, got {low}")
+    integer = spec.get("integer", isinstance(low, int) and isinstance(high, int))
+    if not isinstance(integer, bool):
+        raise ScenarioError(f"{where}.integer", f"must be true or false, got {integer!r}")
+    num = spec.get("num")
+    if num is not None:
+        num = _int(num, f"{where}.num", 1)
+    if design == "grid" and num is None:
+        raise ScenarioError(where, "a grid axis needs a list of values, or low, high and num (how many values)")
+    if design != "grid" and num is not None:
+        raise ScenarioError(f"{where}.num", f"only for grid designs; a {design} design draws from [low, high]")
+    return Axis(path=path, label=label, low=float(low), high=float(high), num=num, scale=scale, integer=integer)
+
+
+def resolve_axis(axes: Sequence[Axis], key: str) -> Axis:
+    """An axis by its path, its label, or an unambiguous suffix of its path."""
+    for axis in axes:
+        if key in (axis.path, axis.label):
+            return axis
+    matches = [a for a in axes if a.path.endswith("." + key)]
+    if len(matches) == 1:
+        return matches[0]
+    known = ", ".join(a.path for a in axes)
+    if matches:
+        raise KeyError(f"{key!r} matches several axes ({', '.join(a.path for a in matches)}); use the full path")
+    raise KeyError(f"{key!r} is not an axis; axes: {known}")
+
+
+def _check_report(report: Any, axes: Sequence[Axis]) -> None:
+    if not isinstance(report, Mapping):
+        raise ScenarioError("report", "must be a table")
+    _check_keys(report, REPORT_KEYS, "report")
+    figures = report.get("figure", [])
+    if not isinstance(figures, list):
+        raise ScenarioError("report.figure", "must be an array of tables ([[report.figure]])")
+    for i, figure in enumerate(figures):
+        where = f"report.figure[{i}]"
+        if not isinstance(figure, Mapping):
+            raise ScenarioError(where, "must be a table")
+        _check_keys(figure, FIGURE_KEYS, where)
+        kind = figure.get("kind", "line")
+        if kind not in FIGURE_KINDS:
+            raise ScenarioError(f"{where}.kind", f"must be one of {', '.join(FIGURE_KINDS)}, got {kind!r}")
+        for key in ("x", "series", "facet") + (("y",) if kind == "heatmap" else ()):
+            if key in figure:
+                try:
+                    resolve_axis(axes, figure[key])
+                except KeyError as exc:
+                    raise ScenarioError(f"{where}.{key}", str(exc.args[0])) from None
+        where_table = figure.get("where", {})
+        if not isinstance(where_table, Mapping):
+            raise ScenarioError(f"{where}.where", "must be a table of axis = value")
+        for key in where_table:
+            try:
+                resolve_axis(axes, key)
+            except KeyError as exc:
+                raise ScenarioError(f"{where}.where.{key}", str(exc.args[0])) from None
+    thresholds = report.get("threshold", [])
+    if not isinstance(thresholds, list):
+        raise ScenarioError("report.threshold", "must be an array of tables ([[report.threshold]])")
+    for i, threshold in enumerate(thresholds):
+        where = f"report.threshold[{i}]"
+        if not isinstance(threshold, Mapping):
+            raise ScenarioError(where, "must be a table")
+        _check_keys(threshold, THRESHOLD_KEYS, where)
+        for key in ("metric", "below", "minimise"):
+            if key not in threshold:
+                raise ScenarioError(f"{where}.{key}", "missing")
+        try:
+            resolve_axis(axes, threshold["minimise"])
+            for key in threshold.get("by", []):
+                resolve_axis(axes, key)
+        except KeyError as exc:
+            raise ScenarioError(where, str(exc.args[0])) from None
+
+
+# --------------------------------------------------------------------------------------
+# Expansion
+
+
+def seed_for(root_seed: int, point_id: str, replication: int, common_random_numbers: bool = True) -> int:
+    """The seed of one run: a 63-bit integer from ``SeedSequence(root, spawn_key)``.
+
+    With common random numbers the spawn key is ``(replication,)``, the same at every point;
+    otherwise it is ``(point hash, replication)``. Nothing else enters: not the point's
+    position, the batch, the engine or the executor.
+    """
+    key: tuple[int, ...] = (replication,)
+    if not common_random_numbers:
+        key = (int(point_id.lstrip("p"), 16), replication)
+    state = np.random.SeedSequence(root_seed, spawn_key=key).generate_state(2, np.uint32)
+    return ((int(state[0]) << 32) | int(state[1])) >> 1
+
+
+def _digest(value: Any, length: int = 16) -> str:
+    return hashlib.sha256(_canonical(value).encode()).hexdigest()[:length]
+
+
+def point_id(derived_scenario: Mapping[str, Any], sweep: Sweep) -> str:
+    """``p`` + 12 hex digits of a hash of what decides a point's rows."""
+    return "p" + _digest({"scenario": derived_scenario, "seed": sweep.seed, "crn": sweep.common_random_numbers}, 12)
+
+
+def _design_quantiles(sweep: Sweep) -> np.ndarray:
+    """n_points x n_axes numbers in [0, 1) from the root seed (its own stream)."""
+    n, d = sweep.n_points or 0, len(sweep.axes)
+    # The design has its own stream (spawn key 0x5EED, 0xDE516); run seeds use (replication,).
+    rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(sweep.seed, spawn_key=(0x5EED, 0xDE516))))
+    if sweep.design == "random":
+        return rng.random((n, d))
+    # Latin hypercube: each axis cut into n equal strata, one draw per stratum, the strata
+    # of different axes paired by independent permutations.
+    quantiles = np.empty((n, d))
+    for j in range(d):
+        quantiles[:, j] = (rng.permutation(n) + rng.random(n)) / n
+    return quantiles
+
+
+def _coordinates(sweep: Sweep) -> list[tuple[Any, ...]]:
+    if sweep.design == "grid":
+        return list(itertools.product(*(axis.grid_values() for axis in sweep.axes)))
+    quantiles = _design_quantiles(sweep)
+    return [tuple(axis.value_at(float(u)) for axis, u in zip(sweep.axes, row)) for row in quantiles]
+
+
+def _validate(raw: dict[str, Any], sweep: Sweep) -> None:
+    scenario = scenario_spec.from_dict(raw, base_dir=sweep.base_dir, source=sweep.base_source)
+    from .. import profile as profile_module
+
+    profile_module.load(scenario.profile, sweep.base_dir)
+
+
+def _blame(sweep: Sweep, base: dict[str, Any], overrides: Mapping[str, Any], coords: Sequence[tuple[str, Any]], error: ScenarioError) -> ScenarioError:
+    """Turn a derived scenario's error into one naming the axis (and value) responsible."""
+    for path, value in coords:
+        single = {path: value}
+        single.update({link: value for link, target in sweep.links.items() if target == path})
+        try:
+            _validate(scenario_spec.with_overrides(base, single), sweep)
+        except ScenarioError as exc:
+            return ScenarioError(f"axes.{path} = {_canonical(value)}", str(exc))
+    point = ", ".join(f"{p} = {_canonical(v)}" for p, v in coords)
+    return ScenarioError(f"point ({point})", str(error))
+
+
+def expand(sweep: Sweep) -> Plan:
+    """Every point of the sweep, each derived scenario validated, with stable ids.
+
+    Raises ``ScenarioError`` naming the axis (or the ``[set]``/``[link]`` path) at fault.
+    """
+    base = scenario_spec.with_overrides(sweep.base, {})
+    for path, value in sweep.fixed.items():
+        try:
+            scenario_spec.set_path(base, path, copy.deepcopy(value))
+        except ScenarioError as exc:
+            raise ScenarioError(f"set.{path}", exc.reason) from None
+    try:
+        _validate(base, sweep)
+    except ScenarioError as exc:
+        where = "base scenario" if not sweep.fixed else "base scenario with [set]"
+        raise ScenarioError(f"{where} ({sweep.base_source})", str(exc)) from None
+
+    points: list[Point] = []
+    seen: set[str] = set()
+    merged = 0
+    for coords_values in _coordinates(sweep):
+        coords = tuple((axis.path, value) for axis, value in zip(sweep.axes, coords_values))
+        overrides: dict[str, Any] = {}
+        for path, value in coords:
+            overrides[path] = value
+        for link, target in sweep.links.items():
+            overrides[link] = overrides[target]
+        try:
+            derived = copy.deepcopy(base)
+            for path, value in overrides.items():
+                try:
+                    scenario_spec.set_path(derived, path, copy.deepcopy(value))
+                except ScenarioError as exc:
+                    section = "link" if path in sweep.links else "axes"
+                    raise ScenarioError(f"{section}.{path}", exc.reason) from None
+            _validate(derived, sweep)
+        except ScenarioError as exc:
+            if exc.path.startswith(("axes.", "link.")):
+                raise
+            raise _blame(sweep, base, overrides, coords, exc) from None
+        pid = point_id(derived, sweep)
+        if pid in seen:
+            merged += 1
+            continue
+        seen.add(pid)
+        points.append(Point(index=len(points), id=pid, coords=coords, overrides=overrides))
+    return Plan(sweep=sweep, points=tuple(points), base=base, merged=merged)
+
+
+def plan(source: str | Path | Sweep | Mapping[str, Any]) -> Plan:
+    """``expand(load(path))``, or of a parsed sweep or dict."""
+    if isinstance(source, Sweep):
+        return expand(source)
+    if isinstance(source, Mapping):
+        return expand(from_dict(source))
+    return expand(load(source))
+
+
+def column_kind(axis: Axis, plan: Plan | None = None) -> str:
+    """The Parquet type of an axis column: int, float, bool, str, or json (anything else)."""
+    if axis.values is None:
+        return "int" if axis.integer else "float"
+    values = axis.values
+    if all(isinstance(v, bool) for v in values):
+        return "bool"
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        return "int"
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        return "float"
+    if all(isinstance(v, str) for v in values):
+        return "str"
+    return "json"
+
+
+def column_value(value: Any, kind: str) -> Any:
+    if kind == "float":
+        return float(value)
+    if kind == "json":
+        return _canonical(value)
+    return value
+
+
+# --------------------------------------------------------------------------------------
+# Batching
+
+
+def batches(tasks: Sequence[Task], slots: int, batch_size: int = 0, max_batch: int = 50) -> list[list[Task]]:
+    """Cut ``tasks`` (kept in order, so a batch covers few points) into batches.
+
+    ``batch_size > 0`` gives fixed-size batches. Otherwise the size is guided: each batch
+    is about 1/(3 x slots) of what remains, at most ``max_batch``, so batches are big while
+    there is a lot to do (per-task overhead is tens of milliseconds) and shrink towards one
+    run at the end (no slot waits long for a straggler).
+    """
+    out: list[list[Task]] = []
+    i, n = 0, len(tasks)
+    slots = max(1, slots)
+    while i < n:
+        if batch_size > 0:
+            size = batch_size
+        else:
+            size = max(1, min(max_batch, math.ceil((n - i) / (3 * slots))))
+        out.append(list(tasks[i : i + size]))
+        i += size
+    return out

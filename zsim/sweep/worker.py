@@ -1,0 +1,111 @@
+"""Running a batch of sweep runs inside a worker (a Spark Python worker, a pool process or
+the driver itself): the one piece of code every engine executes, so every engine produces
+the same rows.
+
+A worker gets the plan's payload once (a Spark broadcast, a pool initializer) and keeps
+the validated scenario of each point it has seen, so a batch of replications of one point
+parses its scenario once. A run never raises out of here: a model fault, a timeout or an
+unexpected exception becomes a row with ``ok = False`` and the error text.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from typing import Any, Iterable, Mapping
+
+from .. import __version__
+from .. import spec as scenario_spec
+from ..results import flat_metrics
+from ..runner import run_safe
+from .plan import column_value
+
+#: payload digest -> {point id: Scenario}; survives between batches in a reused worker.
+_SCENARIOS: dict[str, dict[str, scenario_spec.Scenario]] = {}
+#: Error texts are cut to this many characters (a row is not a log file).
+MAX_ERROR_CHARS = 4000
+#: Metrics stored as floats whatever Python type a run produced (0 vs 0.0 must not change
+#: a column's type between files).
+FLOAT_SUFFIXES = ("_s", "_fraction", "_per_s")
+
+
+class RunTimeout(Exception):
+    """A run took longer than the sweep's ``run_timeout_s``."""
+
+
+def _scenario(payload: Mapping[str, Any], point_id: str) -> scenario_spec.Scenario:
+    cache = _SCENARIOS.get(payload["digest"])
+    if cache is None:
+        _SCENARIOS.clear()  # a new sweep: forget the previous one's scenarios
+        cache = _SCENARIOS[payload["digest"]] = {}
+    scenario = cache.get(point_id)
+    if scenario is None:
+        raw = scenario_spec.with_overrides(payload["base"], payload["points"][point_id]["overrides"])
+        scenario = scenario_spec.from_dict(raw, base_dir=payload["base_dir"], source=payload["source"])
+        cache[point_id] = scenario
+    return scenario
+
+
+def _alarm(signum: int, frame: Any) -> None:
+    raise RunTimeout("run exceeded run_timeout_s")
+
+
+def _metrics(summary: Mapping[str, Any]) -> dict[str, Any]:
+    row: dict[str, Any] = {}
+    for key, value in flat_metrics(dict(summary)).items():
+        if isinstance(value, bool):
+            row[key] = value
+        elif isinstance(value, (int, float)):
+            row[key] = float(value) if key.endswith(FLOAT_SUFFIXES) else value
+        else:
+            row[key] = value
+    return row
+
+
+def run_task(payload: Mapping[str, Any], point_id: str, replication: int, seed: int) -> dict[str, Any]:
+    """One run as one row: point, replication, seed, ok, error, axis values, metrics."""
+    point = payload["points"][point_id]
+    row: dict[str, Any] = {"point": point_id, "replication": int(replication), "seed": int(seed)}
+    coords = dict((k, v) for k, v in point["coords"])
+    for path, kind in payload["axes"]:
+        row[path] = column_value(coords[path], kind)
+    started = time.perf_counter()
+    timeout = payload.get("run_timeout_s")
+    use_alarm = bool(timeout) and threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
+    previous = None
+    try:
+        scenario = _scenario(payload, point_id)
+        if use_alarm:
+            previous = signal.signal(signal.SIGALRM, _alarm)
+            signal.setitimer(signal.ITIMER_REAL, float(timeout))
+        summary = run_safe(scenario, seed)
+    except Exception as exc:  # noqa: BLE001 - building the scenario failed; record it
+        summary = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+    finally:
+        if use_alarm:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous if previous is not None else signal.SIG_DFL)
+    ok = bool(summary.get("ok", True)) and "ledger" in summary
+    row["ok"] = ok
+    if ok:
+        row["error"] = None
+        try:
+            row.update(_metrics(summary))
+        except Exception as exc:  # noqa: BLE001 - a summary we cannot flatten is a failed run
+            row["ok"] = False
+            row["error"] = f"{type(exc).__name__} while flattening the summary: {exc}"
+        row["scenario_digest"] = summary.get("scenario_digest")
+    else:
+        error = str(summary.get("error", "unknown error"))
+        if summary.get("traceback"):
+            error += "\n" + str(summary["traceback"])
+        row["error"] = error[:MAX_ERROR_CHARS]
+    row["wall_s"] = time.perf_counter() - started
+    row["zsim_version"] = __version__
+    return row
+
+
+def run_batch(payload: Mapping[str, Any], tasks: Iterable[tuple[str, int, int]]) -> list[dict[str, Any]]:
+    """Run every ``(point id, replication, seed)`` of a batch, in order."""
+    return [run_task(payload, point_id, replication, seed) for point_id, replication, seed in tasks]
