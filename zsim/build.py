@@ -19,7 +19,7 @@ from . import profile as profile_module
 from .distributions import Distribution
 from .ledger import Ledger
 from .model.kernel import NORMAL, URGENT, Environment
-from .model.params import ModelParams, TransportParams
+from .model.params import ModelParams, TransportParams, unix_skb_truesize
 from .model.socket import Socket
 from .model.workload import Proxy, Receiver, Sender
 from .model.world import Process, World
@@ -102,6 +102,7 @@ def model_params(profile: Profile) -> ModelParams:
         wake = inproc.hop_latency if inproc is not None and _median(inproc.hop_latency) > 0 else None
     params = ModelParams(
         send_call_s=profile.send_call_s,
+        send_drop_call_s=profile.send_drop_call_s,
         recv_call_s=profile.recv_call_s,
         command_throttle_s=profile.command_throttle_s,
         app_wake=wake,
@@ -122,6 +123,7 @@ def model_params(profile: Profile) -> ModelParams:
             hup_loses_kernel_data=(name == "ipc"),
             pollout_free_fraction=0.75 if name == "ipc" else 1.0 / 3.0,
             write_overhead_bytes=tp.write_overhead_bytes,
+            write_charge=unix_skb_truesize if name == "ipc" else None,
         )
     return params
 

@@ -110,6 +110,7 @@ class Profile:
     name: str
     meta: Mapping[str, Any]
     send_call_s: float = 0.0
+    send_drop_call_s: float | None = None
     recv_call_s: float = 0.0
     command_throttle_s: float = 0.0
     sleep_overshoot_s: float = 0.0
@@ -235,6 +236,7 @@ def from_dict(raw: Mapping[str, Any], source: str = "<dict>") -> Profile:
         name=str(head.get("name", Path(source).stem)),
         meta=dict(head),
         send_call_s=_float(api, "send_call_s", "api", 0.0),
+        send_drop_call_s=_float(api, "send_drop_call_s", "api") if "send_drop_call_s" in api else None,
         recv_call_s=_float(api, "recv_call_s", "api", 0.0),
         command_throttle_s=_float(api, "command_throttle_s", "api", 0.0),
         sleep_overshoot_s=_float(api, "sleep_overshoot_s", "api", 0.0),

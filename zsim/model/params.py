@@ -36,12 +36,18 @@ class TransportParams:
     kernel_capacity: CapacityFn = _unbounded
     hup_loses_kernel_data: bool = False  # ipc: EPOLLHUP on a stopped engine (section 7.3)
     pollout_free_fraction: float = 1.0 / 3.0  # free space needed before POLLOUT (tcp 1/3, unix 3/4)
-    write_overhead_bytes: int = 0  # kernel bookkeeping charged per write() (unix skb truesize)
+    write_overhead_bytes: int = 0  # kernel bookkeeping charged per write()
+    write_charge: Callable[[int], int] | None = None  # truesize of one skb of n bytes (unix sockets)
+
+    def max_skb_bytes(self, capacity: int) -> int:
+        """unix_stream_sendmsg: one skb carries at most sk_sndbuf / 2 - 64 bytes."""
+        return max(1, capacity // 2 - 64)
 
 
 @dataclass
 class ModelParams:
     send_call_s: float = 0.0
+    send_drop_call_s: float | None = None  # a send that queued nothing (PUB dropping)
     recv_call_s: float = 0.0
     command_throttle_s: float = 0.0
     app_wake: Distribution | None = None  # a blocked application thread waking on a command
@@ -55,3 +61,22 @@ class ModelParams:
             params = TransportParams(hup_loses_kernel_data=(name == "ipc"), pollout_free_fraction=0.75 if name == "ipc" else 1.0 / 3.0)
             self.transports[name] = params
         return params
+
+
+def unix_skb_truesize(nbytes: int) -> int:
+    """Kernel memory one unix-stream skb of ``nbytes`` is charged (Linux, x86-64).
+
+    Measured on the calibration machine with non-blocking writes into a unix socket pair
+    until EAGAIN (the sender may have ``wmem_default`` = 212,992 bytes outstanding): small
+    skbs are one kmalloc'd head, rounded up to a power of two together with
+    ``skb_shared_info`` (320 B), plus ``sk_buff`` (256 B): 766 bytes for a 12-byte write,
+    2,290 for 1,002. Larger ones carry their data in page fragments and cost about
+    768 bytes over their size (4,841 for 4,000; 8,875 for 8,192; 16,384 for 16,000).
+    This is why a unix socket holds few small writes (reference section 6.2).
+    """
+    if nbytes + 320 <= 4096:
+        size = 512
+        while size < nbytes + 320:
+            size <<= 1
+        return size + 256
+    return nbytes + 768

@@ -342,8 +342,19 @@ class Engine:
     def _write(self) -> None:
         wire = self.out_wire
         batch = self.out_batch
-        overhead = self.params.write_overhead_bytes
-        free = wire.capacity(batch[0][0][MSG_WIRE]) - wire.charged - overhead
+        params = self.params
+        charge_fn = params.write_charge
+        capacity = wire.capacity(batch[0][0][MSG_WIRE])
+        if charge_fn is None:
+            overhead = params.write_overhead_bytes
+            free = capacity - wire.charged - overhead
+        else:
+            # unix sockets: a write is allowed while the kernel memory charged to the
+            # sender is below its buffer; each skb costs its kmalloc'd truesize.
+            free = self.out_bytes if wire.charged < capacity else 0
+            chunk = params.max_skb_bytes(capacity)
+            free = min(free, chunk)
+            overhead = charge_fn(free) - free if free > 0 else 0
         if free <= 0:
             self.out_waiting_space = True
             return
@@ -371,6 +382,9 @@ class Engine:
         if reader is not None and moved:
             reader.kick_in(self.latency.next())
         if self.out_bytes > 0:
+            if charge_fn is not None and wire.charged < capacity:
+                self._write()  # the same sendmsg() goes on with the next skb
+                return
             self.out_waiting_space = True
         else:
             # POLLOUT stays set: pull again once this batch's processing is done.

@@ -107,6 +107,8 @@ class Sender:
         self.request_sent_at = 0.0
         self.rtt = array("d")
         self.send_cost = world.params.send_call_s
+        # a send that queues nothing (a PUB dropping to every subscriber) is cheaper
+        self.drop_cost = world.params.send_drop_call_s if world.params.send_drop_call_s is not None else self.send_cost
         self.recv_cost = world.params.recv_call_s
         self.jitter = _jitter_sampler(world, name)
         self.ledger = world.ledger
@@ -187,9 +189,11 @@ class Sender:
             return
         self.attempts += 1
         msg = self._next_message(now)
+        queued_before = sock.copies - sock.dropped
         status = sock.send(msg)
         if status == SENT:
             # _sent, inlined: this is the hot path
+            cost = self.send_cost if sock.copies - sock.dropped != queued_before else self.drop_cost
             sock.sent += 1
             self.sent += 1
             self.ledger.n_sent += 1
@@ -201,7 +205,7 @@ class Sender:
             wait = self.interval.next()
             if wait > 0 and self.jitter is not None:
                 wait += self.jitter.next()
-            self.timer.arm(self.send_cost + wait)
+            self.timer.arm(cost + wait)
         elif self.dontwait or status == UNROUTABLE:
             self._failed(status)
         else:
