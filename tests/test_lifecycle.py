@@ -1,0 +1,180 @@
+"""Connection lifecycle: handshakes, IMMEDIATE, LINGER and context termination,
+disconnects, crashes and reconnects, CONFLATE. Simulator mechanics, exact where libzmq is."""
+
+from __future__ import annotations
+
+import pytest
+
+import zsim
+
+
+def two_process(push_opts=None, pull_opts=None, transport="tcp", **extra) -> dict:
+    endpoint = "tcp://127.0.0.1:5700" if transport == "tcp" else "ipc://life"
+    raw = {
+        "scenario": {"name": "life", **extra.pop("scenario", {})},
+        "process": extra.pop("process", [{"name": "a"}, {"name": "b"}]),
+        "socket": [
+            {"name": "push", "type": "PUSH", "process": "a", "connect": [endpoint], "options": push_opts or {}},
+            {"name": "pull", "type": "PULL", "process": "b", "bind": [endpoint], "options": pull_opts or {}},
+        ],
+    }
+    raw.update(extra)
+    return raw
+
+
+def test_linger_minus_one_waits_for_the_engine_not_the_reader():
+    # 50 messages of 100 kB to a PULL that reads one per 10 ms; the sender exits at once.
+    raw = two_process(
+        {"sndhwm": 1000}, {"rcvhwm": 1000}, transport="ipc",
+        process=[{"name": "a", "exit_after_sends": True}, {"name": "b"}],
+        send=[{"socket": "push", "count": 50, "size_bytes": 100_000, "start_s": 0.01}],
+        recv=[{"socket": "pull", "service_s": 0.01}],
+    )
+    s = zsim.run(raw, 1).summary
+    assert s["ledger"]["delivered"] == 50  # LINGER -1: nothing lost
+    proc = s["processes"]["a"]
+    # zmq_ctx_term returned once the engine had written the last message into the kernel,
+    # long before the reader had read them all (~0.5 s)
+    assert proc["exit_completed_s"] < 0.3
+    assert not proc["term_blocked"]
+
+
+def test_linger_zero_discards_what_is_queued():
+    raw = two_process(
+        {"sndhwm": 1000, "linger": 0}, {"rcvhwm": 5},
+        process=[{"name": "a", "exit_at_s": 0.5}, {"name": "b"}],
+        send=[{"socket": "push", "count": 2000, "size_bytes": 100_000, "start_s": 0.01, "dontwait": True}],
+    )
+    s = zsim.run(raw, 1).summary
+    lost = s["ledger"]["lost_by_rule"]
+    assert lost.get("close_linger", 0) > 0
+    assert s["processes"]["a"]["exit_completed_s"] == pytest.approx(0.5)
+    assert s["ledger"]["delivered"] == 0
+
+
+def test_linger_positive_gives_up_after_the_linger_time():
+    raw = two_process(
+        {"sndhwm": 1000, "linger": 200}, {"rcvhwm": 5},
+        process=[{"name": "a", "exit_at_s": 0.5}, {"name": "b"}],
+        send=[{"socket": "push", "count": 2000, "size_bytes": 100_000, "start_s": 0.01, "dontwait": True}],
+    )
+    s = zsim.run(raw, 1).summary
+    assert s["processes"]["a"]["exit_completed_s"] == pytest.approx(0.7)
+    assert s["ledger"]["lost_by_rule"].get("close_linger", 0) > 0
+
+
+def test_linger_minus_one_with_a_stalled_peer_blocks_term_forever():
+    raw = two_process(
+        {"sndhwm": 1000}, {"rcvhwm": 5},
+        process=[{"name": "a", "exit_at_s": 0.5}, {"name": "b"}],
+        send=[{"socket": "push", "count": 2000, "size_bytes": 100_000, "start_s": 0.01, "dontwait": True}],
+        scenario={"until_s": 5.0},
+    )
+    s = zsim.run(raw, 1).summary
+    assert s["processes"]["a"]["term_blocked"]
+    assert s["ledger"]["queued_at_end"] > 0
+    assert s["ledger"]["lost_on_close"] == 0
+
+
+def test_push_parks_messages_on_a_peer_that_is_not_there_unless_immediate():
+    def scenario(immediate: bool) -> dict:
+        return {
+            "scenario": {"name": "park", "until_s": 1.0},
+            "process": [{"name": "a"}, {"name": "b"}, {"name": "c"}],
+            "socket": [
+                {"name": "push", "type": "PUSH", "process": "a", "connect": ["tcp://127.0.0.1:5801", "tcp://127.0.0.1:5802"],
+                 "options": {"sndhwm": 10, "immediate": immediate}},
+                {"name": "up", "type": "PULL", "process": "b", "bind": ["tcp://*:5801"]},
+                {"name": "down", "type": "PULL", "process": "c", "bind": ["tcp://*:5802"], "open_at_s": 10.0},
+            ],
+            "send": [{"socket": "push", "count": 100, "interval_s": 0.001, "start_s": 0.05}],
+            "recv": [{"socket": "up"}],
+        }
+
+    parked = zsim.run(scenario(False), 1).summary
+    # round-robin hands every other message to the absent peer until its pipe holds SNDHWM
+    assert parked["sockets"]["up"]["received"] == 90
+    assert parked["ledger"]["queued_at_end"] == 10
+    immediate = zsim.run(scenario(True), 1).summary
+    assert immediate["sockets"]["up"]["received"] == 100
+    assert immediate["ledger"]["queued_at_end"] == 0
+
+
+def test_crash_and_restart_reconnects_after_reconnect_ivl():
+    raw = two_process(
+        {"sndhwm": 50}, {"rcvhwm": 50},
+        process=[{"name": "a"}, {"name": "b", "crash_at_s": 1.0, "restart_at_s": 2.0}],
+        send=[{"socket": "push", "count": 3000, "interval_s": 0.001, "start_s": 0.01}],
+        recv=[{"socket": "pull", "service_s": 0.0005}],
+        scenario={"until_s": 4.0},
+    )
+    result = zsim.run(raw, 3)
+    s = result.summary
+    # delivered before the crash, nothing between crash and reconnect, then again
+    table = result.messages
+    delivered_times = sorted(t for t, state in zip(table["time"], table["state"]) if state == 0)
+    gap = [t for t in delivered_times if 1.0 < t < 2.0]
+    assert gap == []
+    after = [t for t in delivered_times if t >= 2.0]
+    # the connect side retries every 100-199 ms: the first retry after the restart
+    assert after and 2.0 < after[0] < 2.2
+    # the PUSH (connect side, IMMEDIATE=0) kept its pipe: queued messages flow after
+    assert s["ledger"]["delivered"] > 2000
+    lost = s["ledger"]["lost_by_rule"]
+    assert set(lost) <= {"crash", "kernel_lost", "disconnect"}
+
+
+def test_bind_side_drops_queued_outbound_on_disconnect():
+    # A bound PUSH to a connecting PULL that crashes: the bind side's pipe for that peer
+    # is destroyed with what it held (reference 5.4).
+    raw = {
+        "scenario": {"name": "bindside", "until_s": 3.0},
+        "process": [{"name": "a"}, {"name": "b", "crash_at_s": 1.0}],
+        "socket": [
+            {"name": "push", "type": "PUSH", "process": "a", "bind": ["tcp://*:5803"], "options": {"sndhwm": 20, "sndtimeo": 0}},
+            {"name": "pull", "type": "PULL", "process": "b", "connect": ["tcp://127.0.0.1:5803"], "options": {"rcvhwm": 20}},
+        ],
+        "send": [{"socket": "push", "count": 50, "size_bytes": 200_000, "start_s": 0.05, "interval_s": 0.01}],
+    }
+    s = zsim.run(raw, 1).summary
+    assert s["ledger"]["discarded_by_rule"].get("disconnect", 0) > 0
+    assert s["ledger"]["queued_at_end"] == 0
+
+
+def test_conflate_keeps_only_the_newest():
+    raw = {
+        "scenario": {"name": "conflate", "profile": "ideal"},
+        "socket": [
+            {"name": "pub", "type": "PUB", "bind": ["inproc://c"]},
+            {"name": "sub", "type": "SUB", "connect": ["inproc://c"], "options": {"conflate": True, "subscribe": [""]}},
+        ],
+        "send": [{"socket": "pub", "count": 100, "interval_s": 0.001, "start_s": 0.01}],
+        "recv": [{"socket": "sub", "service_s": 0.0095}],
+    }
+    s = zsim.run(raw, 1).summary
+    # inproc: the connector's CONFLATE makes both directions single-slot pipes
+    assert s["ledger"]["dropped_by_rule"] == {"conflated": s["ledger"]["dropped"]}
+    assert 10 <= s["ledger"]["delivered"] <= 12
+    assert s["ledger"]["delivered"] + s["ledger"]["dropped"] == 100
+    assert max(p["max_depth"] for p in s["pipes"]) == 1
+
+
+def test_reconnect_ivl_and_late_binder():
+    # The connect side tries at once, then every reconnect_ivl + U(0, ivl) ms until the
+    # binder appears; the first message arrives within one interval of the bind.
+    raw = {
+        "scenario": {"name": "late", "profile": "ideal"},
+        "process": [{"name": "a"}, {"name": "b"}],
+        "socket": [
+            {"name": "push", "type": "PUSH", "process": "a", "connect": ["tcp://127.0.0.1:5804"], "options": {"reconnect_ivl": 500}},
+            {"name": "pull", "type": "PULL", "process": "b", "bind": ["tcp://*:5804"], "open_at_s": 1.0},
+        ],
+        "send": [{"socket": "push", "count": 1, "start_s": 0.0}],
+        "recv": [{"socket": "pull"}],
+    }
+    firsts = []
+    for seed in range(20):
+        table = zsim.run(raw, seed).messages
+        firsts.append(float(table["time"][0]))
+    assert all(1.0 <= t < 2.0 for t in firsts)
+    assert len(set(round(t, 6) for t in firsts)) > 5  # jittered
