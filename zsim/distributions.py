@@ -186,6 +186,11 @@ class Sampler:
             self._block = block.tolist()
         self._index = 0
 
+    @property
+    def constant(self) -> float | int | None:
+        """The value of a constant distribution, else None."""
+        return self._constant
+
     def next(self) -> Any:
         if self._constant is not None:
             return self._constant
