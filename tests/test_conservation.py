@@ -108,6 +108,68 @@ def topologies(draw) -> dict[str, Any]:
     return raw
 
 
+@st.composite
+def proxied(draw) -> dict[str, Any]:
+    """PUB -> XSUB | proxy | XPUB -> SUBs, or REQ/DEALER -> ROUTER | proxy | DEALER -> REPs."""
+    kind = draw(st.sampled_from(["pubsub", "broker"]))
+    transport = draw(st.sampled_from(["inproc", "ipc", "tcp"]))
+    one = transport == "inproc"
+    hwm = st.integers(0, 8)
+
+    def ep(name: str, port: int) -> str:
+        return {"inproc": f"inproc://{name}", "ipc": f"ipc://{name}", "tcp": f"tcp://127.0.0.1:{port}"}[transport]
+
+    front, back = ep("front", 7100), ep("back", 7101)
+    opts = lambda: {"sndhwm": draw(hwm), "rcvhwm": draw(hwm)}  # noqa: E731
+    if kind == "pubsub":
+        types = ("XSUB", "XPUB", "PUB", "SUB")
+    else:
+        types = ("ROUTER", "DEALER", draw(st.sampled_from(["REQ", "DEALER"])), "REP")
+    sockets = [
+        {"name": "front", "type": types[0], "bind": [front], "options": opts(), "process": "main" if one else "broker"},
+        {"name": "back", "type": types[1], "bind": [back], "options": opts(), "process": "main" if one else "broker"},
+    ]
+    sends, recvs = [], []
+    for i in range(draw(st.integers(1, 2))):
+        sockets.append({"name": f"c{i}", "type": types[2], "connect": [front], "options": opts(), "process": "main" if one else f"c{i}",
+                        "open_at_s": draw(st.sampled_from([0.0, 0.05]))})
+        send = {"socket": f"c{i}", "count": draw(st.integers(1, 60)), "interval_s": draw(st.sampled_from([0.0, 0.001])), "start_s": 0.02,
+                "size_bytes": draw(st.sampled_from([10, 5000]))}
+        if kind == "pubsub":
+            send["topic"] = ["a", "b"]
+        sends.append(send)
+    for i in range(draw(st.integers(1, 2))):
+        options = opts()
+        if kind == "pubsub":
+            options["subscribe"] = [draw(st.sampled_from(["", "a"]))]
+        sockets.append({"name": f"w{i}", "type": types[3], "connect": [back], "options": options, "process": "main" if one else f"w{i}",
+                        "open_at_s": draw(st.sampled_from([0.0, 0.03]))})
+        if draw(st.integers(0, 4)) > 0:
+            recvs.append({"socket": f"w{i}", "service_s": draw(st.sampled_from([0.0, 0.002]))})
+    processes = sorted({s["process"] for s in sockets})
+    raw = {
+        "scenario": {"name": f"proxy-{kind}-{transport}", "profile": draw(st.sampled_from(["default", "ideal"])), "until_s": 1.5},
+        "process": [{"name": p} for p in processes],
+        "socket": sockets,
+        "proxy": [{"frontend": "front", "backend": "back"}],
+        "send": sends,
+        "recv": recvs,
+    }
+    if not one and draw(st.booleans()):
+        victim = draw(st.sampled_from([p for p in processes if p != "broker"]))
+        raw["process"][processes.index(victim)]["crash_at_s"] = draw(st.floats(0.05, 0.5))
+    return raw
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(raw=proxied(), seed=st.integers(0, 2**32 - 1))
+def test_conservation_through_proxies(raw, seed):
+    summary = zsim.run(raw, seed).summary
+    ledger = summary["ledger"]
+    assert sum(ledger[k] for k in ("delivered", "forwarded", "dropped", "discarded", "lost_on_close", "queued_at_end")) == ledger["copies"]
+    assert ledger["forwarded"] <= ledger["copies"]
+
+
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(raw=topologies(), seed=st.integers(0, 2**32 - 1))
 def test_every_copy_ends_in_exactly_one_state(raw, seed):
