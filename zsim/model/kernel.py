@@ -21,7 +21,7 @@ import simpy
 from simpy.core import EmptySchedule, StopSimulation
 from simpy.events import NORMAL, URGENT, Event
 
-__all__ = ["Environment", "Timer", "NORMAL", "URGENT"]
+__all__ = ["Environment", "FastTimer", "Timer", "NORMAL", "URGENT"]
 
 
 class _TimerEvent(Event):
@@ -82,6 +82,45 @@ class Timer:
         self.armed = False
 
 
+class FastTimer:
+    """A re-armable timer whose callback takes the event itself: no guard layer.
+
+    For callbacks that check their own state when they run (a stopped workload returns
+    at once), so a firing after ``stop`` is harmless and no cancel is needed.
+    """
+
+    __slots__ = ("env", "_event", "_callbacks", "_queue", "_eid")
+
+    def __init__(self, env: "Environment", fn: Callable[[Event], Any]) -> None:
+        self.env = env
+        self._event = _TimerEvent(env)
+        self._callbacks = [fn]
+        self._queue = env._queue
+        self._eid = env._eid
+
+    def arm(self, delay: float, priority: int = NORMAL) -> None:
+        event = self._event
+        if event.callbacks is not None:
+            # still pending: a second firing needs its own heap entry
+            event = self._event = _TimerEvent(self.env)
+        event.callbacks = self._callbacks
+        heappush(self._queue, (self.env._now + delay, priority, next(self._eid), event))
+
+    def arm_at(self, when: float, priority: int = NORMAL) -> None:
+        now = self.env._now
+        self.arm(when - now if when > now else 0.0, priority)
+
+    def cancel(self) -> None:
+        """Nothing to do: the callback ignores a firing it no longer wants."""
+
+    def current(self, event: Event) -> bool:
+        """True if ``event`` is this timer's latest arming (not a superseded one)."""
+        return event is self._event
+
+    def set_fn(self, fn: Callable[[Event], Any]) -> None:
+        self._callbacks[0] = fn
+
+
 class _Call(Event):
     """A one-shot scheduled callback (cheaper than ``Timeout`` plus a callback append)."""
 
@@ -113,6 +152,9 @@ class Environment(simpy.Environment):
 
     def timer(self, fn: Callable[[], Any]) -> Timer:
         return Timer(self, fn)
+
+    def fast_timer(self, fn: Callable[[Event], Any]) -> FastTimer:
+        return FastTimer(self, fn)
 
     def run(self, until: float | Event | None = None) -> Any:  # noqa: C901 - hot loop
         """Run until the queue is empty, a time is reached, or an event is processed.

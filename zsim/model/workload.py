@@ -94,7 +94,7 @@ class Sender:
         self.dontwait = dontwait or socket.options.sndtimeo == 0
         self.on_again = on_again
         self.to = to
-        self.timer = self.env.timer(self._fire)
+        self.timer = self.env.fast_timer(self._fire)
         self.timeout_timer = self.env.timer(self._timeout)
         self.attempts = 0
         self.sent = 0
@@ -182,8 +182,8 @@ class Sender:
         world.next_message_id = mid + 1
         return (mid, now, shape[0], shape[1], topic, envelope, self.origin)
 
-    def _fire(self) -> None:
-        if self.done:
+    def _fire(self, event: object = None) -> None:
+        if self.done or (event is not None and event is not self.timer._event):
             return
         now = self.env._now
         sock = self.socket
@@ -359,7 +359,7 @@ class Receiver:
         self.pause_every = pause_every
         self.pause = pause
         self.on_timeout = on_timeout
-        self.timer = self.env.timer(self._try)
+        self.timer = self.env.fast_timer(self._try)
         self.timeout_timer = self.env.timer(self._timeout)
         self.received = 0
         self.done = False
@@ -392,11 +392,11 @@ class Receiver:
         self.done = False
         self.waiting = False
         self.pending_reply = None
-        self.timer.fn = self._try
+        self.timer.set_fn(self._try)
         self.timer.arm(0.0)
 
-    def _try(self) -> None:
-        if self.done:
+    def _try(self, event: object = None) -> None:
+        if self.done or (event is not None and event is not self.timer._event):
             return
         sock = self.socket
         now = self.env._now
@@ -480,11 +480,13 @@ class Receiver:
             envelope = msg[MSG_ENVELOPE]
             wire += len(envelope) * ENVELOPE_FRAME_BYTES
             self.pending_reply = (mid, now + busy, total, wire, "", envelope, self.socket.index)
-            self.timer.fn = self._send_reply
+            self.timer.set_fn(self._send_reply)
         self.timer.arm(busy)
 
-    def _send_reply(self) -> None:
-        self.timer.fn = self._try
+    def _send_reply(self, event: object = None) -> None:
+        if event is not None and event is not self.timer._event:
+            return
+        self.timer.set_fn(self._try)
         msg = self.pending_reply
         self.pending_reply = None
         sock = self.socket
