@@ -178,3 +178,22 @@ def test_reconnect_ivl_and_late_binder():
         firsts.append(float(table["time"][0]))
     assert all(1.0 <= t < 2.0 for t in firsts)
     assert len(set(round(t, 6) for t in firsts)) > 5  # jittered
+
+
+def test_rcvtimeo_retry_loop_ends_when_nothing_can_move():
+    raw = {
+        "socket": [
+            {"name": "push", "type": "PUSH", "bind": ["inproc://a"]},
+            {"name": "pull", "type": "PULL", "connect": ["inproc://a"], "options": {"rcvtimeo": 100}},
+        ],
+        "send": [{"socket": "push", "count": 5, "interval_s": 0.01}],
+        "recv": [{"socket": "pull"}],
+    }
+    s = zsim.run(raw, 1).summary
+    assert s["ledger"]["delivered"] == 5
+    assert s["sockets"]["pull"]["recv_again"] >= 1
+    assert s["sim_time_s"] < 1.0
+    # with a horizon the receiver keeps polling until it
+    raw["scenario"] = {"until_s": 2.0}
+    s = zsim.run(raw, 1).summary
+    assert s["sockets"]["pull"]["recv_again"] >= 15

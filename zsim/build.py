@@ -160,6 +160,7 @@ def build(scenario: Scenario, seed: int, profile: Profile | None = None, trace_d
     streams = stream_factory(seed)
     world = World(env, params, ledger, streams)
     world.trace_depth = trace_depth
+    world.until_s = scenario.until_s
     model = Model(scenario, seed, profile, env, world, ledger)
 
     for proc_spec in scenario.processes:

@@ -59,6 +59,8 @@ def _jitter_sampler(world: World, name: str) -> Sampler | None:
 class Sender:
     """A ``[[send]]`` workload."""
 
+    is_sender = True
+
     def __init__(
         self,
         world: World,
@@ -455,6 +457,11 @@ class Receiver:
         self.waiting = False
         sock.recv_again += 1
         if self.on_timeout == "stop":
+            self.stop()
+            return
+        if self.world.until_s is None and self.world.quiescent():
+            # A real loop would poll forever; with no horizon the simulation ends when
+            # nothing can move any more, so the retries stop here.
             self.stop()
             return
         self.timer.arm(self.recv_cost)

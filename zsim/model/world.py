@@ -137,6 +137,7 @@ class World:
         self.next_message_id = 0
         self.trace_depth = False
         self.waking = False  # an application thread's wake-up is running (no recursion)
+        self.until_s: float | None = None
 
     # -- construction ---------------------------------------------------------------------
 
@@ -291,6 +292,25 @@ class World:
 
     def session_closed(self, session: Session) -> None:
         session.socket.process.session_closed(session)
+
+    def quiescent(self) -> bool:
+        """No sender has work left and no message is anywhere on its way."""
+        for process in self.processes:
+            for workload in process.workloads:
+                if getattr(workload, "is_sender", False) and not workload.done:
+                    return False
+        for pipe in self.pipes:
+            if pipe.queue:
+                return False
+        for link in self.links:
+            if link.broken:
+                continue
+            for engine in (link.c_engine, link.b_engine):
+                if engine.out_batch or engine.held is not None or engine.in_buffer:
+                    return False
+            if link.c2b.queue or link.b2c.queue:
+                return False
+        return True
 
     # -- end of run ---------------------------------------------------------------------
 
