@@ -5,8 +5,9 @@ The simulator (``zsim``) never imports ``zmq``; this module is its only link to 
 the calibration profile that ``zsim/profiles/*.toml`` holds:
 
 - ``[api]``: cost of one pyzmq ``send``/``recv`` call, the libzmq command throttle
-  (``max_command_delay`` = 3,000,000 TSC ticks, ``src/config.hpp``) and the overshoot of
-  ``time.sleep(0.001)``;
+  (``max_command_delay`` = 3,000,000 TSC ticks, ``src/config.hpp``), the overshoot of
+  ``time.sleep(0.001)`` and ``timer_jitter_s``, the lateness of the harness's precise wait
+  (``validation.timing.wait_until``) for waits of 1, 10 and 100 ms;
 - ``[inproc]``, ``[tcp]``, ``[ipc]``: connection set-up delay, subscription travel time and
   one-way latency as distributions; for tcp and ipc also the I/O-thread (engine) cost per message
   and per byte;
@@ -411,13 +412,16 @@ def measure_api(quick: bool, progress: Progress) -> tuple[dict, dict]:
 
     throttle = measure_command_throttle(quick)
     overshoot = measure_sleep_overshoot(quick)
+    jitter = measure_timer_jitter(quick)
     api = {
         "send_call_s": _round(statistics.median(push_reader_means)),
         "recv_call_s": _round(statistics.median(recv_means)),
         "command_throttle_s": _round(throttle["computed_s"]),
         "sleep_overshoot_s": _round(overshoot["median_s"]),
+        "timer_jitter_s": {"dist": "empirical", "values_s": jitter["values_s"]},
     }
     notes.update(
+        timer_jitter={key: value for key, value in jitter.items() if key != "pooled_s"},
         send_pub_no_subscriber_s=_summary(pub_means),
         send_push_inproc_reader_thread_s=_summary(push_reader_means),
         send_push_inproc_unlimited_no_reader_s=_summary(push_unlimited_means),
@@ -429,7 +433,8 @@ def measure_api(quick: bool, progress: Progress) -> tuple[dict, dict]:
         f"  api: send PUB {statistics.median(pub_means) * 1e6:.3f} us, PUSH+reader "
         f"{api['send_call_s'] * 1e6:.3f} us, recv {api['recv_call_s'] * 1e6:.3f} us, throttle "
         f"{api['command_throttle_s'] * 1e3:.4f} ms (observed {throttle['observed_median_s'] * 1e3:.4f} ms), "
-        f"sleep overshoot {api['sleep_overshoot_s'] * 1e6:.1f} us"
+        f"sleep overshoot {api['sleep_overshoot_s'] * 1e6:.1f} us, timer jitter median "
+        f"{jitter['per_wait']['1ms']['median_us']:.1f} us (p99 {jitter['per_wait']['1ms']['p99_us']:.1f} us)"
     )
     return api, notes
 
@@ -483,6 +488,34 @@ def measure_command_throttle(quick: bool) -> dict:
         "observed_s": _summary(observed),
         "observed_median_s": statistics.median(observed) if observed else math.nan,
     }
+
+
+def measure_timer_jitter(quick: bool) -> dict:
+    """Lateness of the harness's precise wait (``validation.timing.wait_until``).
+
+    The real-pyzmq harness waits with ``wait_until`` (sleep until 0.5 ms before the deadline,
+    then spin); the simulator adds a draw of ``[api] timer_jitter_s`` to every wait so that
+    both sides wait alike. Waits of 1, 10 and 100 ms on an otherwise idle machine, pooled
+    with equal weight per wait length.
+    """
+    from validation.timing import lateness_summary, measure_lateness
+
+    repeats = (100, 40, 10) if quick else (600, 200, 40)
+    by_wait = measure_lateness((0.001, 0.01, 0.1), repeats)
+    pooled: list[float] = []
+    per_wait: dict[str, Any] = {}
+    weight = min(len(values) for values in by_wait.values())
+    for wait_s, values in by_wait.items():
+        per_wait[f"{wait_s * 1e3:g}ms"] = lateness_summary(values)
+        ordered = sorted(values)
+        # equal weight per wait length: the same number of quantiles from each
+        pooled.extend(_quantile(ordered, (i + 0.5) / weight) for i in range(weight))
+    pooled.sort()
+    # Mid-point quantiles: each of the EMPIRICAL_POINTS values stands for the same share of
+    # the mass (min/max end points would give a rare 4 ms preemption a 2 % weight).
+    values = [_round(_quantile(pooled, (i + 0.5) / EMPIRICAL_POINTS)) for i in range(EMPIRICAL_POINTS)]
+    return {"per_wait": per_wait, "pooled_s": pooled, "values_s": values,
+            "method": "validation.timing.wait_until (sleep to 0.5 ms before, then spin), idle machine"}
 
 
 def measure_sleep_overshoot(quick: bool) -> dict:

@@ -1,0 +1,201 @@
+"""The real-pyzmq harness on real sockets: counts, timing, bounds and clean-up.
+
+Marked ``real``; every test is bounded (small counts, short horizons, pytest-timeout).
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from validation.harness import run_real
+from zsim.cli import main as zsim_main
+
+pytestmark = [pytest.mark.real, pytest.mark.timeout(120)]
+
+ROOT = Path(__file__).resolve().parent.parent
+CATALOGUE = ROOT / "validation" / "scenarios"
+
+
+def _leftovers() -> set[str]:
+    return set(glob.glob(os.path.join(tempfile.gettempdir(), "zsim-val-*")))
+
+
+def _children_of(pid: int) -> list[int]:
+    try:
+        out = subprocess.run(["pgrep", "-f", "validation.child"], capture_output=True, text=True, timeout=5).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return [int(p) for p in out.split()]
+
+
+def test_inproc_counts_are_exact():
+    before = _leftovers()
+    summary = run_real(CATALOGUE / "inproc_summed_hwm.toml", seed=0)
+    assert summary["ok"], summary["real"]["errors"]
+    assert summary["sockets"]["push"]["sent"] == 12
+    assert summary["sockets"]["push"]["send_again"] == 1
+    assert summary["sockets"]["pull"]["received"] == 12
+    assert summary["real"]["indices"]["pull"] == {"send.push": [[0, 11]]}
+    assert summary["ledger"]["dropped"] is None
+    assert _leftovers() <= before
+
+
+def test_two_processes_over_tcp_with_latency_and_a_shared_clock():
+    raw = {
+        "scenario": {"name": "tcp-pair", "until_s": 1.0},
+        "process": [{"name": "p"}, {"name": "s"}],
+        "socket": [
+            {"name": "pub", "type": "PUB", "process": "p", "bind": "tcp://*:5999"},
+            {"name": "sub", "type": "SUB", "process": "s", "connect": "tcp://127.0.0.1:5999", "open_at_s": 0.05,
+             "options": {"subscribe": [""]}},
+        ],
+        "send": [{"socket": "pub", "count": 100, "interval_s": 0.002, "size_bytes": 64, "start_s": 0.3}],
+        "recv": [{"socket": "sub"}],
+    }
+    samples: dict = {}
+    summary = run_real(raw, seed=0, samples=samples)
+    assert summary["sockets"]["pub"]["sent"] == 100
+    assert summary["sockets"]["sub"]["received"] == 100
+    lat = summary["latency_s"]
+    assert lat["count"] == 100 and 0 < lat["p50"] < 0.005, lat
+    assert len(samples["latency"]) == 100
+    finished = summary["senders"]["send.pub"]["finished_at_s"]
+    assert 0.3 + 100 * 0.002 <= finished < 0.3 + 100 * 0.002 * 1.5
+    first = summary["sockets"]["sub"]["first_recv_s"]
+    assert 0.3 <= first < 0.31  # the shared t0: the first message arrives right after start_s
+
+
+def test_router_identities_and_replies():
+    raw = {
+        "scenario": {"name": "router", "until_s": 1.0},
+        "process": [{"name": "r"}, {"name": "d"}],
+        "socket": [
+            {"name": "router", "type": "ROUTER", "process": "r", "bind": "ipc://rt"},
+            {"name": "d1", "type": "DEALER", "process": "d", "connect": "ipc://rt", "open_at_s": 0.05},
+            {"name": "d2", "type": "DEALER", "process": "d", "connect": "ipc://rt", "open_at_s": 0.05,
+             "options": {"routing_id": "second"}},
+        ],
+        "send": [{"socket": "router", "count": 20, "to": ["d1", "second", "nobody"], "interval_s": 0.001, "start_s": 0.3}],
+        "recv": [{"socket": "d1"}, {"socket": "d2"}],
+    }
+    summary = run_real(raw, seed=0)
+    assert summary["sockets"]["router"]["sent"] == 20  # no ROUTER_MANDATORY: unknown peers are dropped silently
+    assert summary["sockets"]["d1"]["received"] == 7
+    assert summary["sockets"]["d2"]["received"] == 7
+
+
+def test_exit_with_blocked_term_is_bounded_and_reported():
+    raw = {
+        "scenario": {"name": "blocked"},
+        "process": [{"name": "sender", "exit_at_s": 0.3}, {"name": "receiver"}],
+        "socket": [
+            {"name": "pull", "type": "PULL", "process": "receiver", "bind": "tcp://127.0.0.1:5998", "open_at_s": 99.0},
+            {"name": "push", "type": "PUSH", "process": "sender", "connect": "tcp://127.0.0.1:5998"},
+        ],
+        "send": [{"socket": "push", "count": 3, "start_s": 0.1}],
+        "validation": {"quiet_s": 0.5},
+    }
+    started = time.perf_counter()
+    summary = run_real(raw, seed=0, timeout_s=4.0)
+    took = time.perf_counter() - started
+    assert took < 4.0 + 10.0
+    assert summary["processes"]["sender"]["term_blocked"] is True
+    assert summary["processes"]["sender"]["exit_started_s"] == pytest.approx(0.3, abs=0.01)
+    assert summary["sockets"]["push"]["sent"] == 3
+
+
+def test_close_at_and_rcvtimeo_bound_blocking_calls():
+    raw = {
+        "scenario": {"name": "close", "until_s": 1.2},
+        "socket": [
+            {"name": "pull", "type": "PULL", "bind": "inproc://c", "close_at_s": 0.5},
+            {"name": "pull2", "type": "PULL", "bind": "inproc://c2", "options": {"rcvtimeo": 100}},
+            {"name": "push", "type": "PUSH", "connect": "inproc://c2", "open_at_s": 0.05},
+        ],
+        "send": [{"socket": "push", "count": 2, "start_s": 0.05}],
+        "recv": [{"socket": "pull"}, {"socket": "pull2", "on_timeout": "stop", "start_s": 0.2}],
+    }
+    summary = run_real(raw, seed=0)
+    assert summary["sockets"]["pull2"]["received"] == 2
+    assert summary["sockets"]["pull2"]["recv_again"] == 1
+    assert summary["ok"], summary["real"]["errors"]
+
+
+def test_interrupted_run_leaves_no_process_and_no_ipc_directory(tmp_path):
+    before = _leftovers()
+    script = (
+        "import sys; sys.path.insert(0, %r)\n"
+        "from validation.harness import run_real\n"
+        "run_real(%r, seed=0)\n"
+    ) % (str(ROOT), str(CATALOGUE / "termination_rcvhwm_ipc.toml"))
+    proc = subprocess.Popen([sys.executable, "-c", script], cwd=str(ROOT))
+    time.sleep(2.5)
+    children = _children_of(proc.pid)
+    assert children, "the run should have started its processes"
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=20)
+    deadline = time.time() + 10
+    while time.time() < deadline and any(_alive(pid) for pid in children):
+        time.sleep(0.1)
+    assert not any(_alive(pid) for pid in children)
+    assert _leftovers() <= before
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_zsim_validate_cli_json_and_report(tmp_path, capsys):
+    code = zsim_main(["validate", str(CATALOGUE / "inproc_summed_hwm.toml"), "-n", "1", "--json", "--report", str(tmp_path)])
+    out = capsys.readouterr().out
+    data = json.loads(out)
+    assert code == 0
+    assert data["verdict"] == "agrees"
+    assert {m["metric"] for m in data["metrics"]} == {"sockets.push.sent", "sockets.push.send_again", "sockets.pull.received"}
+    assert (tmp_path / "report.md").exists()
+    assert (tmp_path / "results.json").exists()
+    assert "agrees" in (tmp_path / "report.md").read_text()
+
+
+def test_zsim_validate_bad_input_is_one_line_exit_2(tmp_path, capsys):
+    bad = tmp_path / "bad.toml"
+    bad.write_text(Path(CATALOGUE / "inproc_summed_hwm.toml").read_text().replace("replications = 3", "replications = 0"))
+    assert zsim_main(["validate", str(bad), "-n", "1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("zsim: validation.replications:")
+
+
+def test_crash_kills_the_process_without_linger():
+    raw = {
+        "scenario": {"name": "crash", "until_s": 1.0},
+        "process": [{"name": "s", "crash_at_s": 0.4}, {"name": "r"}],
+        "socket": [
+            {"name": "push", "type": "PUSH", "process": "s", "bind": "tcp://127.0.0.1:5997"},
+            {"name": "pull", "type": "PULL", "process": "r", "connect": "tcp://127.0.0.1:5997", "open_at_s": 0.05},
+        ],
+        "send": [{"socket": "push", "count": 1000, "interval_s": 0.001, "start_s": 0.2}],
+        "recv": [{"socket": "pull"}],
+    }
+    summary = run_real(raw, seed=0)
+    assert summary["processes"]["s"]["crashed_s"] == pytest.approx(0.4, abs=0.02)
+    sent = summary["sockets"]["push"]["sent"]
+    assert 100 < sent < 200
+    assert sent - 5 <= summary["sockets"]["pull"]["received"] <= sent

@@ -1,0 +1,195 @@
+"""The comparison side of ``zsim validate``: tolerances, the [validation] table, metric paths,
+derived expressions, statistics, and the catalogue's scenario files. No real sockets here."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from validation.compare import (
+    Tolerance,
+    evaluate,
+    interval,
+    judge,
+    ks_distance,
+    metric_value,
+    parse_tolerance,
+    parse_validation,
+)
+from zsim import spec
+from zsim.errors import ScenarioError
+
+CATALOGUE = sorted((Path(__file__).resolve().parent.parent / "validation" / "scenarios").glob("*.toml"))
+
+
+def _scenario(validation: dict | None = None) -> spec.Scenario:
+    raw = {
+        "socket": [
+            {"name": "pub", "type": "PUB", "bind": "inproc://x"},
+            {"name": "sub", "type": "SUB", "connect": "inproc://x", "options": {"subscribe": [""]}},
+        ],
+        "send": [{"socket": "pub", "count": 10}],
+        "recv": [{"socket": "sub"}],
+    }
+    if validation is not None:
+        raw["validation"] = validation
+    return spec.from_dict(raw)
+
+
+# -- tolerances ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "raw,kind",
+    [("exact", "exact"), ({"rel": 0.1}, "relative"), ({"abs": 2}, "relative"), ({"rel": 0.1, "abs": 2}, "relative"),
+     ({"range": 0}, "range"), ({"proportion": 0.34}, "proportion"), ({"ks": 0.2}, "ks"), ({"tolerance": "exact"}, "exact")],
+)
+def test_parse_tolerance_kinds(raw, kind):
+    assert parse_tolerance(raw, "m").kind == kind
+
+
+@pytest.mark.parametrize("raw", ["approx", {"rel": -1}, {"bogus": 1}, {}, 3])
+def test_parse_tolerance_rejects_nonsense(raw):
+    with pytest.raises(ScenarioError):
+        parse_tolerance(raw, "validation.metrics.x")
+
+
+def test_judge_exact_needs_every_value_equal():
+    tol = Tolerance("exact")
+    assert judge(tol, [12, 12], [12, 12])[0] == "agrees"
+    assert judge(tol, [12, 12], [12, 11])[0] == "differs"
+    assert judge(tol, [12], [])[0] == "n/a"
+
+
+def test_judge_relative_uses_the_larger_of_rel_and_abs():
+    tol = Tolerance("relative", rel=0.1, abs=2)
+    assert judge(tol, [100], [109])[0] == "agrees"
+    assert judge(tol, [100], [112])[0] == "differs"
+    assert judge(tol, [1], [3])[0] == "agrees"  # abs 2 wins for small numbers
+    assert judge(tol, [1], [3.5])[0] == "differs"
+
+
+def test_judge_range_and_proportion():
+    assert judge(Tolerance("range"), [7, 8, 10], [8, 10])[0] == "agrees"
+    assert judge(Tolerance("range"), [7, 7], [8])[0] == "differs"
+    assert judge(Tolerance("range", abs=1), [7, 7], [8])[0] == "agrees"
+    assert judge(Tolerance("proportion", value=0.34), [1, 1, 0], [1, 0, 0])[0] == "agrees"
+    assert judge(Tolerance("proportion", value=0.34), [1, 1, 1], [0, 0, 0])[0] == "differs"
+
+
+def test_judge_ks_on_samples():
+    rng = np.random.default_rng(1)
+    a = rng.exponential(1.0, 5000)
+    b = rng.exponential(1.0, 5000)
+    c = rng.exponential(2.0, 5000)
+    assert judge(Tolerance("ks", value=0.05), [], [], a, b)[0] == "agrees"
+    assert judge(Tolerance("ks", value=0.05), [], [], a, c)[0] == "differs"
+    assert judge(Tolerance("ks", value=0.05), [], [], a, None)[0] == "n/a"
+
+
+def test_ks_distance_extremes():
+    assert ks_distance(np.array([1.0, 2.0]), np.array([1.0, 2.0])) == 0.0
+    assert ks_distance(np.array([1.0, 2.0]), np.array([3.0, 4.0])) == 1.0
+
+
+def test_interval_student_t():
+    mean, low, high = interval([10.0, 12.0])
+    assert mean == 11.0
+    assert low < 11.0 < high
+    assert math.isclose(high - mean, 12.706 * math.sqrt(2.0) / math.sqrt(2), rel_tol=1e-3)
+    assert interval([5.0]) == (5.0, 5.0, 5.0)
+    assert interval([]) == (None, None, None)
+
+
+# -- metric paths and expressions ------------------------------------------------------------
+
+
+def test_metric_value_matches_names_with_dots_longest_first():
+    summary = {"senders": {"send.pub": {"sent": 3}, "send": {"pub": {"sent": 99}}}, "processes": {"p": {"term_blocked": True}}}
+    assert metric_value(summary, "senders.send.pub.sent") == 3.0
+    assert metric_value(summary, "processes.p.term_blocked") == 1.0
+    assert metric_value(summary, "senders.nobody.sent") is None
+    assert metric_value({"a": {"b": None}}, "a.b") is None
+
+
+def test_evaluate_derived_expressions():
+    values = {"sockets.a.received": 30.0, "sockets.b.received": 10.0, "senders.send.a.finished_at_s": 1.5}
+    lookup = values.get
+    assert evaluate("sockets.a.received - sockets.b.received", lookup) == 20.0
+    assert evaluate("max(sockets.a.received, sockets.b.received) / 40", lookup) == 0.75
+    assert evaluate("senders.send.a.finished_at_s - 0.5", lookup) == 1.0
+    assert evaluate("sockets.a.received / 0", lookup) is None
+    assert evaluate("sockets.missing.received + 1", lookup) is None
+    with pytest.raises(ValueError):
+        evaluate("__import__('os')", lookup)
+
+
+# -- the [validation] table --------------------------------------------------------------------
+
+
+def test_parse_validation_defaults_are_observable_metrics():
+    vspec = parse_validation(_scenario())
+    assert vspec.defaulted
+    assert "senders.send.pub.sent" in vspec.metrics
+    assert "sockets.sub.received" in vspec.metrics
+    assert vspec.replications == 3
+
+
+def test_parse_validation_reads_every_field():
+    vspec = parse_validation(_scenario({
+        "replications": 4, "timeout_s": 9, "fast": True, "claims": ["x"],
+        "derived": {"lost": "sockets.pub.sent - sockets.sub.received"},
+        "metrics": {"lost": {"abs": 1}, "latency": {"ks": 0.2}},
+        "known": {"lost": {"reason": "r", "model_lacks": "m"}},
+    }))
+    assert vspec.replications == 4 and vspec.timeout_s == 9.0 and vspec.fast and vspec.claims == ("x",)
+    assert vspec.metrics["lost"].kind == "relative"
+    assert vspec.metrics["latency"].kind == "ks"
+    assert vspec.known["lost"]["model_lacks"] == "m"
+
+
+@pytest.mark.parametrize(
+    "validation,path",
+    [
+        ({"replicatons": 3}, "validation.replicatons"),
+        ({"replications": 0}, "validation.replications"),
+        ({"metrics": {"sockets.sub.received": "roughly"}}, "validation.metrics.sockets.sub.received"),
+        ({"metrics": {"sockets.sub.received": {"ks": 0.1}}}, "validation.metrics.sockets.sub.received"),
+        ({"derived": {"x": "import os"}}, "validation.derived.x"),
+        ({"known": {"x": {"model_lacks": "no reason"}}}, "validation.known.x"),
+    ],
+)
+def test_parse_validation_errors_name_the_field(validation, path):
+    with pytest.raises(ScenarioError) as info:
+        parse_validation(_scenario(validation))
+    assert info.value.path == path
+
+
+# -- the catalogue ---------------------------------------------------------------------------------
+
+
+def test_catalogue_is_not_empty():
+    assert len(CATALOGUE) >= 20
+
+
+@pytest.mark.parametrize("path", CATALOGUE, ids=lambda p: p.stem)
+def test_catalogue_scenarios_load_and_name_observable_metrics(path):
+    scenario = spec.load(path)
+    vspec = parse_validation(scenario)
+    assert not vspec.defaulted, "catalogue scenarios choose their metrics"
+    assert scenario.description.strip(), "every catalogue scenario says what it checks and where the claim comes from"
+    top_level = {"sockets", "senders", "receivers", "proxies", "processes", "ledger", "latency_s"}
+    for name in vspec.metrics:
+        head = name.split(".")[0]
+        assert head in top_level or name in vspec.derived or head in ("latency", "rtt"), name
+        assert not name.startswith(("pipes", "ledger.dropped", "ledger.queued")), f"{name} is not observable on real sockets"
+    for name in vspec.known:
+        assert name in vspec.metrics, f"known difference for a metric that is not compared: {name}"
+
+
+def test_catalogue_names_are_unique():
+    names = [spec.load(p).name for p in CATALOGUE]
+    assert len(names) == len(set(names))

@@ -1,0 +1,1071 @@
+"""One OS process of a real run: a ``[[process]]`` of a scenario on real pyzmq sockets.
+
+Started by ``validation.harness`` as ``python -m validation.child PLAN.json``. Protocol on
+stdin/stdout (one JSON object or command per line):
+
+1. the child creates its ``zmq.Context`` and prints ``{"ready": true}``;
+2. the parent answers ``t0 <perf_counter seconds>``: the shared time origin (``CLOCK_MONOTONIC``
+   is one clock for all processes);
+3. the child runs its timeline and prints a heartbeat ``{"hb": {...}}`` every 50 ms (last
+   activity, whether its senders are done) so the parent can tell when the run is quiet;
+4. at ``scenario.until_s``, on ``stop`` from the parent, at its hard time limit, or when the
+   parent disappears (stdin closed), it takes its counters, writes ``<process>.json`` (and
+   latency/round-trip samples as ``.npy``) into the results directory, prints
+   ``{"done": true}`` and leaves with ``os._exit`` (no linger: the run is over).
+
+Inside the process: one thread per socket (it creates, binds and connects the socket at
+``open_at_s``, runs that socket's ``[[send]]``/``[[recv]]`` workloads, closes it at
+``close_at_s``), one thread per ``[[proxy]]`` (``zmq.proxy_steerable`` with a capture socket
+that counts what is forwarded), and the main thread for the timeline: process exit
+(``exit_at_s``/``exit_after_sends``: stop the workloads, close every socket with its LINGER,
+``ctx.term()``; a term still blocked at the end is reported as ``term_blocked``) and crash
+(``crash_at_s``: results written, then SIGKILL).
+
+Workloads follow docs/scenario-format.md exactly: ``send(); wait(interval)`` with the next
+attempt ``interval`` after the send call returned, ``recv(); wait(service)`` then the reply.
+Waits are ``validation.timing.wait_until`` (sleep, then spin). Random draws use the
+simulator's streams (``zsim.build.stream_factory``) under the same names, so a seed gives
+the same intervals, sizes and service times in both.
+
+Every data message carries a header at the end of its last frame, when the frame is large
+enough: ``<magic, kind, workload, sequence number, send time>`` (16 bytes), or without the
+time (8 bytes). Receivers use it for latency and to record which indices arrived.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import signal
+import struct
+import sys
+import threading
+import time
+import traceback
+from array import array
+from typing import Any, Generator
+
+import numpy as np
+import zmq
+
+from validation.timing import wait_until
+from zsim.build import stream_factory
+from zsim.distributions import parse_distribution
+
+_pc = time.perf_counter
+
+MAGIC_FULL = 0xA5
+MAGIC_SHORT = 0xA6
+KIND_DATA = 1
+KIND_REPLY = 2
+FULL = struct.Struct("<BBHId")  # magic, kind, workload index, sequence, send time
+SHORT = struct.Struct("<BBHI")
+HEARTBEAT_S = 0.05
+
+SOCKET_TYPES = {name: getattr(zmq, name) for name in
+                ("PAIR", "PUB", "SUB", "REQ", "REP", "DEALER", "ROUTER", "PULL", "PUSH", "XPUB", "XSUB")}
+ROUTING_ID_TYPES = {"DEALER", "REQ", "ROUTER", "REP"}
+
+
+class Closing(Exception):
+    """The socket reached its ``close_at_s`` (or the process is leaving)."""
+
+
+# --------------------------------------------------------------------------------------
+# Messages
+
+
+def build_frames(size: int, topic: str, parts: int, kind: int, widx: int, seq: int, now: float) -> list[bytes]:
+    """Frames of one message, as the simulator sizes them (``message_wire_bytes``).
+
+    One part: ``topic + payload``. Several: the topic (if any) as its own first frame, the
+    payload split over the others. The header goes at the end of the last frame.
+    """
+    topic_b = topic.encode() if topic else b""
+    if parts <= 1:
+        if size >= FULL.size:
+            return [topic_b + _zeros(size - FULL.size) + _pack_full(MAGIC_FULL, kind, widx & 0xFFFF, seq & 0xFFFFFFFF, now)]
+        if size >= SHORT.size:
+            return [topic_b + _zeros(size - SHORT.size) + _pack_short(MAGIC_SHORT, kind, widx & 0xFFFF, seq & 0xFFFFFFFF)]
+        return [topic_b + _zeros(size)]
+    payload_frames = parts - 1 if topic_b else parts
+    base, extra = divmod(size, payload_frames)
+    sizes = [base + (1 if i < extra else 0) for i in range(payload_frames)]
+    frames = [_zeros(n) for n in sizes]
+    last = sizes[-1]
+    if last >= FULL.size:
+        frames[-1] = _zeros(last - FULL.size) + _pack_full(MAGIC_FULL, kind, widx & 0xFFFF, seq & 0xFFFFFFFF, now)
+    elif last >= SHORT.size:
+        frames[-1] = _zeros(last - SHORT.size) + _pack_short(MAGIC_SHORT, kind, widx & 0xFFFF, seq & 0xFFFFFFFF)
+    return ([topic_b] if topic_b else []) + frames
+
+
+_ZEROS: dict[int, bytes] = {}
+_pack_full = FULL.pack
+_pack_short = SHORT.pack
+
+
+def _zeros(n: int) -> bytes:
+    """``n`` zero bytes, cached per length (sizes are usually constant)."""
+    block = _ZEROS.get(n)
+    if block is None:
+        block = bytes(n)
+        if len(_ZEROS) < 4096:
+            _ZEROS[n] = block
+    return block
+
+
+def parse_header(frame: bytes) -> tuple[int, int, int, float | None] | None:
+    """(kind, workload index, sequence, send time or None) from a last frame, if present."""
+    n = len(frame)
+    if n >= FULL.size and frame[n - FULL.size] == MAGIC_FULL:
+        magic, kind, widx, seq, sent = FULL.unpack_from(frame, n - FULL.size)
+        return kind, widx, seq, sent
+    if n >= SHORT.size and frame[n - SHORT.size] == MAGIC_SHORT:
+        magic, kind, widx, seq = SHORT.unpack_from(frame, n - SHORT.size)
+        return kind, widx, seq, None
+    return None
+
+
+# --------------------------------------------------------------------------------------
+# Statistics
+
+
+class SocketStats:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.sent = 0
+        self.send_again = 0
+        self.send_unroutable = 0
+        self.received = 0
+        self.recv_again = 0
+        self.blocked_s = 0.0
+        self.blocked_count = 0
+        self.first_recv: float | None = None
+        self.last_recv: float | None = None
+        self.first_sent: float | None = None  # send time of the first message received
+        self.latency = array("d")
+        self.indices: dict[str, array] = {}
+        self.opened = False
+
+    def record(self, frames: list[bytes], now: float) -> None:
+        self.received += 1
+        if self.first_recv is None:
+            self.first_recv = now
+        self.last_recv = now
+        header = parse_header(frames[-1]) if frames else None
+        if header is None:
+            return
+        kind, widx, seq, sent = header
+        key = f"{'s' if kind == KIND_DATA else 'r'}{widx}"
+        seqs = self.indices.get(key)
+        if seqs is None:
+            seqs = self.indices[key] = array("I")
+        seqs.append(seq)
+        if sent is not None:
+            self.latency.append(now - sent)
+            if self.first_sent is None:
+                self.first_sent = sent
+
+
+# --------------------------------------------------------------------------------------
+# Workloads: generators that yield requests to the socket's scheduler
+#   ("wait", deadline)        -> True, or False when the process is stopping
+#   ("send", frames, dontwait) -> "sent" | "again" | "unroutable"
+#   ("recv",)                  -> list of frames, or None when RCVTIMEO expired
+
+
+def _sampler(raw: Any, rng: Any, unit: str = "s", integer: bool = False) -> Any:
+    if raw is None:
+        return None
+    dist = parse_distribution(raw, "plan", unit)
+    return dist.sampler(None if dist.is_constant else rng, integer)
+
+
+class SendTask:
+    def __init__(self, plan: dict[str, Any], proc: Process, stats: SocketStats) -> None:
+        self.plan = plan
+        self.proc = proc
+        self.stats = stats
+        self.name = plan["name"]
+        streams = proc.streams
+        self.interval = _sampler(plan["interval"], streams(f"send.{self.name}"))
+        self.size = _sampler(plan["size"], streams(f"send.{self.name}.size"), "bytes", integer=True)
+        self.attempts = 0
+        self.sent = 0
+        self.again = 0
+        self.unroutable = 0
+        self.finished_at: float | None = None
+        self.rtt = array("d")
+        self.replies = 0
+        self.done = False
+
+    def run(self) -> Generator[Any, Any, None]:
+        plan, proc, stats = self.plan, self.proc, self.stats
+        t0 = proc.t0
+        count = plan["count"]
+        end = t0 + plan["start_s"] + plan["duration_s"] if plan["duration_s"] is not None else None
+        horizon = t0 + proc.horizon_s if proc.horizon_s is not None else None
+        if end is None or (horizon is not None and horizon < end):
+            end = horizon
+        topics = plan["topics"] or [""]
+        to = [t.encode() for t in plan["to"]]
+        parts = plan["parts"]
+        dontwait = plan["dontwait"]
+        stop_on_again = plan["on_again"] == "stop"
+        is_req = plan["socket_type"] == "REQ"
+        widx = plan["index"]
+        try:
+            if not (yield ("wait", t0 + plan["start_s"])):
+                return
+            topic_i = to_i = 0
+            back_to_back_checks = 0
+            while True:
+                now = _pc()
+                if (count is not None and self.attempts >= count) or (end is not None and now >= end):
+                    return
+                seq = self.attempts
+                self.attempts += 1
+                topic = topics[topic_i]
+                topic_i = (topic_i + 1) % len(topics)
+                size = max(0, int(self.size.next()))
+                frames = build_frames(size, topic, parts, KIND_DATA, widx, seq, now)
+                if to:
+                    frames.insert(0, to[to_i])
+                    to_i = (to_i + 1) % len(to)
+                status = yield ("send", frames, dontwait)
+                if status == "sent":
+                    self.sent += 1
+                    stats.sent += 1
+                    proc.last_activity = now
+                    if is_req:
+                        reply = yield ("recv",)
+                        if reply is None:
+                            return
+                        done_at = _pc()
+                        stats.record(reply, done_at)
+                        self.replies += 1
+                        self.rtt.append(done_at - now)
+                else:
+                    if status == "unroutable":
+                        self.unroutable += 1
+                        stats.send_unroutable += 1
+                    else:
+                        self.again += 1
+                        stats.send_again += 1
+                    if stop_on_again:
+                        return
+                pause = self.interval.next()
+                if pause > 0 or back_to_back_checks >= 64:
+                    back_to_back_checks = 0
+                    if not (yield ("wait", _pc() + pause)):
+                        return
+                else:
+                    # back to back: no wait, but look at the stop flag now and then
+                    back_to_back_checks += 1
+        finally:
+            self.finish()
+
+    def finish(self) -> None:
+        if not self.done:
+            self.done = True
+            self.finished_at = _pc()
+            self.proc.sender_finished()
+
+
+class RecvTask:
+    def __init__(self, plan: dict[str, Any], proc: Process, stats: SocketStats) -> None:
+        self.plan = plan
+        self.proc = proc
+        self.stats = stats
+        self.name = plan["name"]
+        streams = proc.streams
+        self.service = _sampler(plan["service"], streams(f"recv.{self.name}"))
+        self.reply_size = _sampler(plan["reply_size"], streams(f"recv.{self.name}.reply_size"), "bytes", integer=True)
+        self.pause_every = _sampler(plan["pause_every"], streams(f"recv.{self.name}.pause_every"))
+        self.pause = _sampler(plan["pause"], streams(f"recv.{self.name}.pause"))
+        self.received = 0
+        self.paused_s = 0.0
+        self.replies_sent = 0
+        self.done = False
+
+    def run(self) -> Generator[Any, Any, None]:
+        plan, proc, stats = self.plan, self.proc, self.stats
+        t0 = proc.t0
+        count = plan["count"]
+        start = t0 + plan["start_s"]
+        end = start + plan["duration_s"] if plan["duration_s"] is not None else None
+        reply = plan["reply"]
+        sock_type = plan["socket_type"]
+        stop_on_timeout = plan["on_timeout"] == "stop"
+        widx = plan["index"]
+        next_pause = start + self.pause_every.next() if self.pause_every is not None else float("inf")
+        try:
+            if not (yield ("wait", start)):
+                return
+            while True:
+                now = _pc()
+                if (count is not None and self.received >= count) or (end is not None and now >= end):
+                    return
+                if now >= next_pause:
+                    length = self.pause.next()
+                    self.paused_s += length
+                    next_pause = now + length + self.pause_every.next()
+                    if not (yield ("wait", now + length)):
+                        return
+                    continue
+                frames = yield ("recv",)
+                if frames is None:
+                    stats.recv_again += 1
+                    if stop_on_timeout:
+                        return
+                    continue
+                got = _pc()
+                proc.touch()
+                if sock_type == "ROUTER":
+                    envelope = frames[:2] if len(frames) > 2 and frames[1] == b"" else frames[:1]
+                    body = frames[len(envelope):]
+                else:
+                    envelope, body = [], frames
+                stats.record(body if body else frames, got)
+                self.received += 1
+                if not (yield ("wait", got + self.service.next())):
+                    return
+                if reply:
+                    if self.reply_size is not None:
+                        size = max(0, int(self.reply_size.next()))
+                    else:
+                        size = sum(len(f) for f in body)
+                    out = envelope + build_frames(size, "", 1, KIND_REPLY, widx, self.replies_sent, _pc())
+                    # The simulator's reply never blocks (REP and ROUTER drop, a DEALER that
+                    # gets EAGAIN counts it): DONTWAIT.
+                    status = yield ("send", out, True)
+                    if status == "sent":
+                        stats.sent += 1
+                        self.replies_sent += 1
+                    elif status == "unroutable":
+                        stats.send_unroutable += 1
+                    else:
+                        stats.send_again += 1
+        finally:
+            self.done = True
+
+
+# --------------------------------------------------------------------------------------
+# A socket and its workloads
+
+
+class SocketAgent:
+    """Owns one socket: open, workloads, close. All zmq calls on it happen in this thread."""
+
+    def __init__(self, plan: dict[str, Any], proc: Process) -> None:
+        self.plan = plan
+        self.proc = proc
+        self.name = plan["name"]
+        self.stats = SocketStats(self.name)
+        self.tasks: list[Any] = []
+        self.sock: zmq.Socket | None = None
+        self.lateness = array("d")  # how late each timed wait returned
+        self.send_time = 0.0  # time inside send calls that did not block
+        self.send_calls = 0
+        close_at = plan["close_at_s"]
+        self.close_deadline: float | None = None if close_at is None else None
+        self.close_at = close_at
+        self.thread = threading.Thread(target=self.main, name=f"socket-{self.name}", daemon=True)
+
+    # -- socket set-up ------------------------------------------------------------------
+
+    def open(self) -> zmq.Socket:
+        plan = self.plan
+        ctx = self.proc.ctx
+        sock = ctx.socket(SOCKET_TYPES[plan["type"]])
+        apply_options(sock, plan)
+        for endpoint in plan["bind"]:
+            sock.bind(endpoint)
+        for endpoint in plan["connect"]:
+            sock.connect(endpoint)
+        if plan["type"] == "XSUB":
+            for prefix in plan["options"]["subscribe"]:
+                sock.send(b"\x01" + prefix.encode())
+        self.stats.opened = True
+        return sock
+
+    def main(self) -> None:
+        proc = self.proc
+        stop = proc.stop
+        try:
+            if not wait_until(proc.t0 + self.plan["open_at_s"], stop):
+                return
+            if self.close_at is not None:
+                self.close_deadline = proc.t0 + self.close_at
+            self.sock = self.open()
+            try:
+                gens = [task.run() for task in self.tasks]
+                if len(gens) == 1:
+                    self.run_one(gens[0])
+                elif gens:
+                    self.run_many(gens)
+                if self.close_deadline is not None:
+                    wait_until(self.close_deadline, stop)
+                else:
+                    stop.wait()
+            except (Closing, zmq.ContextTerminated):
+                pass
+            finally:
+                for task in self.tasks:
+                    if isinstance(task, SendTask):
+                        task.finish()
+                with contextlib.suppress(Exception):
+                    self.sock.close()
+        except zmq.ContextTerminated:
+            pass
+        except Exception:  # noqa: BLE001 - reported in the results, the run goes on
+            proc.error(f"socket {self.name}: {traceback.format_exc(limit=6)}")
+        finally:
+            for task in self.tasks:
+                if isinstance(task, SendTask):
+                    task.finish()
+
+    # -- blocking operations, bounded by close_at_s ----------------------------------------
+
+    def _limit_ms(self, option_ms: int) -> int:
+        """The timeout to use for one blocking call: the option, cut at close_at_s."""
+        if self.close_deadline is None:
+            return option_ms
+        remaining = int((self.close_deadline - _pc()) * 1000) + 1
+        if remaining <= 0:
+            raise Closing()
+        return remaining if option_ms < 0 else min(option_ms, remaining)
+
+    def send_blocking(self, frames: list[bytes], dontwait: bool) -> str:
+        sock = self.sock
+        assert sock is not None
+        stats = self.stats
+        single = len(frames) == 1
+        try:
+            began = _pc()
+            if single:
+                sock.send(frames[0], zmq.DONTWAIT)
+            else:
+                sock.send_multipart(frames, zmq.DONTWAIT)
+            self.send_time += _pc() - began
+            self.send_calls += 1
+            return "sent"
+        except zmq.Again:
+            if dontwait:
+                return "again"
+        except zmq.ZMQError as exc:
+            if exc.errno == zmq.EHOSTUNREACH:
+                return "unroutable"
+            raise
+        # would block: wait like a blocking zmq_send, up to SNDTIMEO (and close_at_s)
+        stats.blocked_count += 1
+        began = _pc()
+        option = self.plan["options"]["sndtimeo"]
+        try:
+            while True:
+                limit = self._limit_ms(option)
+                if self.close_deadline is not None:
+                    sock.sndtimeo = limit
+                try:
+                    if single:
+                        sock.send(frames[0])
+                    else:
+                        sock.send_multipart(frames)
+                    return "sent"
+                except zmq.Again:
+                    if self.close_deadline is not None and _pc() >= self.close_deadline:
+                        raise Closing() from None
+                    if option >= 0 and _pc() - began >= option / 1000.0 - 0.0005:
+                        return "again"
+                except zmq.ZMQError as exc:
+                    if exc.errno == zmq.EHOSTUNREACH:
+                        return "unroutable"
+                    raise
+        finally:
+            stats.blocked_s += _pc() - began
+
+    def recv_blocking(self) -> list[bytes] | None:
+        sock = self.sock
+        assert sock is not None
+        option = self.plan["options"]["rcvtimeo"]
+        multipart = self.plan["multipart"]
+        began = _pc()
+        while True:
+            if self.close_deadline is not None:
+                sock.rcvtimeo = self._limit_ms(option)
+            try:
+                if multipart:
+                    return sock.recv_multipart()
+                return [sock.recv()]
+            except zmq.Again:
+                if self.close_deadline is not None and _pc() >= self.close_deadline:
+                    raise Closing() from None
+                if option >= 0 and _pc() - began >= option / 1000.0 - 0.0005:
+                    return None
+
+    # -- schedulers ------------------------------------------------------------------------
+
+    def run_one(self, gen: Generator[Any, Any, None]) -> None:
+        """One workload on the socket: plain blocking calls (the most faithful)."""
+        stop = self.proc.stop
+        value: Any = None
+        while True:
+            try:
+                request = gen.send(value)
+            except StopIteration:
+                return
+            op = request[0]
+            if op == "wait":
+                deadline = request[1]
+                if self.close_deadline is not None and deadline > self.close_deadline:
+                    wait_until(self.close_deadline, stop)
+                    gen.close()
+                    raise Closing()
+                value = wait_until(deadline, stop)
+                if value:
+                    late = _pc() - deadline
+                    if late >= 0.0:
+                        self.lateness.append(late)
+            elif op == "send":
+                value = self.send_blocking(request[1], request[2])
+            else:
+                value = self.recv_blocking()
+
+    def run_many(self, gens: list[Generator[Any, Any, None]]) -> None:
+        """Several workloads on one socket (one thread may use a socket): a small scheduler.
+
+        Timed waits, non-blocking sends and receives; a send that would block and a pending
+        receive wait in ``zmq_poll`` (which wakes on the socket's commands like a blocked call).
+        """
+        sock = self.sock
+        assert sock is not None
+        stop = self.proc.stop
+        opts = self.plan["options"]
+        multipart = self.plan["multipart"]
+        pending: dict[int, list[Any]] = {}
+        for index, gen in enumerate(gens):
+            try:
+                pending[index] = [gen.send(None), None]  # request, blocking-started-at
+            except StopIteration:
+                pass
+        while pending:
+            if stop.is_set():
+                return
+            now = _pc()
+            if self.close_deadline is not None and now >= self.close_deadline:
+                raise Closing()
+            progressed = False
+            for index in list(pending):
+                request, since = pending[index]
+                op = request[0]
+                result: Any = _NOTHING
+                if op == "wait":
+                    if now >= request[1]:
+                        result = True
+                        self.lateness.append(now - request[1])
+                elif op == "send":
+                    frames, dontwait = request[1], request[2]
+                    try:
+                        sock.send_multipart(frames, zmq.DONTWAIT)
+                        result = "sent"
+                    except zmq.Again:
+                        if dontwait:
+                            result = "again"
+                        elif since is None:
+                            pending[index][1] = now
+                            self.stats.blocked_count += 1
+                        elif opts["sndtimeo"] >= 0 and now - since >= opts["sndtimeo"] / 1000.0:
+                            result = "again"
+                    except zmq.ZMQError as exc:
+                        if exc.errno != zmq.EHOSTUNREACH:
+                            raise
+                        result = "unroutable"
+                    if result is not _NOTHING and since is not None:
+                        self.stats.blocked_s += now - since
+                else:
+                    try:
+                        result = sock.recv_multipart(zmq.DONTWAIT) if multipart else [sock.recv(zmq.DONTWAIT)]
+                    except zmq.Again:
+                        if since is None:
+                            pending[index][1] = now
+                        elif opts["rcvtimeo"] >= 0 and now - since >= opts["rcvtimeo"] / 1000.0:
+                            result = None
+                if result is _NOTHING:
+                    continue
+                progressed = True
+                try:
+                    pending[index] = [gens[index].send(result), None]
+                except StopIteration:
+                    del pending[index]
+            if progressed or not pending:
+                continue
+            # nothing can move now: wait for the earliest deadline or a socket event
+            deadlines = []
+            events = 0
+            for request, since in pending.values():
+                if request[0] == "wait":
+                    deadlines.append(request[1])
+                elif request[0] == "send":
+                    events |= zmq.POLLOUT
+                    if opts["sndtimeo"] >= 0 and since is not None:
+                        deadlines.append(since + opts["sndtimeo"] / 1000.0)
+                else:
+                    events |= zmq.POLLIN
+                    if opts["rcvtimeo"] >= 0 and since is not None:
+                        deadlines.append(since + opts["rcvtimeo"] / 1000.0)
+            if self.close_deadline is not None:
+                deadlines.append(self.close_deadline)
+            deadline = min(deadlines) if deadlines else None
+            if events:
+                timeout_ms = None if deadline is None else max(0, int((deadline - _pc()) * 1000) - 1)
+                if timeout_ms is None or timeout_ms > 0:
+                    sock.poll(timeout_ms if timeout_ms is not None else 100, events)
+                    continue
+            if deadline is not None:
+                wait_until(deadline, stop)
+
+
+_NOTHING = object()
+
+
+def apply_options(sock: zmq.Socket, plan: dict[str, Any]) -> None:
+    """Set the scenario's options (only those that differ from libzmq's defaults)."""
+    opts = plan["options"]
+    sock_type = plan["type"]
+    if sock_type in ROUTING_ID_TYPES:
+        sock.setsockopt(zmq.ROUTING_ID, plan["routing_id"].encode())
+    for name, option, default in (
+        ("sndhwm", zmq.SNDHWM, 1000), ("rcvhwm", zmq.RCVHWM, 1000), ("linger", zmq.LINGER, -1),
+        ("sndtimeo", zmq.SNDTIMEO, -1), ("rcvtimeo", zmq.RCVTIMEO, -1),
+        ("sndbuf", zmq.SNDBUF, -1), ("rcvbuf", zmq.RCVBUF, -1),
+        ("reconnect_ivl", zmq.RECONNECT_IVL, 100), ("reconnect_ivl_max", zmq.RECONNECT_IVL_MAX, 0),
+    ):
+        if opts[name] != default:
+            sock.setsockopt(option, int(opts[name]))
+    for name, option in (("immediate", zmq.IMMEDIATE), ("conflate", zmq.CONFLATE),
+                         ("router_mandatory", zmq.ROUTER_MANDATORY), ("xpub_nodrop", zmq.XPUB_NODROP)):
+        if opts[name]:
+            sock.setsockopt(option, 1)
+    if sock_type == "SUB":
+        for prefix in opts["subscribe"]:
+            sock.setsockopt(zmq.SUBSCRIBE, prefix.encode())
+
+
+# --------------------------------------------------------------------------------------
+# Proxies
+
+
+class ProxyAgent:
+    """``zmq.proxy_steerable(frontend, backend, capture, control)`` in its own thread.
+
+    The capture socket sees every forwarded message; a counter thread classifies them by
+    the side they came in through (from the message header's origin workload, or, for an
+    XPUB, subscription messages), which gives ``received``/``sent`` per proxy socket as the
+    simulator counts them. The control socket ends the proxy at a socket's ``close_at_s``.
+    """
+
+    def __init__(self, plan: dict[str, Any], proc: Process, front: dict[str, Any], back: dict[str, Any]) -> None:
+        self.plan = plan
+        self.proc = proc
+        self.name = plan["name"]
+        self.front_plan, self.back_plan = front, back
+        self.front_stats = SocketStats(front["name"])
+        self.back_stats = SocketStats(back["name"])
+        self.forwarded = 0
+        self.unknown = 0
+        self.capture_endpoint = f"inproc://zsim-capture-{self.name}"
+        self.control_endpoint = f"inproc://zsim-control-{self.name}"
+        self.counter_ready = threading.Event()
+        self.counter_stop = threading.Event()
+        self.thread = threading.Thread(target=self.main, name=f"proxy-{self.name}", daemon=True)
+        self.counter = threading.Thread(target=self.count_loop, name=f"proxy-count-{self.name}", daemon=True)
+
+    def count_loop(self) -> None:
+        ctx = self.proc.ctx
+        try:
+            pull = ctx.socket(zmq.PULL)
+        except zmq.ContextTerminated:
+            self.counter_ready.set()
+            return
+        pull.setsockopt(zmq.RCVHWM, 0)
+        pull.setsockopt(zmq.LINGER, 0)
+        pull.bind(self.capture_endpoint)
+        self.counter_ready.set()
+        sides = self.plan["sides"]
+        front_is_xpub = self.front_plan["type"] == "XPUB"
+        back_is_xpub = self.back_plan["type"] == "XPUB"
+        try:
+            while not self.counter_stop.is_set():
+                if not pull.poll(50):
+                    continue
+                while True:
+                    try:
+                        frames = pull.recv_multipart(zmq.DONTWAIT)
+                    except zmq.Again:
+                        break
+                    self.forwarded += 1
+                    self.proc.touch()
+                    header = parse_header(frames[-1])
+                    side = None
+                    if header is not None:
+                        side = sides.get(f"{'s' if header[0] == KIND_DATA else 'r'}{header[1]}")
+                    elif len(frames) == 1 and frames[0][:1] in (b"\x00", b"\x01") and (front_is_xpub or back_is_xpub):
+                        side = "front" if front_is_xpub else "back"
+                    if side == "front":
+                        self.front_stats.received += 1
+                        self.back_stats.sent += 1
+                    elif side == "back":
+                        self.back_stats.received += 1
+                        self.front_stats.sent += 1
+                    else:
+                        self.unknown += 1
+        except zmq.ContextTerminated:
+            pass
+        finally:
+            with contextlib.suppress(Exception):
+                pull.close()
+
+    def main(self) -> None:
+        proc = self.proc
+        stop = proc.stop
+        ctx = proc.ctx
+        opened: list[tuple[dict[str, Any], zmq.Socket]] = []
+        capture = control = None
+        try:
+            self.counter.start()
+            self.counter_ready.wait(5)
+            for plan in sorted((self.front_plan, self.back_plan), key=lambda p: p["open_at_s"]):
+                if not wait_until(proc.t0 + plan["open_at_s"], stop):
+                    return
+                sock = ctx.socket(SOCKET_TYPES[plan["type"]])
+                apply_options(sock, plan)
+                for endpoint in plan["bind"]:
+                    sock.bind(endpoint)
+                for endpoint in plan["connect"]:
+                    sock.connect(endpoint)
+                if plan["type"] == "XSUB":
+                    for prefix in plan["options"]["subscribe"]:
+                        sock.send(b"\x01" + prefix.encode())
+                (self.front_stats if plan is self.front_plan else self.back_stats).opened = True
+                opened.append((plan, sock))
+            socks = {id(p): s for p, s in opened}
+            front, back = socks[id(self.front_plan)], socks[id(self.back_plan)]
+            capture = ctx.socket(zmq.PUSH)
+            capture.setsockopt(zmq.SNDHWM, 0)
+            capture.setsockopt(zmq.LINGER, 0)
+            capture.connect(self.capture_endpoint)
+            control = ctx.socket(zmq.PAIR)
+            control.setsockopt(zmq.LINGER, 0)
+            control.bind(self.control_endpoint)
+            closes = [p["close_at_s"] for p in (self.front_plan, self.back_plan) if p["close_at_s"] is not None]
+            if closes:
+                threading.Thread(target=self._terminate_at, args=(proc.t0 + min(closes),), daemon=True).start()
+            with contextlib.suppress(zmq.ContextTerminated):
+                zmq.proxy_steerable(front, back, capture, control)
+            # ended by a close_at_s: close what is due, keep the rest until its time
+            for plan, sock in sorted(opened, key=lambda item: item[0]["close_at_s"] if item[0]["close_at_s"] is not None else 1e18):
+                if plan["close_at_s"] is not None:
+                    wait_until(proc.t0 + plan["close_at_s"], stop)
+                else:
+                    stop.wait()
+                with contextlib.suppress(Exception):
+                    sock.close()
+        except zmq.ContextTerminated:
+            pass
+        except Exception:  # noqa: BLE001
+            proc.error(f"proxy {self.name}: {traceback.format_exc(limit=6)}")
+        finally:
+            for _plan, sock in opened:
+                with contextlib.suppress(Exception):
+                    sock.close()
+            for sock in (capture, control):
+                if sock is not None:
+                    with contextlib.suppress(Exception):
+                        sock.close()
+            self.counter_stop.set()
+
+    def _terminate_at(self, deadline: float) -> None:
+        if not wait_until(deadline, self.proc.stop):
+            return
+        with contextlib.suppress(Exception):
+            sock = self.proc.ctx.socket(zmq.PAIR)
+            sock.setsockopt(zmq.LINGER, 0)
+            sock.connect(self.control_endpoint)
+            sock.send(b"TERMINATE")
+            sock.close()
+
+
+# --------------------------------------------------------------------------------------
+# The process
+
+
+class Process:
+    def __init__(self, plan: dict[str, Any]) -> None:
+        self.plan = plan
+        self.name = plan["process"]
+        self.ctx = zmq.Context()
+        self.stop = threading.Event()  # the process is exiting or the run is over
+        self.end = threading.Event()  # the parent said stop (or went away)
+        self.t0 = 0.0
+        self.horizon_s = plan["horizon_s"]
+        self.streams = stream_factory(plan["seed"])
+        self.last_activity = 0.0
+        self.errors: list[str] = []
+        self.lock = threading.Lock()
+        self.unfinished_senders = len(plan["sends"])
+        self.senders_done = threading.Event()
+        if self.unfinished_senders == 0:
+            self.senders_done.set()
+        self.exit_started: float | None = None
+        self.exit_completed: float | None = None
+        self.term_thread: threading.Thread | None = None
+        self.agents: dict[str, SocketAgent] = {}
+        self.proxies: list[ProxyAgent] = []
+        socket_plans = {s["name"]: s for s in plan["sockets"]}
+        proxied = set()
+        for proxy_plan in plan["proxies"]:
+            front, back = socket_plans[proxy_plan["frontend"]], socket_plans[proxy_plan["backend"]]
+            self.proxies.append(ProxyAgent(proxy_plan, self, front, back))
+            proxied.update((front["name"], back["name"]))
+        for sock_plan in plan["sockets"]:
+            if sock_plan["name"] not in proxied:
+                self.agents[sock_plan["name"]] = SocketAgent(sock_plan, self)
+        self.send_tasks: list[SendTask] = []
+        self.recv_tasks: list[RecvTask] = []
+        for send_plan in plan["sends"]:
+            agent = self.agents[send_plan["socket"]]
+            task = SendTask(send_plan, self, agent.stats)
+            agent.tasks.append(task)
+            self.send_tasks.append(task)
+        for recv_plan in plan["recvs"]:
+            agent = self.agents[recv_plan["socket"]]
+            task = RecvTask(recv_plan, self, agent.stats)
+            agent.tasks.append(task)
+            self.recv_tasks.append(task)
+        self.busy_threads = len(self.agents) + len(self.proxies) > 1
+
+    # -- called from worker threads ------------------------------------------------------------
+
+    def touch(self) -> None:
+        self.last_activity = _pc()
+
+    def error(self, text: str) -> None:
+        with self.lock:
+            self.errors.append(text)
+
+    def sender_finished(self) -> None:
+        with self.lock:
+            self.unfinished_senders -= 1
+            if self.unfinished_senders <= 0:
+                self.senders_done.set()
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def start_exit(self) -> None:
+        if self.exit_started is not None:
+            return
+        self.exit_started = _pc()
+        self.stop.set()
+
+        def term() -> None:
+            with contextlib.suppress(Exception):
+                self.ctx.term()
+            self.exit_completed = _pc()
+
+        self.term_thread = threading.Thread(target=term, name="ctx-term", daemon=True)
+        self.term_thread.start()
+
+    def heartbeat(self) -> dict[str, Any]:
+        return {
+            "activity": (self.last_activity - self.t0) if self.last_activity else 0.0,
+            "senders_done": self.senders_done.is_set(),
+            "exiting": self.exit_started is not None,
+            "exited": self.exit_completed is not None,
+        }
+
+    def snapshot(self, crashed: bool = False) -> dict[str, Any]:
+        now = _pc()
+        t0 = self.t0
+
+        def rel(value: float | None) -> float | None:
+            return None if value is None else value - t0
+
+        results_dir = self.plan["results_dir"]
+        sockets: dict[str, Any] = {}
+        all_stats = [a.stats for a in self.agents.values()]
+        for proxy in self.proxies:
+            all_stats.extend((proxy.front_stats, proxy.back_stats))
+        for stats in all_stats:
+            sockets[stats.name] = {
+                "sent": stats.sent, "send_again": stats.send_again, "send_unroutable": stats.send_unroutable,
+                "received": stats.received, "recv_again": stats.recv_again, "blocked_s": stats.blocked_s,
+                "blocked_count": stats.blocked_count, "first_recv_s": rel(stats.first_recv),
+                "last_recv_s": rel(stats.last_recv), "first_sent_s": rel(stats.first_sent), "opened": stats.opened,
+                "indices": {origin: _runs(list(seqs)) for origin, seqs in list(stats.indices.items())},
+            }
+            if len(stats.latency):
+                np.save(os.path.join(results_dir, f"latency-{stats.name}.npy"), np.frombuffer(stats.latency, dtype=np.float64).copy())
+        senders = {}
+        for task in self.send_tasks:
+            senders[task.name] = {
+                "socket": task.plan["socket"], "attempts": task.attempts, "sent": task.sent, "again": task.again,
+                "unroutable": task.unroutable, "finished_at_s": rel(task.finished_at) if task.done else None,
+            }
+            if len(task.rtt):
+                np.save(os.path.join(results_dir, f"rtt-{task.name}.npy"), np.frombuffer(task.rtt, dtype=np.float64).copy())
+        receivers = {t.name: {"socket": t.plan["socket"], "received": t.received, "paused_s": t.paused_s} for t in self.recv_tasks}
+        lateness = [np.frombuffer(a.lateness, dtype=np.float64) for a in self.agents.values() if len(a.lateness)]
+        if lateness:
+            np.save(os.path.join(results_dir, f"lateness-{self.name}.npy"), np.concatenate(lateness))
+        send_calls = sum(a.send_calls for a in self.agents.values())
+        send_time = sum(a.send_time for a in self.agents.values())
+        proxies = {p.name: {"frontend": p.front_plan["name"], "backend": p.back_plan["name"], "forwarded": p.forwarded,
+                            "unclassified": p.unknown} for p in self.proxies}
+        return {
+            "process": self.name,
+            "snapshot_s": now - t0,
+            "last_activity_s": rel(self.last_activity) if self.last_activity else None,
+            "exit_started_s": rel(self.exit_started),
+            "exit_completed_s": rel(self.exit_completed),
+            "term_blocked": self.exit_started is not None and self.exit_completed is None and not crashed,
+            "crashed_s": (now - t0) if crashed else None,
+            "sockets": sockets,
+            "senders": senders,
+            "receivers": receivers,
+            "proxies": proxies,
+            "send_calls": send_calls,
+            "send_call_time_s": send_time,
+            "replies_sent": sum(t.replies_sent for t in self.recv_tasks),
+            "replies_received": sum(t.replies for t in self.send_tasks),
+            "errors": list(self.errors),
+        }
+
+    def write_results(self, crashed: bool = False) -> None:
+        result = self.snapshot(crashed)
+        path = os.path.join(self.plan["results_dir"], f"{self.name}.json")
+        tmp = path + ".tmp"
+        with open(tmp, "w") as handle:
+            json.dump(result, handle)
+        os.replace(tmp, path)
+
+    def warm_up(self) -> None:
+        """Start the context's I/O and reaper threads now, as an application that made its
+        context at start-up has them, instead of at the first socket's ``open_at_s``."""
+        sock = self.ctx.socket(zmq.PAIR)
+        sock.setsockopt(zmq.LINGER, 0)
+        sock.bind(f"inproc://zsim-warm-up-{os.getpid()}")
+        sock.close()
+
+    def run(self) -> None:
+        self.warm_up()
+        emit({"ready": True})
+        self.t0 = read_t0()
+        threading.Thread(target=self._read_commands, name="stdin", daemon=True).start()
+        if self.busy_threads:
+            sys.setswitchinterval(0.0002)
+        for proxy in self.proxies:
+            proxy.thread.start()
+        for agent in self.agents.values():
+            agent.thread.start()
+        plan = self.plan
+        t0 = self.t0
+        exit_at = t0 + plan["exit_at_s"] if plan["exit_at_s"] is not None else None
+        crash_at = t0 + plan["crash_at_s"] if plan["crash_at_s"] is not None else None
+        horizon = t0 + self.horizon_s if self.horizon_s is not None else None
+        hard = t0 + plan["hard_limit_s"] + 2.0
+        next_beat = _pc()
+        while True:
+            now = _pc()
+            if self.end.is_set() or now >= hard or (horizon is not None and now >= horizon):
+                break
+            if crash_at is not None and now >= crash_at:
+                self.stop.set()
+                self.write_results(crashed=True)
+                emit({"done": True, "hb": self.heartbeat()})
+                os.kill(os.getpid(), signal.SIGKILL)
+            if self.exit_started is None and (
+                (exit_at is not None and now >= exit_at)
+                or (plan["exit_after_sends"] and self.senders_done.is_set())
+            ):
+                self.start_exit()
+            if now >= next_beat:
+                emit({"hb": self.heartbeat()})
+                next_beat = now + HEARTBEAT_S
+            # sleep to the next thing to do; precise for timeline events
+            events = [next_beat]
+            for value in (exit_at if self.exit_started is None else None, crash_at, horizon):
+                if value is not None:
+                    events.append(value)
+            target = min(events)
+            if target - _pc() < 0.003:
+                wait_until(target, self.end)
+            else:
+                self.end.wait(min(target - _pc() - 0.002, HEARTBEAT_S))
+                if plan["exit_after_sends"] and self.exit_started is None and self.senders_done.is_set():
+                    continue
+        self.write_results()
+        emit({"done": True, "hb": self.heartbeat()})
+        sys.stdout.flush()
+        os._exit(0)
+
+    def _read_commands(self) -> None:
+        try:
+            for line in sys.stdin:
+                if line.strip() == "stop":
+                    break
+        except Exception:  # noqa: BLE001
+            pass
+        # "stop", or the parent closed our stdin (it is gone): end the run
+        self.end.set()
+
+
+def _runs(values: list[int]) -> list[list[int]]:
+    runs: list[list[int]] = []
+    for value in sorted(set(values)):
+        if runs and value == runs[-1][1] + 1:
+            runs[-1][1] = value
+        else:
+            runs.append([value, value])
+    return runs
+
+
+_emit_lock = threading.Lock()
+
+
+def emit(message: dict[str, Any]) -> None:
+    with _emit_lock:
+        sys.stdout.write(json.dumps(message) + "\n")
+        sys.stdout.flush()
+
+
+def read_t0(timeout_s: float = 120.0) -> float:
+    ready, _, _ = select.select([sys.stdin], [], [], timeout_s)
+    if not ready:
+        os._exit(3)
+    line = sys.stdin.readline()
+    if not line.startswith("t0 "):
+        os._exit(3)
+    return float(line.split()[1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    with open(argv[0]) as handle:
+        plan = json.load(handle)
+    process = Process(plan)
+    try:
+        process.run()
+    except BaseException:  # noqa: BLE001 - always leave results behind if we can
+        process.error(traceback.format_exc(limit=8))
+        with contextlib.suppress(Exception):
+            process.write_results()
+        sys.stdout.flush()
+        os._exit(1)
+    return 0
+
+
+if __name__ == "__main__":
+    main()

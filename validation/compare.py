@@ -1,0 +1,753 @@
+"""Simulation against reality, metric by metric: ``zsim validate``.
+
+``validate(path, replications=N)`` runs a scenario N times in simulation (seeds s, s+1, ...)
+and N times on real pyzmq (``validation.harness.run_real``, with the same seeds for the
+workloads' random draws), extracts the metrics the scenario's ``[validation]`` table names
+(or sensible defaults), and decides per metric whether the two agree under that metric's
+tolerance. The ``[validation]`` schema is documented in docs/validation.md:
+
+```toml
+[validation]
+replications = 3            # default N for zsim validate / python -m validation
+timeout_s = 20              # wall limit per real run
+quiet_s = 0.5               # a run without until_s ends after this long without traffic
+fast = true                 # part of the CI subset (python -m validation --fast)
+claims = ["pub-dontwait"]   # claims of validation/claims.py this scenario checks
+
+[validation.derived]        # new metrics from others: + - * / min() max() abs(), numbers
+elapsed_s = "sockets.vent.last_recv_s - 0.5"
+
+[validation.metrics]        # metric path = tolerance
+"sockets.sub.received" = "exact"
+"senders.send.pub.finished_at_s" = { rel = 0.05 }
+"latency_s.p50" = { rel = 0.25, abs = 0.0005 }
+"latency" = { ks = 0.2 }                      # per-message samples, Kolmogorov distance
+"processes.sender.term_blocked" = { proportion = 0.34 }
+"sockets.pull.received" = { range = 0 }       # real values inside the simulated range
+
+[validation.known."sockets.pull.received"]    # a difference we know and explain
+reason = "..."
+model_lacks = "..."
+```
+
+Verdicts: ``agrees``, ``differs`` (with the scenario's explanation if it has one),
+``n/a`` (a side could not observe the metric) or ``error`` (no successful run).
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import operator
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from zsim import spec
+from zsim.errors import ScenarioError
+from zsim.spec import Scenario
+
+__all__ = [
+    "Tolerance", "ValidationSpec", "MetricResult", "ScenarioValidation", "parse_validation", "validate",
+    "metric_value", "interval", "evaluate",
+]
+
+_pc = time.perf_counter
+
+SAMPLE_METRICS = ("latency", "rtt")
+_VALIDATION_KEYS = {"replications", "timeout_s", "quiet_s", "fast", "claims", "derived", "metrics", "known",
+                    "description", "real_seed_offset"}
+
+
+# --------------------------------------------------------------------------------------
+# Tolerances
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """How close simulation and reality must be for one metric.
+
+    kind: ``exact`` (every value on both sides equal), ``relative`` (|mean difference| <=
+    max(rel * |real mean|, abs)), ``range`` (every real value within the simulated
+    min..max, widened by abs), ``proportion`` (share of true/non-zero values differs by at
+    most ``value``), ``ks`` (Kolmogorov-Smirnov distance between the pooled per-message
+    samples at most ``value``).
+    """
+
+    kind: str
+    rel: float = 0.0
+    abs: float = 0.0
+    value: float = 0.0
+
+    def describe(self) -> str:
+        if self.kind == "exact":
+            return "exact"
+        if self.kind == "relative":
+            parts = []
+            if self.rel:
+                parts.append(f"±{self.rel * 100:g}%")
+            if self.abs:
+                parts.append(f"±{_num(self.abs)}")
+            return " or ".join(parts) if parts else "±0"
+        if self.kind == "range":
+            return "in sim range" + (f" ±{_num(self.abs)}" if self.abs else "")
+        if self.kind == "proportion":
+            return f"share ±{self.value:g}"
+        if self.kind == "ks":
+            return f"KS D ≤ {self.value:g}"
+        return self.kind
+
+
+def parse_tolerance(raw: Any, path: str) -> Tolerance:
+    if raw == "exact":
+        return Tolerance("exact")
+    if isinstance(raw, str):
+        raise ScenarioError(path, f"a tolerance is \"exact\" or a table like {{ rel = 0.1 }}, got {raw!r}")
+    if not isinstance(raw, dict):
+        raise ScenarioError(path, f"must be \"exact\" or a table, got {raw!r}")
+    keys = set(raw)
+    allowed = {"rel", "abs", "range", "proportion", "ks", "tolerance"}
+    for key in keys - allowed:
+        raise ScenarioError(f"{path}.{key}", f"unknown tolerance field; known: {', '.join(sorted(allowed))}")
+
+    def number(key: str) -> float:
+        value = raw[key]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            raise ScenarioError(f"{path}.{key}", f"must be a number >= 0, got {value!r}")
+        return float(value)
+
+    if raw.get("tolerance") == "exact":
+        return Tolerance("exact")
+    if "ks" in keys:
+        return Tolerance("ks", value=number("ks"))
+    if "proportion" in keys:
+        return Tolerance("proportion", value=number("proportion"))
+    if "range" in keys:
+        return Tolerance("range", abs=number("range"))
+    if "rel" in keys or "abs" in keys:
+        return Tolerance("relative", rel=number("rel") if "rel" in keys else 0.0, abs=number("abs") if "abs" in keys else 0.0)
+    raise ScenarioError(path, "give one of: \"exact\", rel/abs, range, proportion, ks")
+
+
+# --------------------------------------------------------------------------------------
+# The [validation] table
+
+
+@dataclass
+class ValidationSpec:
+    replications: int = 3
+    timeout_s: float | None = None
+    fast: bool = False
+    claims: tuple[str, ...] = ()
+    metrics: dict[str, Tolerance] = field(default_factory=dict)
+    derived: dict[str, str] = field(default_factory=dict)
+    known: dict[str, dict[str, str]] = field(default_factory=dict)
+    description: str = ""
+    defaulted: bool = False
+
+
+def parse_validation(scenario: Scenario) -> ValidationSpec:
+    raw = dict(scenario.validation)
+    for key in raw:
+        if key not in _VALIDATION_KEYS:
+            raise ScenarioError(f"validation.{key}", f"unknown field; known: {', '.join(sorted(_VALIDATION_KEYS))}")
+    result = ValidationSpec()
+    if "replications" in raw:
+        value = raw["replications"]
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ScenarioError("validation.replications", f"must be an integer >= 1, got {value!r}")
+        result.replications = value
+    if "timeout_s" in raw:
+        value = raw["timeout_s"]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+            raise ScenarioError("validation.timeout_s", f"must be a number > 0, got {value!r}")
+        result.timeout_s = float(value)
+    if "quiet_s" in raw:
+        value = raw["quiet_s"]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+            raise ScenarioError("validation.quiet_s", f"must be a number > 0, got {value!r}")
+    result.fast = bool(raw.get("fast", False))
+    claims = raw.get("claims", [])
+    if not isinstance(claims, list) or not all(isinstance(c, str) for c in claims):
+        raise ScenarioError("validation.claims", "must be a list of claim ids")
+    result.claims = tuple(claims)
+    result.description = str(raw.get("description", ""))
+    derived = raw.get("derived", {})
+    if not isinstance(derived, dict):
+        raise ScenarioError("validation.derived", "must be a table of name = \"expression\"")
+    for name, expr in derived.items():
+        if not isinstance(expr, str):
+            raise ScenarioError(f"validation.derived.{name}", "must be an expression string")
+        try:
+            _check_expression(expr)
+        except ValueError as exc:
+            raise ScenarioError(f"validation.derived.{name}", str(exc)) from None
+        result.derived[name] = expr
+    metrics = raw.get("metrics")
+    if metrics is None:
+        result.metrics = default_metrics(scenario)
+        result.defaulted = True
+    else:
+        if not isinstance(metrics, dict) or not metrics:
+            raise ScenarioError("validation.metrics", "must be a non-empty table of metric = tolerance")
+        for name, tol in metrics.items():
+            result.metrics[name] = parse_tolerance(tol, f"validation.metrics.{name}")
+            if result.metrics[name].kind == "ks" and _sample_kind(name) is None:
+                raise ScenarioError(f"validation.metrics.{name}", "a ks tolerance needs a per-message sample metric: "
+                                    "latency, latency.<socket>, rtt.<sender>")
+    known = raw.get("known", {})
+    if not isinstance(known, dict):
+        raise ScenarioError("validation.known", "must be a table of metric = { reason, model_lacks }")
+    for name, note in known.items():
+        if not isinstance(note, dict) or "reason" not in note:
+            raise ScenarioError(f"validation.known.{name}", "needs reason = \"...\" (and model_lacks = \"...\")")
+        result.known[name] = {"reason": str(note["reason"]), "model_lacks": str(note.get("model_lacks", ""))}
+    return result
+
+
+def default_metrics(scenario: Scenario) -> dict[str, Tolerance]:
+    """Metrics observable on both sides, with tolerances for noisy real runs."""
+    metrics: dict[str, Tolerance] = {}
+    for send in scenario.sends:
+        metrics[f"senders.{send.name}.sent"] = Tolerance("relative", rel=0.05, abs=2)
+        metrics[f"senders.{send.name}.again"] = Tolerance("relative", rel=0.1, abs=2)
+    receiving = {recv.socket for recv in scenario.recvs}
+    for sock in scenario.sockets:
+        if sock.name in receiving:
+            metrics[f"sockets.{sock.name}.received"] = Tolerance("relative", rel=0.1, abs=2)
+    if scenario.recvs:
+        metrics["latency_s.p50"] = Tolerance("relative", rel=0.5, abs=0.0005)
+    for proc in scenario.processes:
+        if proc.exit_at_s is not None or proc.exit_after_sends:
+            metrics[f"processes.{proc.name}.term_blocked"] = Tolerance("proportion", value=0.34)
+    return metrics
+
+
+# --------------------------------------------------------------------------------------
+# Metric values
+
+
+def metric_value(summary: Mapping[str, Any], path: str) -> Any:
+    """A value of the summary by dotted path; names with dots are matched longest first
+    (``senders.send.pub.sent`` finds the sender ``send.pub``). Booleans become 0/1."""
+    node: Any = summary
+    parts = path.split(".")
+    index = 0
+    while index < len(parts):
+        if not isinstance(node, Mapping):
+            return None
+        for end in range(len(parts), index, -1):
+            key = ".".join(parts[index:end])
+            if key in node:
+                node = node[key]
+                index = end
+                break
+        else:
+            return None
+    if isinstance(node, bool):
+        return 1.0 if node else 0.0
+    if isinstance(node, (int, float)):
+        return float(node)
+    return None
+
+
+_BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
+_FUNCS: dict[str, Callable[..., float]] = {"max": max, "min": min, "abs": abs, "sum": lambda *a: sum(a)}
+
+
+def _check_expression(expr: str) -> ast.AST:
+    try:
+        tree = ast.parse(_encode_paths(expr), mode="eval")
+    except SyntaxError as exc:
+        raise ValueError(f"not an expression: {exc.msg}") from None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Expression, ast.BinOp, ast.UnaryOp, ast.USub, ast.Constant, ast.Name, ast.Load, ast.Call,
+                             *_BINARY)):
+            if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name) and node.func.id in _FUNCS):
+                raise ValueError("only max(), min(), abs() and sum() may be called")
+            continue
+        raise ValueError(f"{type(node).__name__} is not allowed (use metric paths, numbers, + - * /, max, min, abs, sum)")
+    return tree
+
+
+def _encode_paths(expr: str) -> str:
+    """Metric paths contain dots; make each one a single Python name."""
+    out = []
+    token = ""
+    for char in expr + " ":
+        if char.isalnum() or char in "._" or (char == "-" and False):
+            token += char
+            continue
+        if token:
+            out.append(_name_for(token))
+            token = ""
+        out.append(char)
+    return "".join(out).strip()
+
+
+def _name_for(token: str) -> str:
+    try:
+        float(token)
+        return token
+    except ValueError:
+        pass
+    if token in _FUNCS:
+        return token
+    return "m_" + token.replace(".", "__D__")
+
+
+def evaluate(expr: str, lookup: Callable[[str], Any]) -> float | None:
+    tree = _check_expression(expr)
+
+    def ev(node: ast.AST) -> Any:
+        if isinstance(node, ast.Expression):
+            return ev(node.body)
+        if isinstance(node, ast.Constant):
+            return float(node.value)
+        if isinstance(node, ast.Name):
+            return lookup(node.id[2:].replace("__D__", "."))
+        if isinstance(node, ast.UnaryOp):
+            value = ev(node.operand)
+            return None if value is None else -value
+        if isinstance(node, ast.BinOp):
+            left, right = ev(node.left), ev(node.right)
+            if left is None or right is None:
+                return None
+            if isinstance(node.op, ast.Div) and right == 0:
+                return None
+            return _BINARY[type(node.op)](left, right)
+        if isinstance(node, ast.Call):
+            args = [ev(a) for a in node.args]
+            if any(a is None for a in args):
+                return None
+            return float(_FUNCS[node.func.id](*args))  # type: ignore[union-attr]
+        raise ValueError(type(node).__name__)
+
+    value = ev(tree)
+    return None if value is None else float(value)
+
+
+def _sample_kind(name: str) -> tuple[str, str | None] | None:
+    """``latency`` / ``latency.<socket>`` / ``rtt.<sender>`` -> (kind, target)."""
+    for kind in SAMPLE_METRICS:
+        if name == kind:
+            return kind, None
+        if name.startswith(kind + "."):
+            return kind, name[len(kind) + 1:]
+    return None
+
+
+def sim_extras(result: Any, scenario: Scenario) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """Metrics the simulator's summary does not carry but its per-message table does:
+    first/last delivery time and first/last index per socket; per-message samples."""
+    from zsim.ledger import DELIVERED
+
+    extras: dict[str, Any] = {"sockets": {}}
+    samples: dict[str, np.ndarray] = {}
+    table = result.messages
+    names = list(result.socket_names)
+    single_sender = len(scenario.sends) == 1 and not any(r.reply for r in scenario.recvs)
+    if table is not None and len(table.get("msg_id", ())):
+        delivered = table["state"] == DELIVERED
+        latency = table["time"] - table["t0"]
+        samples["latency"] = latency[delivered]
+        for index, name in enumerate(names):
+            mask = delivered & (table["socket"] == index)
+            entry: dict[str, Any] = {}
+            if mask.any():
+                times = table["time"][mask]
+                first = int(np.argmin(times))
+                entry["first_recv_s"] = float(times[first])
+                entry["last_recv_s"] = float(times.max())
+                entry["first_sent_s"] = float(table["t0"][mask][first])
+                samples[f"latency.{name}"] = latency[mask]
+                if single_sender:
+                    ids = table["msg_id"][mask]
+                    entry["first_index"] = float(ids.min())
+                    entry["last_index"] = float(ids.max())
+            extras["sockets"][name] = entry
+    return extras, samples
+
+
+def real_extras(summary: Mapping[str, Any], scenario: Scenario) -> dict[str, Any]:
+    extras: dict[str, Any] = {"sockets": {}}
+    indices = summary.get("real", {}).get("indices", {})
+    single_sender = len(scenario.sends) == 1 and not any(r.reply for r in scenario.recvs)
+    for name, origins in indices.items():
+        if single_sender and origins:
+            runs = [run for runs in origins.values() for run in runs]
+            if runs:
+                extras["sockets"][name] = {"first_index": float(min(r[0] for r in runs)),
+                                           "last_index": float(max(r[1] for r in runs))}
+    return extras
+
+
+def _merged_lookup(summary: Mapping[str, Any], extras: Mapping[str, Any], derived: Mapping[str, str]) -> Callable[[str], Any]:
+    def lookup(path: str) -> Any:
+        if path in derived:
+            return evaluate(derived[path], lookup)
+        value = metric_value(extras, path)
+        if value is None:
+            value = metric_value(summary, path)
+        return value
+
+    return lookup
+
+
+# --------------------------------------------------------------------------------------
+# Statistics
+
+
+_T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228,
+         15: 2.131, 20: 2.086, 30: 2.042}
+
+
+def _t975(dof: int) -> float:
+    try:
+        from scipy import stats
+
+        return float(stats.t.ppf(0.975, dof))
+    except Exception:  # noqa: BLE001 - scipy is optional
+        for key in sorted(_T975):
+            if dof <= key:
+                return _T975[key]
+        return 1.96
+
+
+def interval(values: Sequence[float]) -> tuple[float | None, float | None, float | None]:
+    """Mean and 95 % Student-t interval of the mean; (None, None, None) without values."""
+    data = [v for v in values if v is not None and math.isfinite(v)]
+    if not data:
+        return None, None, None
+    mean = float(np.mean(data))
+    if len(data) < 2:
+        return mean, mean, mean
+    sd = float(np.std(data, ddof=1))
+    half = _t975(len(data) - 1) * sd / math.sqrt(len(data))
+    return mean, mean - half, mean + half
+
+
+def ks_distance(a: np.ndarray, b: np.ndarray) -> float:
+    a = np.sort(np.asarray(a, dtype=float))
+    b = np.sort(np.asarray(b, dtype=float))
+    if len(a) == 0 or len(b) == 0:
+        return math.nan
+    grid = np.concatenate([a, b])
+    cdf_a = np.searchsorted(a, grid, side="right") / len(a)
+    cdf_b = np.searchsorted(b, grid, side="right") / len(b)
+    return float(np.max(np.abs(cdf_a - cdf_b)))
+
+
+@dataclass
+class MetricResult:
+    metric: str
+    tolerance: Tolerance
+    sim: list[float | None]
+    real: list[float | None]
+    verdict: str
+    detail: str = ""
+    note: dict[str, str] | None = None
+
+    def stats(self, side: str) -> tuple[float | None, float | None, float | None]:
+        return interval([v for v in (self.sim if side == "sim" else self.real) if v is not None])
+
+    def to_json(self) -> dict[str, Any]:
+        sim_mean, sim_lo, sim_hi = self.stats("sim")
+        real_mean, real_lo, real_hi = self.stats("real")
+        return {
+            "metric": self.metric,
+            "tolerance": self.tolerance.describe(),
+            "sim": {"values": self.sim, "mean": sim_mean, "ci95": [sim_lo, sim_hi]},
+            "real": {"values": self.real, "mean": real_mean, "ci95": [real_lo, real_hi]},
+            "verdict": self.verdict,
+            "detail": self.detail,
+            "note": self.note,
+        }
+
+
+def judge(tol: Tolerance, sim: Sequence[float | None], real: Sequence[float | None],
+          sim_samples: np.ndarray | None = None, real_samples: np.ndarray | None = None) -> tuple[str, str]:
+    """(verdict, detail) for one metric."""
+    if tol.kind == "ks":
+        if sim_samples is None or real_samples is None or not len(sim_samples) or not len(real_samples):
+            return "n/a", "no per-message samples on one side"
+        distance = ks_distance(sim_samples, real_samples)
+        return ("agrees" if distance <= tol.value else "differs"), f"D = {distance:.3f} (n = {len(sim_samples)}, {len(real_samples)})"
+    s = [v for v in sim if v is not None]
+    r = [v for v in real if v is not None]
+    if not s or not r:
+        return "n/a", "not observed on " + ("either side" if not s and not r else "the simulated side" if not s else "the real side")
+    if tol.kind == "exact":
+        values = set(s) | set(r)
+        if len(values) == 1:
+            return "agrees", ""
+        return "differs", f"sim {sorted(set(s))}, real {sorted(set(r))}"
+    if tol.kind == "range":
+        low, high = min(s) - tol.abs, max(s) + tol.abs
+        outside = [v for v in r if not low <= v <= high]
+        if outside:
+            return "differs", f"real {outside} outside sim range [{_num(low)}, {_num(high)}]"
+        return "agrees", ""
+    if tol.kind == "proportion":
+        ps = sum(1 for v in s if v) / len(s)
+        pr = sum(1 for v in r if v) / len(r)
+        return ("agrees" if abs(ps - pr) <= tol.value + 1e-12 else "differs"), f"sim {ps:.2f}, real {pr:.2f}"
+    mean_s, mean_r = float(np.mean(s)), float(np.mean(r))
+    diff = abs(mean_s - mean_r)
+    allowed = max(tol.rel * abs(mean_r), tol.abs)
+    detail = f"|Δ| = {_num(diff)}" + (f" ({diff / abs(mean_r) * 100:.1f}%)" if mean_r else "") + f", allowed {_num(allowed)}"
+    return ("agrees" if diff <= allowed + 1e-12 else "differs"), detail
+
+
+def _num(value: float | None) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e12:
+        return str(int(value))
+    if value == 0:
+        return "0"
+    magnitude = abs(value)
+    if magnitude >= 100:
+        return f"{value:.1f}"
+    if magnitude >= 1:
+        return f"{value:.3f}"
+    if magnitude >= 0.001:
+        return f"{value:.4f}"
+    return f"{value:.3g}"
+
+
+# --------------------------------------------------------------------------------------
+# Running both sides
+
+
+@dataclass
+class ScenarioValidation:
+    scenario: str
+    source: str
+    description: str
+    replications: int
+    seeds: list[int]
+    metrics: list[MetricResult]
+    sim_summaries: list[dict[str, Any]]
+    real_summaries: list[dict[str, Any]]
+    real_errors: list[str]
+    sim_errors: list[str]
+    wall_sim_s: float
+    wall_real_s: float
+    spec: ValidationSpec
+    depth: dict[str, np.ndarray] = field(default_factory=dict)
+    sim_samples: dict[str, list[np.ndarray]] = field(default_factory=dict)
+    real_samples: dict[str, list[np.ndarray]] = field(default_factory=dict)
+
+    @property
+    def verdict(self) -> str:
+        verdicts = [m.verdict for m in self.metrics]
+        if not verdicts or all(v in ("error", "n/a") for v in verdicts):
+            return "error"
+        if any(v == "differs" for v in verdicts):
+            return "differs"
+        if any(v == "error" for v in verdicts):
+            return "error"
+        return "agrees"
+
+    @property
+    def unexplained(self) -> list[MetricResult]:
+        return [m for m in self.metrics if m.verdict == "differs" and not m.note]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "scenario": self.scenario,
+            "source": self.source,
+            "description": self.description,
+            "replications": self.replications,
+            "seeds": self.seeds,
+            "verdict": self.verdict,
+            "metrics": [m.to_json() for m in self.metrics],
+            "real_errors": self.real_errors,
+            "sim_errors": self.sim_errors,
+            "wall_sim_s": self.wall_sim_s,
+            "wall_real_s": self.wall_real_s,
+            "claims": list(self.spec.claims),
+            "real_runs": [_trim(s) for s in self.real_summaries],
+            "sim_runs": [_trim(s) for s in self.sim_summaries],
+        }
+
+
+def _trim(summary: Mapping[str, Any]) -> dict[str, Any]:
+    """A summary without the bulky parts (pipes of big scenarios)."""
+    out = dict(summary)
+    if len(out.get("pipes", [])) > 40:
+        out["pipes"] = out["pipes"][:40]
+    return out
+
+
+def validate(source: str | Path | Scenario, replications: int | None = None, seed: int = 0, timeout_s: float | None = None,
+             progress: Callable[[str], Any] | None = None, trace_depth: bool = True) -> ScenarioValidation:
+    """Run ``source`` N times simulated and N times real; compare every chosen metric."""
+    from .harness import RealRunError, run_real
+
+    scenario = source if isinstance(source, Scenario) else spec.load(source)
+    vspec = parse_validation(scenario)
+    n = replications if replications is not None else vspec.replications
+    if n < 1:
+        raise ScenarioError("--replications", f"must be >= 1, got {n}")
+    timeout = timeout_s if timeout_s is not None else vspec.timeout_s
+    seeds = [seed + i for i in range(n)]
+    say = progress or (lambda _msg: None)
+
+    sim_summaries: list[dict[str, Any]] = []
+    sim_lookups: list[Callable[[str], Any] | None] = []
+    sim_samples: dict[str, list[np.ndarray]] = {}
+    sim_errors: list[str] = []
+    depth: dict[str, np.ndarray] = {}
+    started = _pc()
+    for index, run_seed in enumerate(seeds):
+        try:
+            result, rtts = simulate(scenario, run_seed, trace=trace_depth and index == 0)
+        except ScenarioError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a model fault is a result of the validation
+            sim_errors.append(f"seed {run_seed}: {type(exc).__name__}: {exc}")
+            sim_lookups.append(None)
+            continue
+        if index == 0:
+            depth = dict(result.depth)
+        extras, samples = sim_extras(result, scenario)
+        for key, value in samples.items():
+            sim_samples.setdefault(key, []).append(value)
+        for name, rtt in rtts.items():
+            sim_samples.setdefault(f"rtt.{name}", []).append(rtt)
+        sim_summaries.append(result.summary)
+        sim_lookups.append(_merged_lookup(result.summary, extras, vspec.derived))
+    wall_sim = _pc() - started
+    say(f"  simulated {len(sim_summaries)}/{n} in {wall_sim:.1f} s")
+
+    real_summaries: list[dict[str, Any]] = []
+    real_lookups: list[Callable[[str], Any] | None] = []
+    real_samples: dict[str, list[np.ndarray]] = {}
+    real_errors: list[str] = []
+    started = _pc()
+    for run_seed in seeds:
+        samples: dict[str, np.ndarray] = {}
+        attempt_errors = []
+        summary = None
+        for _attempt in range(2):  # a free port taken in the meantime: try once more
+            try:
+                summary = run_real(scenario, run_seed, timeout_s=timeout, samples=samples)
+                break
+            except RealRunError as exc:
+                attempt_errors.append(str(exc))
+                if "Address already in use" not in str(exc):
+                    break
+        if summary is None:
+            real_errors.append(f"seed {run_seed}: {attempt_errors[-1] if attempt_errors else 'failed'}")
+            real_lookups.append(None)
+            continue
+        if summary.get("real", {}).get("errors"):
+            real_errors.extend(f"seed {run_seed}: {e}" for e in summary["real"]["errors"])
+        if summary.get("timed_out"):
+            real_errors.append(f"seed {run_seed}: hit the time limit ({summary['real'].get('end_reason')})")
+        for key, value in samples.items():
+            real_samples.setdefault(key, []).append(value)
+        real_summaries.append(summary)
+        real_lookups.append(_merged_lookup(summary, real_extras(summary, scenario), vspec.derived))
+        say(f"  real run seed {run_seed}: {summary['wall_s']:.1f} s")
+    wall_real = _pc() - started
+
+    metrics: list[MetricResult] = []
+    for name, tol in vspec.metrics.items():
+        kind = _sample_kind(name)
+        if tol.kind == "ks" and kind is not None:
+            s_samples = _pool(sim_samples, name)
+            r_samples = _pool(real_samples, name)
+            verdict, detail = judge(tol, [], [], s_samples, r_samples)
+            sim_vals = [float(np.median(a)) if len(a) else None for a in sim_samples.get(name, [])]
+            real_vals = [float(np.median(a)) if len(a) else None for a in real_samples.get(name, [])]
+        else:
+            sim_vals = [lk(name) if lk is not None else None for lk in sim_lookups]
+            real_vals = [lk(name) if lk is not None else None for lk in real_lookups]
+            if not any(lk is not None for lk in real_lookups) or not any(lk is not None for lk in sim_lookups):
+                verdict, detail = "error", "no successful run on one side"
+            else:
+                verdict, detail = judge(tol, sim_vals, real_vals)
+        note = vspec.known.get(name)
+        metrics.append(MetricResult(name, tol, sim_vals, real_vals, verdict, detail, note))
+    return ScenarioValidation(
+        scenario=scenario.name,
+        source=scenario.source,
+        description=scenario.description,
+        replications=n,
+        seeds=seeds,
+        metrics=metrics,
+        sim_summaries=sim_summaries,
+        real_summaries=real_summaries,
+        real_errors=real_errors,
+        sim_errors=sim_errors,
+        wall_sim_s=wall_sim,
+        wall_real_s=wall_real,
+        spec=vspec,
+        depth=depth,
+        sim_samples=sim_samples,
+        real_samples=real_samples,
+    )
+
+
+def simulate(scenario: Scenario, seed: int, trace: bool = False) -> tuple[Any, dict[str, np.ndarray]]:
+    """``zsim.runner.run`` plus each sender's round-trip samples (which the summary only
+    gives as percentiles)."""
+    from zsim.build import build
+    from zsim.results import summarise
+    from zsim.runner import simulate as run_model
+
+    started = _pc()
+    model = build(scenario, seed, trace_depth=trace)
+    run_model(model)
+    result = summarise(model, _pc() - started)
+    rtts = {s.name: np.frombuffer(s.rtt, dtype=np.float64).copy() for s in model.senders if len(s.rtt)}
+    return result, rtts
+
+
+def _pool(samples: Mapping[str, list[np.ndarray]], name: str, limit: int = 50_000) -> np.ndarray | None:
+    arrays = samples.get(name)
+    if not arrays:
+        return None
+    pooled = np.concatenate(arrays)
+    if len(pooled) > limit:
+        pooled = np.random.default_rng(0).choice(pooled, limit, replace=False)
+    return pooled
+
+
+# --------------------------------------------------------------------------------------
+# Text output
+
+
+def format_table(result: ScenarioValidation) -> str:
+    lines = []
+    lines.append(f"scenario {result.scenario} ({result.source}): {result.replications} replications each side, "
+                 f"seeds {result.seeds[0]}..{result.seeds[-1]}; simulated in {result.wall_sim_s:.1f} s, real in {result.wall_real_s:.1f} s")
+    head = f"{'metric':<40} {'sim mean [95% CI]':>30} {'real mean [95% CI]':>30}  {'tolerance':<16} verdict"
+    lines.append(head)
+    lines.append("-" * len(head))
+    for m in result.metrics:
+        lines.append(f"{m.metric[:40]:<40} {_fmt_ci(m.stats('sim')):>30} {_fmt_ci(m.stats('real')):>30}  "
+                     f"{m.tolerance.describe():<16} {m.verdict}" + (f"  ({m.detail})" if m.verdict != "agrees" and m.detail else ""))
+        if m.verdict in ("differs", "n/a") and m.note:
+            lines.append(f"{'':<4}known: {m.note['reason']}")
+            if m.note.get("model_lacks"):
+                lines.append(f"{'':<4}model lacks: {m.note['model_lacks']}")
+    for error in result.real_errors + result.sim_errors:
+        lines.append(f"  ! {error.strip().splitlines()[0] if error.strip() else error}")
+    lines.append(f"verdict: {result.verdict}" + (f" ({len(result.unexplained)} unexplained difference(s))" if result.unexplained else ""))
+    return "\n".join(lines)
+
+
+def _fmt_ci(stats: tuple[float | None, float | None, float | None]) -> str:
+    mean, low, high = stats
+    if mean is None:
+        return "-"
+    if low == high:
+        return _num(mean)
+    return f"{_num(mean)} [{_num(low)}, {_num(high)}]"

@@ -1,0 +1,677 @@
+"""Run a scenario file on real pyzmq sockets and summarise what the sockets did.
+
+``run_real(scenario, seed)`` executes the same scenario file that ``zsim run`` simulates:
+
+* one OS process per ``[[process]]`` (``python -m validation.child``), with one
+  ``zmq.Context`` each; inside it one thread per socket (running that socket's ``[[send]]``
+  and ``[[recv]]`` workloads) and one per ``[[proxy]]``;
+* real endpoints: ``inproc://`` names as written, ``ipc://`` paths in a fresh temporary
+  directory, ``tcp://127.0.0.1`` with free ports chosen now (the port in the file only
+  identifies the endpoint);
+* one time origin t0 shared by every process (``CLOCK_MONOTONIC``), from which each process
+  opens, closes and exits at ``open_at_s``/``close_at_s``/``exit_at_s`` and starts its
+  workloads at ``start_s``;
+* the workloads of docs/scenario-format.md, with the same random draws as the simulation for
+  the same seed (same numpy streams, same names);
+* the end: ``scenario.until_s`` if given (every process takes its counters at that instant),
+  otherwise when everything is quiet (every sender done, the timeline over, no message moved
+  for ``quiet_s``).
+
+It returns a summary dict with the keys of ``zsim run --json`` (``zsim/results.py``), counted
+from what the real sockets did. What a real socket cannot tell (drops, discards, messages
+queued at the end, pipe depths) is ``None``. Extra observations are under ``"real"``: which
+message indices arrived where, timestamps, errors.
+
+Every run is bounded: children get an absolute deadline and leave by themselves; the parent
+kills their process groups at ``timeout_s`` and always removes the ipc directory, also on
+errors and on Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import platform
+import selectors
+import shutil
+import signal
+import socket as pysocket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from zsim import spec
+from zsim.errors import ScenarioError
+from zsim.spec import Endpoint, Scenario
+
+__all__ = ["run_real", "RealRunError", "build_plans", "EndpointMap", "real_defaults"]
+
+_pc = time.perf_counter
+
+#: margin between the children reporting ready and t0
+START_MARGIN_S = 0.25
+#: default quiet period that ends a run without ``until_s``
+DEFAULT_QUIET_S = 0.5
+#: extra time after the horizon for children to write their results
+RESULT_GRACE_S = 5.0
+
+
+class RealRunError(RuntimeError):
+    """A real run could not be carried out (a child failed to start, a port clash, ...)."""
+
+
+# --------------------------------------------------------------------------------------
+# Endpoints
+
+
+@dataclass
+class EndpointMap:
+    """Scenario endpoints -> real endpoints for one run (free ports, temporary ipc paths)."""
+
+    tmpdir: str
+    mapping: dict[tuple[str, str], str] = field(default_factory=dict)
+
+    @classmethod
+    def allocate(cls, scenario: Scenario, tmpdir: str) -> EndpointMap:
+        result = cls(tmpdir)
+        keys: list[Endpoint] = []
+        seen: set[tuple[str, str]] = set()
+        for sock in scenario.sockets:
+            for endpoint in (*sock.bind, *sock.connect):
+                if endpoint.key not in seen:
+                    seen.add(endpoint.key)
+                    keys.append(endpoint)
+        tcp = [e for e in keys if e.transport == "tcp"]
+        ports = free_tcp_ports(len(tcp))
+        for endpoint, port in zip(tcp, ports):
+            result.mapping[endpoint.key] = f"tcp://127.0.0.1:{port}"
+        ipc_index = 0
+        for endpoint in keys:
+            if endpoint.transport == "ipc":
+                ipc_index += 1
+                result.mapping[endpoint.key] = f"ipc://{tmpdir}/e{ipc_index}"
+            elif endpoint.transport == "inproc":
+                result.mapping[endpoint.key] = f"inproc://{endpoint.address}"
+        return result
+
+    def real(self, endpoint: Endpoint) -> str:
+        return self.mapping[endpoint.key]
+
+
+def free_tcp_ports(count: int) -> list[int]:
+    """``count`` distinct loopback ports the kernel considers free right now.
+
+    All are held open together (so they differ) and released just before use; the small
+    window in which another program could take one is reported as a bind error.
+    """
+    held = []
+    try:
+        for _ in range(count):
+            sock = pysocket.socket(pysocket.AF_INET, pysocket.SOCK_STREAM)
+            sock.bind(("127.0.0.1", 0))
+            held.append(sock)
+        return [s.getsockname()[1] for s in held]
+    finally:
+        for sock in held:
+            sock.close()
+
+
+# --------------------------------------------------------------------------------------
+# Plans: what each child process does (JSON)
+
+
+def real_defaults(scenario: Scenario) -> dict[str, Any]:
+    """The ``[validation]`` settings the harness uses (with defaults)."""
+    table = dict(scenario.validation)
+    quiet = table.get("quiet_s")
+    if quiet is None:
+        longest = 0.0
+        for recv in scenario.recvs:
+            longest = max(longest, 2.0 * recv.service.expected())
+            if recv.pause is not None:
+                longest = max(longest, recv.pause.expected() * 2.0)
+        for sock in scenario.sockets:
+            if sock.options.linger > 0:
+                longest = max(longest, sock.options.linger / 1000.0 + 0.2)
+            if sock.options.rcvtimeo > 0:
+                longest = max(longest, sock.options.rcvtimeo / 1000.0 + 0.2)
+        quiet = max(DEFAULT_QUIET_S, longest)
+    timeout = table.get("timeout_s")
+    if timeout is None:
+        timeout = (scenario.until_s + 30.0) if scenario.until_s is not None else 60.0
+    return {"quiet_s": float(quiet), "timeout_s": float(timeout)}
+
+
+def _last_timeline_s(scenario: Scenario) -> float:
+    times = [0.0]
+    for sock in scenario.sockets:
+        times.append(sock.open_at_s)
+        if sock.close_at_s is not None:
+            times.append(sock.close_at_s)
+    for proc in scenario.processes:
+        for value in (proc.exit_at_s, proc.crash_at_s, proc.restart_at_s):
+            if value is not None:
+                times.append(value)
+    for send in scenario.sends:
+        times.append(send.start_s)
+    for recv in scenario.recvs:
+        times.append(recv.start_s)
+    return max(times)
+
+
+def _connected(a: Any, b: Any) -> bool:
+    """Do sockets a and b talk directly (one binds an endpoint the other connects)?"""
+    a_binds = {e.key for e in a.bind}
+    b_binds = {e.key for e in b.bind}
+    return bool(a_binds & {e.key for e in b.connect}) or bool(b_binds & {e.key for e in a.connect})
+
+
+def build_plans(scenario: Scenario, endpoints: EndpointMap, seed: int, results_dir: str, horizon_s: float | None,
+                hard_limit_s: float) -> dict[str, dict[str, Any]]:
+    """One JSON-able plan per process."""
+    send_index = {send.name: i for i, send in enumerate(scenario.sends)}
+    recv_index = {recv.name: i for i, recv in enumerate(scenario.recvs)}
+    multipart = any(send.parts > 1 for send in scenario.sends)
+    by_name = {s.name: s for s in scenario.sockets}
+    plans: dict[str, dict[str, Any]] = {}
+    for proc in scenario.processes:
+        if proc.restart_at_s is not None:
+            raise ScenarioError(f"process[{proc.name}].restart_at_s",
+                                "the real-pyzmq harness does not restart crashed processes (simulation only)")
+        plans[proc.name] = {
+            "process": proc.name,
+            "scenario": scenario.name,
+            "seed": seed,
+            "results_dir": results_dir,
+            "horizon_s": horizon_s,
+            "hard_limit_s": hard_limit_s,
+            "exit_at_s": proc.exit_at_s,
+            "exit_after_sends": proc.exit_after_sends,
+            "crash_at_s": proc.crash_at_s,
+            "sockets": [],
+            "sends": [],
+            "recvs": [],
+            "proxies": [],
+        }
+    for sock in scenario.sockets:
+        opts = sock.options
+        plans[sock.process]["sockets"].append({
+            "name": sock.name,
+            "type": sock.type,
+            "bind": [endpoints.real(e) for e in sock.bind],
+            "connect": [endpoints.real(e) for e in sock.connect],
+            "open_at_s": sock.open_at_s,
+            "close_at_s": sock.close_at_s,
+            "routing_id": sock.routing_id,
+            "multipart": multipart or sock.type == "ROUTER",
+            "options": {
+                "sndhwm": opts.sndhwm, "rcvhwm": opts.rcvhwm, "linger": opts.linger,
+                "sndtimeo": opts.sndtimeo, "rcvtimeo": opts.rcvtimeo, "subscribe": list(opts.subscribe),
+                "immediate": opts.immediate, "conflate": opts.conflate, "router_mandatory": opts.router_mandatory,
+                "xpub_nodrop": opts.xpub_nodrop, "sndbuf": opts.sndbuf, "rcvbuf": opts.rcvbuf,
+                "reconnect_ivl": opts.reconnect_ivl, "reconnect_ivl_max": opts.reconnect_ivl_max,
+            },
+        })
+    for send in scenario.sends:
+        sock = by_name[send.socket]
+        plans[sock.process]["sends"].append({
+            "index": send_index[send.name],
+            "name": send.name,
+            "socket": send.socket,
+            "socket_type": sock.type,
+            "count": send.count,
+            "duration_s": send.duration_s,
+            "start_s": max(send.start_s, sock.open_at_s),
+            "interval": send.interval.to_raw(),
+            "size": send.size.to_raw(),
+            "topics": list(send.topics),
+            "parts": send.parts,
+            "dontwait": send.dontwait or sock.options.sndtimeo == 0,
+            "on_again": send.on_again,
+            "to": list(send.to),
+        })
+    for recv in scenario.recvs:
+        sock = by_name[recv.socket]
+        plans[sock.process]["recvs"].append({
+            "index": recv_index[recv.name],
+            "name": recv.name,
+            "socket": recv.socket,
+            "socket_type": sock.type,
+            "service": recv.service.to_raw(),
+            "start_s": max(recv.start_s, sock.open_at_s),
+            "count": recv.count,
+            "duration_s": recv.duration_s,
+            "reply": recv.reply,
+            "reply_size": recv.reply_size.to_raw() if recv.reply_size is not None else None,
+            "pause_every": recv.pause_every.to_raw() if recv.pause_every is not None else None,
+            "pause": recv.pause.to_raw() if recv.pause is not None else None,
+            "on_timeout": recv.on_timeout,
+        })
+    for proxy in scenario.proxies:
+        front, back = by_name[proxy.frontend], by_name[proxy.backend]
+        sides: dict[str, str] = {}
+        # which proxy socket a message of each workload comes in through (for counting
+        # per direction what zmq.proxy forwarded)
+        for send in scenario.sends:
+            origin = by_name[send.socket]
+            for side, member in (("front", front), ("back", back)):
+                if _connected(origin, member):
+                    sides[f"s{send_index[send.name]}"] = side
+        for recv in scenario.recvs:
+            origin = by_name[recv.socket]
+            for side, member in (("front", front), ("back", back)):
+                if _connected(origin, member):
+                    sides[f"r{recv_index[recv.name]}"] = side
+        plans[front.process]["proxies"].append({
+            "name": proxy.name,
+            "frontend": proxy.frontend,
+            "backend": proxy.backend,
+            "sides": sides,
+        })
+    return plans
+
+
+# --------------------------------------------------------------------------------------
+# Children
+
+
+class _Child:
+    def __init__(self, name: str, plan_path: Path, log_path: Path) -> None:
+        self.name = name
+        self.log = open(log_path, "wb")
+        env = dict(os.environ)
+        root = str(Path(__file__).resolve().parent.parent)
+        env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "validation.child", str(plan_path)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
+            start_new_session=True, env=env, cwd=root,
+        )
+        self.buffer = b""
+        self.ready = False
+        self.done = False
+        self.status: dict[str, Any] = {}
+        self.messages: list[dict[str, Any]] = []
+
+    def send(self, line: str) -> None:
+        with contextlib.suppress(BrokenPipeError, OSError, ValueError):
+            assert self.proc.stdin is not None
+            self.proc.stdin.write((line + "\n").encode())
+            self.proc.stdin.flush()
+
+    def feed(self, data: bytes) -> None:
+        self.buffer += data
+        while b"\n" in self.buffer:
+            line, self.buffer = self.buffer.split(b"\n", 1)
+            try:
+                message = json.loads(line)
+            except ValueError:
+                continue
+            if message.get("ready"):
+                self.ready = True
+            if message.get("hb") is not None:
+                self.status = message["hb"]
+            if message.get("done"):
+                self.done = True
+                self.status = message.get("hb", self.status)
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=5)
+        for stream in (self.proc.stdin, self.proc.stdout):
+            with contextlib.suppress(Exception):
+                if stream is not None:
+                    stream.close()
+        with contextlib.suppress(Exception):
+            self.log.close()
+
+    def stderr_tail(self, path: Path, limit: int = 2000) -> str:
+        with contextlib.suppress(OSError):
+            text = path.read_text(errors="replace")
+            return text[-limit:]
+        return ""
+
+
+def run_real(scenario: Scenario | str | Path | Mapping[str, Any], seed: int = 0, *, timeout_s: float | None = None,
+             keep_dir: str | None = None, samples: dict[str, np.ndarray] | None = None) -> dict[str, Any]:
+    """Run ``scenario`` once on real pyzmq; return the summary dict (see the module doc).
+
+    ``samples``, if given, receives the per-message samples: ``latency`` (every delivery
+    with a timestamp), ``latency.<socket>`` and ``rtt.<sender>`` (seconds).
+
+    Raises ``ScenarioError`` for a scenario the harness cannot run and ``RealRunError`` when
+    the run itself failed (a child did not start, crashed with an error, the results are
+    missing). A run that hit its time limit returns with ``"timed_out": True``.
+    """
+    scen = scenario if isinstance(scenario, Scenario) else spec.load(scenario)  # type: ignore[arg-type]
+    settings = real_defaults(scen)
+    limit = float(timeout_s) if timeout_s is not None else settings["timeout_s"]
+    horizon = scen.until_s
+    if horizon is not None and horizon + 1.0 > limit:
+        limit = horizon + 1.0
+    started = _pc()
+    tmpdir = tempfile.mkdtemp(prefix="zsim-val-")
+    children: dict[str, _Child] = {}
+    previous_handler = None
+    try:
+        # SIGTERM -> KeyboardInterrupt, so that the finally below cleans up
+        if _in_main_thread():
+            previous_handler = signal.signal(signal.SIGTERM, _raise_interrupt)
+        endpoints = EndpointMap.allocate(scen, tmpdir)
+        results_dir = Path(tmpdir) / "results"
+        results_dir.mkdir()
+        plans = build_plans(scen, endpoints, seed, str(results_dir), horizon, limit)
+        for name, plan in plans.items():
+            plan_path = Path(tmpdir) / f"plan-{name}.json"
+            plan_path.write_text(json.dumps(plan))
+            children[name] = _Child(name, plan_path, Path(tmpdir) / f"stderr-{name}.txt")
+        selector = selectors.DefaultSelector()
+        for child in children.values():
+            assert child.proc.stdout is not None
+            os.set_blocking(child.proc.stdout.fileno(), False)
+            selector.register(child.proc.stdout, selectors.EVENT_READ, child)
+
+        def pump(timeout: float) -> None:
+            for key, _ in selector.select(timeout):
+                child = key.data
+                try:
+                    data = key.fileobj.read()  # type: ignore[union-attr]
+                except (BlockingIOError, ValueError):
+                    continue
+                if not data:
+                    with contextlib.suppress(Exception):
+                        selector.unregister(key.fileobj)
+                    continue
+                child.feed(data)
+
+        # 1. everyone ready (imports done, context made)
+        ready_deadline = _pc() + 30.0 + 2.0 * len(children)
+        while not all(c.ready for c in children.values()):
+            pump(0.05)
+            for child in children.values():
+                if child.proc.poll() is not None and not child.ready:
+                    raise RealRunError(f"process {child.name} died while starting:\n"
+                                       f"{child.stderr_tail(Path(tmpdir) / f'stderr-{child.name}.txt')}")
+            if _pc() > ready_deadline:
+                raise RealRunError("processes did not start within "
+                                   f"{ready_deadline - started:.0f} s: {[c.name for c in children.values() if not c.ready]}")
+        # 2. a common time origin
+        t0 = _pc() + START_MARGIN_S
+        for child in children.values():
+            child.send(f"t0 {t0!r}")
+        last_event = _last_timeline_s(scen)
+        quiet = settings["quiet_s"]
+        timed_out = False
+        stop_sent = False
+        end_reason = "horizon" if horizon is not None else "quiet"
+        hard_deadline = t0 + limit
+        while True:
+            pump(0.02)
+            now = _pc()
+            alive = [c for c in children.values() if not c.done and c.proc.poll() is None]
+            if not alive:
+                break
+            if now > hard_deadline + RESULT_GRACE_S:
+                timed_out = True
+                break
+            if stop_sent:
+                continue
+            if now > hard_deadline:
+                timed_out = horizon is None
+                end_reason = "timeout"
+                for child in alive:
+                    child.send("stop")
+                stop_sent = True
+                continue
+            if horizon is None and now - t0 > last_event:
+                statuses = [c.status for c in children.values()]
+                if statuses and all(s.get("senders_done") for s in statuses):
+                    last_activity = max((s.get("activity", 0.0) for s in statuses), default=0.0)
+                    busy = any(s.get("busy") for s in statuses)
+                    if not busy and now - t0 - last_activity > quiet:
+                        for child in alive:
+                            child.send("stop")
+                        stop_sent = True
+        wall = _pc() - started
+        child_results: dict[str, dict[str, Any]] = {}
+        failures = []
+        for name, child in children.items():
+            path = results_dir / f"{name}.json"
+            if path.exists():
+                with contextlib.suppress(ValueError):
+                    child_results[name] = json.loads(path.read_text())
+            if name not in child_results:
+                failures.append(f"process {name}: no results (exit code {child.proc.poll()})\n"
+                                f"{child.stderr_tail(Path(tmpdir) / f'stderr-{name}.txt')}")
+        if failures:
+            raise RealRunError("\n".join(failures))
+        summary = merge_results(scen, child_results, results_dir, seed=seed, wall_s=wall, t0=t0, samples=samples)
+        summary["real"]["end_reason"] = end_reason
+        summary["real"]["endpoints"] = {f"{k[0]}://{k[1]}": v for k, v in endpoints.mapping.items()}
+        summary["timed_out"] = timed_out
+        if timed_out:
+            summary["ok"] = False
+        if keep_dir:
+            shutil.copytree(tmpdir, keep_dir, dirs_exist_ok=True)
+        return summary
+    finally:
+        for child in children.values():
+            child.kill()
+        shutil.rmtree(tmpdir, ignore_errors=True)
+        if previous_handler is not None:
+            with contextlib.suppress(Exception):
+                signal.signal(signal.SIGTERM, previous_handler)
+
+
+def _in_main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
+def _raise_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+# --------------------------------------------------------------------------------------
+# Results
+
+
+def percentiles(values: np.ndarray) -> dict[str, Any]:
+    """The same statistics as ``zsim.results._percentiles``."""
+    if len(values) == 0:
+        return {"count": 0, "mean": None, "p50": None, "p95": None, "p99": None, "max": None}
+    p50, p95, p99 = np.percentile(values, [50, 95, 99])
+    return {"count": int(len(values)), "mean": float(values.mean()), "p50": float(p50), "p95": float(p95),
+            "p99": float(p99), "max": float(values.max())}
+
+
+def _origin_name(scenario: Scenario, origin: str) -> str:
+    """``s3`` -> the name of [[send]] number 3; ``r1`` -> replies of [[recv]] number 1."""
+    kind, number = origin[0], int(origin[1:])
+    if kind == "s" and number < len(scenario.sends):
+        return scenario.sends[number].name
+    if kind == "r" and number < len(scenario.recvs):
+        return f"{scenario.recvs[number].name} (replies)"
+    return origin
+
+
+def count_runs(runs: list[list[int]]) -> int:
+    """How many indices a list of [first, last] runs holds."""
+    return sum(last - first + 1 for first, last in runs)
+
+
+def merge_results(scenario: Scenario, results: dict[str, dict[str, Any]], results_dir: Path, *, seed: int,
+                  wall_s: float, t0: float, samples: dict[str, np.ndarray] | None = None) -> dict[str, Any]:
+    """Child results -> one summary with the keys of ``zsim run --json``."""
+    import zmq
+
+    sockets: dict[str, Any] = {}
+    latency_all: list[np.ndarray] = []
+    indices: dict[str, Any] = {}
+    errors: list[str] = []
+    end_s = 0.0
+    socket_stats: dict[str, dict[str, Any]] = {}
+    for result in results.values():
+        socket_stats.update(result["sockets"])
+        errors.extend(f"{result['process']}: {e}" for e in result.get("errors", []))
+        end_s = max(end_s, result.get("snapshot_s") or 0.0)
+    for sock in scenario.sockets:
+        stats = socket_stats.get(sock.name, {})
+        entry: dict[str, Any] = {
+            "type": sock.type,
+            "process": sock.process,
+            "sent": stats.get("sent", 0),
+            "send_again": stats.get("send_again", 0),
+            "send_unroutable": stats.get("send_unroutable", 0),
+            "received": stats.get("received", 0),
+            "recv_again": stats.get("recv_again", 0),
+            "dropped": None,
+            "discarded": None,
+            "lost_on_close": None,
+            "blocked_s": stats.get("blocked_s", 0.0),
+            "blocked_count": stats.get("blocked_count", 0),
+            "first_recv_s": stats.get("first_recv_s"),
+            "last_recv_s": stats.get("last_recv_s"),
+            "first_sent_s": stats.get("first_sent_s"),
+            "opened": stats.get("opened", False),
+        }
+        lat_path = results_dir / f"latency-{sock.name}.npy"
+        if lat_path.exists():
+            lat = np.load(lat_path)
+            if len(lat):
+                entry["latency_s"] = percentiles(lat)
+                latency_all.append(lat)
+                if samples is not None:
+                    samples[f"latency.{sock.name}"] = lat
+        if stats.get("indices"):
+            indices[sock.name] = {_origin_name(scenario, origin): runs for origin, runs in stats["indices"].items()}
+        sockets[sock.name] = entry
+    senders: dict[str, Any] = {}
+    receivers: dict[str, Any] = {}
+    proxies: dict[str, Any] = {}
+    processes: dict[str, Any] = {}
+    for result in results.values():
+        for name, sender in result["senders"].items():
+            entry = {k: sender[k] for k in ("socket", "attempts", "sent", "again", "unroutable")}
+            if sender.get("finished_at_s") is not None:
+                entry["finished_at_s"] = sender["finished_at_s"]
+            rtt_path = results_dir / f"rtt-{name}.npy"
+            if rtt_path.exists():
+                rtt = np.load(rtt_path)
+                if len(rtt):
+                    entry["rtt_s"] = percentiles(rtt)
+                    if samples is not None:
+                        samples[f"rtt.{name}"] = rtt
+            senders[name] = entry
+        for name, receiver in result["receivers"].items():
+            receivers[name] = {"socket": receiver["socket"], "received": receiver["received"], "paused_s": receiver["paused_s"]}
+        for name, proxy in result["proxies"].items():
+            proxies[name] = {"frontend": proxy["frontend"], "backend": proxy["backend"], "forwarded": proxy["forwarded"]}
+        processes[result["process"]] = {
+            "exit_started_s": result.get("exit_started_s"),
+            "exit_completed_s": result.get("exit_completed_s"),
+            "term_blocked": bool(result.get("term_blocked")),
+            "crashed_s": result.get("crashed_s"),
+        }
+    # keep the scenario's order
+    senders = {s.name: senders[s.name] for s in scenario.sends if s.name in senders}
+    receivers = {r.name: receivers[r.name] for r in scenario.recvs if r.name in receivers}
+    latency = np.concatenate(latency_all) if latency_all else np.zeros(0)
+    if samples is not None:
+        samples["latency"] = latency
+    lateness_all = [np.load(path) for path in sorted(results_dir.glob("lateness-*.npy"))]
+    lateness = np.concatenate(lateness_all) if lateness_all else np.zeros(0)
+    send_calls = sum(r.get("send_calls", 0) for r in results.values())
+    send_time = sum(r.get("send_call_time_s", 0.0) for r in results.values())
+    sent_total = sum(e["sent"] for e in senders.values()) + sum(
+        result.get("replies_sent", 0) for result in results.values())
+    delivered = sum(r["received"] for r in receivers.values()) + sum(
+        result.get("replies_received", 0) for result in results.values())
+    forwarded = sum(p["forwarded"] for p in proxies.values())
+    summary: dict[str, Any] = {
+        "ok": not errors,
+        "mode": "real",
+        "scenario": scenario.name,
+        "scenario_digest": scenario.digest,
+        "source": scenario.source,
+        "seed": seed,
+        "profile": None,
+        "sim_time_s": end_s,
+        "wall_s": wall_s,
+        "ledger": {
+            "sent": sent_total,
+            "copies": None,
+            "delivered": delivered,
+            "forwarded": forwarded,
+            "dropped": None,
+            "discarded": None,
+            "lost_on_close": None,
+            "queued_at_end": None,
+            "dropped_by_rule": None,
+            "discarded_by_rule": None,
+            "lost_by_rule": None,
+            "queued_by_place": None,
+        },
+        "latency_s": percentiles(latency),
+        "sockets": sockets,
+        "pipes": [],
+        "links": [],
+        "senders": senders,
+        "receivers": receivers,
+        "proxies": proxies,
+        "processes": processes,
+        "versions": {
+            "pyzmq": zmq.__version__,
+            "libzmq": zmq.zmq_version(),
+            "python": platform.python_version(),
+        },
+        "real": {
+            "indices": indices,
+            "errors": errors,
+            "last_activity_s": max((r.get("last_activity_s") or 0.0) for r in results.values()) if results else 0.0,
+            "latency_samples": int(len(latency)),
+            # how the harness itself behaved: lateness of timed waits and the mean cost of a
+            # send call that did not block, measured during this run
+            "wait_lateness_s": percentiles(lateness),
+            "send_call_s": (send_time / send_calls) if send_calls else None,
+        },
+    }
+    return summary
+
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m validation.harness SCENARIO [--seed S] [--timeout T]``: one real run, its
+    summary as JSON on stdout (the real-socket counterpart of ``zsim run --json``)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m validation.harness", description=main.__doc__)
+    parser.add_argument("scenario")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--timeout", type=float, default=None, help="wall-time limit, seconds")
+    args = parser.parse_args(argv)
+    try:
+        summary = run_real(args.scenario, args.seed, timeout_s=args.timeout)
+    except ScenarioError as exc:
+        print(f"zsim: {exc}", file=sys.stderr)
+        return 2
+    except RealRunError as exc:
+        print(f"zsim: real run failed: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps(summary, indent=2))
+    return 0 if summary.get("ok") else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

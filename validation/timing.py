@@ -1,0 +1,106 @@
+"""Precise waits for the real-pyzmq harness, and how late they are.
+
+The scenario format promises that a workload's wait is exact: the next send attempt starts
+``interval`` after the previous send call returned, a service time lasts exactly
+``service_s`` (docs/scenario-format.md, "What workloads do, exactly"). ``time.sleep`` alone
+overshoots by 50 to 150 µs on Linux (timer slack plus the wake-up), so ``wait_until``
+sleeps until ``SPIN_S`` (0.5 ms, several times the usual overshoot) before the deadline
+and spins the rest on the monotonic clock. A longer spin buys nothing on an idle machine
+and takes a core from the other processes of the run on a loaded one.
+
+It is still late sometimes (the thread is preempted, the GIL is held by another thread);
+``measure_lateness`` records that lateness for waits of 1, 10 and 100 ms on an idle machine,
+and ``validation/calibrate.py`` stores it in the profile as ``[api] timer_jitter_s`` so the
+simulator adds the same lateness to every wait.
+
+Clock: ``time.perf_counter`` is ``CLOCK_MONOTONIC`` on Linux, one clock for every process of
+the machine, so deadlines and timestamps can be compared across processes.
+"""
+
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+from collections.abc import Sequence
+
+#: how long before a deadline the wait stops sleeping and starts spinning
+SPIN_S = 0.0005
+
+_pc = time.perf_counter
+
+
+
+def wait_until(deadline: float, stop: threading.Event | None = None) -> bool:
+    """Return at ``deadline`` (``perf_counter`` seconds), or early when ``stop`` is set.
+
+    Returns True if the deadline was reached, False if ``stop`` ended the wait. The spin is
+    a plain loop on the clock: ``time.sleep(0)`` would make each turn about 50 µs late
+    (Linux timer slack) and ``os.sched_yield()`` hands the core to any runnable thread for a
+    whole time slice (ms late on a busy 2-core machine). Other Python threads of the process
+    still get the GIL after ``sys.getswitchinterval()`` (the harness sets 0.2 ms).
+    """
+    while True:
+        remaining = deadline - _pc()
+        if remaining <= 0:
+            return True
+        if stop is not None and stop.is_set():
+            return False
+        if remaining > SPIN_S:
+            sleep_for = remaining - SPIN_S
+            if stop is not None:
+                if stop.wait(sleep_for):
+                    return False
+            else:
+                time.sleep(sleep_for)
+            continue
+        # the last fraction of a millisecond: spin, yielding the GIL each turn
+        while _pc() < deadline:
+            pass
+        return True
+
+
+def wait_for(duration_s: float, stop: threading.Event | None = None) -> bool:
+    """``wait_until(now + duration_s)``; a duration <= 0 returns at once."""
+    if duration_s <= 0:
+        return not (stop is not None and stop.is_set())
+    return wait_until(_pc() + duration_s, stop)
+
+
+def measure_lateness(waits_s: Sequence[float] = (0.001, 0.01, 0.1), repeats: Sequence[int] = (400, 150, 30),
+                     stop: threading.Event | None = None) -> dict[float, list[float]]:
+    """Lateness (seconds after the deadline) of ``wait_until`` for each wait length.
+
+    The deadline is set from the moment the previous wait returned, as a send loop does.
+    """
+    result: dict[float, list[float]] = {}
+    for wait_s, count in zip(waits_s, repeats):
+        samples: list[float] = []
+        for _ in range(count):
+            deadline = _pc() + wait_s
+            wait_until(deadline, stop)
+            samples.append(max(0.0, _pc() - deadline))
+        result[wait_s] = samples
+    return result
+
+
+def lateness_summary(samples: Sequence[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+    if not ordered:
+        return {}
+
+    def q(p: float) -> float:
+        return ordered[min(len(ordered) - 1, int(round(p * (len(ordered) - 1))))]
+
+    return {
+        "n": len(ordered),
+        "median_us": statistics.median(ordered) * 1e6,
+        "p90_us": q(0.9) * 1e6,
+        "p99_us": q(0.99) * 1e6,
+        "max_us": ordered[-1] * 1e6,
+    }
+
+
+if __name__ == "__main__":  # pragma: no cover - a quick look on this machine
+    for wait, values in measure_lateness().items():
+        print(f"wait {wait * 1e3:g} ms: {lateness_summary(values)}")
