@@ -197,3 +197,20 @@ def test_rcvtimeo_retry_loop_ends_when_nothing_can_move():
     raw["scenario"] = {"until_s": 2.0}
     s = zsim.run(raw, 1).summary
     assert s["sockets"]["pull"]["recv_again"] >= 15
+
+
+def test_a_finished_sender_does_not_unblock_a_receiver_on_the_same_socket():
+    # A DEALER that sends 10 requests, then keeps receiving the replies: the sender's
+    # end must not cancel the receiver's blocked recv (one waiter per blocked call).
+    raw = {
+        "scenario": {"name": "dealer-both", "profile": "ideal"},
+        "socket": [
+            {"name": "client", "type": "DEALER", "connect": ["inproc://d"]},
+            {"name": "server", "type": "ROUTER", "bind": ["inproc://d"]},
+        ],
+        "send": [{"socket": "client", "count": 10, "start_s": 0.01}],
+        "recv": [{"socket": "server", "reply": True, "service_s": 0.1}, {"socket": "client"}],
+    }
+    s = zsim.run(raw, 1).summary
+    assert s["sockets"]["client"]["received"] == 10
+    assert s["ledger"]["queued_at_end"] == 0

@@ -88,7 +88,7 @@ class Socket:
 
     __slots__ = (
         "world", "env", "index", "name", "type", "traits", "process", "options", "routing_id", "state", "peers",
-        "mailbox", "last_command_time", "ticks", "waiter", "wake_pending", "own_subs", "lb", "fq", "dist", "router",
+        "mailbox", "last_command_time", "ticks", "waiters", "wake_pending", "own_subs", "lb", "fq", "dist", "router",
         "pair_peer", "all_subs", "pending_subscriptions", "reply_pipe", "awaiting_reply", "reply_peer",
         "reply_envelope", "sent", "send_again", "send_unroutable", "received", "recv_again", "dropped", "discarded",
         "copies", "blocked_s", "blocked_count", "lost_on_close", "last_pipe_index", "_xsend", "_xrecv",
@@ -119,7 +119,9 @@ class Socket:
         self.mailbox: list[tuple[Callable[[Any], None], Any]] = []
         self.last_command_time = float("-inf")
         self.ticks = 0
-        self.waiter: Callable[[], None] | None = None
+        # the application's blocked calls on this socket (a DEALER may have a sender and a
+        # receiver workload blocked at the same time, as in a poll loop)
+        self.waiters: list[Callable[[], None]] = []
         self.wake_pending = False
         self.own_subs: Subscriptions | None = (
             Subscriptions(tuple(options.subscribe)) if self.traits.sends_subscriptions and self.type == "SUB" else
@@ -188,7 +190,7 @@ class Socket:
         self.mailbox = []
         self.last_command_time = float("-inf")
         self.ticks = 0
-        self.waiter = None
+        self.waiters = []
         self.wake_pending = False
         if self.traits.sends_subscriptions:
             self.own_subs = Subscriptions(tuple(self.options.subscribe)) if self.type == "SUB" else Subscriptions()
@@ -204,7 +206,7 @@ class Socket:
             fn(arg)
             return
         self.mailbox.append((fn, arg))
-        if self.waiter is not None and not self.wake_pending:
+        if self.waiters and not self.wake_pending:
             self._schedule_wake()
 
     def post_activate_read(self, pipe: Pipe) -> None:
@@ -251,20 +253,30 @@ class Socket:
 
     def _wake(self) -> None:
         self.wake_pending = False
-        waiter = self.waiter
-        if waiter is None:
+        waiters = self.waiters
+        if not waiters:
             return
         self.process_commands()
-        waiter()
+        if len(waiters) == 1:
+            waiters[0]()
+            return
+        for callback in list(waiters):
+            if callback in self.waiters:
+                callback()
 
     def wait(self, callback: Callable[[], None]) -> None:
-        """Block the application thread until a command arrives, then call ``callback``."""
-        self.waiter = callback
+        """Block an application call until a command arrives, then call ``callback``."""
+        if callback not in self.waiters:
+            self.waiters.append(callback)
         if self.mailbox and not self.wake_pending:
             self._schedule_wake()
 
-    def stop_waiting(self) -> None:
-        self.waiter = None
+    def stop_waiting(self, callback: Callable[[], None] | None = None) -> None:
+        """``callback`` is no longer blocked (every waiter when None: the socket closed)."""
+        if callback is None:
+            self.waiters.clear()
+        elif callback in self.waiters:
+            self.waiters.remove(callback)
 
     def _cmd_activate_read(self, pipe: Pipe) -> None:
         if self.traits.reads_subscriptions:
@@ -354,7 +366,7 @@ class Socket:
             self.reply_peer = None
         if self.reply_pipe is not None and self.reply_pipe is peer.in_pipe:
             self.reply_pipe = None
-        if self.waiter is not None and not self.wake_pending:
+        if self.waiters and not self.wake_pending:
             self._schedule_wake()
 
     # ------------------------------------------------------------------------------
@@ -402,7 +414,7 @@ class Socket:
 
     def _queue_subscription_for_app(self, prefix: str, subscribe: bool) -> None:
         self.pending_subscriptions.append((SUBSCRIBE_ID if subscribe else UNSUBSCRIBE_ID, self.env._now, 0, 0, prefix, (), self.index))
-        if self.waiter is not None and not self.wake_pending:
+        if self.waiters and not self.wake_pending:
             self._schedule_wake()
 
     def _peer_of_in_pipe(self, pipe: Pipe) -> Peer | None:

@@ -136,8 +136,8 @@ class Sender:
             self.finished_at = self.env._now
         self.timer.cancel()
         self.timeout_timer.cancel()
-        if self.socket.waiter is not None:
-            self.socket.stop_waiting()
+        self.socket.stop_waiting(self._retry)
+        self.socket.stop_waiting(self._reply_woken)
         self.pending = None
 
     def resume(self) -> None:
@@ -280,7 +280,7 @@ class Sender:
         if status == AGAIN:
             sock.wait(self._retry)
             return
-        sock.stop_waiting()
+        sock.stop_waiting(self._retry)
         self.timeout_timer.cancel()
         sock.blocked_s += self.env._now - self.blocked_since
         self.pending = None
@@ -293,7 +293,7 @@ class Sender:
         if self.pending is None:
             return
         sock = self.socket
-        sock.stop_waiting()
+        sock.stop_waiting(self._retry)
         sock.blocked_s += self.env._now - self.blocked_since
         self.pending = None
         self._failed(AGAIN)
@@ -314,7 +314,7 @@ class Sender:
         if msg is None:
             self.socket.wait(self._reply_woken)
             return
-        self.socket.stop_waiting()
+        self.socket.stop_waiting(self._reply_woken)
         self._reply(msg)
 
     def _reply(self, msg: Message) -> None:
@@ -385,7 +385,7 @@ class Receiver:
         self.timer.cancel()
         self.timeout_timer.cancel()
         if self.waiting:
-            self.socket.stop_waiting()
+            self.socket.stop_waiting(self._woken)
             self.waiting = False
 
     def resume(self) -> None:
@@ -443,7 +443,7 @@ class Receiver:
         if msg is None:
             self.socket.wait(self._woken)
             return
-        self.socket.stop_waiting()
+        self.socket.stop_waiting(self._woken)
         self.waiting = False
         self.socket.ticks = 0
         self.timeout_timer.cancel()
@@ -453,7 +453,7 @@ class Receiver:
         if not self.waiting:
             return
         sock = self.socket
-        sock.stop_waiting()
+        sock.stop_waiting(self._woken)
         self.waiting = False
         sock.recv_again += 1
         if self.on_timeout == "stop":
@@ -552,10 +552,8 @@ class Proxy:
     def _unwait(self) -> None:
         if self.waiting:
             self.waiting = False
-            if self.frontend.waiter is self._woken:
-                self.frontend.stop_waiting()
-            if self.backend.waiter is self._woken:
-                self.backend.stop_waiting()
+            self.frontend.stop_waiting(self._woken)
+            self.backend.stop_waiting(self._woken)
 
     def _woken(self) -> None:
         if self.done:

@@ -232,7 +232,7 @@ class World:
         if sock.state != OPEN:
             return
         sock.state = CLOSED
-        sock.waiter = None
+        sock.waiters.clear()
         binds, _connects = self.socket_endpoints[sock]
         for endpoint in binds:
             if self.listeners.get(endpoint.key) is sock:
@@ -255,7 +255,7 @@ class World:
             sock.state = CLOSED
             return
         sock.state = CLOSED
-        sock.waiter = None
+        sock.waiters.clear()
         binds, _connects = self.socket_endpoints[sock]
         for endpoint in binds:
             if self.listeners.get(endpoint.key) is sock:
