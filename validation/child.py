@@ -298,6 +298,7 @@ class RecvTask:
         start = t0 + plan["start_s"]
         end = start + plan["duration_s"] if plan["duration_s"] is not None else None
         reply = plan["reply"]
+        forward = plan.get("forward_to") is not None
         sock_type = plan["socket_type"]
         stop_on_timeout = plan["on_timeout"] == "stop"
         widx = plan["index"]
@@ -333,6 +334,15 @@ class RecvTask:
                 self.received += 1
                 if not (yield ("wait", got + self.service.next())):
                     return
+                if forward:
+                    # a pipeline stage (zguide taskwork): the result goes out on another
+                    # socket of this thread, with a blocking send
+                    size = max(0, int(self.reply_size.next())) if self.reply_size is not None else sum(len(f) for f in body)
+                    out = build_frames(size, "", 1, KIND_REPLY, widx, self.replies_sent, _pc())
+                    status = yield ("forward", out)
+                    if status == "sent":
+                        self.replies_sent += 1
+                    continue
                 if reply:
                     if self.reply_size is not None:
                         size = max(0, int(self.reply_size.next()))
@@ -374,6 +384,9 @@ class SocketAgent:
         self.close_deadline: float | None = None if close_at is None else None
         self.close_at = close_at
         self.thread = threading.Thread(target=self.main, name=f"socket-{self.name}", daemon=True)
+        # a socket a [[recv]] of this socket forwards to: opened and used by this thread
+        self.forward: SocketAgent | None = None
+        self.owned = False  # this socket is another agent's forward socket
 
     # -- socket set-up ------------------------------------------------------------------
 
@@ -401,6 +414,8 @@ class SocketAgent:
             if self.close_at is not None:
                 self.close_deadline = proc.t0 + self.close_at
             self.sock = self.open()
+            if self.forward is not None:
+                self.forward.sock = self.forward.open()
             try:
                 gens = [task.run() for task in self.tasks]
                 if len(gens) == 1:
@@ -419,6 +434,9 @@ class SocketAgent:
                         task.finish()
                 with contextlib.suppress(Exception):
                     self.sock.close()
+                if self.forward is not None and self.forward.sock is not None:
+                    with contextlib.suppress(Exception):
+                        self.forward.sock.close()
         except zmq.ContextTerminated:
             pass
         except Exception:  # noqa: BLE001 - reported in the results, the run goes on
@@ -531,6 +549,15 @@ class SocketAgent:
                         self.lateness.append(late)
             elif op == "send":
                 value = self.send_blocking(request[1], request[2])
+            elif op == "forward":
+                assert self.forward is not None
+                value = self.forward.send_blocking(request[1], False)
+                if value == "sent":
+                    self.forward.stats.sent += 1
+                elif value == "unroutable":
+                    self.forward.stats.send_unroutable += 1
+                else:
+                    self.forward.stats.send_again += 1
             else:
                 value = self.recv_blocking()
 
@@ -566,6 +593,15 @@ class SocketAgent:
                     if now >= request[1]:
                         result = True
                         self.lateness.append(now - request[1])
+                elif op == "forward":
+                    assert self.forward is not None
+                    result = self.forward.send_blocking(request[1], False)
+                    if result == "sent":
+                        self.forward.stats.sent += 1
+                    elif result == "unroutable":
+                        self.forward.stats.send_unroutable += 1
+                    else:
+                        self.forward.stats.send_again += 1
                 elif op == "send":
                     frames, dontwait = request[1], request[2]
                     try:
@@ -845,6 +881,10 @@ class Process:
             task = RecvTask(recv_plan, self, agent.stats)
             agent.tasks.append(task)
             self.recv_tasks.append(task)
+            target = recv_plan.get("forward_to")
+            if target is not None:
+                agent.forward = self.agents[target]
+                self.agents[target].owned = True
         self.busy_threads = len(self.agents) + len(self.proxies) > 1
 
     # -- called from worker threads ------------------------------------------------------------
@@ -969,7 +1009,8 @@ class Process:
         for proxy in self.proxies:
             proxy.thread.start()
         for agent in self.agents.values():
-            agent.thread.start()
+            if not agent.owned:
+                agent.thread.start()
         plan = self.plan
         t0 = self.t0
         exit_at = t0 + plan["exit_at_s"] if plan["exit_at_s"] is not None else None

@@ -253,6 +253,7 @@ def build_plans(scenario: Scenario, endpoints: EndpointMap, seed: int, results_d
             "pause_every": recv.pause_every.to_raw() if recv.pause_every is not None else None,
             "pause": recv.pause.to_raw() if recv.pause is not None else None,
             "on_timeout": recv.on_timeout,
+            "forward_to": recv.forward_to,
         })
     for proxy in scenario.proxies:
         front, back = by_name[proxy.frontend], by_name[proxy.backend]

@@ -198,6 +198,7 @@ def build(scenario: Scenario, seed: int, profile: Profile | None = None, trace_d
             pause_every=_sampler(recv.pause_every, streams(f"recv.{recv.name}.pause_every")),
             pause=_sampler(recv.pause, streams(f"recv.{recv.name}.pause")),
             on_timeout=recv.on_timeout,
+            forward_to=model.sockets[recv.forward_to] if recv.forward_to else None,
         )
         sock.process.workloads.append(receiver)
         model.receivers.append(receiver)

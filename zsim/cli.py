@@ -140,7 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("validate", help="run a scenario in simulation and on real pyzmq, compare metric by metric")
     p.add_argument("scenario")
-    p.add_argument("--replications", "-n", type=int, default=5)
+    p.add_argument("--replications", "-n", type=int, default=None, help="default: the scenario's [validation] replications, else 5")
     p.add_argument("--seed", type=int, default=0, help="first simulation seed")
     p.add_argument("--json", action="store_true")
     p.add_argument("--report", metavar="DIR", help="write a Markdown report with plots")

@@ -119,6 +119,7 @@ class RecvSpec:
     pause_every: Distribution | None
     pause: Distribution | None
     on_timeout: str  # "retry" | "stop"
+    forward_to: str | None = None  # a pipeline stage: send a result on this socket
 
 
 @dataclass(frozen=True)
@@ -310,7 +311,7 @@ _SEND_KEYS = {
 }
 _RECV_KEYS = {
     "name", "socket", "service_s", "start_s", "count", "duration_s", "reply", "reply_size_bytes",
-    "pause_every_s", "pause_s", "on_timeout",
+    "pause_every_s", "pause_s", "on_timeout", "forward_to",
 }
 _PROXY_KEYS = {"name", "frontend", "backend"}
 
@@ -627,14 +628,30 @@ def _parse_recv(
     reply_size = (
         parse_distribution(table["reply_size_bytes"], f"{path}.reply_size_bytes", "bytes") if "reply_size_bytes" in table else None
     )
-    if reply_size is not None and not reply:
-        raise ScenarioError(f"{path}.reply_size_bytes", "needs reply = true")
+    if reply_size is not None and not reply and "forward_to" not in table:
+        raise ScenarioError(f"{path}.reply_size_bytes", "needs reply = true or forward_to")
     pause_every = parse_distribution(table["pause_every_s"], f"{path}.pause_every_s") if "pause_every_s" in table else None
     pause = parse_distribution(table["pause_s"], f"{path}.pause_s") if "pause_s" in table else None
     if (pause_every is None) != (pause is None):
         raise ScenarioError(f"{path}.pause_s" if pause is None else f"{path}.pause_every_s", "pause_every_s and pause_s go together")
     if pause_every is not None and pause_every.expected() <= 0:
         raise ScenarioError(f"{path}.pause_every_s", "must have a mean > 0")
+    forward_to = None
+    if "forward_to" in table:
+        forward_to = _str(table["forward_to"], f"{path}.forward_to")
+        if forward_to not in by_name:
+            raise ScenarioError(f"{path}.forward_to", f"unknown socket {forward_to!r}")
+        target = by_name[forward_to]
+        if target.name == sock.name:
+            raise ScenarioError(f"{path}.forward_to", "forwards to the socket it reads; use reply = true to answer the sender")
+        if target.process != sock.process:
+            raise ScenarioError(f"{path}.forward_to", f"socket {forward_to!r} is in process {target.process!r}, not {sock.process!r}: a stage forwards inside its own process")
+        if target.type not in CAN_SEND or target.type in ("ROUTER", "REQ"):
+            raise ScenarioError(f"{path}.forward_to", f"a stage forwards with PUSH, PUB, XPUB, DEALER or PAIR, not {target.type}")
+        if forward_to in proxied:
+            raise ScenarioError(f"{path}.forward_to", f"socket {forward_to!r} belongs to {proxied[forward_to]}")
+        if reply:
+            raise ScenarioError(f"{path}.forward_to", "a stage either replies or forwards, not both")
     on_timeout = _str(table.get("on_timeout", "retry"), f"{path}.on_timeout")
     if on_timeout not in ("retry", "stop"):
         raise ScenarioError(f"{path}.on_timeout", f"must be 'retry' or 'stop', got {on_timeout!r}")
@@ -650,6 +667,7 @@ def _parse_recv(
         pause_every=pause_every,
         pause=pause,
         on_timeout=on_timeout,
+        forward_to=forward_to,
     )
 
 

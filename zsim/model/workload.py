@@ -346,6 +346,7 @@ class Receiver:
         pause_every: Sampler | None,
         pause: Sampler | None,
         on_timeout: str,
+        forward_to: Socket | None = None,
     ) -> None:
         self.world = world
         self.env = world.env
@@ -374,6 +375,9 @@ class Receiver:
         self.next_pause_at = float("inf")
         self.paused_s = 0.0
         self.pending_reply: Message | None = None
+        self.forward_to = forward_to
+        self.forwarding: Message | None = None
+        self.forward_blocked_since = 0.0
 
     def start(self) -> None:
         if self.pause_every is not None:
@@ -387,6 +391,8 @@ class Receiver:
         if self.waiting:
             self.socket.stop_waiting(self._woken)
             self.waiting = False
+        if self.forward_to is not None:
+            self.forward_to.stop_waiting(self._forward_retry)
 
     def resume(self) -> None:
         if self.count is not None and self.received >= self.count:
@@ -478,7 +484,16 @@ class Receiver:
         if service > 0 and self.jitter is not None:
             service += self.jitter.next()
         busy = self.recv_cost + service
-        if self.reply:
+        if self.forward_to is not None:
+            # a pipeline stage: the result is a new message sent on another socket
+            size = self.reply_size.next() if self.reply_size is not None else msg[2]
+            world = self.world
+            mid = world.next_message_id
+            world.next_message_id = mid + 1
+            total, wire = message_wire_bytes(size, msg[4], 1)
+            self.pending_reply = (mid, now + busy, total, wire, msg[4], (), self.forward_to.index)
+            self.timer.set_fn(self._send_forward)
+        elif self.reply:
             size = self.reply_size.next() if self.reply_size is not None else msg[2]
             world = self.world
             mid = world.next_message_id
@@ -489,6 +504,47 @@ class Receiver:
             self.pending_reply = (mid, now + busy, total, wire, "", envelope, self.socket.index)
             self.timer.set_fn(self._send_reply)
         self.timer.arm(busy)
+
+    def _send_forward(self, event: object = None) -> None:
+        """Send the stage's result; a full socket blocks the stage (like ``send()``)."""
+        if event is not None and event is not self.timer._event:
+            return
+        self.timer.set_fn(self._try)
+        msg = self.pending_reply
+        self.pending_reply = None
+        if msg is None or self.done:
+            return
+        self.forwarding = (msg[0], self.env._now) + msg[2:]
+        self.forward_blocked_since = self.env._now
+        self._forward_retry()
+
+    def _forward_retry(self) -> None:
+        target = self.forward_to
+        msg = self.forwarding
+        if msg is None or self.done or target is None:
+            return
+        if target.state != OPEN:
+            self.forwarding = None
+            self.stop()
+            return
+        status = target.send(msg)
+        if status == AGAIN and target.options.sndtimeo != 0:
+            target.wait(self._forward_retry)
+            return
+        target.stop_waiting(self._forward_retry)
+        self.forwarding = None
+        now = self.env._now
+        if now > self.forward_blocked_since:
+            target.blocked_s += now - self.forward_blocked_since
+            target.blocked_count += 1
+        if status == SENT:
+            target.sent += 1
+            self.ledger.n_sent += 1
+        elif status == UNROUTABLE:
+            target.send_unroutable += 1
+        else:
+            target.send_again += 1
+        self.timer.arm(self.send_cost)
 
     def _send_reply(self, event: object = None) -> None:
         if event is not None and event is not self.timer._event:
