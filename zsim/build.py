@@ -19,7 +19,7 @@ from . import profile as profile_module
 from .distributions import Distribution
 from .ledger import Ledger
 from .model.kernel import NORMAL, URGENT, Environment
-from .model.params import ModelParams, TransportParams, unix_skb_truesize
+from .model.params import ModelParams, TransportParams, unix_skb_truesize, wake_cost_fn
 from .model.socket import Socket
 from .model.workload import Proxy, Receiver, Sender
 from .model.world import Process, World
@@ -124,6 +124,7 @@ def model_params(profile: Profile) -> ModelParams:
             pollout_free_fraction=0.75 if name == "ipc" else 1.0 / 3.0,
             write_overhead_bytes=tp.write_overhead_bytes,
             write_charge=unix_skb_truesize if name == "ipc" else None,
+            wake_cost=wake_cost_fn(*tp.send_wake_cost) if tp.send_wake_cost else None,
         )
     return params
 

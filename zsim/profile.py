@@ -100,6 +100,7 @@ class TransportProfile:
     engine_s_per_byte: float = 0.0
     io_wakeup: Distribution | None = None
     write_overhead_bytes: int = 0
+    send_wake_cost: tuple[tuple[float, ...], tuple[float, ...]] | None = None  # (idle_s, cost_s)
     kernel: KernelModel = field(default_factory=KernelModel)
     kernel_explicit: KernelTable | None = None  # measured with sndbuf = rcvbuf = explicit_bytes
     explicit_bytes: int = 65536
@@ -126,7 +127,7 @@ class Profile:
         """Same buffers, no time costs at all."""
         transports = {
             name: replace(tp, handshake=Distribution.constant(0.0), subscribe=None, hop_latency=Distribution.constant(0.0),
-                          engine_s_per_msg=0.0, engine_s_per_byte=0.0, io_wakeup=None)
+                          engine_s_per_msg=0.0, engine_s_per_byte=0.0, io_wakeup=None, send_wake_cost=None)
             for name, tp in self.transports.items()
         }
         return Profile(name="ideal", meta={"derived_from": self.name}, transports=transports, source=self.source)
@@ -178,6 +179,17 @@ def _kernel_table(raw: Any, path: str, sndhwm: int = 10, rcvhwm: int = 10) -> Ke
     return KernelTable(tuple(int(sizes[i]) for i in order), tuple(caps_int[i] for i in order))
 
 
+def _wake_table(raw: Any, path: str) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or not isinstance(raw.get("idle_s"), list) or not isinstance(raw.get("cost_s"), list):
+        raise ScenarioError(path, "must be { idle_s = [...], cost_s = [...] }")
+    idle, cost = raw["idle_s"], raw["cost_s"]
+    if len(idle) != len(cost) or not idle or any((not isinstance(v, (int, float))) or v < 0 for v in idle + cost):
+        raise ScenarioError(path, "idle_s and cost_s must be equally long lists of numbers >= 0")
+    return tuple(float(v) for v in idle), tuple(float(v) for v in cost)
+
+
 def _dist(table: Mapping[str, Any], key: str, path: str) -> Distribution | None:
     if key not in table:
         return None
@@ -216,6 +228,7 @@ def _transport(raw: Any, path: str) -> TransportProfile:
         engine_s_per_msg=_float(raw, "engine_s_per_msg", path, 0.0),
         engine_s_per_byte=_float(raw, "engine_s_per_byte", path, 0.0),
         io_wakeup=_dist(raw, "io_wakeup_s", path),
+        send_wake_cost=_wake_table(raw.get("send_wake_cost"), f"{path}.send_wake_cost"),
         write_overhead_bytes=int(_float(raw, "write_overhead_bytes", path, 0.0)),
         kernel=kernel,
         kernel_explicit=explicit,

@@ -38,6 +38,7 @@ class TransportParams:
     pollout_free_fraction: float = 1.0 / 3.0  # free space needed before POLLOUT (tcp 1/3, unix 3/4)
     write_overhead_bytes: int = 0  # kernel bookkeeping charged per write()
     write_charge: Callable[[int], int] | None = None  # truesize of one skb of n bytes (unix sockets)
+    wake_cost: Callable[[float], float] | None = None  # send-call cost of waking the reader, by its idle time
 
     def max_skb_bytes(self, capacity: int) -> int:
         """unix_stream_sendmsg: one skb carries at most sk_sndbuf / 2 - 64 bytes."""
@@ -80,3 +81,30 @@ def unix_skb_truesize(nbytes: int) -> int:
             size <<= 1
         return size + 256
     return nbytes + 768
+
+
+def wake_cost_fn(idle_s: tuple[float, ...], cost_s: tuple[float, ...]) -> Callable[[float], float]:
+    """Cost of a send that wakes a thread idle for ``idle`` seconds (measured table).
+
+    Log-linear between the measured points, constant above the last; below the first it
+    falls linearly to nothing (a thread that just went idle has not gone to sleep yet).
+    """
+    import math
+
+    points = sorted(zip(idle_s, cost_s))
+    first_idle, first_cost = points[0]
+    last_idle, last_cost = points[-1]
+    logs = [(math.log(i), c) for i, c in points]
+
+    def cost(idle: float) -> float:
+        if idle >= last_idle:
+            return last_cost
+        if idle <= first_idle:
+            return first_cost * (idle / first_idle) if idle > 0 else 0.0
+        x = math.log(idle)
+        for (x0, c0), (x1, c1) in zip(logs, logs[1:]):
+            if x <= x1:
+                return c0 + (c1 - c0) * (x - x0) / (x1 - x0)
+        return last_cost  # pragma: no cover
+
+    return cost

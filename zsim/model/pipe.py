@@ -78,6 +78,9 @@ class Pipe:
         "trace",
         "owner",
         "on_displace",
+        "asleep_since",
+        "wake_cost",
+        "debt",
     )
 
     def __init__(
@@ -115,6 +118,12 @@ class Pipe:
         self.trace: list[float] | None = None  # flat (time, depth) pairs when tracing
         self.owner: Any = None  # the connection this pipe belongs to
         self.on_displace: Any = None  # conflate: called with the message pushed out
+        # Waking the reader's thread costs the writer time (an eventfd write that lets the
+        # woken thread run first): wake_cost(idle seconds) -> seconds, added to ``debt``
+        # (the World), which the writing workload pays after its send call.
+        self.asleep_since = 0.0
+        self.wake_cost: Any = None
+        self.debt: Any = None
 
     # -- queries ---------------------------------------------------------------------
 
@@ -166,6 +175,8 @@ class Pipe:
             self.trace.append(depth)
         if self.reader_asleep:
             self.reader_asleep = False
+            if self.wake_cost is not None:
+                self.debt.wake_debt += self.wake_cost(now - self.asleep_since)
             self.reader.post_activate_read(self)  # type: ignore[union-attr]
 
     def apply_activate_write(self, read_count: int) -> bool:
@@ -183,7 +194,9 @@ class Pipe:
         """Pop one complete message, or None (and the reader goes to sleep)."""
         queue = self.queue
         if not queue:
-            self.reader_asleep = True
+            if not self.reader_asleep:
+                self.reader_asleep = True
+                self.asleep_since = self.env._now
             if self.delimited and self.owner is not None:
                 self.owner.on_delimiter(self)
             return None

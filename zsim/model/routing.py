@@ -183,7 +183,9 @@ class FairQueue:
             if pipes[self.current].queue:
                 return True
             pipe = pipes[self.current]
-            pipe.reader_asleep = True
+            if not pipe.reader_asleep:
+                pipe.reader_asleep = True
+                pipe.asleep_since = pipe.env._now
             self.active -= 1
             pipes[self.current], pipes[self.active] = pipes[self.active], pipes[self.current]
             if self.current == self.active:

@@ -206,10 +206,13 @@ class Sender:
         else:
             msg = self._next_message(now)
         queued_before = sock.copies - sock.dropped
+        world = self.world
+        world.wake_debt = 0.0
         status = sock.send(msg)
         if status == SENT:
             # _sent, inlined: this is the hot path
             cost = self.send_cost if sock.copies - sock.dropped != queued_before else self.drop_cost
+            cost += world.wake_debt
             sock.sent += 1
             self.sent += 1
             self.ledger.n_sent += 1
@@ -527,6 +530,7 @@ class Receiver:
             self.forwarding = None
             self.stop()
             return
+        self.world.wake_debt = 0.0
         status = target.send(msg)
         if status == AGAIN and target.options.sndtimeo != 0:
             target.wait(self._forward_retry)
@@ -544,7 +548,7 @@ class Receiver:
             target.send_unroutable += 1
         else:
             target.send_again += 1
-        self.timer.arm(self.send_cost)
+        self.timer.arm(self.send_cost + self.world.wake_debt)
 
     def _send_reply(self, event: object = None) -> None:
         if event is not None and event is not self.timer._event:

@@ -137,6 +137,7 @@ class World:
         self.next_message_id = 0
         self.trace_depth = False
         self.waking = False  # an application thread's wake-up is running (no recursion)
+        self.wake_debt = 0.0  # time the running application call owes for waking threads
         self.until_s: float | None = None
 
     # -- construction ---------------------------------------------------------------------
@@ -157,6 +158,17 @@ class World:
     def new_pipe(self, name: str, frm: str, to: str, kind: str, hwm: int, writer: Any, reader: Any, conflate: bool, owner: Any) -> Pipe:
         pipe = Pipe(self.env, name, hwm, writer, reader, conflate, index=len(self.pipes))
         pipe.owner = owner
+        # an application thread writing to a pipe whose reader is another thread pays for
+        # waking it: inproc (the peer's application thread), tcp/ipc "send" pipes (the I/O
+        # thread); an I/O thread writing a "recv" pipe is not charged
+        if kind == "inproc":
+            pipe.wake_cost = self.params.transport("inproc").wake_cost
+        elif kind == "send":
+            transport = getattr(owner, "transport", None)
+            if transport in ("tcp", "ipc"):
+                pipe.wake_cost = self.params.transport(transport).wake_cost
+        if pipe.wake_cost is not None:
+            pipe.debt = self
         if self.trace_depth:
             pipe.trace = []
         self.pipes.append(pipe)
