@@ -413,8 +413,10 @@ def measure_api(quick: bool, progress: Progress) -> tuple[dict, dict]:
     throttle = measure_command_throttle(quick)
     overshoot = measure_sleep_overshoot(quick)
     jitter = measure_timer_jitter(quick)
+    dropped = measure_send_dropped(quick)
     api = {
         "send_call_s": _round(statistics.median(push_reader_means)),
+        "send_drop_call_s": _round(dropped["median_s"]),
         "recv_call_s": _round(statistics.median(recv_means)),
         "command_throttle_s": _round(throttle["computed_s"]),
         "sleep_overshoot_s": _round(overshoot["median_s"]),
@@ -428,6 +430,7 @@ def measure_api(quick: bool, progress: Progress) -> tuple[dict, dict]:
         recv_queued_inproc_s=_summary(recv_means),
         command_throttle=throttle,
         sleep_overshoot=overshoot,
+        send_dropped=dropped,
     )
     progress(
         f"  api: send PUB {statistics.median(pub_means) * 1e6:.3f} us, PUSH+reader "
@@ -437,6 +440,70 @@ def measure_api(quick: bool, progress: Progress) -> tuple[dict, dict]:
         f"{jitter['per_wait']['1ms']['median_us']:.1f} us (p99 {jitter['per_wait']['1ms']['p99_us']:.1f} us)"
     )
     return api, notes
+
+
+def measure_send_dropped(quick: bool) -> dict:
+    """``send_drop_call_s``: a PUB send that queues nothing (the only subscriber, over tcp in
+    its own context, is stalled and its pipe full), one sender thread, back to back."""
+    count = 20_000 if quick else 200_000
+    repeats = 3 if quick else 5
+    means = []
+    for _ in range(repeats):
+        with _contexts(2) as (pub_ctx, sub_ctx):
+            pub = _socket(pub_ctx, zmq.PUB, sndhwm=10)
+            pub.bind("tcp://127.0.0.1:0")
+            endpoint = pub.getsockopt_string(zmq.LAST_ENDPOINT)
+            sub = _socket(sub_ctx, zmq.SUB, rcvhwm=10)
+            sub.setsockopt(zmq.SUBSCRIBE, b"")
+            sub.connect(endpoint)
+            time.sleep(0.2)
+            payload = b"x" * 100
+            for _ in range(5000):  # fill the pipe and the kernel: from here on it drops
+                pub.send(payload)
+            means.append(_time_send_loop(pub, count, payload))
+    return {**_summary(means), "median_s": statistics.median(means), "count_per_repeat": count,
+            "method": "PUB (SNDHWM 10) to a stalled SUB over tcp, 100 B, after 5,000 warm-up sends"}
+
+
+def measure_send_wake_cost(transport: str, quick: bool) -> dict:
+    """``[<transport>] send_wake_cost``: how long a send() call takes when the thread it
+    wakes (the I/O thread; for inproc the receiving application thread) has slept for a
+    while: one message every 0.1 ms and every 1 ms, run through the validation harness
+    itself (sender and receiver in their own processes, as in ``zsim validate``), which
+    times each send call alone (``real.send_call_s``). On a 2-vCPU VM the woken thread
+    often runs first on the sender's core, and the sender pays for it."""
+    from validation.harness import run_real
+
+    gaps = (0.0001, 0.001)
+    sends = 150 if quick else 600
+    endpoint = {"inproc": "inproc://wake", "ipc": "ipc://wake", "tcp": "tcp://127.0.0.1:5555"}[transport]
+    per_gap: dict[str, Any] = {}
+    for gap in gaps:
+        processes = [{"name": "a"}] if transport == "inproc" else [{"name": "a"}, {"name": "b"}]
+        raw = {
+            "scenario": {"name": f"wake-{transport}-{gap}", "profile": "ideal"},
+            "process": processes,
+            "socket": [
+                {"name": "push", "type": "PUSH", "process": "a", "connect": [endpoint], "open_at_s": 0.05},
+                {"name": "pull", "type": "PULL", "process": processes[-1]["name"], "bind": [endpoint]},
+            ],
+            "send": [{"socket": "push", "count": sends, "interval_s": gap, "size_bytes": 16, "start_s": 0.3}],
+            "recv": [{"socket": "pull"}],
+        }
+        values = []
+        for seed in range(2 if quick else 3):
+            summary = run_real(raw, seed, timeout_s=30)
+            call = (summary.get("real") or {}).get("send_call_s")
+            if call is not None:
+                values.append(call)
+        per_gap[f"{gap * 1e3:g}ms"] = {"median_s": statistics.median(values) if values else None, "runs_s": values}
+    costs = [per_gap[f"{gap * 1e3:g}ms"]["median_s"] or 0.0 for gap in gaps]
+    return {
+        "idle_s": list(gaps),
+        "cost_s": [_round(c) for c in costs],
+        "per_gap": per_gap,
+        "method": "validation harness: PUSH -> PULL, one 16-byte message per gap, mean send() call (real.send_call_s)",
+    }
 
 
 def measure_command_throttle(quick: bool) -> dict:
@@ -1057,6 +1124,11 @@ def calibrate(out_path: str | None, quick: bool = False, progress: Progress = pr
         progress(f"[{transport}]")
         section, notes[transport] = timed(f"{transport} latencies", measure_latencies, transport,
                                           profile["api"], quick, progress)
+        wake = timed(f"{transport} wake cost", measure_send_wake_cost, transport, quick)
+        section["send_wake_cost"] = {"idle_s": wake["idle_s"], "cost_s": wake["cost_s"]}
+        notes[f"{transport}_wake_cost"] = wake
+        progress(f"  {transport}: send that wakes a thread idle 0.1 ms / 1 ms: "
+                 f"{wake['cost_s'][0] * 1e6:.1f} / {wake['cost_s'][1] * 1e6:.1f} us")
         if transport != "inproc":
             engine, notes[f"{transport}_engine"] = timed(f"{transport} engine", measure_engine,
                                                          transport, quick, progress)
