@@ -47,19 +47,20 @@ class KernelTable:
         return max(MIN_KERNEL_BYTES, self._interpolate(wire))
 
     def _interpolate(self, wire: int) -> int:
+        """Log-log interpolation in the message's size on the wire (exact at table points)."""
         sizes, caps = self.payload_bytes, self.capacity_bytes
         if not sizes:
             return 1 << 40
-        payload = max(1, wire - 2)
-        if payload <= sizes[0]:
+        wires = [frame_wire_bytes(size) for size in sizes]
+        if wire <= wires[0]:
             return caps[0]
-        if payload >= sizes[-1]:
+        if wire >= wires[-1]:
             return caps[-1]
-        for i in range(1, len(sizes)):
-            if payload <= sizes[i]:
-                x0, x1 = math.log(sizes[i - 1]), math.log(sizes[i])
+        for i in range(1, len(wires)):
+            if wire <= wires[i]:
+                x0, x1 = math.log(wires[i - 1]), math.log(wires[i])
                 y0, y1 = math.log(max(caps[i - 1], 1)), math.log(max(caps[i], 1))
-                t = (math.log(payload) - x0) / (x1 - x0)
+                t = (math.log(wire) - x0) / (x1 - x0)
                 return int(round(math.exp(y0 + t * (y1 - y0))))
         return caps[-1]  # pragma: no cover
 
