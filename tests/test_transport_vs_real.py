@@ -217,7 +217,7 @@ def test_termination_loss_ipc_vs_tcp(ipc_dir):
 # backpressure: a stalled SUB never drops, the PUB does
 
 
-def real_pub_to_stalled_sub(sndhwm: int, count: int, ipc_dir: str) -> list[int]:
+def real_pub_to_stalled_sub(sndhwm: int, count: int, ipc_dir: str, timing: dict | None = None) -> list[int]:
     ctx_pub, ctx_sub = zmq.Context(), zmq.Context()
     try:
         pub = ctx_pub.socket(zmq.PUB)
@@ -232,8 +232,11 @@ def real_pub_to_stalled_sub(sndhwm: int, count: int, ipc_dir: str) -> list[int]:
         sync = ctx_pub.socket(zmq.XPUB)  # wait until the subscription is applied
         time.sleep(0.3)
         payloads = [i.to_bytes(4, "little") + b"x" * 96 for i in range(count)]
+        began = time.perf_counter()
         for payload in payloads:
             pub.send(payload)
+        if timing is not None:
+            timing["sending_s"] = time.perf_counter() - began
         sync.close()
         time.sleep(1.0)
         got = []
@@ -271,7 +274,8 @@ def test_stalled_sub_pub_drops_in_whole_windows(ipc_dir):
     """SNDHWM 10: the PUB learns of its engine's reads once per command-throttle window,
     so it passes about 10 messages per window and drops the rest: at the PUB."""
     count = 100_000
-    real = real_pub_to_stalled_sub(10, count, ipc_dir)
+    timing: dict = {}
+    real = real_pub_to_stalled_sub(10, count, ipc_dir, timing)
     summary = zsim.run(pub_stall_scenario(10, count), seed=1).summary
     sim = summary["ledger"]["delivered"]
     assert summary["sockets"]["sub"]["dropped"] == 0
@@ -280,7 +284,12 @@ def test_stalled_sub_pub_drops_in_whole_windows(ipc_dir):
     # real: contiguous runs (the drops are whole windows at the PUB, never a SUB gap)
     runs = 1 + sum(1 for a, b in zip(real, real[1:]) if b != a + 1)
     assert len(real) / runs >= 8
-    assert abs(sim - len(real)) <= 0.5 * len(real), (sim, len(real))
+    # How many get through depends on how long the send loop runs (machine load); per
+    # millisecond of sending it is SNDHWM per command-throttle window on both sides.
+    sim_sending = summary["senders"]["send.pub"]["finished_at_s"] - 0.3
+    real_rate = len(real) / timing["sending_s"] / 1000
+    sim_rate = sim / sim_sending / 1000
+    assert abs(sim_rate - real_rate) <= 0.35 * real_rate, (sim_rate, real_rate, sim, len(real))
 
 
 # ----------------------------------------------------------------------------------------
