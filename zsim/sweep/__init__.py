@@ -16,6 +16,7 @@ Nothing here imports pyspark, pandas, pyarrow or matplotlib at import time.
 from __future__ import annotations
 
 from .execute import Outcome, run_sweep
-from .plan import Plan, Sweep, expand, load, plan, seed_for
+from .plan import Plan, Sweep, expand, load, seed_for
+from .plan import plan as make_plan
 
-__all__ = ["Outcome", "Plan", "Sweep", "expand", "load", "plan", "run_sweep", "seed_for"]
+__all__ = ["Outcome", "Plan", "Sweep", "expand", "load", "make_plan", "run_sweep", "seed_for"]

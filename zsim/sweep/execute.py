@@ -192,6 +192,14 @@ def run_sweep(
         if stale:
             say(f"[{sweep.name}] note: {stale} rows in {directory} belong to no point of this sweep (an earlier definition); "
                 "they stay on disk and zsim report ignores them")
+        if done:
+            from .worker import code_fingerprint
+
+            others = {code: n for code, n in store.code_versions(directory).items() if code != code_fingerprint()}
+            if others:
+                say(f"[{sweep.name}] warning: {sum(others.values())} rows in {directory} were computed by other zsim code "
+                    f"({', '.join(others)}; this is {code_fingerprint()}); they are kept. For results of one model version "
+                    "use a fresh --out")
         if limit is not None:
             todo = todo[: max(0, limit)]
         if not todo:

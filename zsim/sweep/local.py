@@ -13,6 +13,7 @@ import multiprocessing
 import os
 import queue
 import signal
+import threading
 from typing import Any, Iterator, Mapping, NamedTuple, Sequence
 
 from .plan import Task
@@ -100,9 +101,13 @@ class ProcessEngine:
 
     def __enter__(self) -> ProcessEngine:
         methods = multiprocessing.get_all_start_methods()
-        # forkserver: workers fork from a clean server with zsim imported, not from this
-        # process (which may hold threads, e.g. a Spark gateway in tests).
-        method = "forkserver" if "forkserver" in methods else "spawn"
+        # fork is fastest and needs no ``if __name__ == "__main__"`` guard in the caller's
+        # script, but forking a process that runs other threads (a Spark gateway, say) is
+        # unsafe; then workers come from a clean fork server with zsim imported.
+        if "fork" in methods and threading.active_count() == 1:
+            method = "fork"
+        else:
+            method = "forkserver" if "forkserver" in methods else "spawn"
         context = multiprocessing.get_context(method)
         if method == "forkserver":
             context.set_forkserver_preload(["zsim.sweep.worker"])

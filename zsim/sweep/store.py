@@ -22,7 +22,6 @@ import contextlib
 import hashlib
 import json
 import os
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
@@ -35,9 +34,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 MANIFEST = "_sweep.json"
 LOCK = ".lock"
-FIXED_TYPES = {"replication": "int", "seed": "int", "ok": "bool", "error": "str", "scenario_digest": "str", "zsim_version": "str", "wall_s": "float"}
+FIXED_TYPES = {"replication": "int", "seed": "int", "ok": "bool", "error": "str", "scenario_digest": "str", "zsim_version": "str", "zsim_code": "str", "wall_s": "float"}
 FLOAT_SUFFIXES = ("_s", "_fraction", "_per_s")
-_PART = re.compile(r"^part-[0-9a-f]+\.parquet$")
 
 
 def _pyarrow() -> Any:
@@ -115,6 +113,20 @@ def done_keys(directory: Path) -> dict[tuple[str, int], bool]:
         for replication, ok in zip(table.column("replication").to_pylist(), table.column("ok").to_pylist()):
             keys[(point, int(replication))] = bool(ok)
     return keys
+
+
+def code_versions(directory: Path) -> dict[str, int]:
+    """How many rows each zsim code fingerprint computed (rows from before fingerprints: "?")."""
+    _, pq = _pyarrow()
+    counts: dict[str, int] = {}
+    for path in part_files(directory):
+        schema = pq.read_schema(path)
+        if "zsim_code" in schema.names:
+            for value in pq.read_table(path, columns=["zsim_code"]).column("zsim_code").to_pylist():
+                counts[value or "?"] = counts.get(value or "?", 0) + 1
+        else:
+            counts["?"] = counts.get("?", 0) + pq.read_metadata(path).num_rows
+    return counts
 
 
 def remove_failed(directory: Path) -> int:

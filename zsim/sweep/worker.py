@@ -30,6 +30,33 @@ MAX_ERROR_CHARS = 4000
 FLOAT_SUFFIXES = ("_s", "_fraction", "_per_s")
 
 
+_CODE: str | None = None
+#: Parts of the zsim package that cannot change a run's result.
+_NOT_MODEL = ("sweep", "plotting.py", "cli.py", "__main__.py", "demo.py")
+
+
+def code_fingerprint() -> str:
+    """A short hash of the zsim source and profiles that decide a run's result.
+
+    Stored with every row, so a resumed sweep can tell rows computed by other zsim code
+    (an upgrade, a local edit) from its own.
+    """
+    global _CODE
+    if _CODE is None:
+        import hashlib
+        from pathlib import Path
+
+        root = Path(__file__).resolve().parents[1]
+        digest = hashlib.sha256()
+        for path in sorted(list(root.rglob("*.py")) + list(root.rglob("profiles/*.toml"))):
+            relative = path.relative_to(root).as_posix()
+            if relative.split("/")[0] in _NOT_MODEL or "__pycache__" in relative:
+                continue
+            digest.update(relative.encode() + b"\0" + path.read_bytes() + b"\0")
+        _CODE = digest.hexdigest()[:12]
+    return _CODE
+
+
 class RunTimeout(Exception):
     """A run took longer than the sweep's ``run_timeout_s``."""
 
@@ -103,6 +130,7 @@ def run_task(payload: Mapping[str, Any], point_id: str, replication: int, seed: 
         row["error"] = error[:MAX_ERROR_CHARS]
     row["wall_s"] = time.perf_counter() - started
     row["zsim_version"] = __version__
+    row["zsim_code"] = code_fingerprint()
     return row
 
 
