@@ -19,6 +19,7 @@ import pytest
 
 import zsim
 from zsim.calibration import stalled_push_scenario
+from zsim.profile import load as load_profile
 
 zmq = pytest.importorskip("zmq")
 
@@ -282,14 +283,20 @@ def test_stalled_sub_pub_drops_in_whole_windows(ipc_dir):
     assert summary["ledger"]["dropped_by_rule"] == {"hwm": count - sim}
     assert summary["sockets"]["pub"]["dropped"] == count - sim
     # real: contiguous runs (the drops are whole windows at the PUB, never a SUB gap)
-    runs = 1 + sum(1 for a, b in zip(real, real[1:]) if b != a + 1)
-    assert len(real) / runs >= 8
-    # How many get through depends on how long the send loop runs (machine load); per
-    # millisecond of sending it is SNDHWM per command-throttle window on both sides.
+    real_runs = 1 + sum(1 for a, b in zip(real, real[1:]) if b != a + 1)
+    assert len(real) / real_runs >= 8
+    # How many get through depends on how long the send loop runs, and per millisecond
+    # of sending on how promptly the I/O thread runs (another busy process on the machine
+    # halves it). The model gives one window of SNDHWM per command-throttle interval;
+    # the real PUB never does better than that (it does worse only when starved of CPU).
+    throttle = load_profile("default").command_throttle_s
+    window_rate = 10 / throttle / 1000  # messages per ms
     sim_sending = summary["senders"]["send.pub"]["finished_at_s"] - 0.3
-    real_rate = len(real) / timing["sending_s"] / 1000
     sim_rate = sim / sim_sending / 1000
-    assert abs(sim_rate - real_rate) <= 0.35 * real_rate, (sim_rate, real_rate, sim, len(real))
+    real_rate = len(real) / timing["sending_s"] / 1000
+    assert 0.8 * window_rate <= sim_rate <= 1.1 * window_rate, (sim_rate, window_rate)
+    assert real_rate <= 1.25 * window_rate, (real_rate, window_rate)
+    assert 0.25 * window_rate <= real_rate, (real_rate, window_rate)  # not a model of something else
 
 
 # ----------------------------------------------------------------------------------------
