@@ -38,6 +38,17 @@ SUBSCRIBE_ID = -1
 UNSUBSCRIBE_ID = -2
 
 
+class WakeGroup:
+    """The pipes one reading thread serves: how many of them it is awake for, and since
+    when it has slept (all of them drained)."""
+
+    __slots__ = ("awake", "asleep_since")
+
+    def __init__(self) -> None:
+        self.awake = 0
+        self.asleep_since = 0.0
+
+
 class PipeEndpoint(Protocol):
     """What a pipe needs from the objects at its two ends (a socket or a session)."""
 
@@ -81,6 +92,8 @@ class Pipe:
         "asleep_since",
         "wake_cost",
         "debt",
+        "wake_group",
+        "wake_counted",
     )
 
     def __init__(
@@ -124,6 +137,11 @@ class Pipe:
         self.asleep_since = 0.0
         self.wake_cost: Any = None
         self.debt: Any = None
+        # The pipes one thread reads (an I/O thread's sessions, or one socket's inproc
+        # pipes) share a WakeGroup: the thread sleeps only when all of them are drained,
+        # and a write wakes it (and costs) only then (libzmq: one mailbox per thread).
+        self.wake_group: WakeGroup | None = None
+        self.wake_counted = False  # counted in wake_group.awake
 
     # -- queries ---------------------------------------------------------------------
 
@@ -176,7 +194,12 @@ class Pipe:
         if self.reader_asleep:
             self.reader_asleep = False
             if self.wake_cost is not None:
-                self.debt.wake_debt += self.wake_cost(now - self.asleep_since)
+                group = self.wake_group
+                if group.awake == 0:
+                    asleep = group.asleep_since if group.asleep_since > self.asleep_since else self.asleep_since
+                    self.debt.wake_debt += self.wake_cost(now - asleep)
+                group.awake += 1
+                self.wake_counted = True
             self.reader.post_activate_read(self)  # type: ignore[union-attr]
 
     def apply_activate_write(self, read_count: int) -> bool:
@@ -195,8 +218,7 @@ class Pipe:
         queue = self.queue
         if not queue:
             if not self.reader_asleep:
-                self.reader_asleep = True
-                self.asleep_since = self.env._now
+                self.fall_asleep()
             if self.delimited and self.owner is not None:
                 self.owner.on_delimiter(self)
             return None
@@ -229,9 +251,26 @@ class Pipe:
             self.reader_asleep = False
             self.reader.post_activate_read(self)  # type: ignore[union-attr]
 
+    def fall_asleep(self) -> None:
+        """The reader found the pipe empty: it will need an activate_read to look again."""
+        now = self.env._now
+        self.reader_asleep = True
+        self.asleep_since = now
+        if self.wake_counted:
+            self.wake_counted = False
+            group = self.wake_group
+            group.awake -= 1
+            if group.awake == 0:
+                group.asleep_since = now
+
     def drain(self) -> list[Message]:
         """Remove and return everything queued (the pipe is being destroyed)."""
         now = self.env._now
+        if self.wake_counted:
+            self.wake_counted = False
+            self.wake_group.awake -= 1  # type: ignore[union-attr]
+            if self.wake_group.awake == 0:  # type: ignore[union-attr]
+                self.wake_group.asleep_since = now  # type: ignore[union-attr]
         self.area += len(self.queue) * (now - self.last_change)
         self.last_change = now
         items = list(self.queue)

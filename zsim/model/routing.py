@@ -184,8 +184,7 @@ class FairQueue:
                 return True
             pipe = pipes[self.current]
             if not pipe.reader_asleep:
-                pipe.reader_asleep = True
-                pipe.asleep_since = pipe.env._now
+                pipe.fall_asleep()
             self.active -= 1
             pipes[self.current], pipes[self.active] = pipes[self.active], pipes[self.current]
             if self.current == self.active:

@@ -17,7 +17,7 @@ import numpy as np
 
 from .kernel import Environment
 from .params import ModelParams
-from .pipe import Message, Pipe
+from .pipe import Message, Pipe, WakeGroup
 from .routing import RULE_CRASH, RULE_LINGER
 from .socket import CLOSED, OPEN, Socket
 from .transport import InprocConnection, Session, StreamConnection
@@ -137,7 +137,8 @@ class World:
         self.next_message_id = 0
         self.trace_depth = False
         self.waking = False  # an application thread's wake-up is running (no recursion)
-        self.wake_debt = 0.0  # time the running application call owes for waking threads
+        self.wake_debt = 0.0
+        self.wake_groups: dict[Any, WakeGroup] = {}  # time the running application call owes for waking threads
         self.until_s: float | None = None
 
     # -- construction ---------------------------------------------------------------------
@@ -160,15 +161,24 @@ class World:
         pipe.owner = owner
         # an application thread writing to a pipe whose reader is another thread pays for
         # waking it: inproc (the peer's application thread), tcp/ipc "send" pipes (the I/O
-        # thread); an I/O thread writing a "recv" pipe is not charged
+        # thread); an I/O thread writing a "recv" pipe is not charged. The pipes one
+        # thread reads share its sleep state (see Pipe.wake_group):
+        # an inproc pipe is read by its reading socket's thread, a "send" pipe by the
+        # writer's process's I/O thread (one per context, libzmq's default io_threads=1)
         if kind == "inproc":
             pipe.wake_cost = self.params.transport("inproc").wake_cost
+            group_key: Any = ("app", id(reader))
         elif kind == "send":
             transport = getattr(owner, "transport", None)
             if transport in ("tcp", "ipc"):
                 pipe.wake_cost = self.params.transport(transport).wake_cost
+            group_key = ("io", getattr(writer, "process", None))
         if pipe.wake_cost is not None:
             pipe.debt = self
+            group = self.wake_groups.get(group_key)
+            if group is None:
+                group = self.wake_groups[group_key] = WakeGroup()
+            pipe.wake_group = group
         if self.trace_depth:
             pipe.trace = []
         self.pipes.append(pipe)
