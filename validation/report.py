@@ -205,6 +205,34 @@ def agreement_table(results: Sequence[ScenarioValidation], notes: bool = True) -
     return "\n".join(lines)
 
 
+def scenario_table(results: Sequence[ScenarioValidation]) -> str:
+    """One row per scenario: how many metrics agree and which differ (known or not)."""
+    lines = ["| scenario | replications | metrics agreeing | verdict | differing metrics |", "|---|---|---|---|---|"]
+    for result in results:
+        checked = [m for m in result.metrics if m.verdict in ("agrees", "differs")]
+        agreeing = sum(1 for m in checked if m.verdict == "agrees")
+        differing = [f"`{m.metric}`" + ("" if m.note else " **(unexplained)**") for m in checked if m.verdict == "differs"]
+        verdict = result.verdict
+        if verdict == "differs":
+            verdict = "differs (known)" if not result.unexplained else "**differs (unexplained)**"
+        lines.append(f"| {result.scenario} | {result.replications} | {agreeing} of {len(checked)} | {verdict} | {', '.join(differing)} |")
+    return "\n".join(lines)
+
+
+def replace_between_markers(path: Path, name: str, text: str) -> bool:
+    """Replace what sits between ``<!-- name:begin -->`` and ``<!-- name:end -->`` in a file."""
+    begin, end = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
+    try:
+        content = path.read_text()
+    except OSError:
+        return False
+    start, stop = content.find(begin), content.find(end)
+    if start < 0 or stop < start:
+        return False
+    path.write_text(content[: start + len(begin)] + "\n" + text.rstrip("\n") + "\n" + content[stop:])
+    return True
+
+
 def _scenario_section(result: ScenarioValidation, out: Path) -> list[str]:
     slug = _slug(result.scenario)
     lines = [f"## {result.scenario}", ""]
