@@ -242,3 +242,48 @@ def test_pipeline_stage_forwards_to_another_socket():
     bad = dict(raw, recv=[{"socket": "w_in", "forward_to": "sink"}])
     with pytest.raises(ScenarioError, match="forwards inside its own process"):
         spec.from_dict(bad)
+
+
+# ----------------------------------------------------------------------------------------
+# the cost of waking a sleeping reader thread
+
+
+def _fanout(subscribers: int, transport: str = "tcp") -> dict:
+    endpoint = "tcp://127.0.0.1:5950" if transport == "tcp" else "inproc://fan"
+    same = transport == "inproc"
+    return {
+        "scenario": {"name": f"fanout-{subscribers}"},
+        "process": [{"name": "p"}] + ([] if same else [{"name": f"s{i}"} for i in range(subscribers)]),
+        "socket": [{"name": "pub", "type": "PUB", "process": "p", "bind": [endpoint]}]
+        + [{"name": f"sub{i}", "type": "SUB", "process": "p" if same else f"s{i}", "connect": [endpoint],
+            "options": {"subscribe": [""]}} for i in range(subscribers)],
+        "send": [{"socket": "pub", "count": 200, "interval_s": 0.001, "start_s": 0.1}],
+        "recv": [{"socket": f"sub{i}"} for i in range(subscribers)],
+    }
+
+
+def test_one_wake_per_io_thread_not_per_pipe():
+    """A PUB's ten tcp pipes are read by one I/O thread (one mailbox): each paced send wakes
+    it once, so ten subscribers cost the sender what one costs (libzmq mailbox_t::send)."""
+    from zsim.profile import load
+
+    wake = load("default").transport("tcp").send_wake_cost
+    assert wake is not None
+    one = zsim.run(_fanout(1), seed=3).summary["senders"]["send.pub"]["finished_at_s"]
+    ten = zsim.run(_fanout(10), seed=3).summary["senders"]["send.pub"]["finished_at_s"]
+    per_send_wake = max(wake[1])  # the cost after ~1 ms of sleep
+    # every send paid about one wake-up (200 sends, 1 ms apart)
+    assert one > 0.1 + 199 * 0.001 + 100 * per_send_wake
+    # ten pipes, one thread: not ten wake-ups per send
+    assert abs(ten - one) < 20 * per_send_wake, (one, ten, per_send_wake)
+
+
+def test_inproc_wakes_each_reading_thread():
+    """Over inproc each SUB's own application thread reads its pipe: ten of them are ten
+    wake-ups per paced send, so the sender is slower than with one."""
+    from zsim.profile import load
+
+    wake = load("default").transport("inproc").send_wake_cost
+    one = zsim.run(_fanout(1, "inproc"), seed=3).summary["senders"]["send.pub"]["finished_at_s"]
+    ten = zsim.run(_fanout(10, "inproc"), seed=3).summary["senders"]["send.pub"]["finished_at_s"]
+    assert ten - one > 200 * 5 * min(wake[1]), (one, ten)
