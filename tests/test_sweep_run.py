@@ -190,7 +190,10 @@ def test_resume_after_ctrl_c_or_crash_of_the_command(tmp_path, how):
     reference_out = tmp_path / "reference"
     run_sweep(sweep_file, reference_out, engine="serial", stream=None)
     command = ZSIM + ["sweep", str(sweep_file), "--engine", "local", "--workers", "2", "--out", str(out)]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    # SIGINT back to its default in the child: a shell runs background jobs (CI under
+    # nohup/&) with SIGINT ignored, the child would inherit that and, rightly, ignore Ctrl-C
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         _wait_for_files(out, 2, process)
         if how == "interrupt":
