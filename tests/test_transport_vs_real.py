@@ -105,7 +105,12 @@ CAPACITY_CASES = [
 
 @pytest.mark.parametrize("transport,size,sndhwm,rcvhwm,tolerance", CAPACITY_CASES)
 def test_stalled_push_capacity_matches_real(transport, size, sndhwm, rcvhwm, tolerance, ipc_dir):
-    real = real_stalled_push(transport, size, sndhwm, rcvhwm, ipc_dir)
+    if tolerance == 0:
+        real = real_stalled_push(transport, size, sndhwm, rcvhwm, ipc_dir)
+    else:
+        # kernel-bound: compare with the median of three real runs, as the profile is the
+        # median of five (one ipc 1 kB run gave 114 where the calibration saw 69-74)
+        real = int(statistics.median(real_stalled_push(transport, size, sndhwm, rcvhwm, ipc_dir) for _ in range(3)))
     sim = sim_stalled_push(transport, size, sndhwm, rcvhwm)
     lwm = (sndhwm + 1) // 2
     if tolerance == 0:
