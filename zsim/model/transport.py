@@ -817,29 +817,8 @@ class StreamConnection:
             # One direction: sender's unwritten batch, the kernel, the reader's buffers.
             # A message can straddle them; each is recorded once, where its first byte is.
             reader = wire.reader
-            seen: set[int] = set()
-            sock = engine.session.socket
-            out_index = engine.session.out_pipe.index if engine.session.out_pipe is not None else -1
-            losses: list[tuple[Message, Socket, int, int]] = []
-            if reader is not None:
-                rsock = reader.session.socket
-                in_index = reader.session.in_pipe.index if reader.session.in_pipe is not None else -1
-                buffered = ([reader.held] if reader.held is not None else []) + list(reader.in_buffer)
-                if reader.partial is not None:
-                    buffered.append(reader.partial)
-                for msg in buffered:
-                    if id(msg) not in seen:
-                        seen.add(id(msg))
-                        losses.append((msg, rsock, in_index, engine_rule))
-                for msg, _nbytes, _last, _overhead in wire.queue:
-                    if id(msg) not in seen:
-                        seen.add(id(msg))
-                        losses.append((msg, rsock, in_index, kernel_rule))
-            for entry in engine.out_batch:
-                msg = entry[0]
-                if id(msg) not in seen:
-                    seen.add(id(msg))
-                    losses.append((msg, sock, out_index, engine_rule))
+            losses = [(msg, sock, pipe_index, kernel_rule if place == IN_KERNEL else engine_rule)
+                      for msg, sock, pipe_index, place in in_flight(engine, wire)]
             now = world.env._now
             for msg, where, pipe_index, why in losses:
                 if msg[MSG_ID] >= 0:
@@ -1100,3 +1079,42 @@ def _wire_messages(wire: Wire, reader: Engine | None) -> list[Message]:
         ids.add(key)
         seen.append(msg)
     return seen
+
+
+IN_ENGINE = 1
+IN_KERNEL = 2
+
+
+def in_flight(engine: Engine, wire: Any) -> list[tuple[Message, Socket, int, int]]:
+    """What one direction of a link holds outside the pipes, each message once:
+    (message, socket it is charged to, that socket's pipe index, IN_ENGINE or IN_KERNEL).
+
+    The reader's buffers (held message, read buffer, partial message) and the kernel queue
+    are charged to the reading socket, the sender's unwritten batch to the sending one. A
+    message can straddle them; it is listed once, where its first byte is.
+    """
+    seen: set[int] = set()
+    items: list[tuple[Message, Socket, int, int]] = []
+    reader = wire.reader
+    if reader is not None:
+        rsock = reader.session.socket
+        rpipe = reader.session.in_pipe.index if reader.session.in_pipe is not None else -1
+        buffered = ([reader.held] if reader.held is not None else []) + list(reader.in_buffer)
+        if reader.partial is not None:
+            buffered.append(reader.partial)
+        for msg in buffered:
+            if id(msg) not in seen:
+                seen.add(id(msg))
+                items.append((msg, rsock, rpipe, IN_ENGINE))
+        for msg, _nbytes, _last, _overhead in wire.queue:
+            if id(msg) not in seen:
+                seen.add(id(msg))
+                items.append((msg, rsock, rpipe, IN_KERNEL))
+    ssock = engine.session.socket
+    spipe = engine.session.out_pipe.index if engine.session.out_pipe is not None else -1
+    for entry in engine.out_batch:
+        msg = entry[0]
+        if id(msg) not in seen:
+            seen.add(id(msg))
+            items.append((msg, ssock, spipe, IN_ENGINE))
+    return items

@@ -20,7 +20,7 @@ from .params import ModelParams
 from .pipe import Message, Pipe, WakeGroup
 from .routing import RULE_CRASH, RULE_LINGER
 from .socket import CLOSED, OPEN, Socket
-from .transport import InprocConnection, Session, StreamConnection
+from .transport import IN_KERNEL, InprocConnection, Session, StreamConnection, in_flight
 
 
 class LedgerSink(Protocol):
@@ -353,29 +353,8 @@ class World:
             if link.broken:
                 continue
             for engine, wire in ((link.c_engine, link.c2b), (link.b_engine, link.b2c)):
-                reader = wire.reader
-                seen: set[int] = set()
-                if reader is not None:
-                    rsock = reader.session.socket.index
-                    rpipe = reader.session.in_pipe.index if reader.session.in_pipe is not None else -1
-                    buffered = ([reader.held] if reader.held is not None else []) + list(reader.in_buffer)
-                    if reader.partial is not None:
-                        buffered.append(reader.partial)
-                    for msg in buffered:
-                        if id(msg) not in seen:
-                            seen.add(id(msg))
-                            items.append((msg, rsock, rpipe, WHERE_ENGINE))
-                    for msg, _n, _last, _overhead in wire.queue:
-                        if id(msg) not in seen:
-                            seen.add(id(msg))
-                            items.append((msg, rsock, rpipe, WHERE_KERNEL))
-                ssock = engine.session.socket.index
-                spipe = engine.session.out_pipe.index if engine.session.out_pipe is not None else -1
-                for entry in engine.out_batch:
-                    msg = entry[0]
-                    if id(msg) not in seen:
-                        seen.add(id(msg))
-                        items.append((msg, ssock, spipe, WHERE_ENGINE))
+                for msg, sock, pipe_index, place in in_flight(engine, wire):
+                    items.append((msg, sock.index, pipe_index, WHERE_KERNEL if place == IN_KERNEL else WHERE_ENGINE))
         return [item for item in items if item[0][0] >= 0]
 
 
