@@ -287,3 +287,30 @@ def test_inproc_wakes_each_reading_thread():
     one = zsim.run(_fanout(1, "inproc"), seed=3).summary["senders"]["send.pub"]["finished_at_s"]
     ten = zsim.run(_fanout(10, "inproc"), seed=3).summary["senders"]["send.pub"]["finished_at_s"]
     assert ten - one > 200 * 5 * min(wake[1]), (one, ten)
+
+
+def test_an_engine_stuck_on_a_full_kernel_does_not_keep_its_io_thread_awake():
+    """A PUB with one stalled and one live tcp subscriber: once the stalled link's kernel
+    is full, that engine waits for POLLOUT and the shared I/O thread sleeps between sends,
+    so every paced send pays a wake-up as with the live subscriber alone."""
+
+    def scenario(stalled: bool) -> dict:
+        sc = _fanout(2 if stalled else 1)
+        for send in sc["send"]:
+            send["size_bytes"] = 65536
+            send["count"] = 300
+        if stalled:
+            sc["recv"] = [{"socket": "sub0"}]  # sub1 never reads: with RCVHWM 1 its
+            sc["socket"][2]["options"]["rcvhwm"] = 1  # kernel fills after ~50 messages
+        return sc
+
+    alone = zsim.run(scenario(False), seed=3).summary
+    with_stalled = zsim.run(scenario(True), seed=3).summary
+    assert with_stalled["ledger"]["dropped"] == 0 and with_stalled["sockets"]["sub0"]["received"] == 300
+    kernel = next(link for link in with_stalled["links"] if "sub1" in link["name"])["max_kernel_bytes"]
+    assert max(kernel.values()) > 2_000_000  # the stalled link's kernel did fill
+    finished_alone = alone["senders"]["send.pub"]["finished_at_s"]
+    finished = with_stalled["senders"]["send.pub"]["finished_at_s"]
+    # the sender is not faster for having a stuck subscriber (it was, by ~30 us a send,
+    # when the stuck pipe counted as keeping the I/O thread awake)
+    assert finished >= finished_alone - 0.002, (finished_alone, finished)

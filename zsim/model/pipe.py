@@ -253,24 +253,27 @@ class Pipe:
 
     def fall_asleep(self) -> None:
         """The reader found the pipe empty: it will need an activate_read to look again."""
-        now = self.env._now
         self.reader_asleep = True
-        self.asleep_since = now
+        self.asleep_since = self.env._now
+        if self.wake_counted:
+            self.reader_idle()
+
+    def reader_idle(self) -> None:
+        """The reading thread stops serving this pipe without draining it (an engine
+        waiting for POLLOUT): it no longer keeps its thread awake. The pipe is not
+        asleep, so writes to it send no activate_read (and wake nobody)."""
         if self.wake_counted:
             self.wake_counted = False
             group = self.wake_group
-            group.awake -= 1
-            if group.awake == 0:
-                group.asleep_since = now
+            group.awake -= 1  # type: ignore[union-attr]
+            if group.awake == 0:  # type: ignore[union-attr]
+                group.asleep_since = self.env._now  # type: ignore[union-attr]
 
     def drain(self) -> list[Message]:
         """Remove and return everything queued (the pipe is being destroyed)."""
         now = self.env._now
         if self.wake_counted:
-            self.wake_counted = False
-            self.wake_group.awake -= 1  # type: ignore[union-attr]
-            if self.wake_group.awake == 0:  # type: ignore[union-attr]
-                self.wake_group.asleep_since = now  # type: ignore[union-attr]
+            self.reader_idle()
         self.area += len(self.queue) * (now - self.last_change)
         self.last_change = now
         items = list(self.queue)

@@ -356,7 +356,7 @@ class Engine:
             free = min(free, chunk)
             overhead = charge_fn(free) - free if free > 0 else 0
         if free <= 0:
-            self.out_waiting_space = True
+            self._wait_for_space()
             return
         moved = 0
         first = True
@@ -385,12 +385,19 @@ class Engine:
             if charge_fn is not None and wire.charged < capacity:
                 self._write()  # the same sendmsg() goes on with the next skb
                 return
-            self.out_waiting_space = True
+            self._wait_for_space()
         else:
             # POLLOUT stays set: pull again once this batch's processing is done.
             self.kick_out()
         if self.session.out_pipe is not None and self.session.out_pipe.delimited and not self.out_batch and not self.session.out_pipe.queue:
             self.session.delimiter_reached()
+
+    def _wait_for_space(self) -> None:
+        """The kernel is full: wait for POLLOUT; meanwhile the I/O thread may sleep."""
+        self.out_waiting_space = True
+        pipe = self.session.out_pipe
+        if pipe is not None and pipe.wake_counted:
+            pipe.reader_idle()
 
     def space_freed(self) -> None:
         """The reader took bytes out of the kernel: POLLOUT once there is enough room.
