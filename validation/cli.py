@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from zsim.errors import ScenarioError
+from zsim.results import json_default
 
 EXIT_AGREES = 0
 EXIT_DIFFERS = 1
@@ -42,7 +43,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         if not args.json:
             print(f"wrote {written}", file=sys.stderr)
     if args.json:
-        print(json.dumps(result.to_json(), indent=2, default=_json_default))
+        print(json.dumps(result.to_json(), indent=2, default=json_default))
     else:
         print(format_table(result))
     return EXIT_AGREES if result.verdict == "agrees" else EXIT_DIFFERS
@@ -54,14 +55,3 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     calibrate(args.out, quick=args.quick)
     return 0
 
-
-def _json_default(value: object) -> object:
-    import numpy as np
-
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, np.floating):
-        return float(value)
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    raise TypeError(f"not JSON serialisable: {type(value).__name__}")

@@ -20,6 +20,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from zsim.results import json_default
+
 from .compare import ScenarioValidation, _fmt_ci, _num
 
 __all__ = ["write_report", "agreement_table", "overview_rows"]
@@ -327,15 +329,6 @@ def write_report(results: Sequence[ScenarioValidation], out_dir: str | Path, tit
         lines += _scenario_section(result, out)
     path = out / "report.md"
     path.write_text("\n".join(lines) + "\n")
-    (out / "results.json").write_text(json.dumps([r.to_json() for r in results], indent=1, default=_json_default))
+    (out / "results.json").write_text(json.dumps([r.to_json() for r in results], indent=1, default=json_default))
     return path
 
-
-def _json_default(value: object) -> object:
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, np.floating):
-        return float(value)
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    raise TypeError(type(value).__name__)

@@ -60,7 +60,7 @@ class RunResult:
     pipe_names: list[str] = field(default_factory=list, repr=False)
 
     def to_json(self, indent: int | None = 2) -> str:
-        return json.dumps(self.summary, indent=indent, sort_keys=False, default=_json_default)
+        return json.dumps(self.summary, indent=indent, sort_keys=False, default=json_default)
 
     def flat(self) -> dict[str, Any]:
         return flat_metrics(self.summary)
@@ -69,11 +69,14 @@ class RunResult:
         return write_parquet(self, out_dir)
 
 
-def _json_default(value: Any) -> Any:
-    if isinstance(value, (np.integer,)):
+def json_default(value: Any) -> Any:
+    """``json.dumps(default=...)`` for numpy scalars and arrays."""
+    if isinstance(value, np.integer):
         return int(value)
-    if isinstance(value, (np.floating,)):
+    if isinstance(value, np.floating):
         return float(value)
+    if isinstance(value, np.ndarray):
+        return value.tolist()
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 

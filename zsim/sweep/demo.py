@@ -9,7 +9,6 @@ redraws the report.
 
 from __future__ import annotations
 
-import shutil
 import sys
 from pathlib import Path
 
@@ -21,11 +20,13 @@ DEMO_OUT = ROOT / "out" / "sweeps"
 
 
 def _engine() -> str:
+    from .spark import java_executable
+
     try:
         import pyspark  # noqa: F401
     except ImportError:
         return "local"
-    return "spark" if shutil.which("java") else "local"
+    return "spark" if java_executable() is not None else "local"
 
 
 def run_demo(out: Path = DEMO_OUT, engine: str | None = None) -> int:
