@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 import zsim
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"

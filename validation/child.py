@@ -45,7 +45,8 @@ import threading
 import time
 import traceback
 from array import array
-from typing import Any, Generator
+from collections.abc import Generator
+from typing import Any
 
 import numpy as np
 import zmq

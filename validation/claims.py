@@ -22,9 +22,10 @@ import json
 import math
 import statistics
 import sys
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from .compare import metric_value
 

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import copy
 import math
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Any, Callable
+from typing import Any
 
 from .constants import frame_wire_bytes
 from .profile import MIN_KERNEL_BYTES, KernelModel, KernelTable, Profile, from_dict

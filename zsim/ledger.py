@@ -18,7 +18,6 @@ message) and turned into numpy arrays once at the end.
 from __future__ import annotations
 
 from array import array
-from typing import Any
 
 import numpy as np
 

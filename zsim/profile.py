@@ -21,9 +21,10 @@ large messages differs by an order of magnitude (reference section 6.3).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from .constants import IN_BATCH_SIZE, OUT_BATCH_SIZE, frame_wire_bytes
 from .distributions import Distribution, parse_distribution

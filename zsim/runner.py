@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import time
 import traceback
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from . import spec
 from .build import Model, build

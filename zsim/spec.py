@@ -13,13 +13,15 @@ import hashlib
 import json
 import math
 import re
+
 try:
     import tomllib
 except ImportError:  # pragma: no cover - Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from .constants import KNOWN_UNMODELLED_OPTIONS, OPTION_DEFAULTS, SOCKET_TYPES, TRANSPORTS, VALID_PEERS
 from .distributions import Distribution, parse_distribution

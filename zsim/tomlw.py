@@ -11,7 +11,6 @@ import math
 import re
 from typing import Any
 
-
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 
 

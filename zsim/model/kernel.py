@@ -13,9 +13,10 @@ generators with the model. Two additions keep the hot path cheap:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from heapq import heappop, heappush
 from itertools import count
-from typing import Any, Callable
+from typing import Any
 
 import simpy
 from simpy.core import EmptySchedule, StopSimulation
@@ -29,7 +30,7 @@ class _TimerEvent(Event):
 
     __slots__ = ()
 
-    def __init__(self, env: "Environment") -> None:
+    def __init__(self, env: Environment) -> None:
         self.env = env
         self.callbacks = None  # type: ignore[assignment]
         self._value = None
@@ -46,7 +47,7 @@ class Timer:
 
     __slots__ = ("env", "fn", "armed", "_event", "_in_heap", "_callbacks", "_queue", "_eid")
 
-    def __init__(self, env: "Environment", fn: Callable[[], Any]) -> None:
+    def __init__(self, env: Environment, fn: Callable[[], Any]) -> None:
         self.env = env
         self.fn = fn
         self.armed = False
@@ -91,7 +92,7 @@ class FastTimer:
 
     __slots__ = ("env", "_event", "_callbacks", "_queue", "_eid")
 
-    def __init__(self, env: "Environment", fn: Callable[[Event], Any]) -> None:
+    def __init__(self, env: Environment, fn: Callable[[Event], Any]) -> None:
         self.env = env
         self._event = _TimerEvent(env)
         self._callbacks = [fn]

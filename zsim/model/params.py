@@ -7,8 +7,8 @@ each connection samples with its own random stream.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from ..distributions import Distribution
 

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from .pipe import MSG_ENVELOPE, MSG_TOPIC, Message, Pipe
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .socket import Peer, Socket
+    from .socket import Peer
 
 SENT = 0
 AGAIN = 1

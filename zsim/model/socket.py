@@ -17,7 +17,8 @@ Per-type behaviour comes from ``socket_types.TRAITS``; the routing classes are i
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from ..constants import INBOUND_POLL_RATE
 from .pipe import MSG_ENVELOPE, MSG_ID, MSG_TOPIC, SUBSCRIBE_ID, UNSUBSCRIBE_ID, Message, Pipe

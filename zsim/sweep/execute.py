@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Mapping
+from typing import IO, Any
 
 from ..errors import ZsimError
 from . import store
-from .plan import Plan, Sweep, batches, plan as make_plan
+from .plan import Plan, Sweep, batches
+from .plan import plan as make_plan
 
 ENGINES = ("spark", "local", "serial")
 DEFAULT_OUT = "out/sweeps"

@@ -14,7 +14,8 @@ import os
 import queue
 import signal
 import threading
-from typing import Any, Iterator, Mapping, NamedTuple, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, NamedTuple
 
 from .plan import Task
 from .worker import run_batch

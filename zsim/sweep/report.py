@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ZsimError
 from . import store
@@ -506,7 +507,7 @@ def _summary_markdown(results: SweepResults, points: pd.DataFrame, metrics: Sequ
         f"- design: {manifest['design']}, {len(manifest['points'])} points x {manifest['replications']} replications = {expected} runs",
         f"- results: {len(frame)} runs present ({n_ok} ok, {n_failed} failed){'' if len(frame) >= expected else f', {expected - len(frame)} missing (re-run the sweep to finish)'}",
         f"- root seed {manifest['seed']}, common random numbers: {'yes' if manifest['common_random_numbers'] else 'no'}; total run time {cpu:.1f} s (sum over runs)",
-        f"- intervals: 95 % Student-t confidence intervals of the per-point mean over replications",
+        "- intervals: 95 % Student-t confidence intervals of the per-point mean over replications",
     ]
     if len(frame) and "zsim_code" in frame:
         codes = frame["zsim_code"].fillna("?").value_counts()

@@ -26,9 +26,10 @@ import shutil
 import sys
 import tempfile
 import warnings
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any
 
 from ..errors import ZsimError
 from .local import TICK_S, Completion, task_tuples

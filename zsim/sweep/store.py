@@ -22,8 +22,9 @@ import contextlib
 import hashlib
 import json
 import os
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ZsimError
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 import signal
 import threading
 import time
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from .. import __version__
 from .. import spec as scenario_spec
