@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .errors import ConservationError, ScenarioError, ZsimError
+from .errors import ConservationError, EnvironmentFault, ScenarioError, ZsimError
 
 EXIT_OK = 0
 EXIT_FAULT = 1
@@ -181,12 +181,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ScenarioError as exc:
         print(f"zsim: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except EnvironmentFault as exc:
+        print(f"zsim: {exc}", file=sys.stderr)
+        return EXIT_FAULT
     except ZsimError as exc:
         print(f"zsim: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except FileNotFoundError as exc:
         print(f"zsim: {exc.filename or exc}: no such file", file=sys.stderr)
         return EXIT_USAGE
+    except OSError as exc:  # a failing OS call the code did not expect: one line, exit 1
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"zsim: {where}{exc.strerror or exc}", file=sys.stderr)
+        return EXIT_FAULT
     except KeyboardInterrupt:
         print("zsim: interrupted", file=sys.stderr)
         return 130

@@ -27,6 +27,27 @@ class ScenarioError(ZsimError):
         super().__init__(f"{path}: {reason}" if path else reason)
 
 
+class EnvironmentFault(ZsimError):
+    """The environment refused (an OS call failed: permission denied, disk full, no Java).
+
+    Not the user's input and not a bug in zsim: the CLI prints one line naming ``path``
+    and the reason and exits with status 1.
+    """
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(f"{path}: {reason}" if path else reason)
+
+
+class LimitExceeded(ScenarioError):
+    """A run reached one of its work limits (events, messages, wall-clock time).
+
+    ``path`` names the limit (``limits.max_events``) and ``reason`` says what drove the
+    work, so the user can fix the scenario or raise the limit. Exit status 2.
+    """
+
+
 class UnsupportedOption(ScenarioError):
     """A socket option that exists in ZeroMQ but that zsim does not model."""
 

@@ -28,6 +28,7 @@ from typing import Any
 
 from .constants import IN_BATCH_SIZE, OUT_BATCH_SIZE, frame_wire_bytes
 from .distributions import Distribution, parse_distribution
+from . import files
 from .errors import ScenarioError
 from .spec import parse_toml
 
@@ -284,7 +285,11 @@ def load(name_or_path: str | None, base_dir: str = ".") -> Profile:
     if not path.exists():
         raise ScenarioError("scenario.profile", f"no such profile file {str(path)!r} (built in: {', '.join(BUILTIN)})")
     try:
-        profile = from_dict(parse_toml(path.read_text(), str(path)), str(path))
+        raw = files.load_toml(path, "profile file")
+    except ScenarioError as exc:
+        raise ScenarioError("scenario.profile", str(exc)) from None
+    try:
+        profile = from_dict(raw, str(path))
     except ScenarioError as exc:
         raise ScenarioError(f"profile {path}: {exc.path}", exc.reason) from None
     _CACHE[cache_key] = profile

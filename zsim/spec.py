@@ -14,15 +14,12 @@ import json
 import math
 import re
 
-try:
-    import tomllib
-except ImportError:  # pragma: no cover - Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import files
 from .constants import KNOWN_UNMODELLED_OPTIONS, OPTION_DEFAULTS, SOCKET_TYPES, TRANSPORTS, VALID_PEERS
 from .distributions import Distribution, parse_distribution
 from .errors import ScenarioError, UnsupportedOption
@@ -719,27 +716,21 @@ def _check_topology(sockets: list[SocketSpec]) -> None:
 
 
 def load(source: str | Path | Mapping[str, Any]) -> Scenario:
-    """Load a scenario from a TOML file path or a dict. Raises ``ScenarioError``."""
+    """Load a scenario from a TOML file path or a dict. Raises ``ScenarioError``.
+
+    A path must name a regular UTF-8 file of sane size (``zsim.files``): a folder, a FIFO,
+    a device or a binary file is refused with one line before anything is read.
+    """
     if isinstance(source, Mapping):
         return from_dict(source)
     path = Path(source)
-    if not path.exists():
-        raise ScenarioError(str(path), "no such file")
-    if path.is_dir():
-        raise ScenarioError(str(path), "is a directory, not a scenario file")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ScenarioError(str(path), f"cannot be read: {exc}") from None
-    raw = parse_toml(text, str(path))
+    raw = files.load_toml(path, "scenario file")
     return from_dict(raw, base_dir=str(path.resolve().parent), source=str(path))
 
 
 def parse_toml(text: str, where: str) -> dict[str, Any]:
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ScenarioError(where, f"TOML syntax error: {exc}") from None
+    """TOML text to a dict; syntax errors and excessive nesting are one ``ScenarioError``."""
+    return files.parse_toml(text, where)
 
 
 # --------------------------------------------------------------------------------------

@@ -1,0 +1,76 @@
+"""Work limits of one run: no input can make zsim run, or grow, without end.
+
+Every simulation runs under a ``RunLimits``: a budget of events the event loop may
+process, of message copies the model may create, and of wall-clock seconds. The defaults
+are far above what a normal study needs (the buffer-sizing study's runs use about 10^5
+events, 50-150 ms); a run that reaches one stops with ``LimitExceeded`` naming the limit
+and what drove the work (the workload that sent most, or the loop that advanced no
+simulated time), exit status 2.
+
+They are set, in increasing priority, by these defaults, by ``[limits]`` in the scenario
+file, and by the command line (``zsim run --max-events N --max-messages N --max-wall-s S``);
+a sweep gives every run ``sweep.run_timeout_s``. A value of 0 lifts that limit.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from .errors import ScenarioError
+
+#: Events the loop may process in one run (about 5 minutes of a fast model).
+DEFAULT_MAX_EVENTS = 100_000_000
+#: Message copies one run may create (each costs ~170 bytes of ledger and queue: ~3.4 GB).
+DEFAULT_MAX_MESSAGES = 20_000_000
+#: Wall-clock seconds one run may take.
+DEFAULT_MAX_WALL_S = 3600.0
+#: Events processed at one simulated instant before the run is declared stuck in a loop
+#: that advances no time (``interval_s = 0`` under the ``ideal`` profile).
+DEFAULT_MAX_EVENTS_AT_ONE_TIME = 2_000_000
+
+FIELDS = ("max_events", "max_messages", "max_wall_s", "max_events_at_one_time")
+
+
+@dataclass(frozen=True)
+class RunLimits:
+    """Budgets for one run; ``None`` means no limit."""
+
+    max_events: int | None = DEFAULT_MAX_EVENTS
+    max_messages: int | None = DEFAULT_MAX_MESSAGES
+    max_wall_s: float | None = DEFAULT_MAX_WALL_S
+    max_events_at_one_time: int | None = DEFAULT_MAX_EVENTS_AT_ONE_TIME
+
+    def merged(self, overrides: Mapping[str, Any], where: str) -> RunLimits:
+        """These limits with ``overrides`` (field -> value, 0 = no limit) applied and checked."""
+        values: dict[str, Any] = {}
+        for key, value in overrides.items():
+            if value is None:
+                continue
+            path = f"{where}.{key}" if where else key
+            if key not in FIELDS:
+                raise ScenarioError(path, f"unknown limit; known: {', '.join(FIELDS)}")
+            values[key] = check_limit(key, value, path)
+        return replace(self, **values)
+
+
+def check_limit(key: str, value: Any, path: str) -> int | float | None:
+    """A limit value as given by a user: a number >= 0, where 0 lifts the limit."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ScenarioError(path, f"must be a number (0 for no limit), got {value!r}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ScenarioError(path, f"must be finite (0 for no limit), got {value!r}")
+    if value < 0:
+        raise ScenarioError(path, f"must be >= 0 (0 for no limit), got {value!r}")
+    if value == 0:
+        return None
+    if key == "max_wall_s":
+        return float(value)
+    if isinstance(value, float) and not value.is_integer():
+        raise ScenarioError(path, f"must be a whole number, got {value!r}")
+    return int(value)
+
+
+DEFAULT = RunLimits()
