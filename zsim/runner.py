@@ -16,6 +16,7 @@ from typing import Any
 from . import spec
 from .build import Model, build
 from .errors import ScenarioError, ZsimError
+from .limits import RunLimits
 from .profile import Profile
 from .results import RunResult, summarise
 
@@ -42,6 +43,7 @@ def run(
     *,
     profile: Profile | None = None,
     trace: bool = False,
+    limits: RunLimits | None = None,
 ) -> RunResult:
     """Simulate ``scenario`` with ``seed`` (default: the scenario's seed, else 0)."""
     started = time.perf_counter()
@@ -61,11 +63,12 @@ def run_safe(
     seed: int | None = None,
     *,
     profile: Profile | None = None,
+    limits: RunLimits | None = None,
 ) -> dict[str, Any]:
     """Like ``run(...).summary`` but never raises: a failure becomes a record with ``error``."""
     started = time.perf_counter()
     try:
-        return run(scenario, seed, profile=profile).summary
+        return run(scenario, seed, profile=profile, limits=limits).summary
     except ZsimError as exc:
         kind = type(exc).__name__
         return {"ok": False, "error": f"{kind}: {exc}", "seed": seed, "wall_s": time.perf_counter() - started}
