@@ -9,6 +9,8 @@ balance) exits with status 1 and says it is a bug.
 from __future__ import annotations
 
 import argparse
+import math
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -101,9 +103,14 @@ def format_summary(summary: dict[str, Any]) -> str:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from .files import prepare_output_dir
     from .runner import run
 
-    result = run(args.scenario, args.seed, trace=bool(args.out))
+    if args.out:
+        prepare_output_dir(args.out, "--out")  # before the work, not after
+    limits = {key: getattr(args, key) for key in ("max_events", "max_messages", "max_wall_s") if getattr(args, key) is not None}
+    progress = sys.stderr if sys.stderr.isatty() else None
+    result = run(args.scenario, args.seed, trace=bool(args.out), limits=limits, progress=progress)
     if args.out:
         result.write_parquet(args.out)
     if args.json:
@@ -113,6 +120,59 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.out:
             print(f"\nwrote {args.out}/messages.parquet, depth.parquet, summary.json")
     return EXIT_OK
+
+
+def seed_arg(text: str) -> int:
+    """``--seed``: an integer >= 0 (numpy's SeedSequence refuses negative seeds)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
+
+
+def count_arg(minimum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+        return value
+
+    return parse
+
+
+def seconds_arg(allow_zero: bool = False) -> Callable[[str], float]:
+    """A finite number of seconds > 0 (or >= 0): ``nan``, ``inf`` and negatives are refused."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a number of seconds, got {text!r}") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"must be a finite number of seconds, got {text!r}")
+        if value < 0 or (value == 0 and not allow_zero):
+            raise argparse.ArgumentTypeError(f"must be {'>= 0' if allow_zero else '> 0'}, got {text!r}")
+        return value
+
+    return parse
+
+
+def add_limit_args(parser: argparse.ArgumentParser) -> None:
+    """``--max-events``, ``--max-messages``, ``--max-wall-s``: a run's work limits (0: none)."""
+    from . import limits
+
+    parser.add_argument("--max-events", type=count_arg(0), default=None, metavar="N",
+                        help=f"stop the run after N events (default {limits.DEFAULT_MAX_EVENTS:,}; 0: no limit)")
+    parser.add_argument("--max-messages", type=count_arg(0), default=None, metavar="N",
+                        help=f"stop the run after N message copies (default {limits.DEFAULT_MAX_MESSAGES:,}; 0: no limit)")
+    parser.add_argument("--max-wall-s", type=seconds_arg(allow_zero=True), default=None, metavar="S",
+                        help=f"stop the run after S wall-clock seconds (default {limits.DEFAULT_MAX_WALL_S:g}; 0: no limit)")
 
 
 def _lazy(module: str, function: str) -> Callable[[argparse.Namespace], int]:
@@ -133,18 +193,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("run", help="simulate one scenario and print its summary")
     p.add_argument("scenario", help="scenario TOML file")
-    p.add_argument("--seed", type=int, default=None, help="random seed (default: scenario.seed or 0)")
+    p.add_argument("--seed", type=seed_arg, default=None, help="random seed (default: scenario.seed or 0)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     p.add_argument("--out", metavar="DIR", help="write per-message records and depth time series as Parquet")
+    add_limit_args(p)
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("validate", help="run a scenario in simulation and on real pyzmq, compare metric by metric")
     p.add_argument("scenario")
-    p.add_argument("--replications", "-n", type=int, default=None, help="default: the scenario's [validation] replications, else 5")
-    p.add_argument("--seed", type=int, default=0, help="first simulation seed")
+    p.add_argument("--replications", "-n", type=count_arg(1), default=None, help="default: the scenario's [validation] replications, else 5")
+    p.add_argument("--seed", type=seed_arg, default=0, help="first simulation seed")
     p.add_argument("--json", action="store_true")
     p.add_argument("--report", metavar="DIR", help="write a Markdown report with plots")
-    p.add_argument("--timeout", type=float, default=None, help="wall-time limit per real run, seconds")
+    p.add_argument("--timeout", type=seconds_arg(), default=None, help="wall-time limit per real run, seconds")
     p.set_defaults(func=_lazy("validation.cli", "cmd_validate"))
 
     p = sub.add_parser("calibrate", help="measure this machine with real pyzmq and write a profile")
@@ -157,7 +218,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--master", default=None, help="Spark master URL (default local[*])")
     p.add_argument("--engine", choices=("spark", "local", "serial"), default="spark")
     p.add_argument("--out", metavar="DIR", default=None)
-    p.add_argument("--workers", type=int, default=None, help="processes for --engine local")
+    p.add_argument("--workers", type=count_arg(1), default=None, help="processes for --engine local")
     p.add_argument("--conf", action="append", metavar="KEY=VALUE", help="a Spark setting, e.g. spark.executor.memory=2g (repeatable)")
     p.add_argument("--retry-failed", action="store_true", help="run failed runs again (they are kept, with their error, otherwise)")
     p.add_argument("--report", action="store_true", help="write the report (zsim report OUT) when the sweep is done")
@@ -199,6 +260,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return EXIT_OK
+    except MemoryError:
+        print("zsim: out of memory (lower the scenario's size or the run's limits: --max-messages)", file=sys.stderr)
+        return EXIT_FAULT
+    except Exception as exc:  # a bug in zsim: one line, the traceback on request
+        if os.environ.get("ZSIM_TRACEBACK"):
+            raise
+        print(f"zsim: internal error (a bug in zsim, please report it with the input): {type(exc).__name__}: {exc}"
+              .splitlines()[0][:500] + " (ZSIM_TRACEBACK=1 shows where)", file=sys.stderr)
+        return EXIT_FAULT
 
 
 def entry() -> None:  # console_scripts entry point

@@ -23,8 +23,9 @@ from .errors import ScenarioError
 
 #: Events the loop may process in one run (about 5 minutes of a fast model).
 DEFAULT_MAX_EVENTS = 100_000_000
-#: Message copies one run may create (each costs ~170 bytes of ledger and queue: ~3.4 GB).
-DEFAULT_MAX_MESSAGES = 20_000_000
+#: Message copies one run may create (each costs 72 bytes of ledger, more while queued:
+#: about 0.8 GB of memory at the limit).
+DEFAULT_MAX_MESSAGES = 10_000_000
 #: Wall-clock seconds one run may take.
 DEFAULT_MAX_WALL_S = 3600.0
 #: Events processed at one simulated instant before the run is declared stuck in a loop

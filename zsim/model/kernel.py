@@ -140,6 +140,12 @@ class Environment(simpy.Environment):
     def __init__(self, initial_time: float = 0) -> None:
         super().__init__(initial_time)
         self._eid = count()
+        #: Events processed by ``run`` so far.
+        self.events_processed = 0
+        #: Called every ``monitor_every`` events by ``run`` (work limits, progress); it may
+        #: raise to stop the run. ``None``: no checks, the plain loop.
+        self.monitor: Callable[[], Any] | None = None
+        self.monitor_every = 16384
 
     def call_later(self, delay: float, fn: Callable[[], Any], priority: int = NORMAL) -> None:
         """Call ``fn()`` ``delay`` seconds from now."""
@@ -161,7 +167,10 @@ class Environment(simpy.Environment):
         """Run until the queue is empty, a time is reached, or an event is processed.
 
         Same contract as ``simpy.Environment.run``; when ``until`` is a time, the clock is
-        left at exactly that time (SimPy does the same with an URGENT stop event).
+        left at exactly that time (SimPy does the same with an URGENT stop event). With a
+        ``monitor`` set, it is called after every ``monitor_every`` events while the run
+        goes on (never for a run that ends within its chunk), and ``events_processed``
+        counts them.
         """
         stop_at: float | None = None
         if until is not None:
@@ -173,19 +182,30 @@ class Environment(simpy.Environment):
         queue = self._queue
         pop = heappop
         horizon = float("inf") if stop_at is None else stop_at
+        monitor = self.monitor
+        chunk = self.monitor_every if monitor is not None else 1 << 62
         try:
             while queue:
-                if queue[0][0] > horizon:
-                    break
-                self._now, _, _, event = pop(queue)
-                callbacks = event.callbacks
-                event.callbacks = None
-                for callback in callbacks:
-                    callback(event)
-                if not event._ok and not hasattr(event, "_defused"):
-                    exc = type(event._value)(*event._value.args)
-                    exc.__cause__ = event._value
-                    raise exc
+                # Up to ``chunk`` events, then the monitor: one counter per event, not a call.
+                left = chunk
+                while queue and left:
+                    if queue[0][0] > horizon:
+                        break
+                    self._now, _, _, event = pop(queue)
+                    callbacks = event.callbacks
+                    event.callbacks = None
+                    for callback in callbacks:
+                        callback(event)
+                    if not event._ok and not hasattr(event, "_defused"):
+                        exc = type(event._value)(*event._value.args)
+                        exc.__cause__ = event._value
+                        raise exc
+                    left -= 1
+                self.events_processed += chunk - left
+                if left:
+                    break  # the horizon or an empty queue ended the chunk: the run is over
+                if monitor is not None:
+                    monitor()
         except StopSimulation as exc:
             return exc.args[0]
         except EmptySchedule:  # pragma: no cover - cannot happen with the guard above
@@ -193,5 +213,3 @@ class Environment(simpy.Environment):
         if stop_at is not None:
             self._now = stop_at
         return None
-
-
