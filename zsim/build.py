@@ -38,6 +38,14 @@ def stream_factory(seed: int) -> Any:
     return stream
 
 
+#: Linux ``sock_setsockopt``: SO_SNDBUF/SO_RCVBUF values are capped at net.core.wmem_max /
+#: rmem_max (212992 by default), then doubled with a floor of SOCK_MIN_SNDBUF (4608) and
+#: SOCK_MIN_RCVBUF (2304) bytes; in the units a user sets, that floor is half of those.
+LINUX_MAX_BUF = 212992
+LINUX_MIN_SNDBUF = 2304
+LINUX_MIN_RCVBUF = 1152
+
+
 def _capacity_fn(tp: TransportProfile, transport: str) -> Any:
     table = tp.kernel
     explicit = tp.kernel_explicit
@@ -47,6 +55,10 @@ def _capacity_fn(tp: TransportProfile, transport: str) -> Any:
         base = table.capacity(wire, sndhwm)
         if transport != "tcp" or (sndbuf < 0 and rcvbuf < 0):
             return base
+        if sndbuf >= 0:
+            sndbuf = min(max(sndbuf, LINUX_MIN_SNDBUF), LINUX_MAX_BUF)
+        if rcvbuf >= 0:
+            rcvbuf = min(max(rcvbuf, LINUX_MIN_RCVBUF), LINUX_MAX_BUF)
         # SO_SNDBUF/SO_RCVBUF switch autotuning off for that side. Each side carries
         # about half of what is in flight; scale the measured explicit-buffer table.
         if explicit is not None:

@@ -98,8 +98,27 @@ def _number(value: Any, path: str) -> float:
     return float(value)
 
 
+#: Largest message size (bytes) zsim accepts: 4 GiB - 1, the largest frame a 32-bit
+#: length would carry; far above anything a queueing study needs, and well inside the
+#: integers that a float64 ledger holds exactly.
+MAX_MESSAGE_BYTES = 2**32 - 1
+
+
 def parse_distribution(raw: Any, path: str, unit: str = "s") -> Distribution:
     """Parse a number or a distribution table; errors name ``path`` and the reason."""
+    dist = _parse_distribution(raw, path, unit)
+    if unit == "bytes":
+        for name in ("value", "mean", "low", "high"):
+            number = getattr(dist, name, None)
+            if number is not None and number > MAX_MESSAGE_BYTES:
+                where = path if not isinstance(raw, dict) else f"{path}.{name}_bytes"
+                raise ScenarioError(where, f"must be <= {MAX_MESSAGE_BYTES:,} bytes (4 GiB), got {number:g}")
+        if dist.values and max(dist.values) > MAX_MESSAGE_BYTES:
+            raise ScenarioError(f"{path}.values_bytes", f"must be <= {MAX_MESSAGE_BYTES:,} bytes (4 GiB), got {max(dist.values):g}")
+    return dist
+
+
+def _parse_distribution(raw: Any, path: str, unit: str) -> Distribution:
     suffix = "_s" if unit == "s" else "_bytes"
     if not isinstance(raw, dict):
         return Distribution.constant(_number(raw, path), unit)
@@ -137,6 +156,8 @@ def parse_distribution(raw: Any, path: str, unit: str = "s") -> Distribution:
     if kind == "lognormal":
         mean = _number(raw["mean" + suffix], f"{path}.mean{suffix}")
         sigma = _number(raw["sigma"], f"{path}.sigma")
+        if sigma > 10:
+            raise ScenarioError(f"{path}.sigma", f"must be <= 10 (a lognormal with sigma {sigma:g} spans more than 40 decades), got {sigma:g}")
         if mean <= 0:
             raise ScenarioError(f"{path}.mean{suffix}", f"must be > 0 for a lognormal, got {mean}")
         return Distribution("lognormal", unit, mean=mean, sigma=sigma)

@@ -166,7 +166,7 @@ def _probe_write(directory: Path, label: str) -> None:
         pass
 
 
-def prepare_output_dir(path: str | Path, what: str = "output folder") -> Path:
+def prepare_output_dir(path: str | Path, what: str = "the output folder") -> Path:
     """Create folder ``path`` (and its parents) and check that files can be written in it.
 
     A path naming an existing file is bad input (exit 2); an OS refusal (permission
@@ -175,13 +175,13 @@ def prepare_output_dir(path: str | Path, what: str = "output folder") -> Path:
     p = Path(path)
     label = str(path)
     if p.exists() and not p.is_dir():
-        raise ScenarioError(label, f"is a file; the {what} must be a folder (or a path that does not exist yet)")
+        raise ScenarioError(label, f"is a file; {what} must name a folder (or a path that does not exist yet)")
     try:
         p.mkdir(parents=True, exist_ok=True)
     except FileExistsError:
-        raise ScenarioError(label, f"a part of this path is a file; the {what} must be a folder") from None
+        raise ScenarioError(label, f"a part of this path is a file; {what} must name a folder") from None
     except NotADirectoryError:
-        raise ScenarioError(label, f"a part of this path is a file; the {what} must be a folder") from None
+        raise ScenarioError(label, f"a part of this path is a file; {what} must name a folder") from None
     except OSError as exc:
         raise EnvironmentFault(label, f"cannot be created: {_os_reason(exc)}") from None
     _probe_write(p, label)
@@ -209,6 +209,13 @@ def prepare_output_file(path: str | Path, what: str = "output file") -> Path:
         raise EnvironmentFault(label, "cannot be written: permission denied")
     _probe_write(parent, label)
     return p
+
+
+def _new_file_mode() -> int:
+    """The mode ``open()`` would give a new file: 0666 less the process umask."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -239,6 +246,7 @@ def atomic_write(path: str | Path, write: Callable[[BinaryIO], Any] | bytes | st
         raise EnvironmentFault(str(path), f"cannot be written: {_os_reason(exc)}") from None
     tmp = Path(tmp_name)
     try:
+        os.fchmod(handle, _new_file_mode())  # mkstemp's 0600 would hide results from others
         with os.fdopen(handle, "wb") as out:
             if isinstance(write, str):
                 out.write(write.encode("utf-8"))

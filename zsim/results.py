@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .files import atomic_write, prepare_output_dir
 from .ledger import DELIVERED, RULES, STATES, WHERE
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -253,8 +254,7 @@ def write_parquet(result: RunResult, out_dir: str | Path) -> list[Path]:
         import pandas as pd
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise RuntimeError("writing Parquet needs pandas and pyarrow: pip install 'zsim[results]'") from exc
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = prepare_output_dir(out_dir, "--out")
     written = []
     msgs = result.messages
     sockets = np.asarray(result.socket_names + [""], dtype=object)
@@ -276,19 +276,17 @@ def write_parquet(result: RunResult, out_dir: str | Path) -> list[Path]:
     )
     frame["seed"] = result.summary["seed"]
     frame["scenario"] = result.summary["scenario"]
-    path = out / "messages.parquet"
-    frame.to_parquet(path, index=False)
+    # Each file appears whole or not at all (temporary name, fsync, rename): a run that
+    # fails or is killed while writing leaves the previous files of --out as they were.
+    path = atomic_write(out / "messages.parquet", lambda handle: frame.to_parquet(handle, index=False))
     written.append(path)
     rows = []
     for name, trace in result.depth.items():
         if len(trace):
             rows.append(pd.DataFrame({"pipe": name, "time_s": trace[:, 0], "depth": trace[:, 1].astype(np.int64)}))
-    depth_frame = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame({"pipe": pd.Series([], dtype=str), "time_s": pd.Series([], dtype=float), "depth": pd.Series([], dtype=np.int64)})
+    empty = {"pipe": pd.Series([], dtype=str), "time_s": pd.Series([], dtype=float), "depth": pd.Series([], dtype=np.int64)}
+    depth_frame = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(empty)
     depth_frame["seed"] = result.summary["seed"]
-    path = out / "depth.parquet"
-    depth_frame.to_parquet(path, index=False)
-    written.append(path)
-    path = out / "summary.json"
-    path.write_text(result.to_json())
-    written.append(path)
+    written.append(atomic_write(out / "depth.parquet", lambda handle: depth_frame.to_parquet(handle, index=False)))
+    written.append(atomic_write(out / "summary.json", result.to_json()))
     return written

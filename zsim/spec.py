@@ -13,7 +13,6 @@ import hashlib
 import json
 import math
 import re
-
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +32,11 @@ CAN_RECEIVE = frozenset({"PAIR", "SUB", "XSUB", "REQ", "REP", "DEALER", "ROUTER"
 CONFLATE_TYPES = frozenset({"DEALER", "PULL", "PUSH", "PUB", "SUB"})
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$")
+#: ``INT_MAX``: the largest value of a libzmq socket option.
+C_INT_MAX = 2**31 - 1
+#: Longest ipc path: ``sizeof(sockaddr_un.sun_path) - 1`` on Linux (libzmq's
+#: ``ipc_address_t::resolve`` fails with ENAMETOOLONG beyond it).
+IPC_PATH_MAX = 107
 
 
 # --------------------------------------------------------------------------------------
@@ -238,7 +242,7 @@ def _bool(value: Any, path: str) -> bool:
     return value
 
 
-def _int(value: Any, path: str, minimum: int | None = None) -> int:
+def _int(value: Any, path: str, minimum: int | None = None, maximum: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         if isinstance(value, float) and value.is_integer():
             value = int(value)
@@ -246,7 +250,17 @@ def _int(value: Any, path: str, minimum: int | None = None) -> int:
             raise ScenarioError(path, f"must be an integer, got {value!r}")
     if minimum is not None and value < minimum:
         raise ScenarioError(path, f"must be >= {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ScenarioError(path, f"must be <= {maximum:,}, got {value:,}")
     return value
+
+
+def _option_int(value: Any, path: str, minimum: int) -> int:
+    """A socket option: libzmq takes a C ``int`` (``zmq_setsockopt``), pyzmq refuses more."""
+    number = _int(value, path, minimum)
+    if number > C_INT_MAX:
+        raise ScenarioError(path, f"must be <= {C_INT_MAX:,} (libzmq socket options are C ints; pyzmq refuses larger), got {number:,}")
+    return number
 
 
 def _time(value: Any, path: str, positive: bool = False) -> float:
@@ -276,6 +290,8 @@ def _str_list(value: Any, path: str) -> tuple[str, ...]:
 
 def parse_endpoint(text: str, path: str) -> Endpoint:
     """Parse ``tcp://host:port``, ``ipc://path`` or ``inproc://name`` (as pyzmq accepts them)."""
+    if any(ord(char) < 32 or ord(char) == 127 for char in text):
+        raise ScenarioError(path, f"endpoint {text!r} contains a control character (NUL, newline...): libzmq endpoints are C strings")
     if "://" not in text:
         raise ScenarioError(path, f"endpoint {text!r} must look like tcp://127.0.0.1:5555, ipc://name or inproc://name")
     transport, address = text.split("://", 1)
@@ -287,12 +303,14 @@ def parse_endpoint(text: str, path: str) -> Endpoint:
         host, sep, port = address.rpartition(":")
         if not sep or not host:
             raise ScenarioError(path, f"tcp endpoint {text!r} needs host:port")
-        if port == "*" or not port.isdigit() or not 0 < int(port) < 65536:
+        if port == "*" or not (port.isascii() and port.isdigit()) or not 0 < int(port) < 65536:
             raise ScenarioError(path, f"tcp endpoint {text!r} needs a fixed port number 1-65535 (the validation harness maps it to a free port)")
         host = host.strip("[]")
         if host not in ("*", "0.0.0.0", "127.0.0.1", "localhost", "::1", "::"):
             raise ScenarioError(path, f"tcp host {host!r}: zsim models loopback only (use 127.0.0.1, localhost or *)")
         return Endpoint(text, "tcp", str(int(port)), host)
+    if transport == "ipc" and address != "*" and len(address.encode()) > IPC_PATH_MAX:
+        raise ScenarioError(path, f"ipc path is {len(address.encode())} bytes; Linux allows at most {IPC_PATH_MAX} (ENAMETOOLONG)")
     return Endpoint(text, transport, address)
 
 
@@ -301,7 +319,7 @@ def parse_endpoint(text: str, path: str) -> Endpoint:
 
 
 _SCENARIO_KEYS = {"name", "description", "until_s", "profile", "seed"}
-_TOP_KEYS = {"scenario", "process", "socket", "send", "recv", "proxy", "validation", "sweep"}
+_TOP_KEYS = {"scenario", "process", "socket", "send", "recv", "proxy", "validation", "sweep", "limits"}
 _PROCESS_KEYS = {"name", "exit_at_s", "exit_after_sends", "crash_at_s", "restart_at_s"}
 _SOCKET_KEYS = {"name", "type", "process", "bind", "connect", "open_at_s", "close_at_s", "options"}
 _SEND_KEYS = {
@@ -324,7 +342,7 @@ def _parse_options(raw: Any, path: str, sock_type: str) -> SocketOptions:
         if key != key.lower():
             raise ScenarioError(opt_path, f"option names are pyzmq's lowercase names (did you mean {key.lower()!r}?)")
         if key == "hwm":
-            hwm_both = _int(value, opt_path, 0)
+            hwm_both = _option_int(value, opt_path, 0)
             continue
         if key in KNOWN_UNMODELLED_OPTIONS:
             raise UnsupportedOption(opt_path, "is a ZeroMQ option that zsim does not model")
@@ -333,11 +351,11 @@ def _parse_options(raw: Any, path: str, sock_type: str) -> SocketOptions:
             hint = f" (did you mean {close!r}?)" if close else ""
             raise ScenarioError(opt_path, f"unknown socket option{hint}")
         if key in ("sndhwm", "rcvhwm"):
-            values[key] = _int(value, opt_path, 0)
+            values[key] = _option_int(value, opt_path, 0)
         elif key in ("linger", "sndtimeo", "rcvtimeo", "reconnect_ivl", "sndbuf", "rcvbuf"):
-            values[key] = _int(value, opt_path, -1)
+            values[key] = _option_int(value, opt_path, -1)
         elif key == "reconnect_ivl_max":
-            values[key] = _int(value, opt_path, 0)
+            values[key] = _option_int(value, opt_path, 0)
         elif key in ("immediate", "conflate", "router_mandatory", "xpub_nodrop"):
             values[key] = _bool(value, opt_path)
         elif key == "subscribe":
@@ -497,6 +515,14 @@ def from_dict(raw: Mapping[str, Any], *, base_dir: str = ".", source: str = "<di
 
     if "validation" in raw:
         _table(raw["validation"], "validation")
+    if "limits" in raw:
+        from .limits import DEFAULT as default_limits
+
+        default_limits.merged(_table(raw["limits"], "limits"), "limits")  # checked here, applied by the runner
+
+    _check_one_send_per_req(sends, by_name)
+    if until_s is None:
+        _check_no_forwarding_cycle(sockets, recvs, proxies)
 
     for proc in processes:
         if proc.exit_after_sends and not any(by_name[s.socket].process == proc.name for s in sends):
@@ -668,6 +694,71 @@ def _parse_recv(
         on_timeout=on_timeout,
         forward_to=forward_to,
     )
+
+
+def _check_one_send_per_req(sends: list[SendSpec], by_name: Mapping[str, SocketSpec]) -> None:
+    """A REQ alternates send and recv: two workloads on one REQ would break the lockstep."""
+    seen: dict[str, str] = {}
+    for send in sends:
+        if by_name[send.socket].type != "REQ":
+            continue
+        if send.socket in seen:
+            raise ScenarioError(
+                f"send[{send.name.removeprefix('send.')}].socket",
+                f"REQ socket {send.socket!r} already has a [[send]] ({seen[send.socket]!r}); a REQ sends one request and waits "
+                "for its reply, so it takes one [[send]] workload (give that one the combined count, or use a DEALER)",
+            )
+        seen[send.socket] = send.name
+
+
+def _check_no_forwarding_cycle(sockets: list[SocketSpec], recvs: list[RecvSpec], proxies: list[ProxySpec]) -> None:
+    """Without a horizon, messages that stages, replies or proxies pass round a loop never stop."""
+    bound = {ep.key: sock.name for sock in sockets for ep in sock.bind}
+    peers: dict[str, set[str]] = {sock.name: set() for sock in sockets}
+    for sock in sockets:
+        for ep in sock.connect:
+            other = bound[ep.key]
+            peers[sock.name].add(other)
+            peers[other].add(sock.name)
+    # What a socket receives is passed on: by a [[recv]] forward_to or reply, or by a proxy.
+    passes: dict[str, list[tuple[str, str]]] = {sock.name: [] for sock in sockets}
+    for recv in recvs:
+        label = f"recv[{recv.name.removeprefix('recv.')}]"
+        if recv.forward_to is not None:
+            passes[recv.socket].append((recv.forward_to, f"{label}.forward_to"))
+        if recv.reply:
+            passes[recv.socket].append((recv.socket, f"{label}.reply"))
+    for proxy in proxies:
+        passes[proxy.frontend].append((proxy.backend, f"proxy[{proxy.name}]"))
+        passes[proxy.backend].append((proxy.frontend, f"proxy[{proxy.name}]"))
+    # Socket A feeds socket B when A passes to S and B is a peer of S. Depth-first search
+    # for a cycle, iterative (a generated topology may be deep).
+    edges = {name: [(peer, label) for target, label in out for peer in sorted(peers[target])] for name, out in passes.items()}
+    colour: dict[str, int] = {}  # 1: on the current path, 2: done
+    for start in sorted(edges):
+        if start in colour:
+            continue
+        path = [start]
+        colour[start] = 1
+        todo = [iter(edges[start])]
+        while todo:
+            step = next(todo[-1], None)
+            if step is None:
+                todo.pop()
+                colour[path.pop()] = 2
+                continue
+            peer, label = step
+            if colour.get(peer) == 1:
+                loop = path[path.index(peer):] + [peer]
+                raise ScenarioError(
+                    label,
+                    f"passes messages round a loop ({' -> '.join(loop)}) and the scenario has no until_s, so the run "
+                    "would never end; set scenario.until_s",
+                )
+            if peer not in colour:
+                colour[peer] = 1
+                path.append(peer)
+                todo.append(iter(edges[peer]))
 
 
 def _check_topology(sockets: list[SocketSpec]) -> None:

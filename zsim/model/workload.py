@@ -42,9 +42,9 @@ def message_wire_bytes(size: int, topic: str, parts: int) -> tuple[int, int]:
         return total, frame_wire_bytes(total)
     payload_frames = parts - 1 if topic else parts
     wire = frame_wire_bytes(topic_len) if topic else 0
+    # ``extra`` frames of base + 1 bytes, the rest of base bytes: O(1) for any part count
     base, extra = divmod(size, payload_frames)
-    for index in range(payload_frames):
-        wire += frame_wire_bytes(base + (1 if index < extra else 0))
+    wire += extra * frame_wire_bytes(base + 1) + (payload_frames - extra) * frame_wire_bytes(base)
     return topic_len + size, wire
 
 
