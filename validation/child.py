@@ -64,6 +64,8 @@ KIND_REPLY = 2
 FULL = struct.Struct("<BBHId")  # magic, kind, workload index, sequence, send time
 SHORT = struct.Struct("<BBHI")
 HEARTBEAT_S = 0.05
+#: how long the process looks for worker-thread errors after writing its counters
+AFTER_SNAPSHOT_S = 0.02
 
 SOCKET_TYPES = {name: getattr(zmq, name) for name in
                 ("PAIR", "PUB", "SUB", "REQ", "REP", "DEALER", "ROUTER", "PULL", "PUSH", "XPUB", "XSUB")}
@@ -897,6 +899,10 @@ class Process:
         with self.lock:
             self.errors.append(text)
 
+    def _errors_copy(self) -> list[str]:
+        with self.lock:
+            return list(self.errors)
+
     def sender_finished(self) -> None:
         with self.lock:
             self.unfinished_senders -= 1
@@ -940,25 +946,31 @@ class Process:
         for proxy in self.proxies:
             all_stats.extend((proxy.front_stats, proxy.back_stats))
         for stats in all_stats:
+            # Worker threads keep appending while this runs (a horizon stops nobody): read
+            # every growing array through an atomic copy (``array[:]`` is one C call under
+            # the GIL). A NumPy view of the live array would export its buffer, and an
+            # append in that window raises BufferError in the worker thread.
+            latency = _copy(stats.latency)
             sockets[stats.name] = {
                 "sent": stats.sent, "send_again": stats.send_again, "send_unroutable": stats.send_unroutable,
                 "received": stats.received, "recv_again": stats.recv_again, "blocked_s": stats.blocked_s,
                 "blocked_count": stats.blocked_count, "first_recv_s": rel(stats.first_recv),
                 "last_recv_s": rel(stats.last_recv), "first_sent_s": rel(stats.first_sent), "opened": stats.opened,
-                "indices": {origin: _runs(list(seqs)) for origin, seqs in list(stats.indices.items())},
+                "indices": {origin: _runs(seqs[:].tolist()) for origin, seqs in list(stats.indices.items())},
             }
-            if len(stats.latency):
-                np.save(os.path.join(results_dir, f"latency-{stats.name}.npy"), np.frombuffer(stats.latency, dtype=np.float64).copy())
+            if len(latency):
+                np.save(os.path.join(results_dir, f"latency-{stats.name}.npy"), latency)
         senders = {}
         for task in self.send_tasks:
             senders[task.name] = {
                 "socket": task.plan["socket"], "attempts": task.attempts, "sent": task.sent, "again": task.again,
                 "unroutable": task.unroutable, "finished_at_s": rel(task.finished_at) if task.done else None,
             }
-            if len(task.rtt):
-                np.save(os.path.join(results_dir, f"rtt-{task.name}.npy"), np.frombuffer(task.rtt, dtype=np.float64).copy())
+            rtt = _copy(task.rtt)
+            if len(rtt):
+                np.save(os.path.join(results_dir, f"rtt-{task.name}.npy"), rtt)
         receivers = {t.name: {"socket": t.plan["socket"], "received": t.received, "paused_s": t.paused_s} for t in self.recv_tasks}
-        lateness = [np.frombuffer(a.lateness, dtype=np.float64) for a in self.agents.values() if len(a.lateness)]
+        lateness = [copy for copy in (_copy(a.lateness) for a in self.agents.values()) if len(copy)]
         if lateness:
             np.save(os.path.join(results_dir, f"lateness-{self.name}.npy"), np.concatenate(lateness))
         send_calls = sum(a.send_calls for a in self.agents.values())
@@ -981,11 +993,24 @@ class Process:
             "send_call_time_s": send_time,
             "replies_sent": sum(t.replies_sent for t in self.recv_tasks),
             "replies_received": sum(t.replies for t in self.send_tasks),
-            "errors": list(self.errors),
+            "errors": self._errors_copy(),
         }
 
     def write_results(self, crashed: bool = False) -> None:
         result = self.snapshot(crashed)
+        self._write(result)
+        if crashed:  # SIGKILL follows at once: the crash time is what the results say
+            return
+        # A worker thread that failed while the counters were read reports it a moment
+        # later; the process leaves with os._exit, so look once more and keep the error.
+        time.sleep(AFTER_SNAPSHOT_S)
+        with self.lock:
+            late = self.errors[len(result["errors"]):]
+        if late:
+            result["errors"] = result["errors"] + [f"after the counters were taken: {e}" for e in late]
+            self._write(result)
+
+    def _write(self, result: dict[str, Any]) -> None:
         path = os.path.join(self.plan["results_dir"], f"{self.name}.json")
         tmp = path + ".tmp"
         with open(tmp, "w") as handle:
@@ -1062,6 +1087,12 @@ class Process:
             pass
         # "stop", or the parent closed our stdin (it is gone): end the run
         self.end.set()
+
+
+def _copy(values: array) -> np.ndarray:
+    """A NumPy copy of an ``array('d')`` another thread may be appending to: the slice is
+    taken in one step and owns its buffer, so the live array never exports its own."""
+    return np.frombuffer(values[:], dtype=np.float64)
 
 
 def _runs(values: list[int]) -> list[list[int]]:
