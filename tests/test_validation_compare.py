@@ -11,6 +11,7 @@ import pytest
 
 from validation.compare import (
     Tolerance,
+    check_metric_path,
     evaluate,
     interval,
     judge,
@@ -168,28 +169,48 @@ def test_parse_validation_errors_name_the_field(validation, path):
     assert info.value.path == path
 
 
-# -- the catalogue ---------------------------------------------------------------------------------
+# -- metric paths are checked when the file is loaded ---------------------------------------------
 
 
-def test_catalogue_is_not_empty():
-    assert len(CATALOGUE) >= 20
+@pytest.mark.parametrize(
+    "validation,path,words",
+    [
+        # a typo in a socket name: the third metric, with the closest real path
+        ({"metrics": {"sockets.pub.sent": "exact", "sockets.sub.received": "exact", "sockets.sbu.received": "exact"}},
+         "validation.metrics[2]", ["unknown metric 'sockets.sbu.received'", "sockets.sub.received"]),
+        ({"metrics": {"sockets.sub.recieved": "exact"}}, "validation.metrics[0]", ["'sockets.sub.received'"]),
+        ({"metrics": {"senders.send.pub.snet": "exact"}}, "validation.metrics[0]", ["senders.send.pub.sent"]),
+        ({"metrics": {"socket.sub.received": "exact"}}, "validation.metrics[0]", ["unknown metric 'socket.sub.received'"]),
+        ({"metrics": {"latency.sbu": {"ks": 0.2}}}, "validation.metrics[0]", ["no socket 'sbu'", "latency.sub"]),
+        ({"metrics": {"rtt.send.pub": {"ks": 0.2}, "rtt.nobody": {"ks": 0.2}}}, "validation.metrics[1]", ["no sender 'nobody'"]),
+        ({"metrics": {"latency": {"rel": 0.1}}}, "validation.metrics[0]", ["per-message sample metric", "ks"]),
+        ({"metrics": {"lost": {"abs": 1}}, "derived": {"lost": "sockets.pub.sent - sockets.sbu.received"}},
+         "validation.derived.lost", ["unknown metric 'sockets.sbu.received'"]),
+        ({"metrics": {"sockets.sub.received": "exact"}, "known": {"sockets.sbu.received": {"reason": "r"}}},
+         "validation.known.sockets.sbu.received", ["does not list"]),
+    ],
+)
+def test_metric_path_typos_are_errors_at_load(validation, path, words):
+    with pytest.raises(ScenarioError) as info:
+        parse_validation(_scenario(validation))
+    assert info.value.path == path
+    assert "\n" not in str(info.value)
+    for word in words:
+        assert word in str(info.value)
 
 
-@pytest.mark.parametrize("path", CATALOGUE, ids=lambda p: p.stem)
-def test_catalogue_scenarios_load_and_name_observable_metrics(path):
-    scenario = spec.load(path)
-    vspec = parse_validation(scenario)
-    assert not vspec.defaulted, "catalogue scenarios choose their metrics"
-    assert scenario.description.strip(), "every catalogue scenario says what it checks and where the claim comes from"
-    top_level = {"sockets", "senders", "receivers", "proxies", "processes", "ledger", "latency_s"}
-    for name in vspec.metrics:
-        head = name.split(".")[0]
-        assert head in top_level or name in vspec.derived or head in ("latency", "rtt"), name
-        assert not name.startswith(("pipes", "ledger.dropped", "ledger.queued")), f"{name} is not observable on real sockets"
-    for name in vspec.known:
-        assert name in vspec.metrics, f"known difference for a metric that is not compared: {name}"
+@pytest.mark.parametrize("path", [
+    "sockets.sub.received", "sockets.pub.send_again", "sockets.sub.first_recv_s", "sockets.sub.last_index",
+    "sockets.sub.latency_s.p95", "senders.send.pub.finished_at_s", "senders.send.pub.rtt_s.p50",
+    "receivers.recv.sub.received", "processes.main.term_blocked", "ledger.delivered", "ledger.dropped_by_rule.hwm",
+    "latency_s.p50", "sim_time_s",
+])
+def test_every_summary_path_is_a_valid_metric(path):
+    scenario = _scenario()
+    assert check_metric_path(path, scenario, {}) is None
+    # and the simulator's own summary has it (or the extras the comparison adds)
+    if not path.startswith(("sockets.sub.first", "sockets.sub.last", "ledger.dropped_by_rule", "senders.send.pub.rtt")):
+        from zsim.runner import run
 
-
-def test_catalogue_names_are_unique():
-    names = [spec.load(p).name for p in CATALOGUE]
-    assert len(names) == len(set(names))
+        summary = run(scenario, 0).summary
+        assert metric_value(summary, path) is not None or path.endswith("finished_at_s"), path

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import json
+import math
+from pathlib import Path
 
 import numpy as np
+import pytest
 
 from validation.child import FULL, SHORT, build_frames, parse_header
 from validation.harness import EndpointMap, build_plans, free_tcp_ports, merge_results, real_defaults
 from zsim import spec
+from zsim.cli import main as zsim_main
+from zsim.errors import ScenarioError
 from zsim.model.workload import message_wire_bytes
 
 
@@ -113,3 +118,108 @@ def test_merge_counts_what_the_sockets_did(tmp_path):
     assert summary["processes"]["a"]["exit_completed_s"] == 1.001
     assert list(samples["latency"]) == [0.001, 0.002, 0.003]
     assert set(summary) >= {"sockets", "senders", "receivers", "proxies", "processes", "ledger", "latency_s", "seed"}
+
+
+# -- command-line edges: refused in one line before anything runs or measures ----------------------
+
+
+CATALOGUE = Path(__file__).resolve().parent.parent / "validation" / "scenarios"
+SCENARIO = str(CATALOGUE / "inproc_summed_hwm.toml")
+
+
+def _exit_code(argv: list[str]) -> int:
+    """``zsim.cli.main``'s status; argparse's own refusals leave through SystemExit."""
+    try:
+        return zsim_main(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+
+
+def _one_error_line(capsys, *words: str) -> str:
+    """stderr holds one ``zsim...`` error line (argparse may print its usage above it) and
+    no traceback; that line contains every word."""
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    lines = [line for line in err.strip().splitlines() if not line.startswith(("usage:", " "))]
+    assert len(lines) == 1, err
+    for word in words:
+        assert word in lines[0], lines[0]
+    return lines[0]
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("value", ["nan", "inf", "-1", "0"])
+def test_validate_timeout_must_be_finite_and_positive(value, capsys):
+    assert _exit_code(["validate", SCENARIO, "--timeout", value]) == 2
+    _one_error_line(capsys, "--timeout")
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("value", ["0", "-1"])
+def test_validate_replications_must_be_at_least_one(value, capsys):
+    assert _exit_code(["validate", SCENARIO, "--replications", value]) == 2
+    _one_error_line(capsys, "--replications")
+
+
+@pytest.mark.parametrize("replications,timeout,field", [
+    (0, None, "--replications"), (-1, None, "--replications"), (True, None, "--replications"), (2.5, None, "--replications"),
+    (1, math.nan, "--timeout"), (1, math.inf, "--timeout"), (1, -3.0, "--timeout"), (1, 0.0, "--timeout"), (1, "5", "--timeout"),
+])
+def test_cmd_validate_checks_its_arguments_itself(replications, timeout, field):
+    """What argparse lets through (or a caller builds) is checked in validation.cli too."""
+    import argparse
+
+    from validation.cli import cmd_validate
+
+    args = argparse.Namespace(scenario=SCENARIO, replications=replications, timeout=timeout, seed=0, json=True, report=None)
+    with pytest.raises(ScenarioError) as info:
+        cmd_validate(args)
+    assert info.value.path == field
+
+
+@pytest.mark.timeout(30)
+def test_validate_report_folder_is_checked_before_any_run(tmp_path, capsys):
+    not_a_folder = tmp_path / "report.md"
+    not_a_folder.write_text("x")
+    assert _exit_code(["validate", SCENARIO, "--report", str(not_a_folder)]) == 2
+    line = _one_error_line(capsys, str(not_a_folder), "report folder")
+    assert "simulated" not in line
+    assert not_a_folder.read_text() == "x"
+
+
+@pytest.mark.timeout(30)
+def test_validate_metric_typo_is_one_line_before_any_run(tmp_path, capsys):
+    text = Path(SCENARIO).read_text()
+    assert '"sockets.pull.received"' in text
+    bad = tmp_path / "typo.toml"
+    bad.write_text(text.replace('"sockets.pull.received"', '"sockets.plul.received"'))
+    assert _exit_code(["validate", str(bad), "-n", "1"]) == 2
+    _one_error_line(capsys, "validation.metrics[2]: unknown metric 'sockets.plul.received'", "sockets.pull.received")
+
+
+@pytest.mark.timeout(30)
+def test_calibrate_out_folder_is_refused_before_measuring(tmp_path, capsys):
+    # a full calibration measures for about 95 s: the timeout proves it did not start
+    assert _exit_code(["calibrate", "--out", str(tmp_path)]) == 2
+    _one_error_line(capsys, str(tmp_path), "is a folder", "profile file")
+    inside_a_file = tmp_path / "file"
+    inside_a_file.write_text("x")
+    assert _exit_code(["calibrate", "--out", str(inside_a_file / "profile.toml")]) == 2
+    _one_error_line(capsys, "profile.toml")
+
+
+def test_calibrate_writes_the_profile_atomically(tmp_path, monkeypatch):
+    """The measurements stubbed: the profile lands in one piece and no temporary file stays."""
+    import validation.calibrate as cal
+
+    monkeypatch.setattr(cal, "measure_api", lambda quick, progress: ({"send_call_s": 1e-6}, {}))
+    monkeypatch.setattr(cal, "measure_latencies", lambda transport, api, quick, progress: ({}, {}))
+    monkeypatch.setattr(cal, "measure_send_wake_cost", lambda transport, quick: {"idle_s": [1e-4, 1e-3], "cost_s": [1e-5, 2e-5]})
+    monkeypatch.setattr(cal, "measure_engine", lambda transport, quick, progress: ({}, {}))
+    monkeypatch.setattr(cal, "measure_kernel", lambda transport, quick, progress: ({}, {}))
+    monkeypatch.setattr(cal, "fit_kernel", lambda profile, progress: profile)
+    monkeypatch.setattr(cal, "to_toml", lambda profile, header="": "# stub profile\n")
+    out = tmp_path / "new" / "profile.toml"
+    cal.calibrate(str(out), quick=True, progress=lambda _msg: None)
+    assert out.read_text() == "# stub profile\n"
+    assert sorted(p.name for p in out.parent.iterdir()) == ["profile.toml"]

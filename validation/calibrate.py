@@ -1103,6 +1103,12 @@ def calibrate(out_path: str | None, quick: bool = False, progress: Progress = pr
     ``ipc``. If ``notes`` is given, it is filled with the measurement details that
     validation/calibration-notes.md reports (raw summaries, alternative views, fits).
     """
+    from zsim.files import atomic_write, prepare_output_file
+
+    if out_path:
+        # before 95 s of measuring: a folder, a file inside a file or a read-only place is
+        # refused now (ScenarioError, exit 2; EnvironmentFault, exit 1), not at the end
+        prepare_output_file(out_path, "profile file")
     started = _pc()
     profile: dict[str, Any] = {"profile": _machine_section(quick)}
     if notes is None:
@@ -1146,12 +1152,10 @@ def calibrate(out_path: str | None, quick: bool = False, progress: Progress = pr
     progress(f"calibration took {notes['wall_time_s']:.1f} s")
 
     if out_path:
-        directory = os.path.dirname(os.path.abspath(out_path))
-        os.makedirs(directory, exist_ok=True)
         truncated = [[transport] + cell for transport in ("tcp", "ipc")
                      for cell in notes.get(f"{transport}_kernel", {}).get("truncated", [])]
-        with open(out_path, "w") as handle:
-            handle.write(to_toml(profile, header=_toml_header(quick, truncated)))
+        # all at once: a reader (or a crash) never sees half a profile
+        atomic_write(out_path, to_toml(profile, header=_toml_header(quick, truncated)))
         progress(f"wrote {out_path}")
     return profile
 
@@ -1596,17 +1600,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     def progress(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
 
-    if args.experiments:
-        results = run_experiments(args.quick, progress)
-        with open(args.experiments, "w") as handle:
-            json.dump(results, handle, indent=1, default=str)
-        progress(f"wrote {args.experiments} in {results['wall_time_s']:.1f} s")
-        return 0
-    notes: dict[str, Any] = {}
-    profile = calibrate(args.out, quick=args.quick, progress=progress, notes=notes)
-    if args.notes_json:
-        with open(args.notes_json, "w") as handle:
-            json.dump(notes, handle, indent=1, default=str)
+    from zsim.errors import EnvironmentFault, ZsimError
+    from zsim.files import atomic_write, prepare_output_file
+
+    try:
+        if args.experiments:
+            prepare_output_file(args.experiments, "experiments file")
+            results = run_experiments(args.quick, progress)
+            atomic_write(args.experiments, json.dumps(results, indent=1, default=str))
+            progress(f"wrote {args.experiments} in {results['wall_time_s']:.1f} s")
+            return 0
+        if args.notes_json:
+            prepare_output_file(args.notes_json, "notes file")
+        notes: dict[str, Any] = {}
+        profile = calibrate(args.out, quick=args.quick, progress=progress, notes=notes)
+        if args.notes_json:
+            atomic_write(args.notes_json, json.dumps(notes, indent=1, default=str))
+    except ZsimError as exc:  # one line; an OS refusal exits 1, bad input 2 (as zsim does)
+        print(f"python -m validation.calibrate: {exc}", file=sys.stderr)
+        return 1 if isinstance(exc, EnvironmentFault) else 2
     if not args.out:
         sys.stdout.write(to_toml(profile))
     return 0

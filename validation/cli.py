@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
+from typing import Any
 
 from zsim.errors import ScenarioError
+from zsim.files import check_input_file, prepare_output_dir
 from zsim.results import json_default
 
 EXIT_AGREES = 0
@@ -21,21 +24,24 @@ EXIT_DIFFERS = 1
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from .compare import format_table, validate
+    from zsim import spec
+
+    from .compare import format_table, parse_validation, validate
 
     path = Path(args.scenario)
-    if not path.exists():
-        raise ScenarioError(str(path), "no such file")
-    if args.replications is not None and args.replications < 1:
-        raise ScenarioError("--replications", f"must be >= 1, got {args.replications}")
-    if args.timeout is not None and args.timeout <= 0:
-        raise ScenarioError("--timeout", f"must be > 0, got {args.timeout}")
+    check_run_options(args.replications, args.timeout)
+    # everything a typo can break is checked before the first run: the file, its
+    # [validation] table (metric paths included), the report folder
+    scenario = spec.load(check_input_file(path, "scenario file"))
+    parse_validation(scenario)
+    if args.report:
+        prepare_output_dir(args.report, "report folder")
 
     def progress(message: str) -> None:
         if not args.json:
             print(message, file=sys.stderr, flush=True)
 
-    result = validate(path, replications=args.replications, seed=args.seed, timeout_s=args.timeout, progress=progress)
+    result = validate(scenario, replications=args.replications, seed=args.seed, timeout_s=args.timeout, progress=progress)
     if args.report:
         from .report import write_report
 
@@ -49,9 +55,22 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return EXIT_AGREES if result.verdict == "agrees" else EXIT_DIFFERS
 
 
+def check_run_options(replications: Any, timeout: Any) -> None:
+    """``--replications`` a whole number >= 1, ``--timeout`` a finite number of seconds > 0
+    (argparse may hand over nan, inf or a negative; other callers anything)."""
+    if replications is not None and (isinstance(replications, bool) or not isinstance(replications, int) or replications < 1):
+        raise ScenarioError("--replications", f"must be a whole number >= 1, got {replications!r}")
+    if timeout is not None:
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+            raise ScenarioError("--timeout", f"must be a number of seconds, got {timeout!r}")
+        if not math.isfinite(timeout) or timeout <= 0:
+            raise ScenarioError("--timeout", f"must be a finite number of seconds > 0, got {timeout!r}")
+
+
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from .calibrate import calibrate
 
+    # calibrate() checks the output path before it measures and writes it atomically
     calibrate(args.out, quick=args.quick)
     return 0
 

@@ -199,14 +199,101 @@ def parse_validation(scenario: Scenario) -> ValidationSpec:
             if result.metrics[name].kind == "ks" and _sample_kind(name) is None:
                 raise ScenarioError(f"validation.metrics.{name}", "a ks tolerance needs a per-message sample metric: "
                                     "latency, latency.<socket>, rtt.<sender>")
+    # metric paths exist: a typo is an error now, not "n/a (not observed on either side)"
+    # after minutes of real runs
+    for index, (name, tol) in enumerate(result.metrics.items()):
+        problem = check_metric_path(name, scenario, result.derived, tol)
+        if problem is not None:
+            raise ScenarioError(f"validation.metrics[{index}]", problem)
+    for name, expr in result.derived.items():
+        for path in _expression_paths(expr):
+            problem = check_metric_path(path, scenario, result.derived)
+            if problem is None and _sample_kind(path) is not None and path not in result.derived:
+                problem = f"{path!r} is a per-message sample metric; a derived metric takes summary values"
+            if problem is not None:
+                raise ScenarioError(f"validation.derived.{name}", problem)
     known = raw.get("known", {})
     if not isinstance(known, dict):
         raise ScenarioError("validation.known", "must be a table of metric = { reason, model_lacks }")
     for name, note in known.items():
         if not isinstance(note, dict) or "reason" not in note:
             raise ScenarioError(f"validation.known.{name}", "needs reason = \"...\" (and model_lacks = \"...\")")
+        if name not in result.metrics:
+            raise ScenarioError(f"validation.known.{name}", "explains a metric that [validation.metrics] does not list"
+                                f"; listed: {', '.join(result.metrics)}")
         result.known[name] = {"reason": str(note["reason"]), "model_lacks": str(note.get("model_lacks", ""))}
     return result
+
+
+# --------------------------------------------------------------------------------------
+# Which metric paths exist (checked when the file is loaded, before anything runs)
+
+_PERCENTILES = ("count", "mean", "p50", "p95", "p99", "max")
+#: fields per entity of the summary (``zsim/results.py``, ``validation/harness.py``) and
+#: the extras both sides add (``sim_extras``/``real_extras``)
+_FIELDS: dict[str, tuple[str, ...]] = {
+    "sockets": ("sent", "send_again", "send_unroutable", "received", "recv_again", "dropped", "discarded",
+                "lost_on_close", "blocked_s", "blocked_count", "first_recv_s", "last_recv_s", "first_sent_s",
+                "first_index", "last_index") + tuple(f"latency_s.{p}" for p in _PERCENTILES),
+    "senders": ("attempts", "sent", "again", "unroutable", "finished_at_s") + tuple(f"rtt_s.{p}" for p in _PERCENTILES),
+    "receivers": ("received", "paused_s"),
+    "proxies": ("forwarded",),
+    "processes": ("exit_started_s", "exit_completed_s", "term_blocked", "crashed_s"),
+}
+_LEDGER = ("sent", "copies", "delivered", "forwarded", "dropped", "discarded", "lost_on_close", "queued_at_end")
+_LEDGER_TABLES = ("dropped_by_rule", "discarded_by_rule", "lost_by_rule", "queued_by_place")
+
+
+def _entities(scenario: Scenario) -> dict[str, list[str]]:
+    return {
+        "sockets": [s.name for s in scenario.sockets],
+        "senders": [s.name for s in scenario.sends],
+        "receivers": [r.name for r in scenario.recvs],
+        "proxies": [p.name for p in scenario.proxies],
+        "processes": [p.name for p in scenario.processes],
+    }
+
+
+def metric_paths(scenario: Scenario, derived: Mapping[str, str] | None = None) -> list[str]:
+    """Every metric path a ``[validation]`` table may name for ``scenario`` (without the
+    open-ended ``ledger.<rule table>.<rule>``)."""
+    paths = ["sim_time_s", "wall_s", *(f"ledger.{k}" for k in _LEDGER), *(f"latency_s.{p}" for p in _PERCENTILES)]
+    for kind, names in _entities(scenario).items():
+        paths.extend(f"{kind}.{name}.{fld}" for name in names for fld in _FIELDS[kind])
+    paths.extend(derived or ())
+    return paths
+
+
+def check_metric_path(path: str, scenario: Scenario, derived: Mapping[str, str], tolerance: Tolerance | None = None) -> str | None:
+    """None when ``path`` names a metric of ``scenario``, else the reason (with the closest
+    valid paths). Per-message sample metrics (``latency``, ``latency.<socket>``,
+    ``rtt.<sender>``) need a ks tolerance; every other path is a summary value."""
+    import difflib
+
+    if path in derived:
+        return None
+    sample = _sample_kind(path)
+    if sample is not None:
+        kind, target = sample
+        what, names = ("socket", [s.name for s in scenario.sockets]) if kind == "latency" else ("sender", [s.name for s in scenario.sends])
+        if target is not None and target not in names:
+            close = difflib.get_close_matches(target, names, n=3)
+            return (f"unknown metric {path!r}: no {what} {target!r}"
+                    + (f" (did you mean {', '.join(repr(f'{kind}.{c}') for c in close)}?)" if close else ""))
+        if tolerance is not None and tolerance.kind != "ks":
+            return f"{path!r} is a per-message sample metric: give it a ks tolerance ({{ ks = 0.2 }}) or name a summary value"
+        return None
+    if path.startswith("ledger.") and path.split(".")[1] in _LEDGER_TABLES and path.count(".") >= 2:
+        return None
+    valid = metric_paths(scenario, derived)
+    if path in valid:
+        return None
+    close = difflib.get_close_matches(path, valid, n=3, cutoff=0.75)
+    if close:
+        return f"unknown metric {path!r} (did you mean {', '.join(repr(c) for c in close)}?)"
+    return (f"unknown metric {path!r}; metrics are sockets.<socket>.<counter>, senders.<sender>.<field>, "
+            "receivers.<receiver>.<field>, proxies.<proxy>.forwarded, processes.<process>.<field>, ledger.<field>, "
+            "latency_s.<p50|p95|...>, a name of [validation.derived] or, with a ks tolerance, latency[.<socket>] / rtt.<sender>")
 
 
 def default_metrics(scenario: Scenario) -> dict[str, Tolerance]:
@@ -287,6 +374,13 @@ def _encode_paths(expr: str) -> str:
             token = ""
         out.append(char)
     return "".join(out).strip()
+
+
+def _expression_paths(expr: str) -> list[str]:
+    """The metric paths an expression of ``[validation.derived]`` reads."""
+    tree = _check_expression(expr)
+    return [node.id[2:].replace("__D__", ".") for node in ast.walk(tree)
+            if isinstance(node, ast.Name) and node.id.startswith("m_")]
 
 
 def _name_for(token: str) -> str:
