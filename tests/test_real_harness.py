@@ -234,3 +234,87 @@ def test_counters_read_while_threads_receive_crash_no_thread():
         # message or two the PUB's snapshot did not, so no cross-process inequality here)
         for i in range(8):
             assert summary["sockets"][f"sub{i}"]["received"] > 0, i
+
+
+TOO_FAST = """
+[scenario]
+name = "too-fast"
+until_s = 0.6
+
+[[socket]]
+name = "pub"
+type = "PUB"
+bind = "inproc://fast"
+
+[[socket]]
+name = "sub"
+type = "SUB"
+connect = "inproc://fast"
+options = { subscribe = [""] }
+
+# one message per microsecond: no Python send loop keeps that pace
+[[send]]
+socket = "pub"
+count = 20000
+interval_s = 0.000001
+size_bytes = 16
+start_s = 0.1
+
+[[recv]]
+socket = "sub"
+
+[validation]
+replications = 1
+[validation.metrics]
+"sockets.pub.sent" = "exact"
+"""
+
+
+@pytest.mark.timeout(90)
+def test_a_rate_the_real_side_cannot_keep_is_reported_as_machine_bound(tmp_path, capsys):
+    """The verdict says the numbers measure the machine, in text, --json and the report."""
+    path = tmp_path / "too_fast.toml"
+    path.write_text(TOO_FAST)
+    code = zsim_main(["validate", str(path), "--json", "--report", str(tmp_path / "report")])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 1
+    assert data["verdict"] == "machine-bound"
+    assert data["schedule"]["missed"] is True
+    assert data["schedule"]["worst"]["sender"] == "send.pub"
+    assert data["schedule"]["worst_rate_fraction"] < 1 - data["schedule"]["margin"]
+    assert data["verdict_reason"].startswith("the real side sent ")
+    assert "% of the requested rate" in data["verdict_reason"] and "these numbers measure this machine" in data["verdict_reason"]
+    assert data["metrics_verdict"] in ("agrees", "differs")
+    assert data["machine"]["before"]["cores"] == os.cpu_count()
+    assert len(data["machine"]["after"]["load"]) == 3
+    run = data["real_runs"][0]["real"]["schedule"]["send.pub"]
+    assert run["rate_fraction"] < 0.9 and run["behind_s"] > 0 and run["pauses_s"] > 0
+    report = (tmp_path / "report" / "report.md").read_text()
+    assert "machine-bound" in report and "these numbers measure this machine" in report and "machine load" in report.lower()
+
+    assert zsim_main(["validate", str(path)]) == 1
+    captured = capsys.readouterr()
+    last = captured.out.strip().splitlines()[-1]
+    assert last.startswith("verdict: machine-bound: the real side sent "), last
+    assert "machine load" in captured.out and "machine load" in captured.err  # table and progress
+
+
+@pytest.mark.timeout(60)
+def test_the_schedule_check_decides_the_verdict_consistently(tmp_path, capsys):
+    """A sender paced 20 ms apart: whatever the load, the reported schedule and the verdict
+    agree with each other (machine-bound exactly when the rate fell short by the margin)."""
+    path = tmp_path / "paced.toml"
+    path.write_text(TOO_FAST.replace("count = 20000", "count = 10").replace("interval_s = 0.000001", "interval_s = 0.02")
+                    .replace("until_s = 0.6", "until_s = 0.5"))
+    code = zsim_main(["validate", str(path), "--json"])
+    data = json.loads(capsys.readouterr().out)
+    fraction = data["schedule"]["worst_rate_fraction"]
+    assert 0 < fraction <= 1
+    run = data["real_runs"][0]["real"]["schedule"]["send.pub"]
+    assert run["pauses_s"] == pytest.approx(0.2)  # ten intervals of 20 ms, all waited for
+    assert run["rate_fraction"] == fraction
+    assert data["schedule"]["missed"] == (fraction < 1 - data["schedule"]["margin"])
+    if data["schedule"]["missed"]:
+        assert data["verdict"] == "machine-bound" and code == 1, data["verdict_reason"]
+    else:
+        assert data["verdict"] == data["metrics_verdict"] == "agrees" and code == 0, data["metrics"]

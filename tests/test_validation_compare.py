@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from validation.compare import (
+    SCHEDULE_MARGIN,
     Tolerance,
     check_metric_path,
     evaluate,
@@ -19,6 +20,7 @@ from validation.compare import (
     metric_value,
     parse_tolerance,
     parse_validation,
+    schedule_check,
 )
 from zsim import spec
 from zsim.errors import ScenarioError
@@ -214,3 +216,58 @@ def test_every_summary_path_is_a_valid_metric(path):
 
         summary = run(scenario, 0).summary
         assert metric_value(summary, path) is not None or path.endswith("finished_at_s"), path
+
+
+# -- did the real side keep its schedule? ------------------------------------------------------------
+
+
+def _real(seed: int, **senders: float | None) -> dict:
+    return {"seed": seed, "real": {"schedule": {
+        name: (None if fraction is None else {"rate_fraction": fraction, "behind_s": 0.01, "pauses_s": 1.0, "zmq_s": 0.1})
+        for name, fraction in senders.items()}}}
+
+
+def test_schedule_kept_within_the_margin_is_not_machine_bound():
+    check = schedule_check([_real(0, a=0.97), _real(1, a=1.0 - SCHEDULE_MARGIN + 0.001)], [0, 1])
+    assert not check["missed"] and check["message"] == ""
+    assert check["worst_rate_fraction"] == pytest.approx(1.0 - SCHEDULE_MARGIN + 0.001)
+
+
+def test_schedule_missed_says_what_the_numbers_measure():
+    check = schedule_check([_real(0, a=0.95, b=0.99), _real(1, a=0.24, b=None)], [0, 1])
+    assert check["missed"]
+    assert check["worst"] == {"sender": "a", "seed": 1, "behind_s": 0.01}
+    assert "the real side sent 24 % of the requested rate" in check["message"]
+    assert "these numbers measure this machine" in check["message"]
+
+
+def test_back_to_back_senders_request_no_rate_and_are_not_judged():
+    check = schedule_check([{"seed": 0, "real": {"schedule": {"blast": {"rate_fraction": None, "behind_s": 0.2}}}}], [0])
+    assert check["worst_rate_fraction"] is None and not check["missed"]
+
+
+# -- the catalogue ---------------------------------------------------------------------------------
+
+
+def test_catalogue_is_not_empty():
+    assert len(CATALOGUE) >= 20
+
+
+@pytest.mark.parametrize("path", CATALOGUE, ids=lambda p: p.stem)
+def test_catalogue_scenarios_load_and_name_observable_metrics(path):
+    scenario = spec.load(path)
+    vspec = parse_validation(scenario)
+    assert not vspec.defaulted, "catalogue scenarios choose their metrics"
+    assert scenario.description.strip(), "every catalogue scenario says what it checks and where the claim comes from"
+    top_level = {"sockets", "senders", "receivers", "proxies", "processes", "ledger", "latency_s"}
+    for name in vspec.metrics:
+        head = name.split(".")[0]
+        assert head in top_level or name in vspec.derived or head in ("latency", "rtt"), name
+        assert not name.startswith(("pipes", "ledger.dropped", "ledger.queued")), f"{name} is not observable on real sockets"
+    for name in vspec.known:
+        assert name in vspec.metrics, f"known difference for a metric that is not compared: {name}"
+
+
+def test_catalogue_names_are_unique():
+    names = [spec.load(p).name for p in CATALOGUE]
+    assert len(names) == len(set(names))

@@ -121,11 +121,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         replace_between_markers(HERE.parent / "docs" / "validation.md", "validation", header + agreement_table(results))
     unexplained = [(r.scenario, m.metric) for r in results for m in r.unexplained]
     failed = [r.scenario for r in results if r.verdict == "error"]
+    bound = [r for r in results if r.verdict == "machine-bound"]
     agree = sum(1 for r in results if r.verdict == "agrees")
-    print(f"{len(results)} scenarios: {agree} agree, {len(results) - agree - len(failed)} differ "
-          f"({len(unexplained)} unexplained metric differences), {len(failed)} failed; {wall:.0f} s")
+    print(f"{len(results)} scenarios: {agree} agree, {len(results) - agree - len(failed) - len(bound)} differ "
+          f"({len(unexplained)} unexplained metric differences), {len(bound)} machine-bound, {len(failed)} failed; {wall:.0f} s")
+    print(f"machine load before: {load_before}; after: {_load()}")
     for scenario, metric in unexplained:
         print(f"  unexplained: {scenario}: {metric}")
+    for result in bound:
+        print(f"  machine-bound: {result.scenario}: {result.verdict_reason}")
     print(f"report: {report}" + (f"; claims: {claims_path}" if claims_path else ""))
     return 0 if not unexplained and not failed else 1
 

@@ -204,6 +204,15 @@ class SendTask:
         self.rtt = array("d")
         self.replies = 0
         self.done = False
+        # The workload's own schedule: each attempt is due when the previous send call (and
+        # reply, for a REQ) returned plus the drawn interval. What ZeroMQ takes (time inside
+        # send and receive calls, blocking included) moves the schedule; what the harness
+        # and the machine take (wait lateness, Python between calls, a starved CPU) is
+        # lateness against it.
+        self.scheduled_start: float | None = None
+        self.pauses_s = 0.0  # drawn intervals whose wait completed
+        self.zmq_s = 0.0  # inside send/recv calls
+        self.progress_at: float | None = None  # when the last call or wait returned
 
     def run(self) -> Generator[Any, Any, None]:
         plan, proc, stats = self.plan, self.proc, self.stats
@@ -221,8 +230,10 @@ class SendTask:
         is_req = plan["socket_type"] == "REQ"
         widx = plan["index"]
         try:
+            self.scheduled_start = t0 + plan["start_s"]
             if not (yield ("wait", t0 + plan["start_s"])):
                 return
+            self.progress_at = _pc()
             topic_i = to_i = 0
             back_to_back_checks = 0
             while True:
@@ -238,16 +249,20 @@ class SendTask:
                 if to:
                     frames.insert(0, to[to_i])
                     to_i = (to_i + 1) % len(to)
+                call = _pc()
                 status = yield ("send", frames, dontwait)
+                self.progress_at = returned = _pc()
+                self.zmq_s += returned - call
                 if status == "sent":
                     self.sent += 1
                     stats.sent += 1
                     proc.last_activity = now
                     if is_req:
                         reply = yield ("recv",)
+                        self.progress_at = done_at = _pc()
+                        self.zmq_s += done_at - returned
                         if reply is None:
                             return
-                        done_at = _pc()
                         stats.record(reply, done_at)
                         self.replies += 1
                         self.rtt.append(done_at - now)
@@ -265,11 +280,32 @@ class SendTask:
                     back_to_back_checks = 0
                     if not (yield ("wait", _pc() + pause)):
                         return
+                    self.pauses_s += pause
+                    self.progress_at = _pc()
                 else:
                     # back to back: no wait, but look at the stop flag now and then
                     back_to_back_checks += 1
         finally:
             self.finish()
+
+    def schedule(self) -> dict[str, Any] | None:
+        """How far this workload fell behind its own schedule (None before it started).
+
+        ``behind_s``: lateness of the last step against its scheduled time (the scheduled
+        start plus the drawn intervals plus the time ZeroMQ calls took); ``rate_fraction``:
+        the share of the requested pace achieved, ``pauses / (pauses + behind)`` (None for
+        back-to-back sends, which request no rate)."""
+        start, progress = self.scheduled_start, self.progress_at
+        if start is None or progress is None:
+            return None
+        pauses, zmq_s = self.pauses_s, self.zmq_s
+        behind = max(0.0, progress - start - pauses - zmq_s)
+        return {
+            "behind_s": behind,
+            "pauses_s": pauses,
+            "zmq_s": zmq_s,
+            "rate_fraction": (pauses / (pauses + behind)) if pauses > 0 else None,
+        }
 
     def finish(self) -> None:
         if not self.done:
@@ -965,6 +1001,7 @@ class Process:
             senders[task.name] = {
                 "socket": task.plan["socket"], "attempts": task.attempts, "sent": task.sent, "again": task.again,
                 "unroutable": task.unroutable, "finished_at_s": rel(task.finished_at) if task.done else None,
+                "schedule": task.schedule(),
             }
             rtt = _copy(task.rtt)
             if len(rtt):

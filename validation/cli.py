@@ -2,7 +2,8 @@
 
 ``zsim validate SCENARIO [--replications N] [--seed S] [--json] [--report DIR] [--timeout T]``
 prints the per-metric table (or one JSON object) and exits 0 when every metric agrees, 1
-when at least one differs (or no run succeeded on a side). Bad input raises
+when at least one differs, no run succeeded on a side, or the real side missed its own
+schedule (verdict ``machine-bound``). Bad input raises
 ``ScenarioError`` (the zsim CLI prints one line and exits 2).
 """
 

@@ -31,7 +31,10 @@ model_lacks = "..."
 ```
 
 Verdicts: ``agrees``, ``differs`` (with the scenario's explanation if it has one),
-``n/a`` (a side could not observe the metric) or ``error`` (no successful run).
+``n/a`` (a side could not observe the metric) or ``error`` (no successful run). A scenario
+whose real senders fell behind their own schedule by more than ``SCHEDULE_MARGIN`` is
+``machine-bound``: its numbers measure the machine, not ZeroMQ (``schedule_check``).
+Metric paths are checked against the scenario when the file is loaded (``check_metric_path``).
 """
 
 from __future__ import annotations
@@ -53,7 +56,8 @@ from zsim.spec import Scenario
 
 __all__ = [
     "Tolerance", "ValidationSpec", "MetricResult", "ScenarioValidation", "parse_validation", "validate",
-    "metric_value", "interval", "evaluate",
+    "metric_value", "interval", "evaluate", "check_metric_path", "metric_paths", "schedule_check", "machine_load",
+    "SCHEDULE_MARGIN",
 ]
 
 _pc = time.perf_counter
@@ -615,6 +619,69 @@ def _num(value: float | None) -> str:
 
 
 # --------------------------------------------------------------------------------------
+# The machine: load, and whether the real side kept its own schedule
+
+#: A real run whose slowest paced workload achieved less than 1 - SCHEDULE_MARGIN of its
+#: requested rate (or its lateness against its own schedule exceeded SCHEDULE_MARGIN of
+#: the schedule) measured the machine, not ZeroMQ: the verdict says so.
+SCHEDULE_MARGIN = 0.10
+
+
+def machine_load() -> dict[str, Any]:
+    """Load averages (1, 5, 15 min) and cores, as ``os.getloadavg`` and ``os.cpu_count`` give them."""
+    import os
+
+    try:
+        load: list[float] | None = [round(v, 2) for v in os.getloadavg()]
+    except OSError:  # pragma: no cover - not on Linux
+        load = None
+    return {"load": load, "cores": os.cpu_count()}
+
+
+def describe_load(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) -> str:
+    """``load 0.22 before, 2.63 after (1-min averages) on 2 cores``."""
+    def one(entry: Mapping[str, Any] | None) -> str:
+        load = (entry or {}).get("load")
+        return "unknown" if not load else f"{load[0]:.2f}"
+
+    cores = (before or after or {}).get("cores")
+    return f"machine load {one(before)} before, {one(after)} after (1-min averages) on {cores} cores"
+
+
+def schedule_check(real_summaries: Sequence[Mapping[str, Any]], seeds: Sequence[int],
+                   margin: float = SCHEDULE_MARGIN) -> dict[str, Any]:
+    """How far the real workloads fell behind their own schedules, per run and worst.
+
+    ``missed`` is true when a paced workload (interval > 0) achieved less than
+    ``1 - margin`` of its requested rate in some run; ``message`` then says what the
+    numbers measure. Back-to-back workloads request no rate and are listed, not judged.
+    """
+    runs = []
+    worst: tuple[float, str, int, float] | None = None
+    for index, summary in enumerate(real_summaries):
+        seed = summary.get("seed", seeds[index] if index < len(seeds) else index)
+        schedule = (summary.get("real") or {}).get("schedule") or {}
+        runs.append({"seed": seed, "senders": schedule})
+        for name, entry in schedule.items():
+            if not entry or entry.get("rate_fraction") is None:
+                continue
+            fraction = float(entry["rate_fraction"])
+            if worst is None or fraction < worst[0]:
+                worst = (fraction, name, seed, float(entry.get("behind_s") or 0.0))
+    result: dict[str, Any] = {"margin": margin, "runs": runs, "worst_rate_fraction": None, "missed": False, "message": ""}
+    if worst is not None:
+        fraction, name, seed, behind = worst
+        result["worst_rate_fraction"] = fraction
+        result["worst"] = {"sender": name, "seed": seed, "behind_s": behind}
+        if fraction < 1.0 - margin:
+            result["missed"] = True
+            result["message"] = (f"the real side sent {fraction * 100:.0f} % of the requested rate ({name}, seed {seed}: "
+                                 f"{behind * 1000:.1f} ms behind its own schedule at its last send; margin {margin * 100:g} %): "
+                                 "these numbers measure this machine, not ZeroMQ")
+    return result
+
+
+# --------------------------------------------------------------------------------------
 # Running both sides
 
 
@@ -636,9 +703,15 @@ class ScenarioValidation:
     depth: dict[str, np.ndarray] = field(default_factory=dict)
     sim_samples: dict[str, list[np.ndarray]] = field(default_factory=dict)
     real_samples: dict[str, list[np.ndarray]] = field(default_factory=dict)
+    #: ``machine_load()`` before the first and after the last run
+    machine_before: dict[str, Any] = field(default_factory=dict)
+    machine_after: dict[str, Any] = field(default_factory=dict)
+    #: ``schedule_check()`` of the real runs
+    schedule: dict[str, Any] = field(default_factory=dict)
 
     @property
-    def verdict(self) -> str:
+    def metrics_verdict(self) -> str:
+        """The verdict of the metrics alone (agrees, differs, error)."""
         verdicts = [m.verdict for m in self.metrics]
         if not verdicts or all(v in ("error", "n/a") for v in verdicts):
             return "error"
@@ -649,7 +722,28 @@ class ScenarioValidation:
         return "agrees"
 
     @property
+    def machine_bound(self) -> bool:
+        """The real side missed its own schedule by more than the margin."""
+        return bool(self.schedule.get("missed"))
+
+    @property
+    def verdict(self) -> str:
+        """``agrees``, ``differs``, ``error``, or ``machine-bound``: the real side could not
+        keep the requested rate, so neither agreement nor difference says anything about
+        the model (``verdict_reason`` says by how much)."""
+        verdict = self.metrics_verdict
+        if verdict in ("agrees", "differs") and self.machine_bound:
+            return "machine-bound"
+        return verdict
+
+    @property
+    def verdict_reason(self) -> str:
+        return str(self.schedule.get("message", "")) if self.machine_bound else ""
+
+    @property
     def unexplained(self) -> list[MetricResult]:
+        if self.machine_bound:  # not a statement about the model
+            return []
         return [m for m in self.metrics if m.verdict == "differs" and not m.note]
 
     def to_json(self) -> dict[str, Any]:
@@ -660,6 +754,10 @@ class ScenarioValidation:
             "replications": self.replications,
             "seeds": self.seeds,
             "verdict": self.verdict,
+            "verdict_reason": self.verdict_reason,
+            "metrics_verdict": self.metrics_verdict,
+            "machine": {"before": self.machine_before, "after": self.machine_after},
+            "schedule": self.schedule,
             "metrics": [m.to_json() for m in self.metrics],
             "real_errors": self.real_errors,
             "sim_errors": self.sim_errors,
@@ -698,6 +796,7 @@ def validate(source: str | Path | Scenario, replications: int | None = None, see
     sim_samples: dict[str, list[np.ndarray]] = {}
     sim_errors: list[str] = []
     depth: dict[str, np.ndarray] = {}
+    machine_before = machine_load()
     started = _pc()
     for index, run_seed in enumerate(seeds):
         try:
@@ -749,8 +848,16 @@ def validate(source: str | Path | Scenario, replications: int | None = None, see
             real_samples.setdefault(key, []).append(value)
         real_summaries.append(summary)
         real_lookups.append(_merged_lookup(summary, real_extras(summary, scenario), vspec.derived))
-        say(f"  real run seed {run_seed}: {summary['wall_s']:.1f} s")
+        behind = schedule_check([summary], [run_seed])
+        late = ""
+        if behind["worst_rate_fraction"] is not None:
+            late = (f", slowest paced sender at {behind['worst_rate_fraction'] * 100:.0f} % of its requested rate "
+                    f"({behind['worst']['behind_s'] * 1000:.1f} ms behind schedule)")
+        say(f"  real run seed {run_seed}: {summary['wall_s']:.1f} s{late}")
     wall_real = _pc() - started
+    machine_after = machine_load()
+    schedule = schedule_check(real_summaries, seeds)
+    say(f"  {describe_load(machine_before, machine_after)}")
 
     metrics: list[MetricResult] = []
     for name, tol in vspec.metrics.items():
@@ -787,6 +894,9 @@ def validate(source: str | Path | Scenario, replications: int | None = None, see
         depth=depth,
         sim_samples=sim_samples,
         real_samples=real_samples,
+        machine_before=machine_before,
+        machine_after=machine_after,
+        schedule=schedule,
     )
 
 
@@ -835,6 +945,16 @@ def format_table(result: ScenarioValidation) -> str:
                 lines.append(f"{'':<4}model lacks: {m.note['model_lacks']}")
     for error in result.real_errors + result.sim_errors:
         lines.append(f"  ! {error.strip().splitlines()[0] if error.strip() else error}")
+    if result.machine_before or result.machine_after:
+        lines.append(f"  {describe_load(result.machine_before, result.machine_after)}")
+    if result.schedule.get("worst_rate_fraction") is not None:
+        worst = result.schedule["worst"]
+        lines.append(f"  real schedule: slowest paced sender {worst['sender']} (seed {worst['seed']}) reached "
+                     f"{result.schedule['worst_rate_fraction'] * 100:.0f} % of its requested rate, "
+                     f"{worst['behind_s'] * 1000:.1f} ms behind at its last send (margin {result.schedule['margin'] * 100:g} %)")
+    if result.machine_bound:
+        lines.append(f"verdict: machine-bound: {result.verdict_reason} (the metrics alone: {result.metrics_verdict})")
+        return "\n".join(lines)
     lines.append(f"verdict: {result.verdict}" + (f" ({len(result.unexplained)} unexplained difference(s))" if result.unexplained else ""))
     return "\n".join(lines)
 

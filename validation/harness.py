@@ -91,7 +91,7 @@ class EndpointMap:
                     keys.append(endpoint)
         tcp = [e for e in keys if e.transport == "tcp"]
         ports = free_tcp_ports(len(tcp))
-        for endpoint, port in zip(tcp, ports):
+        for endpoint, port in zip(tcp, ports, strict=True):
             result.mapping[endpoint.key] = f"tcp://127.0.0.1:{port}"
         ipc_index = 0
         for endpoint in keys:
@@ -563,6 +563,7 @@ def merge_results(scenario: Scenario, results: dict[str, dict[str, Any]], result
     receivers: dict[str, Any] = {}
     proxies: dict[str, Any] = {}
     processes: dict[str, Any] = {}
+    schedules: dict[str, Any] = {}
     for result in results.values():
         for name, sender in result["senders"].items():
             entry = {k: sender[k] for k in ("socket", "attempts", "sent", "again", "unroutable")}
@@ -576,6 +577,7 @@ def merge_results(scenario: Scenario, results: dict[str, dict[str, Any]], result
                     if samples is not None:
                         samples[f"rtt.{name}"] = rtt
             senders[name] = entry
+            schedules[name] = sender.get("schedule")
         for name, receiver in result["receivers"].items():
             receivers[name] = {"socket": receiver["socket"], "received": receiver["received"], "paused_s": receiver["paused_s"]}
         for name, proxy in result["proxies"].items():
@@ -647,6 +649,8 @@ def merge_results(scenario: Scenario, results: dict[str, dict[str, Any]], result
             # send call that did not block, measured during this run
             "wait_lateness_s": percentiles(lateness),
             "send_call_s": (send_time / send_calls) if send_calls else None,
+            # per sender: how far it fell behind its own schedule (child.SendTask.schedule)
+            "schedule": {s.name: schedules.get(s.name) for s in scenario.sends if s.name in schedules},
         },
     }
     return summary

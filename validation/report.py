@@ -23,7 +23,7 @@ import numpy as np
 
 from zsim.results import json_default
 
-from .compare import ScenarioValidation, _fmt_ci, _num
+from .compare import SCHEDULE_MARGIN, ScenarioValidation, _fmt_ci, _num, describe_load
 
 __all__ = ["write_report", "agreement_table", "overview_rows"]
 
@@ -55,7 +55,7 @@ def plot_metrics(result: ScenarioValidation, path: Path) -> Path | None:
     fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.6 * rows), squeeze=False)
     for ax in axes.flat[len(metrics):]:
         ax.axis("off")
-    for ax, metric in zip(axes.flat, metrics):
+    for ax, metric in zip(axes.flat, metrics, strict=False):  # more axes than metrics
         for x, (label, values, color) in enumerate((("sim", metric.sim, "tab:blue"), ("real", metric.real, "tab:orange"))):
             data = [v for v in values if v is not None]
             if not data:
@@ -188,6 +188,7 @@ def overview_rows(results: Sequence[ScenarioValidation]) -> list[dict[str, Any]]
                 "verdict": metric.verdict,
                 "note": (metric.note or {}).get("reason", "") if metric.verdict == "differs" else "",
                 "detail": metric.detail,
+                "machine_bound": result.machine_bound,
             })
     return rows
 
@@ -202,7 +203,9 @@ def agreement_table(results: Sequence[ScenarioValidation], notes: bool = True) -
              "|---|---|---|---|---|---|"]
     for row in overview_rows(results):
         verdict = row["verdict"]
-        if verdict == "differs":
+        if row.get("machine_bound") and verdict in ("agrees", "differs"):
+            verdict = f"{verdict} (machine-bound run: the real side missed its schedule)"
+        elif verdict == "differs":
             verdict = "**differs**" + (" (known, see notes)" if row["note"] else " (unexplained)")
         lines.append(f"| {row['scenario']} | `{row['metric']}` | {row['sim']} | {row['real']} | {row['tolerance']} | {verdict} |")
     return "\n".join(lines)
@@ -216,7 +219,9 @@ def scenario_table(results: Sequence[ScenarioValidation]) -> str:
         agreeing = sum(1 for m in checked if m.verdict == "agrees")
         differing = [f"`{m.metric}`" + ("" if m.note else " **(unexplained)**") for m in checked if m.verdict == "differs"]
         verdict = result.verdict
-        if verdict == "differs":
+        if verdict == "machine-bound":
+            verdict = f"machine-bound (real side at {result.schedule['worst_rate_fraction'] * 100:.0f} % of the requested rate)"
+        elif verdict == "differs":
             verdict = "differs (known)" if not result.unexplained else "**differs (unexplained)**"
         lines.append(f"| {result.scenario} | {result.replications} | {agreeing} of {len(checked)} | {verdict} | {', '.join(differing)} |")
     return "\n".join(lines)
@@ -244,6 +249,10 @@ def _scenario_section(result: ScenarioValidation, out: Path) -> list[str]:
     lines.append(f"Source: `{result.source}`. {result.replications} replications per side (seeds {result.seeds[0]} to "
                  f"{result.seeds[-1]}); simulation {result.wall_sim_s:.1f} s, real runs {result.wall_real_s:.1f} s. "
                  f"**Verdict: {result.verdict}.**")
+    if result.machine_bound:
+        lines += ["", f"**The real side missed its own schedule:** {_md_escape(result.verdict_reason)}. "
+                      f"(The metrics alone: {result.metrics_verdict}.)"]
+    lines += ["", _machine_line(result)]
     lines.append("")
     lines.append("| metric | sim mean [95% CI] | real mean [95% CI] | sim values | real values | tolerance | verdict |")
     lines.append("|---|---|---|---|---|---|---|")
@@ -285,6 +294,18 @@ def _scenario_section(result: ScenarioValidation, out: Path) -> list[str]:
     return lines
 
 
+def _machine_line(result: ScenarioValidation) -> str:
+    """Load before and after, and how close the real workloads kept to their schedules."""
+    text = describe_load(result.machine_before, result.machine_after).capitalize() + "."
+    worst = result.schedule.get("worst")
+    if worst is not None:
+        text += (f" Slowest paced real sender: `{worst['sender']}` (seed {worst['seed']}) at "
+                 f"{result.schedule['worst_rate_fraction'] * 100:.0f} % of its requested rate, "
+                 f"{worst['behind_s'] * 1000:.1f} ms behind its schedule at its last send "
+                 f"(margin {result.schedule['margin'] * 100:g} %).")
+    return text
+
+
 def _values(values: Sequence[float | None]) -> str:
     shown = [_num(v) if v is not None else "–" for v in values]
     if len(shown) > 6:
@@ -321,8 +342,11 @@ def write_report(results: Sequence[ScenarioValidation], out_dir: str | Path, tit
     total = len(results)
     agree = sum(1 for r in results if r.verdict == "agrees")
     explained = sum(1 for r in results if r.verdict == "differs" and not r.unexplained)
+    bound = sum(1 for r in results if r.verdict == "machine-bound")
     lines.append(f"{total} scenario(s): {agree} agree on every metric, {explained} differ only where the scenario explains "
-                 f"why, {total - agree - explained} differ without an explanation or failed.")
+                 f"why, {total - agree - explained - bound} differ without an explanation or failed"
+                 + (f", {bound} machine-bound (the real side missed its schedule by more than "
+                    f"{SCHEDULE_MARGIN * 100:g} %: those numbers measure the machine)" if bound else "") + ".")
     lines.append("")
     lines.append(agreement_table(results))
     lines.append("")
