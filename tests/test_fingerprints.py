@@ -1,0 +1,34 @@
+"""The model's behaviour is pinned: every example and validation scenario, seed 0, gives
+the ledger fingerprint recorded in ``tests/fingerprints.json``.
+
+A change that moves a fingerprint changes what zsim predicts. If that is the purpose of
+the change, regenerate the file (``python tests/fingerprint.py > tests/fingerprints.json``)
+and say in the commit which scenarios moved and why; otherwise it is a regression.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from fingerprint import ROOT, SCENARIOS, fingerprint, relative
+
+PINNED = json.loads((Path(__file__).parent / "fingerprints.json").read_text())
+
+
+def test_every_scenario_is_pinned():
+    assert sorted(PINNED) == sorted(relative(path) for path in SCENARIOS)
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=[relative(p) for p in SCENARIOS])
+def test_ledger_fingerprint_is_unchanged(path):
+    assert fingerprint(path) == PINNED[relative(path)], (
+        f"{relative(path)}: the model's prediction changed; if on purpose, regenerate tests/fingerprints.json (see its docstring)")
+
+
+def test_a_changed_prediction_changes_the_fingerprint(tmp_path):
+    text = (ROOT / "examples" / "pub_sub_inproc.toml").read_text().replace("sndhwm = 10", "sndhwm = 11")
+    changed = tmp_path / "pub_sub_inproc.toml"
+    changed.write_text(text)
+    assert fingerprint(changed) != PINNED["examples/pub_sub_inproc.toml"]
