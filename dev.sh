@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # zsim developer entry point: creates .venv on first use, then runs one job.
 #   bash dev.sh demo   the main job (see README)
-#   bash dev.sh test   the whole test suite (what CI runs)
-#   bash dev.sh bench  the speed benchmarks
+#   bash dev.sh test        the whole test suite (what CI runs)
+#   bash dev.sh test-quick  model, spec and edge tests: no real pyzmq, no Spark, nothing slow (< 60 s)
+#   bash dev.sh lint        ruff (rules E, F, I, UP, B) and mypy on zsim/ and validation/
+#   bash dev.sh bench       the speed benchmarks
 #   bash dev.sh setup  only create/update .venv
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -35,12 +37,21 @@ case "$job" in
         setup
         "$VENV/bin/python" -m pytest "$@"
         ;;
+    test-quick)
+        setup
+        "$VENV/bin/python" -m pytest -q -m "not real and not spark and not slow" "$@"
+        ;;
+    lint)
+        setup
+        "$VENV/bin/python" -m ruff check zsim validation tests benchmarks
+        "$VENV/bin/python" -m mypy zsim validation
+        ;;
     bench)
         setup
         "$VENV/bin/python" benchmarks/bench_core.py "$@"
         ;;
     *)
-        echo "usage: bash dev.sh {demo|test|bench|setup} [args...]" >&2
+        echo "usage: bash dev.sh {demo|test|test-quick|lint|bench|setup} [args...]" >&2
         exit 2
         ;;
 esac

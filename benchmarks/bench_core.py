@@ -147,10 +147,10 @@ def peak_memory_mb(kind: str, messages: int) -> float:
     # VmHWM, not ru_maxrss: Linux carries ru_maxrss over fork+exec, so a child started
     # from this (by then large) process would report the parent's peak.
     code = (
-        "import sys; sys.path.insert(0, %r); "
-        "from benchmarks.bench_core import run_zsim; run_zsim(%r, %d); "
+        f"import sys; sys.path.insert(0, {str(ROOT)!r}); "
+        f"from benchmarks.bench_core import run_zsim; run_zsim({kind!r}, {int(messages)}); "
         "print(next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')))"
-    ) % (str(ROOT), kind, messages)
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     return int(out.stdout.strip().splitlines()[-1]) / 1024.0
 

@@ -64,7 +64,8 @@ def test_out_writes_parquet(tmp_path, capsys):
     "content,expected",
     [
         ('[scenario]\nname = "x"\n[[socket]\nname = "a"\n', "TOML syntax error"),
-        ('[[socket]]\nname = "a"\ntype = "PUB"\nbind = ["tcp://*:1"]\noptions = { sndhwm = -5 }\n', "socket[a].options.sndhwm: must be >= 0, got -5"),
+        ('[[socket]]\nname = "a"\ntype = "PUB"\nbind = ["tcp://*:1"]\noptions = { sndhwm = -5 }\n', "socket[a].options.sndhwm: must be >= "
+                                                                                                    "0, got -5"),
         ('[[socket]]\nname = "a"\ntype = "PUB"\nbind = ["inproc://x"]\n[[socket]]\nname = "b"\ntype = "PULL"\nconnect = ["inproc://x"]\n',
          "a PULL cannot talk to the PUB socket 'a'"),
     ],

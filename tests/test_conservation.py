@@ -68,7 +68,8 @@ def topologies(draw) -> dict[str, Any]:
             receiver["close_at_s"] = receiver["open_at_s"] + draw(st.floats(0.01, 0.5))
         sockets.append(receiver)
         if draw(st.integers(0, 3)) > 0:
-            recv: dict[str, Any] = {"socket": receiver["name"], "service_s": draw(st.sampled_from([0.0, 0.001, {"dist": "exponential", "mean_s": 0.003}]))}
+            service = draw(st.sampled_from([0.0, 0.001, {"dist": "exponential", "mean_s": 0.003}]))
+            recv: dict[str, Any] = {"socket": receiver["name"], "service_s": service}
             if receiver_type == "ROUTER":
                 recv["reply"] = draw(st.booleans())
             if draw(st.booleans()):
@@ -187,7 +188,7 @@ def test_every_copy_ends_in_exactly_one_state(raw, seed):
     table = result.messages
     delivered = table["state"] == 0
     pairs = set()
-    for msg_id, sock in zip(table["msg_id"][delivered].tolist(), table["socket"][delivered].tolist()):
+    for msg_id, sock in zip(table["msg_id"][delivered].tolist(), table["socket"][delivered].tolist(), strict=True):
         assert (msg_id, sock) not in pairs
         pairs.add((msg_id, sock))
 

@@ -112,7 +112,7 @@ def test_crash_and_restart_reconnects_after_reconnect_ivl():
     s = result.summary
     # delivered before the crash, nothing between crash and reconnect, then again
     table = result.messages
-    delivered_times = sorted(t for t, state in zip(table["time"], table["state"]) if state == 0)
+    delivered_times = sorted(t for t, state in zip(table["time"], table["state"], strict=True) if state == 0)
     gap = [t for t in delivered_times if 1.0 < t < 2.0]
     assert gap == []
     after = [t for t in delivered_times if t >= 2.0]

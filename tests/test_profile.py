@@ -36,7 +36,8 @@ def test_ideal_profile_has_no_time_costs_but_the_same_buffers():
     assert ideal.transport("ipc").kernel.capacity(102, 10) == default.transport("ipc").kernel.capacity(102, 10)
 
 
-CELLS = [("ipc", "kernel", 10, 10), ("ipc", "hwm_1_1", 1, 1), ("ipc", "hwm_100_100", 100, 100), ("tcp", "kernel", 10, 10), ("tcp", "hwm_100_100", 100, 100)]
+CELLS = [("ipc", "kernel", 10, 10), ("ipc", "hwm_1_1", 1, 1), ("ipc", "hwm_100_100", 100, 100), ("tcp", "kernel", 10, 10),
+         ("tcp", "hwm_100_100", 100, 100)]
 
 
 @pytest.mark.parametrize("transport,table,sndhwm,rcvhwm", CELLS)
@@ -45,7 +46,7 @@ def test_fitted_kernel_still_reproduces_its_calibration(transport, table, sndhwm
     kernel = raw[transport]["kernel"]
     cells = kernel if table == "kernel" else kernel[table]
     profile = profile_module.load("default")
-    for size, fitted in zip(cells["payload_bytes"], cells["fitted_accepted"]):
+    for size, fitted in zip(cells["payload_bytes"], cells["fitted_accepted"], strict=True):
         if transport == "tcp" and size < 1000:
             continue  # 40k-350k messages per run: covered by the calibration itself
         assert simulate_accepted(profile, transport, size, sndhwm, rcvhwm) == fitted, (transport, table, size)

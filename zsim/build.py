@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -183,7 +184,8 @@ def build(scenario: Scenario, seed: int, profile: Profile | None = None, trace_d
 
     for sock_spec in scenario.sockets:
         process = model.processes[sock_spec.process]
-        sock = world.add_socket(sock_spec.name, sock_spec.type, process, sock_spec.options, sock_spec.routing_id, sock_spec.bind, sock_spec.connect)
+        sock = world.add_socket(sock_spec.name, sock_spec.type, process, sock_spec.options, sock_spec.routing_id, sock_spec.bind,
+                                sock_spec.connect)
         model.sockets[sock_spec.name] = sock
 
     for send in scenario.sends:
@@ -230,16 +232,18 @@ def _schedule_timeline(model: Model) -> None:
     env, world, scenario = model.env, model.world, model.scenario
     for sock_spec in scenario.sockets:
         sock = model.sockets[sock_spec.name]
-        env.call_later(sock_spec.open_at_s, lambda sock=sock: world.open_binds(sock), priority=URGENT)
+        env.call_later(sock_spec.open_at_s, partial(world.open_binds, sock), priority=URGENT)
     for sock_spec in scenario.sockets:
         sock = model.sockets[sock_spec.name]
-        env.call_later(sock_spec.open_at_s, lambda sock=sock: world.open_connects(sock), priority=URGENT)
+        env.call_later(sock_spec.open_at_s, partial(world.open_connects, sock), priority=URGENT)
     for sock_spec in scenario.sockets:
         sock = model.sockets[sock_spec.name]
         if sock_spec.close_at_s is not None:
-            env.call_later(sock_spec.close_at_s, lambda sock=sock: world.close_socket(sock), priority=NORMAL)
-    for workload in [*model.senders, *model.receivers]:
-        workload.start()
+            env.call_later(sock_spec.close_at_s, partial(world.close_socket, sock), priority=NORMAL)
+    for sender in model.senders:
+        sender.start()
+    for receiver in model.receivers:
+        receiver.start()
     for proxy in model.proxies:
         front_open = scenario.socket(proxy.frontend.name).open_at_s
         back_open = scenario.socket(proxy.backend.name).open_at_s
@@ -251,7 +255,7 @@ def _schedule_timeline(model: Model) -> None:
         if proc_spec.crash_at_s is not None:
             env.call_later(proc_spec.crash_at_s, process.crash)
         if proc_spec.restart_at_s is not None:
-            env.call_later(proc_spec.restart_at_s, lambda process=process: _restart(model, process), priority=URGENT)
+            env.call_later(proc_spec.restart_at_s, partial(_restart, model, process), priority=URGENT)
 
 
 def _restart(model: Model, process: Process) -> None:

@@ -28,7 +28,8 @@ from .profile import MIN_KERNEL_BYTES, KernelModel, KernelTable, Profile, from_d
 SNDTIMEO_MS = 300
 
 
-def stalled_push_scenario(transport: str, size: int, sndhwm: int, rcvhwm: int, buffers: int | None = None, profile: str = "default") -> dict[str, Any]:
+def stalled_push_scenario(transport: str, size: int, sndhwm: int, rcvhwm: int, buffers: int | None = None,
+                          profile: str = "default") -> dict[str, Any]:
     """The calibration protocol as a scenario: warm-up, then fill until SNDTIMEO expires."""
     endpoint = "tcp://127.0.0.1:5555" if transport == "tcp" else f"{transport}://calibration"
     extra = {} if buffers is None else {"sndbuf": buffers, "rcvbuf": buffers}
@@ -47,7 +48,8 @@ def stalled_push_scenario(transport: str, size: int, sndhwm: int, rcvhwm: int, b
     }
 
 
-def simulate_accepted(profile: Profile, transport: str, size: int, sndhwm: int, rcvhwm: int, buffers: int | None = None, seed: int = 1) -> int:
+def simulate_accepted(profile: Profile, transport: str, size: int, sndhwm: int, rcvhwm: int, buffers: int | None = None,
+                      seed: int = 1) -> int:
     from .runner import run
     from .spec import from_dict as scenario_from_dict
 
@@ -67,7 +69,8 @@ def _with_constant_kernel(profile: Profile, transport: str, capacity: int, expli
     return replace(profile, transports=transports)
 
 
-def fit_capacity(accepted_of: Callable[[int], int], target: int, wire: int, start: int, prior: int | None = None, tolerance: int = 0) -> tuple[int, int]:
+def fit_capacity(accepted_of: Callable[[int], int], target: int, wire: int, start: int, prior: int | None = None,
+                 tolerance: int = 0) -> tuple[int, int]:
     """Kernel capacity (bytes) whose simulated count matches ``target``; (capacity, count).
 
     Kernel-bound cells (small messages): secant iterations on accepted(capacity), which is
@@ -151,10 +154,11 @@ def fit_kernel(profile_raw: dict[str, Any], progress: Callable[[str], None] = la
             capacities: list[int] = []
             fitted_counts: list[int] = []
             previous: int | None = None
-            for size, target in zip(sizes, accepted):
+            for size, target in zip(sizes, accepted, strict=True):
                 wire = frame_wire_bytes(size)
 
-                def accepted_of(capacity: int, size: int = size) -> int:
+                def accepted_of(capacity: int, size: int = size, transport: str = transport, buffers: Any = buffers,
+                                sndhwm: int = sndhwm, rcvhwm: int = rcvhwm) -> int:
                     profile = _with_constant_kernel(base, transport, capacity, explicit=buffers is not None)
                     return simulate_accepted(profile, transport, size, sndhwm, rcvhwm, buffers)
 

@@ -13,7 +13,7 @@ import math
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from .errors import ConservationError, EnvironmentFault, ScenarioError, ZsimError
 
@@ -23,7 +23,7 @@ EXIT_USAGE = 2
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # argparse exits 2 already; keep one line
+    def error(self, message: str) -> NoReturn:  # argparse exits 2 already; keep one line
         self.print_usage(sys.stderr)
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
@@ -72,22 +72,28 @@ def format_summary(summary: dict[str, Any]) -> str:
         if pipe["written"] == 0 and pipe["dropped"] == 0 and pipe["kind"] != "inproc" and pipe["max_depth"] == 0:
             continue
         hwm = "inf" if pipe["hwm"] <= 0 else str(pipe["hwm"])
-        lines.append(f"{pipe['name'][:43]:<44}{hwm:>7}{pipe['max_depth']:>11}{_fmt(pipe['mean_depth'], 12)}{pipe['dropped']:>9}{pipe['depth_at_end']:>8}")
+        lines.append(f"{pipe['name'][:43]:<44}{hwm:>7}{pipe['max_depth']:>11}{_fmt(pipe['mean_depth'], 12)}"
+                     f"{pipe['dropped']:>9}{pipe['depth_at_end']:>8}")
     if summary.get("links"):
         lines.append("")
         for link in summary["links"]:
             kernel = ", ".join(f"{k} {v} B" for k, v in link["max_kernel_bytes"].items())
-            lines.append(f"link {link['name']} ({link['transport']}{' #' + str(link['number']) if link['number'] > 1 else ''}): max kernel bytes {kernel}{' [broken]' if link['broken'] else ''}")
+            lines.append(f"link {link['name']} ({link['transport']}{' #' + str(link['number']) if link['number'] > 1 else ''}): max kernel "
+                         f"bytes {kernel}{' [broken]' if link['broken'] else ''}")
     lines.append("")
     lines.append(
         f"ledger: sent {ledger['sent']}, copies {ledger['copies']}, delivered {ledger['delivered']}, forwarded {ledger['forwarded']}, "
-        f"dropped {ledger['dropped']}, discarded {ledger['discarded']}, lost on close {ledger['lost_on_close']}, queued at end {ledger['queued_at_end']}"
+        f"dropped {ledger['dropped']}, discarded {ledger['discarded']}, lost on close {ledger['lost_on_close']}, queued at end "
+        f"{ledger['queued_at_end']}"
     )
-    for key, label in (("dropped_by_rule", "dropped"), ("discarded_by_rule", "discarded"), ("lost_by_rule", "lost"), ("queued_by_place", "queued in")):
+    by_kind = (("dropped_by_rule", "dropped"), ("discarded_by_rule", "discarded"), ("lost_by_rule", "lost"),
+               ("queued_by_place", "queued in"))
+    for key, label in by_kind:
         if ledger[key]:
             lines.append(f"  {label}: " + ", ".join(f"{k} {v}" for k, v in ledger[key].items()))
     lat = summary["latency_s"]
-    lines.append(f"latency: p50 {_ms(lat['p50'])}, p95 {_ms(lat['p95'])}, p99 {_ms(lat['p99'])}, max {_ms(lat['max'])} over {lat['count']} deliveries")
+    lines.append(f"latency: p50 {_ms(lat['p50'])}, p95 {_ms(lat['p95'])}, p99 {_ms(lat['p99'])}, max {_ms(lat['max'])} over {lat['count']} "
+                 "deliveries")
     for name, sender in summary.get("senders", {}).items():
         if "rtt_s" in sender:
             rtt = sender["rtt_s"]
@@ -201,7 +207,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("validate", help="run a scenario in simulation and on real pyzmq, compare metric by metric")
     p.add_argument("scenario")
-    p.add_argument("--replications", "-n", type=count_arg(1), default=None, help="default: the scenario's [validation] replications, else 5")
+    p.add_argument("--replications", "-n", type=count_arg(1), default=None,
+                   help="default: the scenario's [validation] replications, else 5")
     p.add_argument("--seed", type=seed_arg, default=0, help="first simulation seed")
     p.add_argument("--json", action="store_true")
     p.add_argument("--report", metavar="DIR", help="write a Markdown report with plots")

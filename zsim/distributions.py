@@ -157,7 +157,8 @@ def _parse_distribution(raw: Any, path: str, unit: str) -> Distribution:
         mean = _number(raw["mean" + suffix], f"{path}.mean{suffix}")
         sigma = _number(raw["sigma"], f"{path}.sigma")
         if sigma > 10:
-            raise ScenarioError(f"{path}.sigma", f"must be <= 10 (a lognormal with sigma {sigma:g} spans more than 40 decades), got {sigma:g}")
+            raise ScenarioError(f"{path}.sigma", f"must be <= 10 (a lognormal with sigma {sigma:g} spans more than 40 decades), got "
+                                                 f"{sigma:g}")
         if mean <= 0:
             raise ScenarioError(f"{path}.mean{suffix}", f"must be > 0 for a lognormal, got {mean}")
         return Distribution("lognormal", unit, mean=mean, sigma=sigma)

@@ -108,7 +108,8 @@ def read_text(path: str | Path, what: str = "file", max_bytes: int = MAX_INPUT_B
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ScenarioError(str(path), f"is not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}); a {what} is a UTF-8 file") from None
+        raise ScenarioError(str(path), f"is not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}); a {what} is a UTF-8 "
+                                       "file") from None
     if text.startswith("\ufeff"):
         text = text[1:]
     if "\x00" in text:

@@ -98,7 +98,8 @@ def line_figure(panels: Sequence[Panel], path: str | Path, *, title: str, xlabel
             y = np.asarray(line.y, dtype=float)
             ax.plot(x, y, line.style, color=colour, marker="o", markersize=3, linewidth=1.4, label=line.label)
             if line.low is not None and line.high is not None:
-                ax.fill_between(x, np.asarray(line.low, dtype=float), np.asarray(line.high, dtype=float), color=colour, alpha=0.2, linewidth=0)
+                low, high = np.asarray(line.low, dtype=float), np.asarray(line.high, dtype=float)
+                ax.fill_between(x, low, high, color=colour, alpha=0.2, linewidth=0)
             all_y.extend(_positive(line.y))
         if hline is not None:
             ax.axhline(hline, color="crimson", linestyle=":", linewidth=1.2, label=hline_label)
@@ -123,7 +124,8 @@ def line_figure(panels: Sequence[Panel], path: str | Path, *, title: str, xlabel
         axes[index // cols][index % cols].set_visible(False)
     handles, labels = axes[0][0].get_legend_handles_labels()
     if handles:
-        fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8, title=legend_title, title_fontsize=8, frameon=False)
+        fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8, title=legend_title, title_fontsize=8,
+                   frameon=False)
     fig.suptitle(title, fontsize=11)
     if note:
         fig.text(0.01, 0.005, note, fontsize=7, color="0.35", ha="left", va="bottom")
@@ -142,7 +144,8 @@ def heatmap_figure(grids: Sequence[Grid], path: str | Path, *, title: str, xlabe
 
     rows, cols = _layout(len(grids))
     fig, axes = plt.subplots(rows, cols, figsize=(4.8 * cols + 1.2, 3.9 * rows + 0.8), squeeze=False)
-    finite = np.concatenate([np.asarray(g.values, dtype=float)[np.isfinite(np.asarray(g.values, dtype=float))] for g in grids] or [np.array([0.0])])
+    arrays = [np.asarray(g.values, dtype=float) for g in grids]
+    finite = np.concatenate([a[np.isfinite(a)] for a in arrays] or [np.array([0.0])])
     vmin = float(finite.min()) if finite.size else 0.0
     vmax = float(finite.max()) if finite.size else 1.0
     if vmax <= vmin:

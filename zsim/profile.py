@@ -26,11 +26,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from . import files
 from .constants import IN_BATCH_SIZE, OUT_BATCH_SIZE, frame_wire_bytes
 from .distributions import Distribution, parse_distribution
-from . import files
 from .errors import ScenarioError
-from .spec import parse_toml
 
 PROFILE_DIR = Path(__file__).parent / "profiles"
 #: Floor for an interpolated kernel capacity (a fitted value below it is measurement noise).
@@ -175,7 +174,7 @@ def _kernel_table(raw: Any, path: str, sndhwm: int = 10, rcvhwm: int = 10) -> Ke
         acc = raw["accepted"]
         if not isinstance(acc, list) or len(acc) != len(sizes):
             raise ScenarioError(f"{path}.accepted", "must list one count per payload size")
-        caps_int = [derive_capacity_bytes(int(a), sndhwm, rcvhwm, int(s)) for a, s in zip(acc, sizes)]
+        caps_int = [derive_capacity_bytes(int(a), sndhwm, rcvhwm, int(s)) for a, s in zip(acc, sizes, strict=True)]
     else:
         raise ScenarioError(path, "needs capacity_bytes or accepted")
     order = sorted(range(len(sizes)), key=lambda i: sizes[i])
@@ -273,7 +272,10 @@ def load(name_or_path: str | None, base_dir: str = ".") -> Profile:
         cache_key = "builtin:default"
         if cache_key not in _CACHE:
             path = PROFILE_DIR / "default.toml"
-            _CACHE[cache_key] = from_dict(parse_toml(path.read_text(), str(path)), str(path)) if path.exists() else Profile(name="empty", meta={})
+            if path.exists():
+                _CACHE[cache_key] = from_dict(files.load_toml(path, "profile file"), str(path))
+            else:
+                _CACHE[cache_key] = Profile(name="empty", meta={})
         base = _CACHE[cache_key]
         return base.idealised() if key == "ideal" else base
     path = Path(key)

@@ -97,7 +97,7 @@ def summarise(model: Model, wall_s: float) -> RunResult:
             return {}
         values, counts = np.unique(rule[mask], return_counts=True)
         names = WHERE if code == 5 else RULES
-        return {names.get(int(v), str(int(v))): int(c) for v, c in zip(values, counts)}
+        return {names.get(int(v), str(int(v))): int(c) for v, c in zip(values, counts, strict=True)}
 
     sockets: dict[str, Any] = {}
     for sock in world.sockets:
@@ -155,7 +155,8 @@ def summarise(model: Model, wall_s: float) -> RunResult:
 
     senders = {}
     for sender in model.senders:
-        entry = {"socket": sender.socket.name, "attempts": sender.attempts, "sent": sender.sent, "again": sender.again, "unroutable": sender.unroutable}
+        entry = {"socket": sender.socket.name, "attempts": sender.attempts, "sent": sender.sent, "again": sender.again,
+                 "unroutable": sender.unroutable}
         if sender.finished_at is not None:
             entry["finished_at_s"] = sender.finished_at
         if len(sender.rtt):
@@ -266,7 +267,7 @@ def write_parquet(result: RunResult, out_dir: str | Path) -> list[Path]:
             "state": pd.Categorical(state_names[msgs["state"].astype(int)], categories=list(STATES)),
             "socket": sockets[np.where(msgs["socket"] >= 0, msgs["socket"], len(sockets) - 1)],
             "pipe": pipes[np.where(msgs["pipe"] >= 0, msgs["pipe"], len(pipes) - 1)],
-            "rule": [(WHERE if s == 5 else RULES).get(int(r), str(int(r))) for s, r in zip(msgs["state"], msgs["rule"])],
+            "rule": [(WHERE if s == 5 else RULES).get(int(r), str(int(r))) for s, r in zip(msgs["state"], msgs["rule"], strict=True)],
             "sent_s": msgs["t0"],
             "end_s": msgs["time"],
             "latency_s": np.where(msgs["state"] == DELIVERED, msgs["time"] - msgs["t0"], np.nan),

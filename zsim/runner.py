@@ -78,8 +78,9 @@ class Guard:
     def _sender_fields(self, sender: Any) -> dict[str, Any]:
         """The fields of a ``[[send]]`` table that set how many messages it sends."""
         spec_ = self.specs.get(sender.name)
-        raw = next((t for t in self.model.scenario.raw.get("send", []) if spec_ is not None and _matches(t, spec_)), {})
-        fields = {key: raw[key] for key in ("count", "rate_per_s", "interval_s", "duration_s") if key in raw}
+        tables: list[dict[str, Any]] = self.model.scenario.raw.get("send", [])
+        raw = next((t for t in tables if spec_ is not None and _matches(t, spec_)), {})
+        fields: dict[str, Any] = {key: raw[key] for key in ("count", "rate_per_s", "interval_s", "duration_s") if key in raw}
         if "rate_per_s" not in fields and "interval_s" not in fields:
             fields["interval_s"] = 0
         return fields
@@ -156,7 +157,8 @@ class Guard:
             raise LimitExceeded(
                 f"{label}.{key}",
                 f"{self._sender_fields(sender)[key]!r} with profile {self.model.profile.name!r} never advances simulated time: "
-                f"{_count(moved[label])} sends at t = {self.model.env.now:.6g} s and no end in sight (give a send interval or a call cost > 0)",
+                f"{_count(moved[label])} sends at t = {self.model.env.now:.6g} s and no end in sight (give a send interval or a call cost "
+                "> 0)",
             )
         if moved and all(label not in senders for label in moved):
             label = max(moved, key=lambda item: moved[item])

@@ -304,7 +304,8 @@ def parse_endpoint(text: str, path: str) -> Endpoint:
         if not sep or not host:
             raise ScenarioError(path, f"tcp endpoint {text!r} needs host:port")
         if port == "*" or not (port.isascii() and port.isdigit()) or not 0 < int(port) < 65536:
-            raise ScenarioError(path, f"tcp endpoint {text!r} needs a fixed port number 1-65535 (the validation harness maps it to a free port)")
+            raise ScenarioError(path, f"tcp endpoint {text!r} needs a fixed port number 1-65535 (the validation harness maps it to a free "
+                                      "port)")
         host = host.strip("[]")
         if host not in ("*", "0.0.0.0", "127.0.0.1", "localhost", "::1", "::"):
             raise ScenarioError(path, f"tcp host {host!r}: zsim models loopback only (use 127.0.0.1, localhost or *)")
@@ -670,7 +671,8 @@ def _parse_recv(
         if target.name == sock.name:
             raise ScenarioError(f"{path}.forward_to", "forwards to the socket it reads; use reply = true to answer the sender")
         if target.process != sock.process:
-            raise ScenarioError(f"{path}.forward_to", f"socket {forward_to!r} is in process {target.process!r}, not {sock.process!r}: a stage forwards inside its own process")
+            raise ScenarioError(f"{path}.forward_to", f"socket {forward_to!r} is in process {target.process!r}, not {sock.process!r}: a "
+                                                      "stage forwards inside its own process")
         if target.type not in CAN_SEND or target.type in ("ROUTER", "REQ"):
             raise ScenarioError(f"{path}.forward_to", f"a stage forwards with PUSH, PUB, XPUB, DEALER or PAIR, not {target.type}")
         if forward_to in proxied:
@@ -783,9 +785,11 @@ def _check_topology(sockets: list[SocketSpec]) -> None:
                 raise ScenarioError(path, f"socket {sock.name!r} connects to its own bind {endpoint.text}")
             if peer.type not in VALID_PEERS[sock.type]:
                 allowed = ", ".join(sorted(VALID_PEERS[sock.type]))
-                raise ScenarioError(path, f"a {sock.type} cannot talk to the {peer.type} socket {peer.name!r} (ZeroMQ allows {sock.type} with {allowed})")
+                raise ScenarioError(path, f"a {sock.type} cannot talk to the {peer.type} socket {peer.name!r} (ZeroMQ allows {sock.type} "
+                                          f"with {allowed})")
             if endpoint.transport == "inproc" and peer.process != sock.process:
-                raise ScenarioError(path, f"inproc works only inside one process: {sock.name!r} is in {sock.process!r}, {peer.name!r} in {peer.process!r}")
+                raise ScenarioError(path, f"inproc works only inside one process: {sock.name!r} is in {sock.process!r}, {peer.name!r} in "
+                                          f"{peer.process!r}")
     for sock in sockets:
         if sock.type == "PAIR" and len(sock.bind) + len(sock.connect) > 1:
             raise ScenarioError(f"socket[{sock.name}]", "a PAIR socket has exactly one peer: one bind or one connect")
@@ -797,7 +801,8 @@ def _check_topology(sockets: list[SocketSpec]) -> None:
                 if endpoint.key in pair_connects:
                     raise ScenarioError(
                         f"socket[{sock.name}].connect[{index}]",
-                        f"the PAIR socket {peer.name!r} already has a peer ({pair_connects[endpoint.key]!r}); a PAIR accepts one connection",
+                        f"the PAIR socket {peer.name!r} already has a peer ({pair_connects[endpoint.key]!r}); a PAIR accepts one "
+                        "connection",
                     )
                 pair_connects[endpoint.key] = sock.name
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import simpy
 from simpy.core import EmptySchedule, StopSimulation
-from simpy.events import NORMAL, URGENT, Event
+from simpy.events import NORMAL, URGENT, Event, EventCallbacks, EventPriority
 
 __all__ = ["Environment", "FastTimer", "Timer", "NORMAL", "URGENT"]
 
@@ -54,7 +54,7 @@ class Timer:
         self._event = _TimerEvent(env)
         self._in_heap = False
         # The run loop never mutates a callbacks list, so one list serves every firing.
-        self._callbacks = [self._fire]
+        self._callbacks: EventCallbacks = [self._fire]
         self._queue = env._queue
         self._eid = env._eid
 
@@ -66,7 +66,7 @@ class Timer:
             self.armed = False
             self.fn()
 
-    def arm(self, delay: float, priority: int = NORMAL) -> None:
+    def arm(self, delay: float, priority: EventPriority = NORMAL) -> None:
         if self._in_heap:
             self._event = _TimerEvent(self.env)
         event = self._event
@@ -75,7 +75,7 @@ class Timer:
         self.armed = True
         heappush(self._queue, (self.env._now + delay, priority, next(self._eid), event))
 
-    def arm_at(self, when: float, priority: int = NORMAL) -> None:
+    def arm_at(self, when: float, priority: EventPriority = NORMAL) -> None:
         now = self.env._now
         self.arm(when - now if when > now else 0.0, priority)
 
@@ -99,7 +99,7 @@ class FastTimer:
         self._queue = env._queue
         self._eid = env._eid
 
-    def arm(self, delay: float, priority: int = NORMAL) -> None:
+    def arm(self, delay: float, priority: EventPriority = NORMAL) -> None:
         event = self._event
         if event.callbacks is not None:
             # still pending: a second firing needs its own heap entry
@@ -107,7 +107,7 @@ class FastTimer:
         event.callbacks = self._callbacks
         heappush(self._queue, (self.env._now + delay, priority, next(self._eid), event))
 
-    def arm_at(self, when: float, priority: int = NORMAL) -> None:
+    def arm_at(self, when: float, priority: EventPriority = NORMAL) -> None:
         now = self.env._now
         self.arm(when - now if when > now else 0.0, priority)
 
@@ -147,7 +147,7 @@ class Environment(simpy.Environment):
         self.monitor: Callable[[], Any] | None = None
         self.monitor_every = 16384
 
-    def call_later(self, delay: float, fn: Callable[[], Any], priority: int = NORMAL) -> None:
+    def call_later(self, delay: float, fn: Callable[[], Any], priority: EventPriority = NORMAL) -> None:
         """Call ``fn()`` ``delay`` seconds from now."""
         event = _Call(self, lambda _event: fn())
         heappush(self._queue, (self._now + delay, priority, next(self._eid), event))
@@ -193,7 +193,7 @@ class Environment(simpy.Environment):
                         break
                     self._now, _, _, event = pop(queue)
                     callbacks = event.callbacks
-                    event.callbacks = None
+                    event.callbacks = None  # type: ignore[assignment]  # SimPy's own mark of a processed event
                     for callback in callbacks:
                         callback(event)
                     if not event._ok and not hasattr(event, "_defused"):

@@ -91,7 +91,7 @@ def wake_cost_fn(idle_s: tuple[float, ...], cost_s: tuple[float, ...]) -> Callab
     """
     import math
 
-    points = sorted(zip(idle_s, cost_s))
+    points = sorted(zip(idle_s, cost_s, strict=True))
     first_idle, first_cost = points[0]
     last_idle, last_cost = points[-1]
     logs = [(math.log(i), c) for i, c in points]
@@ -102,7 +102,7 @@ def wake_cost_fn(idle_s: tuple[float, ...], cost_s: tuple[float, ...]) -> Callab
         if idle <= first_idle:
             return first_cost * (idle / first_idle) if idle > 0 else 0.0
         x = math.log(idle)
-        for (x0, c0), (x1, c1) in zip(logs, logs[1:]):
+        for (x0, c0), (x1, c1) in zip(logs, logs[1:], strict=False):
             if x <= x1:
                 return c0 + (c1 - c0) * (x - x0) / (x1 - x0)
         return last_cost  # pragma: no cover

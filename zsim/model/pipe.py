@@ -193,8 +193,8 @@ class Pipe:
             self.trace.append(depth)
         if self.reader_asleep:
             self.reader_asleep = False
-            if self.wake_cost is not None:
-                group = self.wake_group
+            group = self.wake_group  # set exactly when wake_cost is (World.new_pipe)
+            if group is not None:
                 if group.awake == 0:
                     asleep = group.asleep_since if group.asleep_since > self.asleep_since else self.asleep_since
                     self.debt.wake_debt += self.wake_cost(now - asleep)
@@ -265,9 +265,10 @@ class Pipe:
         if self.wake_counted:
             self.wake_counted = False
             group = self.wake_group
-            group.awake -= 1  # type: ignore[union-attr]
-            if group.awake == 0:  # type: ignore[union-attr]
-                group.asleep_since = self.env._now  # type: ignore[union-attr]
+            if group is not None:  # always: only a pipe with a group counts itself awake
+                group.awake -= 1
+                if group.awake == 0:
+                    group.asleep_since = self.env._now
 
     def drain(self) -> list[Message]:
         """Remove and return everything queued (the pipe is being destroyed)."""

@@ -18,7 +18,7 @@ Per-type behaviour comes from ``socket_types.TRAITS``; the routing classes are i
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..constants import INBOUND_POLL_RATE
 from .pipe import MSG_ENVELOPE, MSG_ID, MSG_TOPIC, SUBSCRIBE_ID, UNSUBSCRIBE_ID, Message, Pipe
@@ -49,6 +49,15 @@ OPEN = 1
 CLOSED = 2
 
 
+class RemoteEnd(Protocol):
+    """The far end of a connection as a ``Peer`` sees it: a ``Socket``, or the stand-in
+    for the binder of an inproc connect that nobody has bound yet."""
+
+    name: str
+    routing_id: str
+    own_subs: Subscriptions | None
+
+
 class Peer:
     """What one socket knows about one connection: its two pipes and routing state."""
 
@@ -66,9 +75,9 @@ class Peer:
         "in_fq",
     )
 
-    def __init__(self, socket: Socket, remote: Socket, conn: Any) -> None:
+    def __init__(self, socket: Socket, remote: RemoteEnd, conn: Any) -> None:
         self.socket = socket
-        self.remote = remote
+        self.remote: RemoteEnd = remote
         self.conn = conn
         self.out_pipe: Pipe | None = None
         self.in_pipe: Pipe | None = None

@@ -37,7 +37,9 @@ from .routing import (
 from .socket import Peer, Socket
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ..distributions import Sampler
     from .params import TransportParams
+    from .routing import Subscriptions
     from .world import World
 
 
@@ -138,9 +140,11 @@ class InprocConnection:
         self.b_peer = Peer(binder, c, self)
         self.b_peer.out_pipe, self.b_peer.in_pipe = self.b2c, self.c2b
         # Now that the binder is known, the connector's peer can see its routing id.
-        self.c_peer.remote = binder  # type: ignore[union-attr]
-        self.c_peer.routing_key = binder.routing_id  # type: ignore[union-attr]
-        self.c_peer.remote_subs = binder.own_subs  # type: ignore[union-attr]
+        peer = self.c_peer
+        assert peer is not None  # _create made it before any binder could appear
+        peer.remote = binder
+        peer.routing_key = binder.routing_id
+        peer.remote_subs = binder.own_subs
 
     def bound(self, binder: Socket) -> None:
         """``ctx_t::connect_inproc_sockets`` for a connection made before the bind."""
@@ -225,9 +229,9 @@ class _Placeholder:
     """The binder of a pending inproc connection, before anybody binds."""
 
     def __init__(self, endpoint: Any) -> None:
-        self.name = endpoint.text
-        self.routing_id = endpoint.text
-        self.own_subs = None
+        self.name: str = endpoint.text
+        self.routing_id: str = endpoint.text
+        self.own_subs: Subscriptions | None = None
 
 
 # ======================================================================================
@@ -244,7 +248,8 @@ class Wire:
     what limits many small writes (reference section 6.2, ``wmem_default`` in truesize).
     """
 
-    __slots__ = ("queue", "bytes", "charged", "capacity_fn", "sndbuf", "rcvbuf", "sndhwm", "writer", "reader", "peer_closed", "name", "max_bytes")
+    __slots__ = ("queue", "bytes", "charged", "capacity_fn", "sndbuf", "rcvbuf", "sndhwm", "writer", "reader", "peer_closed", "name",
+                 "max_bytes")
 
     def __init__(self, name: str, capacity_fn: Any, sndbuf: int, rcvbuf: int, sndhwm: int) -> None:
         self.name = name
@@ -582,7 +587,7 @@ class Link:
     def __init__(self, conn: StreamConnection, c_session: Session, b_session: Session, number: int) -> None:
         self.conn = conn
         self.world = conn.world
-        self.params = conn.params
+        self.params: TransportParams = conn.params
         self.number = number
         c_sock, b_sock = c_session.socket, b_session.socket
         name = f"{c_sock.name}<->{b_sock.name}"
@@ -594,7 +599,7 @@ class Link:
         b_rcv = b_sock.options.rcvbuf if transport == "tcp" else -1
         self.c2b = Wire(f"{c_sock.name}->{b_sock.name}", fn, c_snd, b_rcv, c_sock.options.sndhwm)
         self.b2c = Wire(f"{b_sock.name}->{c_sock.name}", fn, b_snd, c_rcv, b_sock.options.sndhwm)
-        self.latency_sampler = self.params.hop_latency.sampler(conn.rng)
+        self.latency_sampler: Sampler = self.params.hop_latency.sampler(conn.rng)
         self.c_engine = Engine(self, c_session, self.c2b, self.b2c)
         self.b_engine = Engine(self, b_session, self.b2c, self.c2b)
         c_session.engine = self.c_engine
@@ -624,7 +629,8 @@ class StreamConnection:
         self.index = index
         self.rng = world.stream(f"conn.{connector.name}.{endpoint.text}")
         self.handshake = self.params.handshake.sampler(self.rng)
-        self.io_wakeup = self.params.io_wakeup.sampler(None if self.params.io_wakeup.is_constant else world.stream(f"io.{connector.name}.{endpoint.text}"))
+        wakeup = self.params.io_wakeup
+        self.io_wakeup = wakeup.sampler(None if wakeup.is_constant else world.stream(f"io.{connector.name}.{endpoint.text}"))
         self.c_session = Session(self, connector, "connect")
         self.b_session: Session | None = None
         self.link: Link | None = None
@@ -650,8 +656,10 @@ class StreamConnection:
         remote = _Placeholder(self.endpoint)
         conflate = bool(c.options.conflate) and c.type in ("DEALER", "PULL", "PUSH", "PUB", "SUB")
         label = f"{self.transport}://{self.endpoint.address}"
-        out_pipe = world.new_pipe(f"{c.name}->{label} (send)", c.name, label, "send", -1 if conflate else c.options.sndhwm, c, self.c_session, conflate, self)
-        in_pipe = world.new_pipe(f"{label}->{c.name} (recv)", label, c.name, "recv", -1 if conflate else c.options.rcvhwm, self.c_session, c, conflate, self)
+        out_pipe = world.new_pipe(f"{c.name}->{label} (send)", c.name, label, "send", -1 if conflate else c.options.sndhwm, c,
+                                  self.c_session, conflate, self)
+        in_pipe = world.new_pipe(f"{label}->{c.name} (recv)", label, c.name, "recv", -1 if conflate else c.options.rcvhwm,
+                                 self.c_session, c, conflate, self)
         if conflate:
             _displace_to_ledger(world, out_pipe, c)
             _displace_to_ledger(world, in_pipe, c)

@@ -41,6 +41,11 @@ class LedgerSink(Protocol):
 
     def queued(self, msg: Message, socket_index: int, pipe_index: int, where: int, now: float) -> None: ...
 
+    #: messages sent (the hot path counts in place instead of calling ``sent``)
+    n_sent: int
+    #: the flat record array (its length bounds a run's memory, see ``zsim.runner.Guard``)
+    records: Any
+
 
 class PipeInfo:
     """Static description of a pipe for results (``from``, ``to``, kind)."""
@@ -149,7 +154,8 @@ class World:
         self.processes.append(process)
         return process
 
-    def add_socket(self, name: str, type_name: str, process: Process, options: Any, routing_id: str, bind: tuple[Any, ...], connect: tuple[Any, ...]) -> Socket:
+    def add_socket(self, name: str, type_name: str, process: Process, options: Any, routing_id: str, bind: tuple[Any, ...],
+                   connect: tuple[Any, ...]) -> Socket:
         sock = Socket(self, len(self.sockets), name, type_name, process, options, routing_id)
         self.sockets.append(sock)
         process.sockets.append(sock)
@@ -222,8 +228,8 @@ class World:
                         conn.bound(sock)
                         self.socket_connections[sock].append(conn)
             else:
-                for conn in self.waiting_connects.pop(key, []):
-                    conn.listener_appeared()
+                for stream in self.waiting_connects.pop(key, []):
+                    stream.listener_appeared()
 
     def open_connects(self, sock: Socket) -> None:
         if sock.state != OPEN:
