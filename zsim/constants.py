@@ -3,8 +3,8 @@
 Socket type names and option names are the ones pyzmq uses (``zmq.PUB``, ``sock.sndhwm``),
 option values use pyzmq's units (milliseconds for ``linger``, ``sndtimeo``,
 ``reconnect_ivl``; bytes for ``sndbuf``). Defaults are libzmq 4.3.5's
-(``options_t::options_t``, ``socket_base_t::socket_base_t``; see
-``shared/reference/libzmq-queuing.md`` section 9).
+(``options_t::options_t`` in libzmq's ``src/options.cpp``, ``socket_base_t::socket_base_t``
+in ``src/socket_base.cpp``).
 """
 
 from __future__ import annotations
