@@ -49,6 +49,56 @@ def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value * 1000:.3f} ms"
 
 
+def _rate(value: float | None) -> str:
+    if value is None:
+        return "max"
+    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
+
+
+def _receiver_table(summary: dict[str, Any]) -> list[str]:
+    """Per receiving socket: the fate of the copies meant for it and its own latency."""
+    rows = [(name, sock) for name, sock in summary["sockets"].items() if "inbound" in sock]
+    if not rows:
+        return []
+    head = (f"{'receiver':<20}{'copies in':>10}{'delivered':>10}{'dropped':>9}{'lost':>7}{'at end':>8}{'loss %':>8}"
+            f"{'p50 ms':>10}{'p99 ms':>10}{'p99.9 ms':>10}{'max ms':>10}")
+    lines = ["", head, "-" * len(head)]
+    for name, sock in rows:
+        inbound = sock["inbound"]
+        lat = sock.get("latency_s", {})
+
+        def ms(key: str, lat: dict[str, Any] = lat) -> str:
+            value = lat.get(key)
+            return "-" if value is None else f"{value * 1000:.3f}"
+
+        taken = inbound["delivered"] + inbound["forwarded"]
+        lost = inbound["lost_on_close"] + inbound["discarded"]
+        lines.append(
+            f"{name:<20}{inbound['copies']:>10}{taken:>10}{inbound['dropped']:>9}{lost:>7}{inbound['queued_at_end']:>8}"
+            f"{inbound['loss_fraction'] * 100:>8.2f}{ms('p50'):>10}{ms('p99'):>10}{ms('p99_9'):>10}{ms('max'):>10}"
+        )
+        for where, count in inbound["dropped_by"].items():
+            lines.append(f"    dropped {count} at {where}")
+    lines.append("(loss % counts every copy meant for the receiver that it did not get: dropped, lost, discarded, and still queued "
+                 "at the end)")
+    return lines
+
+
+def _sender_table(summary: dict[str, Any]) -> list[str]:
+    rows = list(summary.get("senders", {}).items())
+    if not rows:
+        return []
+    head = f"{'sender':<20}{'socket':>10}{'sent':>10}{'again':>9}{'asked /s':>12}{'achieved /s':>13}{'blocked s':>11}"
+    lines = ["", head, "-" * len(head)]
+    for name, sender in rows:
+        achieved = _rate(sender.get("achieved_rate_per_s")) if sender.get("active_s") else "-"
+        lines.append(
+            f"{name:<20}{sender['socket']:>10}{sender['sent']:>10}{sender['again'] + sender['unroutable']:>9}"
+            f"{_rate(sender.get('requested_rate_per_s')):>12}{achieved:>13}{_fmt(sender.get('blocked_s', 0.0), 11)}"
+        )
+    return lines
+
+
 def format_summary(summary: dict[str, Any]) -> str:
     """The readable table ``zsim run`` prints."""
     lines = []
@@ -64,6 +114,7 @@ def format_summary(summary: dict[str, Any]) -> str:
             f"{name:<20}{sock['type']:>7}{sock['sent']:>10}{sock['send_again'] + sock['send_unroutable']:>9}{sock['received']:>10}"
             f"{sock['dropped']:>9}{sock['discarded']:>9}{sock['lost_on_close']:>7}{_fmt(sock['blocked_s'], 11)}"
         )
+    lines += _receiver_table(summary) + _sender_table(summary)
     lines.append("")
     head = f"{'pipe':<44}{'hwm':>7}{'max depth':>11}{'mean depth':>12}{'dropped':>9}{'at end':>8}"
     lines.append(head)
@@ -82,7 +133,8 @@ def format_summary(summary: dict[str, Any]) -> str:
                          f"bytes {kernel}{' [broken]' if link['broken'] else ''}")
     lines.append("")
     lines.append(
-        f"ledger: sent {ledger['sent']}, copies {ledger['copies']}, delivered {ledger['delivered']}, forwarded {ledger['forwarded']}, "
+        f"all copies pooled: sent {ledger['sent']}, copies {ledger['copies']}, delivered {ledger['delivered']}, "
+        f"forwarded {ledger['forwarded']}, "
         f"dropped {ledger['dropped']}, discarded {ledger['discarded']}, lost on close {ledger['lost_on_close']}, queued at end "
         f"{ledger['queued_at_end']}"
     )
@@ -92,8 +144,8 @@ def format_summary(summary: dict[str, Any]) -> str:
         if ledger[key]:
             lines.append(f"  {label}: " + ", ".join(f"{k} {v}" for k, v in ledger[key].items()))
     lat = summary["latency_s"]
-    lines.append(f"latency: p50 {_ms(lat['p50'])}, p95 {_ms(lat['p95'])}, p99 {_ms(lat['p99'])}, max {_ms(lat['max'])} over {lat['count']} "
-                 "deliveries")
+    lines.append(f"latency pooled over all receivers: p50 {_ms(lat['p50'])}, p95 {_ms(lat['p95'])}, p99 {_ms(lat['p99'])}, "
+                 f"max {_ms(lat['max'])} over {lat['count']} deliveries")
     for name, sender in summary.get("senders", {}).items():
         if "rtt_s" in sender:
             rtt = sender["rtt_s"]

@@ -40,16 +40,94 @@ def versions() -> dict[str, str]:
 
 def _percentiles(values: np.ndarray) -> dict[str, float | int | None]:
     if len(values) == 0:
-        return {"count": 0, "mean": None, "p50": None, "p95": None, "p99": None, "max": None}
-    p50, p95, p99 = np.percentile(values, [50, 95, 99])
+        return {"count": 0, "mean": None, "p50": None, "p95": None, "p99": None, "p99_9": None, "max": None}
+    p50, p95, p99, p999 = np.percentile(values, [50, 95, 99, 99.9])
     return {
         "count": int(len(values)),
         "mean": float(values.mean()),
         "p50": float(p50),
         "p95": float(p95),
         "p99": float(p99),
+        "p99_9": float(p999),
         "max": float(values.max()),
     }
+
+
+#: ``zsim.model.routing.RULE_FILTERED``: a SUB's own filter threw the copy away (not wanted)
+_RULE_FILTERED = 6
+
+
+def _inbound(world: Any, table: dict[str, np.ndarray], pipe_names: list[str]) -> dict[int, dict[str, Any]]:
+    """Per receiving socket: the fate of every copy meant for it (``World.pipe_destinations``).
+
+    A copy is meant for the socket at the end of the pipe it was written to; copies that a
+    socket read (delivered, forwarded) or threw away itself (discarded) count for that
+    socket. Copies its own SUB filter discarded were never wanted and are left out. One
+    pass over the records (bincount), whatever the number of sockets.
+    """
+    state, rule, socket, pipe = table["state"], table["rule"], table["socket"].astype(np.int64), table["pipe"].astype(np.int64)
+    destinations = np.asarray(world.pipe_destinations() + [-1], dtype=np.int64)
+    by_pipe = destinations[np.where(pipe >= 0, pipe, len(destinations) - 1)]
+    at_reader = (state == DELIVERED) | (state == 1) | (state == 3)
+    dest = np.where(at_reader, socket, by_pipe)
+    wanted = (dest >= 0) & ~((state == 3) & (rule == _RULE_FILTERED))
+    n_sockets, n_states = len(world.sockets), len(STATES)
+    counts = np.bincount(dest[wanted] * n_states + state[wanted], minlength=n_sockets * n_states).reshape(n_sockets, n_states)
+    dropped = wanted & (state == 2)
+    drops: dict[int, dict[str, int]] = {}
+    if dropped.any():
+        keys = np.stack([dest[dropped], pipe[dropped], rule[dropped].astype(np.int64)], axis=1)
+        unique, how_many = np.unique(keys, axis=0, return_counts=True)
+        for (d, p, r), n in zip(unique.tolist(), how_many.tolist(), strict=True):
+            where = pipe_names[p] if p >= 0 else "no pipe"
+            drops.setdefault(d, {})[f"{where}: {RULES.get(r, str(r))}"] = n
+    inbound: dict[int, dict[str, Any]] = {}
+    for index in range(n_sockets):
+        row = counts[index]
+        total = int(row.sum())
+        if total == 0:
+            continue
+        taken = int(row[DELIVERED] + row[1])
+        inbound[index] = {
+            "copies": total,
+            "delivered": int(row[DELIVERED]),
+            "forwarded": int(row[1]),
+            "dropped": int(row[2]),
+            "discarded": int(row[3]),
+            "lost_on_close": int(row[4]),
+            "queued_at_end": int(row[5]),
+            "loss_fraction": (total - taken) / total,
+            "dropped_by": drops.get(index, {}),
+        }
+    return inbound
+
+
+def _sender_rates(sender: Any, spec: Any, now: float) -> dict[str, Any]:
+    """Requested against achieved send rate, and time blocked in send, of one ``[[send]]``."""
+    mean = spec.interval.expected() if spec is not None else 0.0
+    start = sender.start_s
+    end = sender.finished_at if sender.finished_at is not None else now
+    active = max(0.0, end - start)
+    blocked = sender.blocked_s + (now - sender.blocked_since if sender.pending is not None else 0.0)
+    return {
+        "requested_rate_per_s": (1.0 / mean) if mean > 0 else None,  # None: back to back, as fast as it can
+        "achieved_rate_per_s": (sender.sent / active) if active > 0 else None,
+        "active_s": active,
+        "blocked_s": blocked,
+    }
+
+
+def _pipe_drops(table: dict[str, np.ndarray]) -> dict[int, dict[str, int]]:
+    """Per pipe index: copies dropped on it, by rule."""
+    state, rule, pipe = table["state"], table["rule"], table["pipe"].astype(np.int64)
+    dropped = (state == 2) & (pipe >= 0)
+    result: dict[int, dict[str, int]] = {}
+    if dropped.any():
+        keys = np.stack([pipe[dropped], rule[dropped].astype(np.int64)], axis=1)
+        unique, how_many = np.unique(keys, axis=0, return_counts=True)
+        for (p, r), n in zip(unique.tolist(), how_many.tolist(), strict=True):
+            result.setdefault(p, {})[RULES.get(r, str(r))] = n
+    return result
 
 
 @dataclass
@@ -99,10 +177,17 @@ def summarise(model: Model, wall_s: float) -> RunResult:
         names = WHERE if code == 5 else RULES
         return {names.get(int(v), str(int(v))): int(c) for v, c in zip(values, counts, strict=True)}
 
+    pipe_names = [info.name for info in world.pipe_info]
+    inbound = _inbound(world, table, pipe_names)
+    # latencies grouped by receiving socket in one sort, not one scan per socket
+    delivered_at = table["socket"][delivered_mask]
+    order = np.argsort(delivered_at, kind="stable")
+    bounds = np.searchsorted(delivered_at[order], np.arange(len(world.sockets) + 1))
+    sorted_latency = latency[order]
+    lost_at = np.bincount(table["socket"][(state == 4) & (table["socket"] >= 0)], minlength=len(world.sockets))
     sockets: dict[str, Any] = {}
     for sock in world.sockets:
-        sock_delivered = delivered_mask & (table["socket"] == sock.index)
-        sock_latency = table["time"][sock_delivered] - table["t0"][sock_delivered]
+        sock_latency = sorted_latency[bounds[sock.index]:bounds[sock.index + 1]]
         entry: dict[str, Any] = {
             "type": sock.type,
             "process": sock.process.name,
@@ -113,14 +198,18 @@ def summarise(model: Model, wall_s: float) -> RunResult:
             "recv_again": sock.recv_again,
             "dropped": sock.dropped,
             "discarded": sock.discarded,
-            "lost_on_close": int(((state == 4) & (table["socket"] == sock.index)).sum()),
+            "lost_on_close": int(lost_at[sock.index]),
             "blocked_s": sock.blocked_s,
             "blocked_count": sock.blocked_count,
         }
         if len(sock_latency):
             entry["latency_s"] = _percentiles(sock_latency)
+        if sock.index in inbound:
+            entry["inbound"] = inbound[sock.index]
         sockets[sock.name] = entry
 
+    pipe_drops = _pipe_drops(table)
+    destinations = world.pipe_destinations()
     pipes = []
     for info in world.pipe_info:
         pipe = info.pipe
@@ -138,6 +227,8 @@ def summarise(model: Model, wall_s: float) -> RunResult:
                 "mean_depth": pipe.mean_depth(now),
                 "depth_at_end": len(pipe.queue),
                 "dropped": pipe.dropped,
+                "dropped_by_rule": pipe_drops.get(pipe.index, {}),
+                "destination": world.sockets[destinations[pipe.index]].name if destinations[pipe.index] >= 0 else None,
             }
         )
 
@@ -154,9 +245,11 @@ def summarise(model: Model, wall_s: float) -> RunResult:
         )
 
     senders = {}
+    send_specs = {send.name: send for send in scenario.sends}
     for sender in model.senders:
         entry = {"socket": sender.socket.name, "attempts": sender.attempts, "sent": sender.sent, "again": sender.again,
                  "unroutable": sender.unroutable}
+        entry.update(_sender_rates(sender, send_specs.get(sender.name), now))
         if sender.finished_at is not None:
             entry["finished_at_s"] = sender.finished_at
         if len(sender.rtt):

@@ -105,6 +105,7 @@ class Sender:
         self.done = False
         self.pending: Message | None = None
         self.blocked_since = 0.0
+        self.blocked_s = 0.0  # this workload's time blocked in send (its socket's is shared)
         self.awaiting_reply = False
         self.request_sent_at = 0.0
         self.rtt = array("d")
@@ -286,6 +287,7 @@ class Sender:
         sock.stop_waiting(self._retry)
         self.timeout_timer.cancel()
         sock.blocked_s += self.env._now - self.blocked_since
+        self.blocked_s += self.env._now - self.blocked_since
         self.pending = None
         if status == SENT:
             self._sent(msg)
@@ -298,6 +300,7 @@ class Sender:
         sock = self.socket
         sock.stop_waiting(self._retry)
         sock.blocked_s += self.env._now - self.blocked_since
+        self.blocked_s += self.env._now - self.blocked_since
         self.pending = None
         self._failed(AGAIN)
 

@@ -365,6 +365,39 @@ class World:
         return [item for item in items if item[0][0] >= 0]
 
 
+    def pipe_destinations(self) -> list[int]:
+        """For each pipe (by index), the socket its messages are meant for, or -1.
+
+        An inproc pipe or a session's pipe into a socket is read by that socket. A socket's
+        pipe into its session carries messages to the other end of the connection: the
+        connecting socket for a bind-side session, the socket bound at the endpoint for a
+        connect-side one (also while it is still connecting). An inproc connect that nobody
+        has bound yet is meant for whoever binds the name.
+        """
+        binders = {ep.key: sock for sock, (binds, _) in self.socket_endpoints.items() for ep in binds}
+
+        def bound_at(endpoint: Any) -> int:
+            sock = binders.get(endpoint.key)
+            return sock.index if sock is not None else -1
+
+        destinations = []
+        for pipe in self.pipes:
+            reader, owner = pipe.reader, pipe.owner
+            if isinstance(reader, Socket):
+                destinations.append(reader.index)
+            elif isinstance(reader, Session):
+                conn = reader.conn
+                destinations.append(conn.connector.index if reader.role == "bind" else bound_at(conn.endpoint))
+            elif isinstance(owner, InprocConnection):
+                if pipe.writer is owner.connector:
+                    destinations.append(owner.binder.index if owner.binder is not None else bound_at(owner.endpoint))
+                else:
+                    destinations.append(owner.connector.index)
+            else:
+                destinations.append(-1)
+        return destinations
+
+
 WHERE_PIPE = 0
 WHERE_ENGINE = 1
 WHERE_KERNEL = 2

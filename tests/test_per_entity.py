@@ -1,0 +1,77 @@
+"""Per-entity answers: what each receiver got, what each pipe dropped, what each sender did.
+
+Small exact scenarios (``ideal`` profile: no time costs), so every number is decided by
+the model's rules and can be stated exactly.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import run, scenario
+
+PUB = {"name": "pub", "type": "PUB", "bind": "inproc://feed", "options": {"sndhwm": 5}}
+
+
+def _sub(name, rcvhwm=5, topics=("",)):
+    return {"name": name, "type": "SUB", "connect": "inproc://feed", "options": {"rcvhwm": rcvhwm, "subscribe": list(topics)}}
+
+
+def test_a_stalled_and_a_fast_subscriber_get_their_own_loss():
+    # 100 messages at once (t = 0.5 s, after the subscriptions); "fast" reads instantly,
+    # "stalled" never reads: its inproc pipe holds sndhwm + rcvhwm = 10, the rest drop.
+    raw = scenario(PUB, _sub("fast"), _sub("stalled"),
+                   sends=[{"socket": "pub", "count": 100, "start_s": 0.5, "interval_s": 0.001}],
+                   recvs=[{"socket": "fast"}])
+    summary = run(raw)
+    fast, stalled = summary["sockets"]["fast"]["inbound"], summary["sockets"]["stalled"]["inbound"]
+    assert fast == {"copies": 100, "delivered": 100, "forwarded": 0, "dropped": 0, "discarded": 0, "lost_on_close": 0,
+                    "queued_at_end": 0, "loss_fraction": 0.0, "dropped_by": {}}
+    assert stalled["copies"] == 100 and stalled["delivered"] == 0
+    assert stalled["queued_at_end"] == 10 and stalled["dropped"] == 90
+    assert stalled["dropped_by"] == {"pub->stalled: hwm": 90}
+    # queued at the end is not delivered: it counts as loss
+    assert stalled["loss_fraction"] == 1.0
+    # the pooled figure mixes both: 90 dropped of 200 copies
+    assert summary["ledger"]["dropped"] == 90 and summary["ledger"]["copies"] == 200
+    assert "inbound" not in summary["sockets"]["pub"]
+
+
+def test_pipe_drops_by_rule_and_destination():
+    raw = scenario(PUB, _sub("stalled"), sends=[{"socket": "pub", "count": 30, "start_s": 0.5}])
+    pipe = next(p for p in run(raw)["pipes"] if p["name"] == "pub->stalled")
+    assert pipe["destination"] == "stalled" and pipe["dropped_by_rule"] == {"hwm": 20} and pipe["dropped"] == 20
+
+
+def test_a_subscribers_own_filter_is_not_loss():
+    # The SUB wants only "A"; the PUB filters at the source, so "B" copies are never made.
+    raw = scenario(PUB, _sub("a_only", rcvhwm=100, topics=("A",)),
+                   sends=[{"socket": "pub", "count": 40, "start_s": 0.5, "topic": ["A", "B"], "interval_s": 0.001}],
+                   recvs=[{"socket": "a_only"}])
+    inbound = run(raw)["sockets"]["a_only"]["inbound"]
+    assert inbound["copies"] == 20 and inbound["delivered"] == 20 and inbound["loss_fraction"] == 0.0
+
+
+def test_per_receiver_latency_is_its_own():
+    raw = scenario(PUB, _sub("quick", rcvhwm=1000), _sub("slow", rcvhwm=1000),
+                   sends=[{"socket": "pub", "count": 50, "start_s": 0.5, "interval_s": 0.01}],
+                   recvs=[{"socket": "quick", "service_s": 0.001}, {"socket": "slow", "service_s": 0.02}])
+    summary = run(raw)
+    quick, slow = summary["sockets"]["quick"]["latency_s"], summary["sockets"]["slow"]["latency_s"]
+    # quick: never queued (service 1 ms < 10 ms spacing): latency 0 in the ideal profile
+    assert quick["max"] == pytest.approx(0.0, abs=1e-12)
+    # slow: 20 ms service for 10 ms spacing; message k waits k * 10 ms: the last 490 ms
+    assert slow["max"] == pytest.approx(0.49) and slow["p99_9"] <= slow["max"]
+    assert summary["latency_s"]["max"] == pytest.approx(0.49)  # pooled: the slow one's tail
+
+
+def test_sender_reports_requested_and_achieved_rate_and_blocking():
+    push = {"name": "push", "type": "PUSH", "bind": "inproc://p", "options": {"sndhwm": 2}}
+    pull = {"name": "pull", "type": "PULL", "connect": "inproc://p", "options": {"rcvhwm": 2}}
+    raw = scenario(push, pull, sends=[{"socket": "push", "count": 10, "interval_s": 0.01}], until_s=1.0)
+    sender = run(raw)["senders"]["send.push"]
+    assert sender["requested_rate_per_s"] == pytest.approx(100.0)
+    assert sender["sent"] == 4  # 2 + 2 fit, the 5th blocks for ever
+    # blocked from the 5th attempt (t = 0.04 s) to the horizon
+    assert sender["blocked_s"] == pytest.approx(0.96)
+    assert sender["achieved_rate_per_s"] == pytest.approx(4 / 1.0)
