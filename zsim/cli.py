@@ -157,6 +157,11 @@ def format_summary(summary: dict[str, Any]) -> str:
             lines.append(f"process {name}: exit at {proc['exit_started_s']:.6g} s, context terminated at {proc['exit_completed_s']:.6g} s")
         if proc["crashed_s"] is not None:
             lines.append(f"process {name}: crashed at {proc['crashed_s']:.6g} s")
+    warnings = summary.get("warnings", [])
+    if warnings:
+        lines.append("")
+        for warning in warnings:
+            lines.append(f"warning [{warning['code']}] {warning['path']}: {warning['message']}")
     return "\n".join(lines)
 
 

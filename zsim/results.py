@@ -73,6 +73,11 @@ def _inbound(world: Any, table: dict[str, np.ndarray], pipe_names: list[str]) ->
     wanted = (dest >= 0) & ~((state == 3) & (rule == _RULE_FILTERED))
     n_sockets, n_states = len(world.sockets), len(STATES)
     counts = np.bincount(dest[wanted] * n_states + state[wanted], minlength=n_sockets * n_states).reshape(n_sockets, n_states)
+    # the window over which copies meant for each socket were sent (offered rate = copies / window)
+    first = np.full(n_sockets, np.inf)
+    last = np.full(n_sockets, -np.inf)
+    np.minimum.at(first, dest[wanted], table["t0"][wanted])
+    np.maximum.at(last, dest[wanted], table["t0"][wanted])
     dropped = wanted & (state == 2)
     drops: dict[int, dict[str, int]] = {}
     if dropped.any():
@@ -98,6 +103,7 @@ def _inbound(world: Any, table: dict[str, np.ndarray], pipe_names: list[str]) ->
             "queued_at_end": int(row[5]),
             "loss_fraction": (total - taken) / total,
             "dropped_by": drops.get(index, {}),
+            "offered_window_s": float(last[index] - first[index]),
         }
     return inbound
 
@@ -295,6 +301,9 @@ def summarise(model: Model, wall_s: float) -> RunResult:
         "processes": processes,
         "versions": versions(),
     }
+    from .checks import run_warnings, static_warnings
+
+    summary["warnings"] = static_warnings(scenario) + run_warnings(scenario, summary)
     depth: dict[str, np.ndarray] = {}
     for info in world.pipe_info:
         trace = info.pipe.trace

@@ -1,0 +1,138 @@
+"""Warnings: models that are valid but almost surely not what the user meant, and results
+that look like answers but are artefacts of the run.
+
+Each warning is ``{"code", "path", "message"}``: ``code`` is stable (tests and sweeps
+count by it), ``path`` names the scenario field or entity it is about, ``message`` says
+what is wrong and what to do. ``zsim run`` prints them after its table, ``--json`` lists
+them under ``warnings``.
+
+Static checks read the scenario only (a SUB that subscribes to nothing, a subscription
+that matches no topic sent, a workload that starts after the horizon); the others read a
+run's summary (a receiver offered more work than it can do, a backlog still queued at the
+end, a sender that did not reach its requested rate).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .spec import Scenario
+
+#: A sender below this share of its requested rate is reported.
+ACHIEVED_RATE_SHARE = 0.95
+#: A receiver with at least this share of its copies still queued at the end is reported.
+BACKLOG_SHARE = 0.10
+#: Offered utilisation (arrival rate x mean service / share of time not paused) at or
+#: above this is reported: the receiver cannot keep up in steady state.
+UTILISATION = 1.0
+
+SUBSCRIBERS = ("SUB", "XSUB")
+
+
+def _warning(code: str, path: str, message: str) -> dict[str, str]:
+    return {"code": code, "path": path, "message": message}
+
+
+def _label(kind: str, name: str) -> str:
+    prefix = kind + "."
+    return f"{kind}[{name[len(prefix):] if name.startswith(prefix) else name}]"
+
+
+def static_warnings(scenario: Scenario) -> list[dict[str, str]]:
+    """Warnings that follow from the scenario alone."""
+    found: list[dict[str, str]] = []
+    proxied = {name for proxy in scenario.proxies for name in (proxy.frontend, proxy.backend)}
+    by_name = {sock.name: sock for sock in scenario.sockets}
+    topics_sent: set[str] = set()
+    for send in scenario.sends:
+        if by_name[send.socket].type in ("PUB", "XPUB"):
+            topics_sent.update(send.topics or ("",))
+    for recv in scenario.recvs:
+        if recv.forward_to is not None and by_name[recv.forward_to].type in ("PUB", "XPUB"):
+            topics_sent.add("")  # a stage forwards the payload it got: topics unknown here, assume anything
+    for sock in scenario.sockets:
+        if sock.type == "SUB" and not sock.options.subscribe:
+            found.append(_warning(
+                "no_subscription", f"socket[{sock.name}].options.subscribe",
+                f"SUB socket {sock.name!r} subscribes to nothing, so it receives no message (ZeroMQ's most common surprise); "
+                "subscribe = [\"\"] receives everything"))
+        elif sock.type in SUBSCRIBERS and sock.options.subscribe and topics_sent and sock.name not in proxied:
+            unmatched = [p for p in sock.options.subscribe if not any(t.startswith(p) for t in topics_sent)]
+            if len(unmatched) == len(sock.options.subscribe):
+                shown = ", ".join(repr(t) for t in sorted(topics_sent)[:5])
+                found.append(_warning(
+                    "subscription_matches_nothing", f"socket[{sock.name}].options.subscribe",
+                    f"no topic sent in this scenario starts with {', '.join(repr(p) for p in unmatched)} "
+                    f"(topics sent: {shown}); subscriptions are prefix matches on the first frame"))
+    until = scenario.until_s
+    if until is not None:
+        for send in scenario.sends:
+            start = max(send.start_s, by_name[send.socket].open_at_s)
+            if start >= until:
+                found.append(_warning(
+                    "starts_after_horizon", f"{_label('send', send.name)}.start_s",
+                    f"starts at {start:g} s, at or after scenario.until_s = {until:g} s: it never sends"))
+        for recv in scenario.recvs:
+            if recv.start_s >= until:
+                found.append(_warning(
+                    "starts_after_horizon", f"{_label('recv', recv.name)}.start_s",
+                    f"starts at {recv.start_s:g} s, at or after scenario.until_s = {until:g} s: it never receives"))
+    return found
+
+
+def _pause_share(recv: Any) -> float:
+    """The share of time a receiver with ``pause_every_s``/``pause_s`` spends paused."""
+    if recv.pause_every is None or recv.pause is None:
+        return 0.0
+    every, pause = recv.pause_every.expected(), recv.pause.expected()
+    return pause / (every + pause) if every + pause > 0 else 0.0
+
+
+def run_warnings(scenario: Scenario, summary: dict[str, Any]) -> list[dict[str, str]]:
+    """Warnings read off a run: overload, a backlog left at the end, a rate not achieved."""
+    found: list[dict[str, str]] = []
+    sockets = summary["sockets"]
+    for recv in scenario.recvs:
+        sock = sockets.get(recv.socket, {})
+        inbound = sock.get("inbound")
+        if not inbound or inbound.get("offered_window_s", 0) <= 0:
+            continue
+        rate = inbound["copies"] / inbound["offered_window_s"]
+        service = recv.service.expected()
+        busy = 1.0 - _pause_share(recv)
+        utilisation = rate * service / busy if busy > 0 else float("inf")
+        # A load-balanced worker at utilisation 1 is just busy (its sender waits for it);
+        # overload is work arriving regardless: copies dropped, lost or left queued.
+        undelivered = inbound["dropped"] + inbound["lost_on_close"] + inbound["queued_at_end"]
+        if utilisation >= UTILISATION and inbound["copies"] >= 10 and undelivered >= 0.01 * inbound["copies"]:
+            unit = " (service_s is in seconds: 100 us is 0.0001)" if service >= 1.0 else ""
+            pauses = f", paused {100 * (1 - busy):.0f} % of the time" if busy < 1 else ""
+            found.append(_warning(
+                "overloaded", f"{_label('recv', recv.name)}.service_s",
+                f"offered utilisation {utilisation:.2f}: {rate:,.0f} copies/s arrive for socket {recv.socket!r}, each takes "
+                f"{service * 1e6:,.0f} us{pauses}{unit}; it cannot keep up in steady state, so its loss and latency grow "
+                "with the horizon"))
+    for name, sock in sockets.items():
+        inbound = sock.get("inbound")
+        if not inbound or not inbound["copies"]:
+            continue
+        share = inbound["queued_at_end"] / inbound["copies"]
+        if share >= BACKLOG_SHARE and inbound["queued_at_end"] >= 10:
+            found.append(_warning(
+                "backlog_at_end", f"socket[{name}]",
+                f"{inbound['queued_at_end']:,} of the {inbound['copies']:,} copies meant for {name!r} ({100 * share:.0f} %) are "
+                "still queued when the run ends: they count as not delivered, and a longer horizon may change the answer"))
+    for name, sender in summary.get("senders", {}).items():
+        asked, got = sender.get("requested_rate_per_s"), sender.get("achieved_rate_per_s")
+        active = sender.get("active_s", 0)
+        if asked and got is not None and got < ACHIEVED_RATE_SHARE * asked and active > 0:
+            blocked = sender.get("blocked_s", 0.0)
+            if blocked >= 0.05 * active:
+                why = f"it was blocked in send for {blocked:.3g} s of its {active:.3g} s (its peers' pipes were full)"
+            else:
+                why = "each send call takes time on top of the interval between sends"
+            found.append(_warning(
+                "rate_not_achieved", _label("send", name),
+                f"sent {got:,.0f} messages/s where {asked:,.0f}/s was asked ({100 * got / asked:.0f} %): {why}; the load "
+                "offered downstream is lower than asked"))
+    return found
