@@ -25,6 +25,8 @@ def test_a_stalled_and_a_fast_subscriber_get_their_own_loss():
                    recvs=[{"socket": "fast"}])
     summary = run(raw)
     fast, stalled = summary["sockets"]["fast"]["inbound"], summary["sockets"]["stalled"]["inbound"]
+    # copies meant for each were sent from t = 0.5 s to 0.599 s
+    assert fast.pop("offered_window_s") == pytest.approx(0.099) and stalled.pop("offered_window_s") == pytest.approx(0.099)
     assert fast == {"copies": 100, "delivered": 100, "forwarded": 0, "dropped": 0, "discarded": 0, "lost_on_close": 0,
                     "queued_at_end": 0, "loss_fraction": 0.0, "dropped_by": {}}
     assert stalled["copies"] == 100 and stalled["delivered"] == 0
