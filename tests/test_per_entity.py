@@ -77,3 +77,42 @@ def test_sender_reports_requested_and_achieved_rate_and_blocking():
     # blocked from the 5th attempt (t = 0.04 s) to the horizon
     assert sender["blocked_s"] == pytest.approx(0.96)
     assert sender["achieved_rate_per_s"] == pytest.approx(4 / 1.0)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_rate_per_s_offers_its_rate_whatever_a_send_costs(seed):
+    """Poisson arrivals at 20,000/s for 2 s: the count is Poisson(40,000) (sd 200) when the
+    sender keeps its schedule; the send(); sleep() loop of after_send falls far behind."""
+    pub = {"name": "pub", "type": "PUB", "bind": "inproc://feed", "options": {"sndhwm": 0}}
+    sub = {"name": "sub", "type": "SUB", "connect": "inproc://feed", "options": {"rcvhwm": 0, "subscribe": [""]}}
+    counts = {}
+    for pacing in ("schedule", "after_send"):
+        raw = scenario(pub, sub, sends=[{"socket": "pub", "rate_per_s": 20_000, "duration_s": 2.0, "start_s": 0.1, "pacing": pacing}],
+                       recvs=[{"socket": "sub"}], profile="default")
+        counts[pacing] = run(raw, seed)["senders"]["send.pub"]
+    assert abs(counts["schedule"]["sent"] - 40_000) < 4 * 200  # within 4 sd of the Poisson count
+    assert counts["schedule"]["achieved_rate_per_s"] == pytest.approx(20_000, rel=0.02)
+    assert counts["after_send"]["sent"] < 0.9 * 40_000  # each call's cost delays the next draw
+
+
+def test_rate_per_s_defaults_to_schedule_and_interval_s_to_after_send():
+    from zsim import load
+
+    base = scenario(PUB, _sub("s"), sends=[{"socket": "pub", "count": 1, "rate_per_s": 10}])
+    assert load(base).sends[0].pacing == "schedule"
+    base["send"][0] = {"socket": "pub", "count": 1, "interval_s": 0.1}
+    assert load(base).sends[0].pacing == "after_send"
+    base["send"][0]["pacing"] = "schedule"
+    assert load(base).sends[0].pacing == "schedule"
+
+
+def test_a_scheduled_sender_catches_up_back_to_back_after_blocking():
+    push = {"name": "push", "type": "PUSH", "bind": "inproc://w", "options": {"sndhwm": 1}}
+    pull = {"name": "pull", "type": "PULL", "connect": "inproc://w", "options": {"rcvhwm": 1}}
+    # 100 sends due every 10 ms; the worker stalls 0.3 s once, then reads instantly
+    raw = scenario(push, pull, sends=[{"socket": "push", "count": 100, "interval_s": 0.01, "pacing": "schedule"}],
+                   recvs=[{"socket": "pull", "pause_every_s": 0.2, "pause_s": 0.3}], until_s=1.2)
+    sender = run(raw)["senders"]["send.push"]
+    # the 100 attempts are due over 1.0 s; after the stall the backlog goes out back to back,
+    # so the schedule ends on time (an after_send loop would end ~0.3 s late)
+    assert sender["sent"] == 100 and sender["finished_at_s"] == pytest.approx(1.0, abs=0.011)

@@ -197,7 +197,7 @@ def build(scenario: Scenario, seed: int, profile: Profile | None = None, trace_d
             count=send.count, duration_s=send.duration_s, until_s=scenario.until_s,
             interval=_sampler(send.interval, rng), size=_sampler(send.size, streams(f"send.{send.name}.size"), integer=True),
             start_s=max(send.start_s, sock_spec.open_at_s), topics=send.topics, parts=send.parts,
-            dontwait=send.dontwait, on_again=send.on_again, to=send.to,
+            dontwait=send.dontwait, on_again=send.on_again, to=send.to, pacing=send.pacing,
         )
         sock.process.workloads.append(sender)
         model.senders.append(sender)

@@ -32,6 +32,8 @@ CAN_RECEIVE = frozenset({"PAIR", "SUB", "XSUB", "REQ", "REP", "DEALER", "ROUTER"
 CONFLATE_TYPES = frozenset({"DEALER", "PULL", "PUSH", "PUB", "SUB"})
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$")
+#: How a ``[[send]]`` spaces its attempts (see ``SendSpec.pacing``).
+PACINGS = ("schedule", "after_send")
 #: ``INT_MAX``: the largest value of a libzmq socket option.
 C_INT_MAX = 2**31 - 1
 #: Longest ipc path: ``sizeof(sockaddr_un.sun_path) - 1`` on Linux (libzmq's
@@ -107,6 +109,10 @@ class SendSpec:
     dontwait: bool
     on_again: str  # "skip" | "stop"
     to: tuple[str, ...]  # ROUTER destinations, cycled
+    #: "schedule": attempts at start + drawn intervals, independent of how long each send
+    #: takes (an arrival process; default with rate_per_s); "after_send": the interval is
+    #: the wait after each send call returns (send(); sleep(interval); default with interval_s)
+    pacing: str = "after_send"
 
 
 @dataclass(frozen=True)
@@ -325,7 +331,7 @@ _PROCESS_KEYS = {"name", "exit_at_s", "exit_after_sends", "crash_at_s", "restart
 _SOCKET_KEYS = {"name", "type", "process", "bind", "connect", "open_at_s", "close_at_s", "options"}
 _SEND_KEYS = {
     "name", "socket", "count", "duration_s", "interval_s", "rate_per_s", "size_bytes", "start_s",
-    "topic", "parts", "dontwait", "on_again", "to",
+    "topic", "parts", "dontwait", "on_again", "to", "pacing",
 }
 _RECV_KEYS = {
     "name", "socket", "service_s", "start_s", "count", "duration_s", "reply", "reply_size_bytes",
@@ -606,6 +612,9 @@ def _parse_send(
     on_again = _str(table.get("on_again", "skip"), f"{path}.on_again")
     if on_again not in ("skip", "stop"):
         raise ScenarioError(f"{path}.on_again", f"must be 'skip' or 'stop', got {on_again!r}")
+    pacing = _str(table.get("pacing", "schedule" if "rate_per_s" in table else "after_send"), f"{path}.pacing")
+    if pacing not in PACINGS:
+        raise ScenarioError(f"{path}.pacing", f"must be one of {', '.join(repr(p) for p in PACINGS)}, got {pacing!r}")
     to = _str_list(table.get("to", []), f"{path}.to")
     if sock.type == "ROUTER" and not to:
         raise ScenarioError(f"{path}.to", "a ROUTER send needs to = [peer routing ids] (the peer socket names unless they set routing_id)")
@@ -626,6 +635,7 @@ def _parse_send(
         dontwait=dontwait,
         on_again=on_again,
         to=to,
+        pacing=pacing,
     )
 
 

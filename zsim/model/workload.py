@@ -79,6 +79,7 @@ class Sender:
         dontwait: bool,
         on_again: str,
         to: tuple[str, ...],
+        pacing: str = "after_send",
     ) -> None:
         self.world = world
         self.env = world.env
@@ -98,6 +99,11 @@ class Sender:
         self.to = to
         self.timer = self.env.fast_timer(self._fire)
         self.timeout_timer = self.env.timer(self._timeout)
+        # pacing "schedule": attempts at start_s + the drawn intervals, whatever the send
+        # calls cost (an open arrival process; behind schedule it sends back to back);
+        # "after_send": the next attempt an interval after the previous call returned.
+        self.schedule = pacing == "schedule"
+        self.due = start_s
         self.attempts = 0
         self.sent = 0
         self.again = 0
@@ -145,6 +151,7 @@ class Sender:
         """The process restarted: carry on with the attempts that are left."""
         if self.count is not None and self.attempts >= self.count:
             return
+        self.due = self.env._now  # a restarted schedule starts now, it does not catch up the crash
         self.done = False
         self.pending = None
         self.awaiting_reply = False
@@ -222,6 +229,9 @@ class Sender:
                 self.request_sent_at = now
                 self._await_reply()
                 return
+            if self.schedule:
+                self._next_scheduled(cost)
+                return
             wait = self.interval.next()
             if wait > 0 and self.jitter is not None:
                 wait += self.jitter.next()
@@ -241,7 +251,25 @@ class Sender:
             self.request_sent_at = self.env._now
             self._await_reply()
             return
-        self.timer.arm(self.send_cost + self._wait())
+        self._next(self.send_cost)
+
+    def _next(self, cost: float) -> None:
+        """Arm the next attempt after a call that took ``cost`` seconds from now."""
+        if self.schedule:
+            self._next_scheduled(cost)
+        else:
+            self.timer.arm(cost + self._wait())
+
+    def _next_scheduled(self, cost: float) -> None:
+        self.due += self.interval.next()
+        ready = self.env._now + cost
+        due = self.due
+        if due > ready:
+            if self.jitter is not None:
+                due += self.jitter.next()  # the thread sleeps until then, and wakes late
+            self.timer.arm_at(due)
+        else:
+            self.timer.arm_at(ready)  # behind schedule: the next send goes back to back
 
     def _wait(self) -> float:
         wait = self.interval.next()
@@ -260,7 +288,7 @@ class Sender:
         if self.on_again == "stop":
             self._finish()
             return
-        self.timer.arm(self.send_cost + self._wait())
+        self._next(self.send_cost)
 
     def _block(self, msg: Message) -> None:
         sock = self.socket
@@ -330,7 +358,7 @@ class Sender:
         self.ledger.delivered(msg, sock.index, sock.last_pipe_index, now)
         self.rtt.append(now - self.request_sent_at)
         self.awaiting_reply = False
-        self.timer.arm(self.recv_cost + self.send_cost + self._wait())
+        self._next(self.recv_cost + self.send_cost)
 
 
 class Receiver:
