@@ -29,13 +29,15 @@ import itertools
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from .. import files
 from .. import spec as scenario_spec
 from ..errors import ScenarioError
 
@@ -63,6 +65,22 @@ REPORT_KEYS = {"metrics", "figure", "threshold", "default_figures"}
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 #: Column names a row always has (an axis may not use them).
 RESERVED_COLUMNS = {"sweep", "point", "replication", "seed", "ok", "error", "wall_s", "scenario_digest", "zsim_version"}
+
+# Size limits. A plan's runs are counted before anything is expanded (``plan_size``), so
+# a typo such as ``num = 1000000000`` costs nothing: it is refused in microseconds.
+#: Runs a plan may have unless the caller raises the limit (``zsim sweep --max-runs N``):
+#: ten times the buffer-sizing study (10,080 runs), some hours on a few cores. Planning
+#: itself costs ~0.2 ms and ~1 KB per point, the run list ~100 bytes per run.
+DEFAULT_MAX_RUNS = 100_000
+#: Values one grid axis may have (``num``, or the length of its list).
+MAX_AXIS_VALUES = 100_000
+#: Points a random or Latin-hypercube design may draw (``points``), and points of any plan.
+MAX_POINTS = 1_000_000
+#: Replications per point.
+MAX_REPLICATIONS = 1_000_000
+#: Wall-clock seconds one run may take unless ``sweep.run_timeout_s`` says otherwise
+#: (0 = no limit): a run that reaches it is a failed row, not a stalled sweep.
+DEFAULT_RUN_TIMEOUT_S = 600.0
 
 
 # --------------------------------------------------------------------------------------
@@ -173,17 +191,21 @@ class Plan:
     def total_runs(self) -> int:
         return len(self.points) * self.sweep.replications
 
+    @cached_property
+    def _by_id(self) -> dict[str, Point]:
+        return {point.id: point for point in self.points}
+
     def point(self, point_id: str) -> Point:
-        for point in self.points:
-            if point.id == point_id:
-                return point
-        raise KeyError(point_id)
+        return self._by_id[point_id]
 
     def tasks(self) -> list[Task]:
         """Every run, ordered by point then replication."""
         sweep = self.sweep
+        if sweep.common_random_numbers:  # the same seed for replication r at every point
+            seeds = [seed_for(sweep.seed, "", rep, True) for rep in range(sweep.replications)]
+            return [Task(point.id, rep, seeds[rep]) for point in self.points for rep in range(sweep.replications)]
         return [
-            Task(point.id, rep, seed_for(sweep.seed, point.id, rep, sweep.common_random_numbers))
+            Task(point.id, rep, seed_for(sweep.seed, point.id, rep, False))
             for point in self.points
             for rep in range(sweep.replications)
         ]
@@ -223,7 +245,8 @@ class Plan:
             "seed": sweep.seed,
             "common_random_numbers": sweep.common_random_numbers,
             "axes": [
-                {"path": a.path, "label": a.label, "kind": column_kind(a, self), "scale": a.scale, "values": list(a.values) if a.values is not None else None,
+                {"path": a.path, "label": a.label, "kind": column_kind(a, self), "scale": a.scale,
+                 "values": list(a.values) if a.values is not None else None,
                  "low": a.low, "high": a.high}
                 for a in sweep.axes
             ],
@@ -240,13 +263,14 @@ class Plan:
 
 
 def load(path: str | Path) -> Sweep:
-    """Read a sweep TOML file (and its base scenario file) and parse it."""
+    """Read a sweep TOML file (and its base scenario file) and parse it.
+
+    Both must be regular UTF-8 files of sane size (``zsim.files``): a folder, a FIFO, a
+    device or a binary file is one ``ScenarioError`` line, an unreadable one an
+    ``EnvironmentFault`` line.
+    """
     path = Path(path)
-    if not path.exists():
-        raise ScenarioError(str(path), "no such file")
-    if path.is_dir():
-        raise ScenarioError(str(path), "is a directory, not a sweep file")
-    raw = scenario_spec.parse_toml(path.read_text(encoding="utf-8"), str(path))
+    raw = files.load_toml(path, "sweep file")
     base_dir = path.resolve().parent
     sweep_table = raw.get("sweep", {})
     base_ref = sweep_table.get("base") if isinstance(sweep_table, dict) else None
@@ -259,7 +283,7 @@ def load(path: str | Path) -> Sweep:
             base_path = base_dir / base_path
         if not base_path.exists():
             raise ScenarioError("sweep.base", f"no such scenario file {str(base_path)!r}")
-        base_raw = scenario_spec.parse_toml(base_path.read_text(encoding="utf-8"), str(base_path))
+        base_raw = files.load_toml(base_path, "scenario file (sweep.base)")
         base_source = str(base_path)
         scenario_dir = str(base_path.resolve().parent)
     return from_dict(raw, base=base_raw, base_dir=scenario_dir, base_source=base_source, source=str(path))
@@ -315,20 +339,16 @@ def from_dict(
         if n_points is not None:
             raise ScenarioError("sweep.points", "only for random and lhs designs (a grid has one point per combination)")
     else:
-        n_points = _int(n_points, "sweep.points", 1) if n_points is not None else None
+        n_points = _int(n_points, "sweep.points", 1, MAX_POINTS) if n_points is not None else None
         if n_points is None:
             raise ScenarioError("sweep.points", f"missing: how many points the {design} design draws")
-    replications = _int(head.get("replications", 1), "sweep.replications", 1)
+    replications = _int(head.get("replications", 1), "sweep.replications", 1, MAX_REPLICATIONS)
     seed = _int(head.get("seed", 0), "sweep.seed", 0)
     crn = head.get("common_random_numbers", True)
     if not isinstance(crn, bool):
         raise ScenarioError("sweep.common_random_numbers", f"must be true or false, got {crn!r}")
     batch_size = _int(head.get("batch_size", 0), "sweep.batch_size", 0)
-    timeout = head.get("run_timeout_s")
-    if timeout is not None:
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
-            raise ScenarioError("sweep.run_timeout_s", f"must be a positive number of seconds, got {timeout!r}")
-        timeout = float(timeout)
+    timeout = check_run_timeout(head.get("run_timeout_s", DEFAULT_RUN_TIMEOUT_S), "sweep.run_timeout_s")
 
     axes_table = raw.get("axes")
     if not isinstance(axes_table, Mapping) or not axes_table:
@@ -358,7 +378,7 @@ def from_dict(
             raise ScenarioError(f"link.{path}", str(exc.args[0])) from None
 
     report = raw.get("report", {})
-    _check_report(report, axes)
+    _check_report(report, axes, base)
 
     return Sweep(
         name=name,
@@ -392,12 +412,27 @@ def _check_keys(table: Mapping[str, Any], allowed: set[str], path: str) -> None:
             raise ScenarioError(f"{path}.{key}" if path else key, f"unknown field{hint}; known: {', '.join(sorted(allowed))}")
 
 
-def _int(value: Any, path: str, minimum: int) -> int:
+def _int(value: Any, path: str, minimum: int, maximum: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ScenarioError(path, f"must be an integer, got {value!r}")
+        raise ScenarioError(path, f"must be an integer, got {_short(value)}")
     if value < minimum:
         raise ScenarioError(path, f"must be >= {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ScenarioError(path, f"must be at most {maximum:,}, got {value:,}")
     return value
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    """``repr(value)``, cut to ``limit`` characters (an error message stays one short line)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 4] + " ..."
+
+
+def check_run_timeout(value: Any, path: str) -> float | None:
+    """A run's wall-clock limit in seconds as a user gives it: a number >= 0, 0 = none."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise ScenarioError(path, f"must be a number of seconds >= 0 (0: no limit), got {value!r}")
+    return float(value) if value > 0 else None
 
 
 def _is_axis_spec(value: Any) -> bool:
@@ -441,11 +476,8 @@ def _number(value: float, integer: bool) -> Any:
 
 
 def _dedupe(values: Iterable[Any]) -> tuple[Any, ...]:
-    seen: list[Any] = []
-    for value in values:
-        if value not in seen:
-            seen.append(value)
-    return tuple(seen)
+    """The values in order, each once (a dict keeps order: linear time, not quadratic)."""
+    return tuple(dict.fromkeys(values))
 
 
 def _canonical(value: Any) -> str:
@@ -468,11 +500,13 @@ def _parse_axis(path: str, value: Any, design: str) -> Axis:
                 raise ScenarioError(f"{where}.{key}", "not with values (an axis is either a list of values or a range)")
         values = spec["values"]
         if not isinstance(values, list) or not values:
-            raise ScenarioError(where, f"needs a non-empty list of values, got {values!r}")
-        keys = [_canonical(v) for v in values]
-        for i, key in enumerate(keys):
-            if keys.index(key) != i:
-                raise ScenarioError(f"{where}[{i}]", f"duplicate value {values[i]!r}")
+            raise ScenarioError(where, f"needs a non-empty list of values, got {_short(values)}")
+        if len(values) > MAX_AXIS_VALUES:
+            raise ScenarioError(where, f"has {len(values):,} values; an axis has at most {MAX_AXIS_VALUES:,}")
+        first: dict[str, int] = {}
+        for i, value in enumerate(values):
+            if first.setdefault(_canonical(value), i) != i:
+                raise ScenarioError(f"{where}[{i}]", f"duplicate value {_short(value)}")
         return Axis(path=path, label=label, values=tuple(values))
     low, high = spec["low"], spec["high"]
     for key, number in (("low", low), ("high", high)):
@@ -490,7 +524,7 @@ def _parse_axis(path: str, value: Any, design: str) -> Axis:
         raise ScenarioError(f"{where}.integer", f"must be true or false, got {integer!r}")
     num = spec.get("num")
     if num is not None:
-        num = _int(num, f"{where}.num", 1)
+        num = _int(num, f"{where}.num", 1, MAX_AXIS_VALUES)
     if design == "grid" and num is None:
         raise ScenarioError(where, "a grid axis needs a list of values, or low, high and num (how many values)")
     if design != "grid" and num is not None:
@@ -512,10 +546,66 @@ def resolve_axis(axes: Sequence[Axis], key: str) -> Axis:
     raise KeyError(f"{key!r} is not an axis; axes: {known}")
 
 
-def _check_report(report: Any, axes: Sequence[Axis]) -> None:
+class _Zeros(dict):  # type: ignore[type-arg]
+    """A summary stand-in whose every missing entry is 0 (to list ``flat_metrics`` names)."""
+
+    def __missing__(self, key: Any) -> Any:
+        return 0
+
+
+def known_metrics(base: Mapping[str, Any]) -> set[str] | None:
+    """The metric columns a run of ``base`` has (``zsim.results.flat_metrics``), or None
+    when they cannot be told (then metric names are not checked)."""
+    from ..results import flat_metrics
+
+    sockets = base.get("socket", [])
+    if not isinstance(sockets, list):
+        return None
+    names = [s.get("name") for s in sockets if isinstance(s, Mapping) and isinstance(s.get("name"), str)]
+    summary = _Zeros(ledger=_Zeros(), latency_s=_Zeros(), sockets={name: _Zeros() for name in names}, pipes=[], sim_time_s=1.0, wall_s=0.0)
+    try:
+        return set(flat_metrics(summary))
+    except Exception:  # noqa: BLE001 - flat_metrics changed shape; then no check rather than a false alarm
+        return None
+
+
+def _check_metric(value: Any, where: str, known: set[str] | None) -> None:
+    if not isinstance(value, str) or not value:
+        raise ScenarioError(where, f"must be a metric name (a string), got {_short(value)}")
+    if known is None or value in known:
+        return
+    import difflib
+
+    close = difflib.get_close_matches(value, sorted(known), n=1, cutoff=0.6)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    main = ", ".join(m for m in sorted(known) if not m.startswith("socket."))
+    raise ScenarioError(where, f"unknown metric {value!r}{hint}; metrics: {main}, socket.<name>.<sent|received|dropped|...>")
+
+
+def _check_axis_key(axes: Sequence[Axis], value: Any, where: str) -> None:
+    if not isinstance(value, str):
+        raise ScenarioError(where, f"must name an axis (a string), got {_short(value)}")
+    try:
+        resolve_axis(axes, value)
+    except KeyError as exc:
+        raise ScenarioError(where, str(exc.args[0])) from None
+
+
+def _check_report(report: Any, axes: Sequence[Axis], base: Mapping[str, Any] | None = None) -> None:
+    """Every axis and metric a ``[report]`` names must exist: a typo is one line now, not a
+    pandas traceback in ``zsim report`` after the runs."""
     if not isinstance(report, Mapping):
         raise ScenarioError("report", "must be a table")
     _check_keys(report, REPORT_KEYS, "report")
+    known = known_metrics(base) if base is not None else None
+    metrics = report.get("metrics", [])
+    if not isinstance(metrics, list):
+        raise ScenarioError("report.metrics", f"must be a list of metric names, got {_short(metrics)}")
+    for i, metric in enumerate(metrics):
+        _check_metric(metric, f"report.metrics[{i}]", known)
+    default_figures = report.get("default_figures", False)
+    if not isinstance(default_figures, bool):
+        raise ScenarioError("report.default_figures", f"must be true or false, got {_short(default_figures)}")
     figures = report.get("figure", [])
     if not isinstance(figures, list):
         raise ScenarioError("report.figure", "must be an array of tables ([[report.figure]])")
@@ -529,18 +619,32 @@ def _check_report(report: Any, axes: Sequence[Axis]) -> None:
             raise ScenarioError(f"{where}.kind", f"must be one of {', '.join(FIGURE_KINDS)}, got {kind!r}")
         for key in ("x", "series", "facet") + (("y",) if kind == "heatmap" else ()):
             if key in figure:
-                try:
-                    resolve_axis(axes, figure[key])
-                except KeyError as exc:
-                    raise ScenarioError(f"{where}.{key}", str(exc.args[0])) from None
+                _check_axis_key(axes, figure[key], f"{where}.{key}")
+        for key in ("x",) + (("y",) if kind == "heatmap" else ()):
+            if key not in figure:
+                raise ScenarioError(f"{where}.{key}", f"missing: the axis of a {kind} figure's {key}")
         where_table = figure.get("where", {})
         if not isinstance(where_table, Mapping):
             raise ScenarioError(f"{where}.where", "must be a table of axis = value")
         for key in where_table:
-            try:
-                resolve_axis(axes, key)
-            except KeyError as exc:
-                raise ScenarioError(f"{where}.where.{key}", str(exc.args[0])) from None
+            _check_axis_key(axes, key, f"{where}.where.{key}")
+        if "metric" in figure:
+            _check_metric(figure["metric"], f"{where}.metric", known)
+        if "y" in figure and kind in ("line", "scatter"):
+            ys = figure["y"]
+            if isinstance(ys, list):
+                if not ys:
+                    raise ScenarioError(f"{where}.y", "must name at least one metric")
+                for j, metric in enumerate(ys):
+                    _check_metric(metric, f"{where}.y[{j}]", known)
+            else:
+                _check_metric(ys, f"{where}.y", known)
+        for key in ("title", "file"):
+            if key in figure and (not isinstance(figure[key], str) or not figure[key]):
+                raise ScenarioError(f"{where}.{key}", f"must be a non-empty string, got {_short(figure[key])}")
+        name = figure.get("file")
+        if name is not None and (name != Path(name).name or name.startswith(".")):
+            raise ScenarioError(f"{where}.file", f"must be a plain file name (it is written into the report folder), got {name!r}")
     thresholds = report.get("threshold", [])
     if not isinstance(thresholds, list):
         raise ScenarioError("report.threshold", "must be an array of tables ([[report.threshold]])")
@@ -552,12 +656,18 @@ def _check_report(report: Any, axes: Sequence[Axis]) -> None:
         for key in ("metric", "below", "minimise"):
             if key not in threshold:
                 raise ScenarioError(f"{where}.{key}", "missing")
-        try:
-            resolve_axis(axes, threshold["minimise"])
-            for key in threshold.get("by", []):
-                resolve_axis(axes, key)
-        except KeyError as exc:
-            raise ScenarioError(where, str(exc.args[0])) from None
+        _check_metric(threshold["metric"], f"{where}.metric", known)
+        below = threshold["below"]
+        if isinstance(below, bool) or not isinstance(below, (int, float)) or not math.isfinite(below):
+            raise ScenarioError(f"{where}.below", f"must be a number, got {_short(below)}")
+        _check_axis_key(axes, threshold["minimise"], f"{where}.minimise")
+        by = threshold.get("by", [])
+        if not isinstance(by, list):
+            raise ScenarioError(f"{where}.by", f"must be a list of axes, got {_short(by)}")
+        for j, key in enumerate(by):
+            _check_axis_key(axes, key, f"{where}.by[{j}]")
+        if "title" in threshold and not isinstance(threshold["title"], str):
+            raise ScenarioError(f"{where}.title", f"must be a string, got {_short(threshold['title'])}")
 
 
 # --------------------------------------------------------------------------------------
@@ -606,7 +716,7 @@ def _coordinates(sweep: Sweep) -> list[tuple[Any, ...]]:
     if sweep.design == "grid":
         return list(itertools.product(*(axis.grid_values() for axis in sweep.axes)))
     quantiles = _design_quantiles(sweep)
-    return [tuple(axis.value_at(float(u)) for axis, u in zip(sweep.axes, row)) for row in quantiles]
+    return [tuple(axis.value_at(float(u)) for axis, u in zip(sweep.axes, row, strict=True)) for row in quantiles]
 
 
 def _validate(raw: dict[str, Any], sweep: Sweep) -> None:
@@ -616,7 +726,8 @@ def _validate(raw: dict[str, Any], sweep: Sweep) -> None:
     profile_module.load(scenario.profile, sweep.base_dir)
 
 
-def _blame(sweep: Sweep, base: dict[str, Any], overrides: Mapping[str, Any], coords: Sequence[tuple[str, Any]], error: ScenarioError) -> ScenarioError:
+def _blame(sweep: Sweep, base: dict[str, Any], overrides: Mapping[str, Any], coords: Sequence[tuple[str, Any]],
+           error: ScenarioError) -> ScenarioError:
     """Turn a derived scenario's error into one naming the axis (and value) responsible."""
     for path, value in coords:
         single = {path: value}
@@ -629,11 +740,71 @@ def _blame(sweep: Sweep, base: dict[str, Any], overrides: Mapping[str, Any], coo
     return ScenarioError(f"point ({point})", str(error))
 
 
-def expand(sweep: Sweep) -> Plan:
+@dataclass(frozen=True)
+class PlanSize:
+    """How big a sweep's plan is, counted without expanding it."""
+
+    points: int  # grid: the product of the axis lengths; random/lhs: ``points`` (before merging)
+    runs: int
+    factors: tuple[tuple[str, int], ...]  # (field, count) that multiply to ``runs``
+
+    @property
+    def field(self) -> str:
+        """The field contributing the largest factor: the one to change first (on a tie,
+        ``sweep.replications``, the cheapest to change)."""
+        return max(reversed(self.factors), key=lambda item: item[1])[0]
+
+    def describe(self) -> str:
+        *shape, (_, replications) = self.factors
+        grid = " x ".join(f"{n:,}" for _, n in shape)
+        per = f"{grid} = {self.points:,} points" if len(shape) > 1 else f"{self.points:,} points"
+        return f"{per} x {replications:,} replications = {self.runs:,} runs"
+
+
+def _axis_field(axis: Axis) -> str:
+    return f"axes.{axis.path}" + (".num" if axis.values is None else "")
+
+
+def plan_size(sweep: Sweep) -> PlanSize:
+    """Points and runs of ``sweep`` in time linear in its axes' lengths (nothing is expanded)."""
+    factors: list[tuple[str, int]]
+    if sweep.design == "grid":
+        factors = [(_axis_field(axis), len(axis.grid_values())) for axis in sweep.axes]
+    else:
+        factors = [("sweep.points", sweep.n_points or 0)]
+    points = math.prod(n for _, n in factors)
+    factors.append(("sweep.replications", sweep.replications))
+    return PlanSize(points=points, runs=points * sweep.replications, factors=tuple(factors))
+
+
+def check_size(sweep: Sweep, max_runs: int | None = DEFAULT_MAX_RUNS) -> PlanSize:
+    """``plan_size(sweep)``, or ``ScenarioError`` naming the field that makes it too big:
+    more than ``MAX_POINTS`` points, or more than ``max_runs`` runs (None: no run limit)."""
+    size = plan_size(sweep)
+    if size.points > MAX_POINTS:
+        shape = [item for item in size.factors if item[0] != "sweep.replications"]
+        field_name = max(shape, key=lambda item: item[1])[0]
+        raise ScenarioError(field_name, f"the plan has {size.points:,} points ({size.describe()}); "
+                                        f"a sweep has at most {MAX_POINTS:,} points")
+    if max_runs is not None and size.runs > max_runs:
+        raise ScenarioError(size.field, f"{size.describe()}, more than the limit of {max_runs:,} runs; make the sweep smaller "
+                                        "or raise the limit (zsim sweep --max-runs N, 0 for none)")
+    return size
+
+
+#: Points between two calls of ``expand``'s ``progress``.
+PROGRESS_EVERY = 500
+
+
+def expand(sweep: Sweep, *, max_runs: int | None = DEFAULT_MAX_RUNS, progress: Callable[[int, int], None] | None = None) -> Plan:
     """Every point of the sweep, each derived scenario validated, with stable ids.
 
-    Raises ``ScenarioError`` naming the axis (or the ``[set]``/``[link]`` path) at fault.
+    Raises ``ScenarioError`` naming the axis (or the ``[set]``/``[link]`` path) at fault,
+    or the field that makes the plan bigger than ``max_runs`` runs (``check_size``; None:
+    no limit), before anything is expanded. ``progress(points done, points)`` is called
+    every ``PROGRESS_EVERY`` points (validating costs ~0.2 ms a point).
     """
+    size = check_size(sweep, max_runs)
     base = scenario_spec.with_overrides(sweep.base, {})
     for path, value in sweep.fixed.items():
         try:
@@ -649,8 +820,10 @@ def expand(sweep: Sweep) -> Plan:
     points: list[Point] = []
     seen: set[str] = set()
     merged = 0
-    for coords_values in _coordinates(sweep):
-        coords = tuple((axis.path, value) for axis, value in zip(sweep.axes, coords_values))
+    for done, coords_values in enumerate(_coordinates(sweep)):
+        if progress is not None and done and done % PROGRESS_EVERY == 0:
+            progress(done, size.points)
+        coords = tuple((axis.path, value) for axis, value in zip(sweep.axes, coords_values, strict=True))
         overrides: dict[str, Any] = {}
         for path, value in coords:
             overrides[path] = value
@@ -678,13 +851,18 @@ def expand(sweep: Sweep) -> Plan:
     return Plan(sweep=sweep, points=tuple(points), base=base, merged=merged)
 
 
-def plan(source: str | Path | Sweep | Mapping[str, Any]) -> Plan:
-    """``expand(load(path))``, or of a parsed sweep or dict."""
+def parse(source: str | Path | Sweep | Mapping[str, Any]) -> Sweep:
+    """A sweep file path, a dict or a ``Sweep``, as a ``Sweep``."""
     if isinstance(source, Sweep):
-        return expand(source)
+        return source
     if isinstance(source, Mapping):
-        return expand(from_dict(source))
-    return expand(load(source))
+        return from_dict(source)
+    return load(source)
+
+
+def plan(source: str | Path | Sweep | Mapping[str, Any], *, max_runs: int | None = DEFAULT_MAX_RUNS) -> Plan:
+    """``expand(load(path))``, or of a parsed sweep or dict."""
+    return expand(parse(source), max_runs=max_runs)
 
 
 def column_kind(axis: Axis, plan: Plan | None = None) -> str:
