@@ -7,11 +7,20 @@ Layout (Hive-style partitions, readable by pyarrow, pandas, Spark, DuckDB)::
     OUT/sweep=<name>/point=<id>/part-<hash>.parquet   rows of finished runs of that point
 
 One row per (point, replication). ``sweep`` and ``point`` are partition columns (in the
-path, not in the files). Each file is written to a dot-file first and renamed into place
-(atomic on POSIX), so a reader never sees half a file; files starting with ``.`` or ``_``
-are ignored by every Parquet reader. Resuming reads the (point, replication) keys already
-present and runs only the others. A ``.lock`` file (``flock``) keeps two sweeps from
-writing the same directory at once.
+path, not in the files). Each file is written to a dot-file first, fsynced and renamed
+into place (``zsim.files.atomic_write``), so a reader never sees half a file; files
+starting with ``.`` or ``_`` are ignored by every Parquet reader. Resuming reads the
+(point, replication) keys already present and runs only the others.
+
+A part file that cannot be read (truncated, empty, not Parquet, or Parquet without the
+``replication`` and ``ok`` columns) is named in one warning line and its rows count as not
+done; a sweep (which holds the lock) moves it aside to ``_<name>.damaged`` (ignored by
+Parquet readers, kept for inspection) and runs its rows again, a report leaves it out.
+
+A ``.lock`` file (``flock``) keeps two sweeps from writing the same directory at once. The
+lock dies with its holder: the descriptor is close-on-exec and is closed in every forked
+child (``os.register_at_fork``), so a worker process that outlives a killed sweep cannot
+keep the folder locked.
 
 pyarrow is imported lazily: ``import zsim.sweep`` works without it.
 """
@@ -19,14 +28,17 @@ pyarrow is imported lazily: ``import zsim.sweep`` works without it.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
-from collections.abc import Iterator, Mapping, Sequence
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ZsimError
+from .. import files
+from ..errors import EnvironmentFault, ScenarioError, ZsimError
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -35,8 +47,24 @@ if TYPE_CHECKING:  # pragma: no cover
 
 MANIFEST = "_sweep.json"
 LOCK = ".lock"
-FIXED_TYPES = {"replication": "int", "seed": "int", "ok": "bool", "error": "str", "scenario_digest": "str", "zsim_version": "str", "zsim_code": "str", "wall_s": "float"}
+#: A damaged part file ``part-x.parquet`` is moved to ``_part-x.parquet.damaged``.
+DAMAGED_SUFFIX = ".damaged"
+#: Largest manifest read back (a million-point plan writes ~150 MB).
+MAX_MANIFEST_BYTES = 512 * 1024 * 1024
+FIXED_TYPES = {"replication": "int", "seed": "int", "ok": "bool", "error": "str", "scenario_digest": "str", "zsim_version": "str",
+               "zsim_code": "str", "wall_s": "float"}
 FLOAT_SUFFIXES = ("_s", "_fraction", "_per_s")
+
+#: Receives warning lines (a damaged file); the default prints them to stderr.
+Warn = Callable[[str], None]
+
+
+def _stderr_warning(text: str) -> None:
+    print(f"zsim: warning: {text}", file=sys.stderr, flush=True)
+
+
+class DamagedFile(Exception):
+    """A part file that cannot be used as sweep results; the message says why."""
 
 
 def _pyarrow() -> Any:
@@ -56,40 +84,50 @@ def point_dir(directory: Path, point_id: str) -> Path:
     return directory / f"point={point_id}"
 
 
-def _atomic_write_bytes(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".tmp-{os.getpid()}-{path.name}")
-    with open(tmp, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+def _write_parquet(path: Path, table: Any) -> None:
+    """Write a Parquet file atomically: temporary dot-file, fsync, rename, fsync folder."""
+    _, pq = _pyarrow()
+    files.atomic_write(path, lambda out: pq.write_table(table, out, compression="zstd"))
 
 
 def write_manifest(directory: Path, plan: Plan) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / MANIFEST
-    _atomic_write_bytes(path, json.dumps(plan.manifest(), indent=1, default=str).encode())
+    files.atomic_write(path, json.dumps(plan.manifest(), indent=1, default=str).encode())
     return path
 
 
 def read_manifest(directory: Path) -> dict[str, Any] | None:
+    """The plan written next to the results, or None if there is none; a manifest that is
+    not one (damaged, not JSON, not a zsim plan) is a ``ScenarioError`` naming it."""
     path = directory / MANIFEST
     if not path.exists():
         return None
-    return json.loads(path.read_text())
+    text = files.read_text(path, "sweep manifest", MAX_MANIFEST_BYTES)
+    try:
+        manifest = json.loads(text)
+    except ValueError as exc:
+        raise ScenarioError(str(path), f"is not valid JSON ({exc}); run the sweep again to rewrite it") from None
+    if not isinstance(manifest, dict) or not all(key in manifest for key in ("name", "axes", "points", "replications")):
+        raise ScenarioError(str(path), "is not a zsim sweep manifest (no name, axes, points, replications); "
+                                       "run the sweep again to rewrite it")
+    return manifest
+
+
+def _is_leftover(name: str) -> bool:
+    # ``.tmp-<pid>-<name>`` (older zsim) and ``.<name>.<random>.tmp`` (zsim.files.atomic_write)
+    return name.startswith(".tmp-") or (name.startswith(".") and name.endswith(".tmp"))
 
 
 def cleanup_tmp(directory: Path) -> int:
-    """Remove half-written files a crashed run left (``.tmp-*``); return how many."""
+    """Remove half-written files a crashed run left; return how many."""
     removed = 0
     if not directory.exists():
         return 0
-    for path in directory.glob("point=*/.tmp-*"):
-        path.unlink(missing_ok=True)
-        removed += 1
-    for path in directory.glob(".tmp-*"):
-        path.unlink(missing_ok=True)
-        removed += 1
+    for path in list(directory.glob("point=*/.*")) + list(directory.glob(".*")):
+        if _is_leftover(path.name) and path.is_file():
+            path.unlink(missing_ok=True)
+            removed += 1
     return removed
 
 
@@ -104,14 +142,80 @@ def _point_of(path: Path) -> str:
     return path.parent.name.split("=", 1)[1]
 
 
-def done_keys(directory: Path) -> dict[tuple[str, int], bool]:
-    """(point id, replication) -> ok, for every row already written."""
+def _read_part(path: Path, columns: Sequence[str] | None = None) -> Any:
+    """A part file as a pyarrow table (``columns`` only, if given), checked to be zsim rows:
+    ``replication`` (integers >= 0) and ``ok`` (booleans). ``DamagedFile`` if not;
+    ``EnvironmentFault`` if the OS refuses to read it."""
     pa, pq = _pyarrow()
-    keys: dict[tuple[str, int], bool] = {}
+    import pyarrow.compute as pc
+
+    if not os.access(path, os.R_OK):
+        raise EnvironmentFault(str(path), "cannot be read: permission denied")
+    try:
+        if path.stat().st_size == 0:
+            raise DamagedFile("empty file")
+        schema = pq.read_schema(path)
+        for name, check, what in (("replication", pa.types.is_integer, "integers"), ("ok", pa.types.is_boolean, "booleans")):
+            index = schema.get_field_index(name)
+            if index < 0:
+                raise DamagedFile(f"no {name!r} column: not a zsim result file")
+            if not check(schema.field(index).type):
+                raise DamagedFile(f"column {name!r} holds {schema.field(index).type}, not {what}: not a zsim result file")
+        table = pq.read_table(path, columns=list(columns) if columns is not None else None)
+        replication = table.column("replication")
+        if replication.null_count or table.column("ok").null_count or (len(replication) and pc.min(replication).as_py() < 0):
+            raise DamagedFile("missing or negative replication numbers or ok flags")
+        return table
+    except (DamagedFile, EnvironmentFault):
+        raise
+    except Exception as exc:  # noqa: BLE001 - pyarrow's many ways of saying "not a Parquet file"
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise DamagedFile(text[:200]) from None
+
+
+def set_aside(path: Path, reason: str, warn: Warn | None = None) -> Path | None:
+    """Move a damaged part file out of the results (to ``_<name>.damaged``, kept for
+    inspection) and say so in one line; return where it went (None if it could not move)."""
+    target = path.with_name(f"_{path.name}{DAMAGED_SUFFIX}")
+    n = 1
+    while target.exists():
+        n += 1
+        target = path.with_name(f"_{path.name}{DAMAGED_SUFFIX}.{n}")
+    try:
+        os.replace(path, target)
+    except OSError as exc:
+        (warn or _stderr_warning)(f"{path}: damaged result file ({reason}); it could not be moved aside "
+                                  f"({exc.strerror or exc}), its rows are left out and will be run again")
+        return None
+    (warn or _stderr_warning)(f"{path}: damaged result file ({reason}); moved to {target.name}, its runs will be run again")
+    return target
+
+
+def _usable_parts(directory: Path, warn: Warn | None, move: bool, columns: Sequence[str] | None) -> Iterator[tuple[Path, Any]]:
+    """(path, table) of every readable part file; damaged ones are reported (and moved)."""
     for path in part_files(directory):
-        table = pq.read_table(path, columns=["replication", "ok"])
+        try:
+            table = _read_part(path, columns)
+        except DamagedFile as exc:
+            if move:
+                set_aside(path, str(exc), warn)
+            else:
+                (warn or _stderr_warning)(f"{path}: damaged result file ({exc}); its rows are left out "
+                                          "(the next zsim sweep moves it aside and runs them again)")
+            continue
+        yield path, table
+
+
+def done_keys(directory: Path, warn: Warn | None = None, *, move_damaged: bool = True) -> dict[tuple[str, int], bool]:
+    """(point id, replication) -> ok, for every row already written.
+
+    A damaged part file is reported through ``warn`` and, with ``move_damaged`` (only with
+    the lock held), moved aside; its rows are not done.
+    """
+    keys: dict[tuple[str, int], bool] = {}
+    for path, table in _usable_parts(directory, warn, move_damaged, ["replication", "ok"]):
         point = _point_of(path)
-        for replication, ok in zip(table.column("replication").to_pylist(), table.column("ok").to_pylist()):
+        for replication, ok in zip(table.column("replication").to_pylist(), table.column("ok").to_pylist(), strict=True):
             keys[(point, int(replication))] = bool(ok)
     return keys
 
@@ -121,23 +225,26 @@ def code_versions(directory: Path) -> dict[str, int]:
     _, pq = _pyarrow()
     counts: dict[str, int] = {}
     for path in part_files(directory):
-        schema = pq.read_schema(path)
-        if "zsim_code" in schema.names:
-            for value in pq.read_table(path, columns=["zsim_code"]).column("zsim_code").to_pylist():
-                counts[value or "?"] = counts.get(value or "?", 0) + 1
-        else:
-            counts["?"] = counts.get("?", 0) + pq.read_metadata(path).num_rows
+        try:
+            schema = pq.read_schema(path)
+            if "zsim_code" in schema.names:
+                values = pq.read_table(path, columns=["zsim_code"]).column("zsim_code").to_pylist()
+            else:
+                values = [None] * pq.read_metadata(path).num_rows
+        except Exception:  # noqa: BLE001 - a damaged file is reported by done_keys, not here
+            continue
+        for value in values:
+            counts[value or "?"] = counts.get(value or "?", 0) + 1
     return counts
 
 
-def remove_failed(directory: Path) -> int:
-    """Drop the rows of failed runs (so they run again); return how many were dropped."""
-    pa, pq = _pyarrow()
+def remove_failed(directory: Path, warn: Warn | None = None) -> int:
+    """Drop the rows of failed runs (so they run again); return how many were dropped.
+    Call with the lock held: a damaged part file is moved aside."""
     import pyarrow.compute as pc
 
     dropped = 0
-    for path in part_files(directory):
-        table = pq.read_table(path)
+    for path, table in _usable_parts(directory, warn, True, None):
         failed = int(pc.sum(pc.invert(table.column("ok"))).as_py() or 0)
         if not failed:
             continue
@@ -146,9 +253,7 @@ def remove_failed(directory: Path) -> int:
         if kept.num_rows == 0:
             path.unlink()
         else:
-            tmp = path.with_name(f".tmp-{os.getpid()}-{path.name}")
-            pq.write_table(kept, tmp, compression="zstd")
-            os.replace(tmp, path)
+            _write_parquet(path, kept)
     return dropped
 
 
@@ -203,37 +308,65 @@ def write_rows(directory: Path, rows: Sequence[Mapping[str, Any]], axis_kinds: M
         target_dir.mkdir(parents=True, exist_ok=True)
         key = hashlib.sha256(",".join(str(r["replication"]) for r in point_rows).encode()).hexdigest()[:16]
         path = target_dir / f"part-{key}.parquet"
-        tmp = target_dir / f".tmp-{os.getpid()}-{path.name}"
-        pq.write_table(rows_table(point_rows, axis_kinds), tmp, compression="zstd")
-        os.replace(tmp, path)
+        _write_parquet(path, rows_table(point_rows, axis_kinds))
         written.append(path)
     return written
 
 
+#: Descriptors of the locks this process holds (closed in forked children).
+_HELD_LOCKS: set[int] = set()
+
+
+def release_inherited_locks() -> None:
+    """Close, in a forked child, the lock descriptors it inherited from its parent.
+
+    ``flock`` locks belong to the open file, which a fork shares: a worker that kept the
+    descriptor would keep the folder locked after its parent died. Closing the child's copy
+    does not release the parent's lock. Runs by itself after every ``os.fork``.
+    """
+    for fd in list(_HELD_LOCKS):
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    _HELD_LOCKS.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=release_inherited_locks)
+
+
 @contextlib.contextmanager
 def locked(directory: Path) -> Iterator[None]:
-    """Hold an exclusive lock on a sweep directory (one writer at a time)."""
-    directory.mkdir(parents=True, exist_ok=True)
+    """Hold an exclusive lock on a sweep directory (one writer at a time).
+
+    An ``EnvironmentFault`` if another process holds it (or the file system refuses locks).
+    """
+    files.prepare_output_dir(directory, "the sweep's results folder")
     try:
         import fcntl
     except ImportError:  # pragma: no cover - not POSIX: no lock
         yield
         return
-    handle = open(directory / LOCK, "a+")
+    path = directory / LOCK
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+    except OSError as exc:
+        raise EnvironmentFault(str(path), f"cannot be opened: {exc.strerror or exc}") from None
     try:
         try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            handle.seek(0)
-            holder = handle.read().strip() or "?"
-            raise ZsimError(f"{directory}: another sweep (pid {holder}) is writing here; wait for it or use another --out") from None
-        handle.seek(0)
-        handle.truncate()
-        handle.write(str(os.getpid()))
-        handle.flush()
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise EnvironmentFault(str(path), f"cannot be locked: {exc.strerror or exc}") from None
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+            raise EnvironmentFault(str(directory), f"another sweep (pid {holder}) is writing here; "
+                                                   "wait for it or use another --out") from None
+        _HELD_LOCKS.add(fd)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
         yield
     finally:
-        handle.close()
+        _HELD_LOCKS.discard(fd)
+        os.close(fd)
 
 
 def sweep_dirs(out: str | Path) -> list[Path]:
@@ -249,24 +382,24 @@ def sweep_dirs(out: str | Path) -> list[Path]:
     return found
 
 
-def read_table(directory: Path, *, only_planned: bool = True) -> Any:
+def read_table(directory: Path, *, only_planned: bool = True, warn: Warn | None = None) -> Any:
     """Every row of one sweep directory as a pyarrow table with ``sweep`` and ``point``.
 
     With ``only_planned``, rows that belong to no point (or a replication beyond the count)
     of the sweep's current plan (``_sweep.json``) are left out: they come from an earlier
-    definition of the sweep, kept on disk but not part of these results.
+    definition of the sweep, kept on disk but not part of these results. A damaged part
+    file is named through ``warn`` and left out (not moved: a reader holds no lock).
     """
-    pa, pq = _pyarrow()
+    pa, _ = _pyarrow()
     manifest = read_manifest(directory) if only_planned else None
     planned = {p["id"] for p in manifest["points"]} if manifest else None
     replications = manifest["replications"] if manifest else None
     name = directory.name.split("=", 1)[1]
     tables = []
-    for path in part_files(directory):
+    for path, table in _usable_parts(directory, warn, False, None):
         point = _point_of(path)
         if planned is not None and point not in planned:
             continue
-        table = pq.read_table(path)
         if replications is not None:
             import pyarrow.compute as pc
 
@@ -276,11 +409,14 @@ def read_table(directory: Path, *, only_planned: bool = True) -> Any:
         tables.append(table)
     if not tables:
         return pa.table({"sweep": pa.array([], pa.string()), "point": pa.array([], pa.string()), "replication": pa.array([], pa.int64())})
-    return pa.concat_tables(tables, promote_options="permissive")
+    try:
+        return pa.concat_tables(tables, promote_options="permissive")
+    except Exception as exc:  # noqa: BLE001 - files whose columns cannot be merged
+        raise ZsimError(f"{directory}: result files with incompatible columns ({str(exc).splitlines()[0][:200]})") from None
 
 
-def read_frame(directory: str | Path, *, only_planned: bool = True) -> pd.DataFrame:
+def read_frame(directory: str | Path, *, only_planned: bool = True, warn: Warn | None = None) -> pd.DataFrame:
     """The rows of one sweep directory as a pandas DataFrame, sorted by point, replication."""
-    frame = read_table(Path(directory), only_planned=only_planned).to_pandas()
+    frame = read_table(Path(directory), only_planned=only_planned, warn=warn).to_pandas()
     columns = ["sweep", "point"] + [c for c in frame.columns if c not in ("sweep", "point")]
     return frame[columns].sort_values(["point", "replication"], kind="stable").reset_index(drop=True)
