@@ -6,10 +6,16 @@ A worker gets the plan's payload once (a Spark broadcast, a pool initializer) an
 the validated scenario of each point it has seen, so a batch of replications of one point
 parses its scenario once. A run never raises out of here: a model fault, a timeout or an
 unexpected exception becomes a row with ``ok = False`` and the error text.
+
+Time limit. Every run gets the payload's ``run_timeout_s`` (the sweep's, default 600 s;
+None = no limit) twice: as the runner's ``max_wall_s`` work limit (on top of the
+scenario's own ``[limits]``), and as a ``SIGALRM`` timer that interrupts the run wherever
+it is (``RunTimeout``), in case the runner does not get to check its clock.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import signal
 import threading
 import time
@@ -18,6 +24,8 @@ from typing import Any
 
 from .. import __version__
 from .. import spec as scenario_spec
+from ..limits import DEFAULT as DEFAULT_LIMITS
+from ..limits import RunLimits
 from ..results import flat_metrics
 from ..runner import run_safe
 from .plan import column_value
@@ -79,6 +87,17 @@ def _alarm(signum: int, frame: Any) -> None:
     raise RunTimeout("run exceeded run_timeout_s")
 
 
+def run_limits(scenario: scenario_spec.Scenario, timeout: float | None) -> RunLimits:
+    """The work limits of one sweep run: the defaults, the scenario's ``[limits]``, and the
+    sweep's time limit (``timeout`` seconds; None = no limit) as ``max_wall_s``."""
+    limits = DEFAULT_LIMITS
+    raw = getattr(scenario, "raw", None)
+    table = raw.get("limits") if isinstance(raw, Mapping) else None
+    if isinstance(table, Mapping):
+        limits = limits.merged(table, "limits")
+    return dataclasses.replace(limits, max_wall_s=timeout)
+
+
 def _metrics(summary: Mapping[str, Any]) -> dict[str, Any]:
     row: dict[str, Any] = {}
     for key, value in flat_metrics(dict(summary)).items():
@@ -99,15 +118,18 @@ def run_task(payload: Mapping[str, Any], point_id: str, replication: int, seed: 
     for path, kind in payload["axes"]:
         row[path] = column_value(coords[path], kind)
     started = time.perf_counter()
-    timeout = payload.get("run_timeout_s")
-    use_alarm = bool(timeout) and threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
+    raw_timeout = payload.get("run_timeout_s")
+    timeout = float(raw_timeout) if raw_timeout else None
+    use_alarm = timeout is not None and threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
     previous = None
     try:
         scenario = _scenario(payload, point_id)
+        limits = run_limits(scenario, timeout)
         if use_alarm:
+            assert timeout is not None
             previous = signal.signal(signal.SIGALRM, _alarm)
-            signal.setitimer(signal.ITIMER_REAL, float(timeout))
-        summary = run_safe(scenario, seed)
+            signal.setitimer(signal.ITIMER_REAL, timeout)
+        summary = run_safe(scenario, seed, limits=limits)
     except Exception as exc:  # noqa: BLE001 - building the scenario failed; record it
         summary = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
     finally:
