@@ -106,7 +106,7 @@ def test_thresholds_take_the_smallest_value_from_which_on_the_target_holds(resul
     hwm, size = "socket.publisher.options.sndhwm", "send.publisher.size_bytes"
     rows = []
     # size 100: drops 0.1, 0.0005 (but noisy), 0.0; size 65536: never below target
-    for rep, noise in enumerate([-1, 1, -1, 1]):
+    for noise in [-1, 1, -1, 1]:
         rows += [
             {hwm: 2, size: 100, "ok": True, "drop_fraction": 0.1},
             {hwm: 20, size: 100, "ok": True, "drop_fraction": 0.0005 + noise * 0.0006},
@@ -116,7 +116,8 @@ def test_thresholds_take_the_smallest_value_from_which_on_the_target_holds(resul
             {hwm: 200, size: 65536, "ok": True, "drop_fraction": 0.01},
         ]
     results.frame = pd.DataFrame(rows)
-    table = report.thresholds(results, {"metric": "drop_fraction", "below": 0.001, "minimise": "sndhwm", "by": ["size_bytes"]}).set_index(size)
+    spec = {"metric": "drop_fraction", "below": 0.001, "minimise": "sndhwm", "by": ["size_bytes"]}
+    table = report.thresholds(results, spec).set_index(size)
     assert table.loc[100, "smallest_by_mean"] == 20
     assert table.loc[100, "smallest_by_upper_ci"] == 200  # the interval at 20 reaches above 0.001
     assert table.loc[65536, "smallest_by_mean"] is None or pd.isna(table.loc[65536, "smallest_by_mean"])

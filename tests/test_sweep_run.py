@@ -247,6 +247,7 @@ def test_master_needs_the_spark_engine(tmp_path):
         run_sweep(sweep_dict(), tmp_path, engine="local", master="local[2]", stream=None)
 
 
+@pytest.mark.spark  # imports pyspark and enters the Spark engine (it stops at the Java check)
 def test_missing_java_is_a_clear_error(monkeypatch, tmp_path):
     from zsim.sweep import spark
 

@@ -124,7 +124,8 @@ class StandaloneCluster:
             work = self.directory / f"worker{index}"
             work.mkdir(parents=True, exist_ok=True)
             self._start(f"worker{index}", ["org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1", "--port", str(_free_port()),
-                                           "--webui-port", str(_free_port()), "--cores", "1", "--memory", "1g", "--work-dir", str(work), self.url])
+                                           "--webui-port", str(_free_port()), "--cores", "1", "--memory", "1g",
+                                           "--work-dir", str(work), self.url])
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if _alive_workers(self.ui_port) == self.n_workers:

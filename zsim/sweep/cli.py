@@ -1,11 +1,21 @@
-"""``zsim sweep`` and ``zsim report``: argument handling only; the work is library calls."""
+"""``zsim sweep`` and ``zsim report``: argument handling only; the work is library calls.
+
+Flags read here with ``getattr(args, name, default)`` so this module works with a parser
+that does not define them yet: ``--max-runs N`` (``args.max_runs``) and ``--run-timeout S``
+(``args.run_timeout``).
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
-from ..errors import ZsimError
+from ..errors import EnvironmentFault, ZsimError
+
+EXIT_OK = 0
+EXIT_FAULT = 1
+EXIT_USAGE = 2
 
 
 def _conf(pairs: list[str] | None) -> dict[str, str]:
@@ -18,10 +28,29 @@ def _conf(pairs: list[str] | None) -> dict[str, str]:
     return conf
 
 
+def _report(results: str | Path, out: str | Path | None) -> int:
+    """Write the reports; one stderr line per sweep whose report failed. Exit status: 0,
+    1 if one failed for an environment reason, else 2."""
+    from .report import make_report
+
+    errors: list[tuple[Path, ZsimError]] = []
+    written = make_report(results, out, errors=errors)
+    for path in written:
+        print(f"wrote {path}")
+    status = EXIT_OK
+    for directory, error in errors:
+        text = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        print(f"zsim: {directory}: no report: {text}", file=sys.stderr)
+        status = max(status, EXIT_FAULT if isinstance(error, EnvironmentFault) else EXIT_USAGE)
+    return status
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
     from .execute import DEFAULT_OUT, run_sweep
+    from .plan import DEFAULT_MAX_RUNS
 
     out = args.out or DEFAULT_OUT
+    max_runs = getattr(args, "max_runs", None)
     outcome = run_sweep(
         args.sweep,
         out,
@@ -30,6 +59,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         workers=args.workers,
         conf=_conf(getattr(args, "conf", None)),
         retry_failed=bool(getattr(args, "retry_failed", False)),
+        max_runs=DEFAULT_MAX_RUNS if max_runs is None else max_runs,
+        run_timeout_s=getattr(args, "run_timeout", None),
     )
     print(
         f"sweep {outcome.sweep}: {outcome.ran} runs done now, {outcome.already_done} were already done, "
@@ -40,27 +71,17 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if outcome.failed:
         print("  (failed runs are rows with ok = false and the error; --retry-failed runs them again)")
     print(f"results: {outcome.directory}")
+    status = EXIT_OK
     if getattr(args, "report", False):
-        from .report import make_report
-
-        written = make_report(out, None)
-        for path in written:
-            print(f"wrote {path}")
+        status = _report(out, None)
     else:
         print(f"next: zsim report {out}")
     if outcome.lost_batches or outcome.not_done:
-        print(f"zsim: {outcome.not_done} runs are not done (lost batches: {len(outcome.lost_batches)}); run the same command again to do them",
-              file=sys.stderr)
-        return 1
-    return 0
+        print(f"zsim: {outcome.not_done} runs are not done (lost batches: {len(outcome.lost_batches)}); "
+              "run the same command again to do them", file=sys.stderr)
+        return max(status, EXIT_FAULT)
+    return status
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from .report import make_report
-
-    written = make_report(args.results, args.out)
-    for path in written:
-        print(f"wrote {path}")
-    return 0
-
-
+    return _report(args.results, args.out)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ..errors import ZsimError
+from ..errors import EnvironmentFault, ZsimError
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO_SWEEP = ROOT / "experiments" / "buffer_sizing" / "demo.toml"
@@ -45,7 +45,7 @@ def run_demo(out: Path = DEMO_OUT, engine: str | None = None) -> int:
         outcome = run_sweep(DEMO_SWEEP, out, engine=engine)
     except ZsimError as exc:
         print(f"zsim: {exc}", file=sys.stderr)
-        return 2
+        return 1 if isinstance(exc, EnvironmentFault) else 2
     print(f"sweep {outcome.sweep}: {outcome.ran} runs done now, {outcome.already_done} already done, "
           f"{outcome.failed} failed; {outcome.wall_s:.1f} s on {outcome.engine}")
     written = make_report(out, None)

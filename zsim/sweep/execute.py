@@ -15,12 +15,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from ..errors import ZsimError
+from .. import files
+from ..errors import ScenarioError, ZsimError
 from . import store
-from .plan import Plan, Sweep, batches
-from .plan import plan as make_plan
+from .plan import DEFAULT_MAX_RUNS, Plan, Sweep, batches, check_run_timeout, check_size, expand, parse
 
 ENGINES = ("spark", "local", "serial")
+#: Plans of this many points announce themselves before their scenarios are checked
+#: (~0.2 ms each); smaller ones are checked before the first line, so a bad one is one line.
+PLANNING_NOTE_POINTS = 2000
 DEFAULT_OUT = "out/sweeps"
 
 
@@ -42,6 +45,7 @@ class Outcome:
     wall_s: float = 0.0
     engine_start_s: float = 0.0
     interrupted: bool = False
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def complete(self) -> bool:
@@ -137,7 +141,7 @@ def make_engine(name: str, payload: Mapping[str, Any], *, master: str | None = N
     if name == "local":
         from .local import ProcessEngine
 
-        return ProcessEngine(payload, workers)
+        return ProcessEngine(payload, workers, payload.get("run_timeout_s"))
     if name == "spark":
         from .spark import SparkEngine
 
@@ -158,39 +162,82 @@ def run_sweep(
     limit: int | None = None,
     stream: IO[str] | None = sys.stderr,
     progress_interval_s: float | None = None,
+    max_runs: int | None = DEFAULT_MAX_RUNS,
+    run_timeout_s: float | None = None,
 ) -> Outcome:
     """Run a sweep (a file, a parsed ``Sweep``, a dict or a ``Plan``) into ``out``.
 
     Runs already in ``out`` are skipped, so the same call resumes an interrupted sweep.
     ``limit`` runs at most that many new runs (to try a sweep, or to test resuming).
-    Raises ``ScenarioError`` for a bad sweep (before anything runs), ``ZsimError`` for an
-    unusable engine, ``KeyboardInterrupt`` after writing what finished.
+    ``max_runs`` refuses a plan of more runs (counted before it is expanded; 0 or None: no
+    limit; not checked for a ``Plan``, which is expanded already); ``run_timeout_s``
+    overrides the sweep's time limit per run (0: none).
+
+    Raises ``ScenarioError`` for a bad sweep or argument (before anything runs),
+    ``EnvironmentFault`` when ``out`` cannot be written or the engine cannot start,
+    ``ZsimError`` for an unusable engine, ``KeyboardInterrupt`` after writing what finished.
     """
     if engine not in ENGINES:
         raise ZsimError(f"unknown engine {engine!r}; one of {', '.join(ENGINES)}")
     if master is not None and engine != "spark":
         raise ZsimError("--master is for --engine spark")
-    plan = source if isinstance(source, Plan) else make_plan(source)
-    sweep = plan.sweep
-    directory = store.sweep_dir(out, sweep.name)
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise ScenarioError("--workers", f"must be a whole number >= 1, got {workers!r}")
+    if max_runs is not None and (isinstance(max_runs, bool) or not isinstance(max_runs, int) or max_runs < 0):
+        raise ScenarioError("--max-runs", f"must be a whole number >= 0 (0: no limit), got {max_runs!r}")
+    timeout_override = check_run_timeout(run_timeout_s, "--run-timeout") if run_timeout_s is not None else None
     say = (lambda text: (stream.write(text + "\n"), stream.flush())) if stream is not None else (lambda text: None)
+    planning_started = time.perf_counter()
+    if isinstance(source, Plan):
+        plan = source
+    else:
+        sweep = parse(source)
+        counted = check_size(sweep, max_runs or None)
+        if counted.points >= PLANNING_NOTE_POINTS:  # checking them takes a while: say what is coming
+            say(f"[{sweep.name}] planning {counted.describe()}; checking {counted.points:,} scenarios ...")
+        last = [planning_started]
+
+        def planning(done: int, total: int) -> None:
+            now = time.perf_counter()
+            if now - last[0] >= 2.0:
+                last[0] = now
+                say(f"[{sweep.name}] checked {done:,}/{total:,} scenarios ({now - planning_started:.0f} s)")
+
+        plan = expand(sweep, max_runs=None, progress=planning)
+    sweep = plan.sweep
+    timeout = sweep.run_timeout_s if run_timeout_s is None else timeout_override
+    # --out must be a folder zsim can write in, found out before any run
+    files.prepare_output_dir(out, "the output folder (--out)")
+    if engine == "spark":  # no Java is one line now, not a stack trace after the planning
+        from .spark import preflight
+
+        preflight(master)
+    directory = store.sweep_dir(out, sweep.name)
     outcome = Outcome(sweep=sweep.name, directory=directory, engine=engine, points=len(plan.points), total_runs=plan.total_runs)
+
+    def warn(text: str) -> None:
+        outcome.warnings.append(text)
+        say(f"[{sweep.name}] warning: {text}")
+
     started = time.perf_counter()
     with store.locked(directory):
         store.cleanup_tmp(directory)
         if retry_failed:
-            dropped = store.remove_failed(directory)
+            dropped = store.remove_failed(directory, warn)
             if dropped:
                 say(f"[{sweep.name}] dropped {dropped} failed runs to run them again")
-        done = store.done_keys(directory)
-        planned = {(t.point, t.replication) for t in plan.tasks()}
+        done = store.done_keys(directory, warn)
+        tasks = plan.tasks()
+        planned = {(t.point, t.replication) for t in tasks}
         stale = sum(1 for key in done if key not in planned)
-        todo = [t for t in plan.tasks() if (t.point, t.replication) not in done]
+        todo = [t for t in tasks if (t.point, t.replication) not in done]
+        del tasks, planned
         outcome.already_done = plan.total_runs - len(todo)
         store.write_manifest(directory, plan)
         merged = f" ({plan.merged} duplicate points merged)" if plan.merged else ""
+        limit_text = f"; each run at most {timeout:g} s" if timeout else "; no time limit per run"
         say(f"[{sweep.name}] {len(plan.points)} points x {sweep.replications} replications = {plan.total_runs} runs{merged}; "
-            f"{outcome.already_done} already in {directory}, {len(todo)} to run")
+            f"{outcome.already_done} already in {directory}, {len(todo)} to run{limit_text}")
         if stale:
             say(f"[{sweep.name}] note: {stale} rows in {directory} belong to no point of this sweep (an earlier definition); "
                 "they stay on disk and zsim report ignores them")
@@ -209,6 +256,7 @@ def run_sweep(
             outcome.wall_s = time.perf_counter() - started
             return outcome
         payload = plan.worker_payload()
+        payload["run_timeout_s"] = timeout
         axis_kinds = {path: kind for path, kind in payload["axes"]}
         runner = make_engine(engine, payload, master=master, workers=workers, conf=conf, app_name=f"zsim sweep {sweep.name}")
         progress = Progress(sweep.name, plan, done, stream, progress_interval_s)

@@ -23,7 +23,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ZsimError
+from .. import files
+from ..errors import EnvironmentFault, ScenarioError, ZsimError
 from . import store
 from .plan import Axis, resolve_axis
 
@@ -98,18 +99,19 @@ def display_scale(metric: str) -> float:
 class SweepResults:
     """One sweep's rows (a DataFrame) and its manifest (axes, points, report settings)."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, warn: store.Warn | None = None) -> None:
         self.directory = directory
         manifest = store.read_manifest(directory)
         if manifest is None:
             raise ZsimError(f"{directory}: no {store.MANIFEST} (not written by zsim sweep?)")
         self.manifest = manifest
         self.name: str = manifest["name"]
-        self.axes = [Axis(path=a["path"], label=a.get("label") or a["path"], values=tuple(a["values"]) if a.get("values") is not None else None,
+        self.axes = [Axis(path=a["path"], label=a.get("label") or a["path"],
+                          values=tuple(a["values"]) if a.get("values") is not None else None,
                           low=a.get("low"), high=a.get("high"), scale=a.get("scale", "linear")) for a in manifest["axes"]]
         self.kinds = {a["path"]: a.get("kind", "float") for a in manifest["axes"]}
         self.report_config: Mapping[str, Any] = manifest.get("report") or {}
-        self.frame = store.read_frame(directory)
+        self.frame = store.read_frame(directory, warn=warn)
         order = {p["id"]: p["index"] for p in manifest["points"]}
         if len(self.frame):
             self.frame["point_index"] = self.frame["point"].map(order)
@@ -234,11 +236,11 @@ def thresholds(results: SweepResults, spec: Mapping[str, Any]) -> pd.DataFrame:
         xs = group[x].tolist()
         means = group[f"{metric}_mean"].tolist()
         highs = group[f"{metric}_hi"].fillna(group[f"{metric}_mean"]).tolist()
-        row = dict(zip(by, key))
+        row = dict(zip(by, key, strict=True))
 
-        def smallest(values: list[float]) -> Any:
+        def smallest(values: list[float], xs: list[Any] = xs) -> Any:
             answer = None
-            for value, level in zip(reversed(xs), reversed(values)):
+            for value, level in zip(reversed(xs), reversed(values), strict=True):
                 if level is not None and level == level and level < target:
                     answer = value
                 else:
@@ -329,16 +331,19 @@ def line_figure(results: SweepResults, spec: Mapping[str, Any], out_dir: Path, h
     logy = spec.get("logy", metrics[0].endswith("_fraction"))
     if logy is True and metrics[0].endswith("_fraction"):
         logy = "symlog"
-    ylabel = metric_label(metrics[0]) if len(metrics) == 1 else ", ".join(metric_label(m).split(" (")[0] for m in metrics) + (" (ms)" if scale == 1000 else "")
+    ylabel = (metric_label(metrics[0]) if len(metrics) == 1
+              else ", ".join(metric_label(m).split(" (")[0] for m in metrics) + (" (ms)" if scale == 1000 else ""))
     title = spec.get("title") or f"{ylabel} against {results.label(x)}" + (f", by {results.label(series)}" if series else "")
     notes = ["shaded: 95 % confidence interval of the mean"]
     pooled = _pooled_note(results, frame, keys + list(results.axis(k).path for k in where))
     if pooled:
         notes.append(pooled)
     if where:
-        notes.append("where " + ", ".join(f"{results.label(k)} = {_fmt_value(v) if not isinstance(v, list) else ' or '.join(map(_fmt_value, v))}"
+        notes.append("where " + ", ".join(f"{results.label(k)} = "
+                                          f"{_fmt_value(v) if not isinstance(v, list) else ' or '.join(map(_fmt_value, v))}"
                                           for k, v in where.items()))
-    name = spec.get("file") or _slug(f"{'-'.join(metrics)}-vs-{results.label(x)}" + (f"-by-{results.label(series)}" if series else "")) + ".png"
+    name = spec.get("file") or _slug(f"{'-'.join(metrics)}-vs-{results.label(x)}"
+                                     + (f"-by-{results.label(series)}" if series else "")) + ".png"
     hline = hlines.get(metrics[0]) if len(metrics) == 1 else None
     return plotting.line_figure(
         panels, out_dir / name, title=title, xlabel=results.label(x), ylabel=ylabel,
@@ -396,7 +401,8 @@ def scatter_figure(results: SweepResults, spec: Mapping[str, Any], out_dir: Path
     )
 
 
-def threshold_figure(results: SweepResults, spec: Mapping[str, Any], threshold: Mapping[str, Any], table: pd.DataFrame, out_dir: Path) -> Path:
+def threshold_figure(results: SweepResults, spec: Mapping[str, Any], threshold: Mapping[str, Any], table: pd.DataFrame,
+                     out_dir: Path) -> Path:
     from .. import plotting
 
     x = results.axis(spec["x"]).path
@@ -460,11 +466,11 @@ def default_figures(results: SweepResults) -> list[dict[str, Any]]:
     rate = [a for a in axes if a.path.endswith(("rate_per_s", "interval_s"))]
     if rate:
         r = rate[0]
-        other = [a for a in axes if a is not r]
+        not_rate = [a for a in axes if a is not r]
         spec: dict[str, Any] = {"kind": "line", "x": r.path, "y": ["latency_p50_s", "latency_p99_s"], "band": True,
                                 "title": f"latency against offered load ({r.label})"}
-        if other:
-            spec["series"] = min(other, key=lambda a: counts[a.path]).path
+        if not_rate:
+            spec["series"] = min(not_rate, key=lambda a: counts[a.path]).path
         figures.append(spec)
     return figures
 
@@ -492,7 +498,8 @@ def _markdown_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> st
     return "\n".join(lines)
 
 
-def _summary_markdown(results: SweepResults, points: pd.DataFrame, metrics: Sequence[str], threshold_tables: list[tuple[Mapping[str, Any], pd.DataFrame]],
+def _summary_markdown(results: SweepResults, points: pd.DataFrame, metrics: Sequence[str],
+                      threshold_tables: list[tuple[Mapping[str, Any], pd.DataFrame]],
                       figures: Sequence[Path], out_dir: Path) -> str:
     manifest = results.manifest
     frame = results.frame
@@ -505,8 +512,10 @@ def _summary_markdown(results: SweepResults, points: pd.DataFrame, metrics: Sequ
         lines += [manifest["description"], ""]
     lines += [
         f"- design: {manifest['design']}, {len(manifest['points'])} points x {manifest['replications']} replications = {expected} runs",
-        f"- results: {len(frame)} runs present ({n_ok} ok, {n_failed} failed){'' if len(frame) >= expected else f', {expected - len(frame)} missing (re-run the sweep to finish)'}",
-        f"- root seed {manifest['seed']}, common random numbers: {'yes' if manifest['common_random_numbers'] else 'no'}; total run time {cpu:.1f} s (sum over runs)",
+        f"- results: {len(frame)} runs present ({n_ok} ok, {n_failed} failed)"
+        + ("" if len(frame) >= expected else f", {expected - len(frame)} missing (re-run the sweep to finish)"),
+        f"- root seed {manifest['seed']}, common random numbers: {'yes' if manifest['common_random_numbers'] else 'no'}; "
+        f"total run time {cpu:.1f} s (sum over runs)",
         "- intervals: 95 % Student-t confidence intervals of the per-point mean over replications",
     ]
     if len(frame) and "zsim_code" in frame:
@@ -521,7 +530,8 @@ def _summary_markdown(results: SweepResults, points: pd.DataFrame, metrics: Sequ
         "## Axes",
         "",
         _markdown_table(["axis", "label", "values"], [
-            (f"`{a.path}`", a.label, ", ".join(_fmt_value(v) for v in sorted(frame[a.path].unique()))[:200] if len(frame) else "") for a in results.axes
+            (f"`{a.path}`", a.label, ", ".join(_fmt_value(v) for v in sorted(frame[a.path].unique()))[:200] if len(frame) else "")
+            for a in results.axes
         ]),
         "",
     ]
@@ -530,15 +540,18 @@ def _summary_markdown(results: SweepResults, points: pd.DataFrame, metrics: Sequ
     for spec, table in threshold_tables:
         minimise = results.axis(spec["minimise"]).path
         lines += [f"## Smallest {results.label(minimise)} keeping {metric_label(spec['metric'])} below {float(spec['below']):g}", ""]
-        by = [c for c in table.columns if c not in ("smallest_by_mean", "smallest_by_upper_ci", "metric_mean_there", "metric_upper_ci_there", "largest_tried")]
+        answer_columns = ("smallest_by_mean", "smallest_by_upper_ci", "metric_mean_there", "metric_upper_ci_there", "largest_tried")
+        by = [c for c in table.columns if c not in answer_columns]
         rows = []
         for _, row in table.iterrows():
-            def show(value: Any) -> str:
-                return f"> {_fmt_value(row['largest_tried'])}" if value is None or value != value else _fmt_value(value)
+            def show(value: Any, largest: Any = row["largest_tried"]) -> str:
+                return f"> {_fmt_value(largest)}" if value is None or value != value else _fmt_value(value)
 
             rows.append([_fmt_value(row[c]) for c in by] + [show(row["smallest_by_upper_ci"]), show(row["smallest_by_mean"]),
                         _cell(row["metric_mean_there"], None, spec["metric"]) if row["metric_mean_there"] is not None else "-"])
-        lines += [_markdown_table([results.label(c) for c in by] + ["smallest (95 % upper bound)", "smallest (mean)", f"{metric_label(spec['metric'])} there"], rows), ""]
+        headers = [results.label(c) for c in by] + ["smallest (95 % upper bound)", "smallest (mean)",
+                                                    f"{metric_label(spec['metric'])} there"]
+        lines += [_markdown_table(headers, rows), ""]
     if figures:
         lines += ["## Figures", ""]
         for path in figures:
@@ -547,7 +560,8 @@ def _summary_markdown(results: SweepResults, points: pd.DataFrame, metrics: Sequ
     lines += ["## Per point (mean ± 95 % CI half-width)", ""]
     rows = []
     for _, row in points.head(MAX_TABLE_ROWS).iterrows():
-        rows.append([_fmt_value(row[a.path]) for a in results.axes] + [f"{int(row['runs'])}" + (f" ({int(row['failed'])} failed)" if row["failed"] else "")]
+        runs = f"{int(row['runs'])}" + (f" ({int(row['failed'])} failed)" if row["failed"] else "")
+        rows.append([_fmt_value(row[a.path]) for a in results.axes] + [runs]
                     + [_cell(row.get(f"{m}_mean"), row.get(f"{m}_ci"), m) for m in shown])
     lines.append(_markdown_table([a.label for a in results.axes] + ["runs"] + [metric_label(m) for m in shown], rows))
     if len(points) > MAX_TABLE_ROWS:
@@ -560,9 +574,69 @@ def _summary_markdown(results: SweepResults, points: pd.DataFrame, metrics: Sequ
 # Entry point
 
 
-def report_sweep(directory: Path, out_dir: Path, *, figures: bool = True) -> list[Path]:
-    results = SweepResults(directory)
-    out_dir.mkdir(parents=True, exist_ok=True)
+def check_config(results: SweepResults) -> None:
+    """Every metric and axis the manifest's ``[report]`` names must be in the results: a
+    sweep written before zsim checked its ``[report]`` could name one that is not. One
+    ``ScenarioError`` naming the field, instead of a pandas traceback half-way."""
+    config = results.report_config
+    if not isinstance(config, Mapping):
+        raise ScenarioError("report", "must be a table")
+    columns = set(results.frame.columns) if len(results.ok()) else None
+
+    def metric(value: Any, where: str) -> None:
+        if not isinstance(value, str):
+            raise ScenarioError(where, f"must be a metric name, got {value!r}")
+        if columns is not None and value not in columns:
+            import difflib
+
+            names = sorted(c for c in columns if c not in results.axis_columns)
+            close = difflib.get_close_matches(value, names, n=1, cutoff=0.6)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ScenarioError(where, f"unknown metric {value!r}{hint}: no such column in the results")
+
+    def axis(value: Any, where: str) -> None:
+        try:
+            results.axis(value)
+        except (KeyError, TypeError) as exc:
+            raise ScenarioError(where, str(exc.args[0]) if exc.args else "not an axis") from None
+
+    for i, name in enumerate(config.get("metrics") or []):
+        metric(name, f"report.metrics[{i}]")
+    for i, spec in enumerate(config.get("threshold") or []):
+        where = f"report.threshold[{i}]"
+        if not isinstance(spec, Mapping):
+            raise ScenarioError(where, "must be a table")
+        for key in ("metric", "below", "minimise"):
+            if key not in spec:
+                raise ScenarioError(f"{where}.{key}", "missing")
+        metric(spec["metric"], f"{where}.metric")
+        axis(spec["minimise"], f"{where}.minimise")
+        for j, key in enumerate(spec.get("by") or []):
+            axis(key, f"{where}.by[{j}]")
+        try:
+            float(spec["below"])
+        except (TypeError, ValueError):
+            raise ScenarioError(f"{where}.below", f"must be a number, got {spec['below']!r}") from None
+    for i, spec in enumerate(config.get("figure") or []):
+        where = f"report.figure[{i}]"
+        if not isinstance(spec, Mapping):
+            raise ScenarioError(where, "must be a table")
+        kind = spec.get("kind", "line")
+        if "metric" in spec and kind != "threshold":
+            metric(spec["metric"], f"{where}.metric")
+        if kind in ("line", "scatter") and "y" in spec:
+            ys = spec["y"] if isinstance(spec["y"], list) else [spec["y"]]
+            for j, name in enumerate(ys):
+                metric(name, f"{where}.y" + (f"[{j}]" if isinstance(spec["y"], list) else ""))
+        for key in ("x", "series", "facet") + (("y",) if kind == "heatmap" else ()):
+            if key in spec:
+                axis(spec[key], f"{where}.{key}")
+
+
+def report_sweep(directory: Path, out_dir: Path, *, figures: bool = True, warn: store.Warn | None = None) -> list[Path]:
+    results = SweepResults(directory, warn)
+    check_config(results)
+    files.prepare_output_dir(out_dir, "the report folder")
     metrics = results.metrics()
     written: list[Path] = []
     points = points_table(results, metrics)
@@ -578,7 +652,8 @@ def report_sweep(directory: Path, out_dir: Path, *, figures: bool = True) -> lis
     if threshold_tables:
         path = out_dir / "thresholds.csv"
         pd = _pandas()
-        pd.concat([t.assign(metric=s["metric"], below=s["below"], minimise=results.axis(s["minimise"]).path) for s, t in threshold_tables]).to_csv(path, index=False)
+        pd.concat([t.assign(metric=s["metric"], below=s["below"], minimise=results.axis(s["minimise"]).path)
+                   for s, t in threshold_tables]).to_csv(path, index=False)
         written.append(path)
 
     figure_paths: list[Path] = []
@@ -607,14 +682,36 @@ def report_sweep(directory: Path, out_dir: Path, *, figures: bool = True) -> lis
     return written
 
 
-def make_report(results: str | Path, out: str | Path | None = None, *, figures: bool = True) -> list[Path]:
+def make_report(results: str | Path, out: str | Path | None = None, *, figures: bool = True, warn: store.Warn | None = None,
+                errors: list[tuple[Path, ZsimError]] | None = None) -> list[Path]:
     """Report every sweep under ``results`` into ``out/<sweep name>/`` (default
-    ``results/report``): points.csv, thresholds.csv, figures (PNG), summary.md."""
+    ``results/report``): points.csv, thresholds.csv, figures (PNG), summary.md.
+
+    ``out`` is checked (created, written to) before any work. One sweep whose report fails
+    (a damaged manifest, a bad ``[report]``, anything else) does not stop the others: with
+    ``errors`` given, each failure is appended there as ``(sweep folder, error)``; without,
+    the first failure is raised after the other sweeps' reports are written. Damaged part
+    files are named through ``warn`` (default: stderr) and left out.
+    """
     root = Path(results)
     directories = store.sweep_dirs(root)
     base = Path(out) if out is not None else (root.parent if root.name.startswith("sweep=") else root) / "report"
+    files.prepare_output_dir(base, "the report folder (--out)")
     written: list[Path] = []
+    failures: list[tuple[Path, ZsimError]] = []
     for directory in directories:
         name = directory.name.split("=", 1)[1]
-        written += report_sweep(directory, base / name, figures=figures)
+        try:
+            written += report_sweep(directory, base / name, figures=figures, warn=warn)
+        except ZsimError as exc:
+            failures.append((directory, exc))
+        except OSError as exc:
+            failures.append((directory, EnvironmentFault(str(exc.filename or directory), exc.strerror or str(exc))))
+        except Exception as exc:  # noqa: BLE001 - one sweep's report must not take the others down
+            text = f"{type(exc).__name__}: {exc}".strip().splitlines()[0][:300]
+            failures.append((directory, ZsimError(f"report failed ({text})")))
+    if errors is not None:
+        errors.extend(failures)
+    elif failures:
+        raise failures[0][1]
     return written

@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import warnings
@@ -31,11 +32,13 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
-from ..errors import ZsimError
+from ..errors import EnvironmentFault
 from .local import TICK_S, Completion, task_tuples
 from .plan import Task
 
 DEFAULT_MASTER = "local[*]"
+#: Seconds ``java -version`` may take before Java is declared not to start.
+JAVA_CHECK_TIMEOUT_S = 60.0
 JVM_LOCAL_OPTIONS = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"]
 
 _LOG4J2 = """\
@@ -59,18 +62,57 @@ def java_executable() -> str | None:
 
 
 def check_environment() -> None:
-    """Fail with a clear message if pyspark or Java is missing."""
+    """Fail with one line (``EnvironmentFault``, exit 1) if pyspark or Java is missing."""
     try:
         import pyspark  # noqa: F401
     except ImportError:
-        raise ZsimError("the Spark engine needs pyspark: pip install 'zsim[spark]' (or run with --engine local)") from None
+        raise EnvironmentFault("pyspark", "the Spark engine needs pyspark: pip install 'zsim[spark]' "
+                                          "(or run with --engine local)") from None
     if java_executable() is None:
         where = f"JAVA_HOME={os.environ['JAVA_HOME']} has no bin/java" if os.environ.get("JAVA_HOME") else "no 'java' on PATH"
-        raise ZsimError(
+        raise EnvironmentFault(
+            "java",
             f"the Spark engine needs Java 17 or 21 ({where}). Install a JRE "
             "(Debian/Ubuntu: sudo apt-get install openjdk-17-jre-headless; macOS: brew install openjdk@17) "
-            "or run the sweep without Spark: --engine local"
+            "or run the sweep without Spark: --engine local",
         )
+
+
+def check_java(java: str) -> None:
+    """``java -version`` must succeed: a JVM that does not start (a broken JAVA_HOME, too
+    little memory, a wrong architecture) is one line now, not Spark's stack traces later."""
+    try:
+        result = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=JAVA_CHECK_TIMEOUT_S,
+                                stdin=subprocess.DEVNULL, errors="replace")
+    except subprocess.TimeoutExpired:
+        raise EnvironmentFault("java", f"{java} -version did not finish in {JAVA_CHECK_TIMEOUT_S:g} s; "
+                                       "or run the sweep without Spark: --engine local") from None
+    except OSError as exc:
+        raise EnvironmentFault("java", f"{java} does not start: {exc.strerror or exc}; "
+                                       "or run the sweep without Spark: --engine local") from None
+    if result.returncode != 0:
+        said = [line.strip() for line in (result.stderr + result.stdout).splitlines() if line.strip()]
+        reason = said[0][:200] if said else f"exit status {result.returncode}"
+        raise EnvironmentFault("java", f"{java} does not start ({reason}); "
+                                       "or run the sweep without Spark: --engine local")
+
+
+def preflight(master: str | None) -> None:
+    """Before any work: pyspark, and a Java that starts (unless a running SparkContext
+    will be used, as in a notebook)."""
+    check_environment()
+    from pyspark import SparkContext
+
+    if SparkContext._active_spark_context is not None and master is None:
+        return
+    java = java_executable()
+    assert java is not None
+    check_java(java)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return (text.splitlines()[0] if text else type(exc).__name__)[:300]
 
 
 def _is_loopback_master(master: str) -> bool:
@@ -161,9 +203,14 @@ class SparkEngine:
                     # environment variable, not spark.pyspark.python: that one reaches the
                     # workers with symlinks resolved, which loses a virtualenv.)
                     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                self.sc = SparkContext(conf=self._spark_conf(master))
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    self.sc = SparkContext(conf=self._spark_conf(master))
+            except Exception as exc:  # noqa: BLE001 - Java that does not start, a master that is not there
+                self.__exit__(type(exc), exc, None)
+                raise EnvironmentFault(f"spark ({master})", f"Spark did not start: {_first_line(exc)} "
+                                       f"(java: {java_executable()}; or run the sweep without Spark: --engine local)") from None
             self.owned = True
         self.sc.setLogLevel("ERROR")
         self.slots = max(1, int(self.sc.defaultParallelism))
