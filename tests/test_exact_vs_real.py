@@ -12,7 +12,7 @@ from conftest import run, scenario
 
 zmq = pytest.importorskip("zmq")
 
-pytestmark = pytest.mark.real
+pytestmark = [pytest.mark.real, pytest.mark.timeout(60)]
 
 _names = itertools.count()
 

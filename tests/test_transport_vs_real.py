@@ -13,17 +13,19 @@ import statistics
 import tempfile
 import threading
 import time
+import warnings
 from pathlib import Path
 
 import pytest
 
 import zsim
+from validation.timing import Starvation
 from zsim.calibration import stalled_push_scenario
 from zsim.profile import load as load_profile
 
 zmq = pytest.importorskip("zmq")
 
-pytestmark = pytest.mark.real
+pytestmark = [pytest.mark.real, pytest.mark.timeout(120)]
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -47,9 +49,13 @@ def bind(sock, transport: str, ipc_dir: str, name: str) -> str:
 # capacity of a stalled PUSH -> PULL
 
 
-def real_stalled_push(transport: str, size: int, sndhwm: int, rcvhwm: int, ipc_dir: str) -> int:
+def real_stalled_push(transport: str, size: int, sndhwm: int, rcvhwm: int, ipc_dir: str,
+                      starvation: list[float] | None = None) -> int:
     """The calibration protocol: warm-up message read, then blocking sends (SNDTIMEO
-    300 ms) to a PULL that never reads again, until the first Again."""
+    300 ms) to a PULL that never reads again, until the first Again.
+
+    ``starvation``, if given, receives the run-queue wait of both contexts' I/O threads
+    during the fill (``validation.timing.Starvation``)."""
     receiver_ctx, sender_ctx = zmq.Context(), zmq.Context()
     try:
         pull = receiver_ctx.socket(zmq.PULL)
@@ -68,12 +74,15 @@ def real_stalled_push(transport: str, size: int, sndhwm: int, rcvhwm: int, ipc_d
         payload = b"x" * size
         accepted = 0
         deadline = time.perf_counter() + 20
-        try:
-            while time.perf_counter() < deadline:
-                push.send(payload)
-                accepted += 1
-        except zmq.Again:
-            pass
+        with Starvation("ZMQbg/IO/") as starved:
+            try:
+                while time.perf_counter() < deadline:
+                    push.send(payload)
+                    accepted += 1
+            except zmq.Again:
+                pass
+        if starvation is not None:
+            starvation.append(starved.waited_s if starved.waited_s is not None else 0.0)
         return accepted
     finally:
         sender_ctx.destroy(linger=0)
@@ -103,22 +112,63 @@ CAPACITY_CASES = [
 ]
 
 
+#: I/O-thread run-queue wait during a fill beyond which the run is disturbed: a delayed
+#: sending engine finds several messages in its pipe and writes them as one batch, and on
+#: ipc larger writes pack more messages into the same kernel budget (skb truesize), so a
+#: starved run holds more (one such run gave 164 where the calibration saw 69-74). A quiet
+#: fill's I/O threads wait about 0.05 ms (ipc) to 3 ms (tcp, thousands of small writes).
+IO_STARVED_S = 0.001
+IO_STARVED_PER_MESSAGE_S = 2e-6
+
+
+def _ipc_kernel_bound(size: int, sndhwm: int, rcvhwm: int) -> int:
+    """Most messages a stalled ipc PUSH -> PULL can accept, whatever the timing: both pipes,
+    a full 8 KB batch in each engine, and the unix socket's send budget
+    (``net.core.wmem_default``, which every skb's truesize counts against, plus the one
+    skb of at most half of it the kernel lets through beyond it) filled with payload only."""
+    try:
+        with open("/proc/sys/net/core/wmem_default") as handle:
+            budget = int(handle.read())
+    except (OSError, ValueError):
+        budget = 212_992
+    batch = 8192 // max(1, size) + 1
+    return sndhwm + rcvhwm + 2 * batch + (budget + budget // 2) // max(1, size) + 2
+
+
+@pytest.mark.timeout(180)
 @pytest.mark.parametrize("transport,size,sndhwm,rcvhwm,tolerance", CAPACITY_CASES)
 def test_stalled_push_capacity_matches_real(transport, size, sndhwm, rcvhwm, tolerance, ipc_dir):
-    if tolerance == 0:
-        real = real_stalled_push(transport, size, sndhwm, rcvhwm, ipc_dir)
-    else:
-        # kernel-bound: compare with the median of three real runs, as the profile is the
-        # median of five (one ipc 1 kB run gave 114 where the calibration saw 69-74)
-        real = int(statistics.median(real_stalled_push(transport, size, sndhwm, rcvhwm, ipc_dir) for _ in range(3)))
     sim = sim_stalled_push(transport, size, sndhwm, rcvhwm)
     lwm = (sndhwm + 1) // 2
     if tolerance == 0:
-        # Exact up to the real engine's timing: the writer learns of reads in steps of
-        # LWM, so a run can stop one step early or late.
+        # HWM-bound: exact up to the real engine's timing: the writer learns of reads in
+        # steps of LWM, so a run can stop one step early or late. No load changes this.
+        real = real_stalled_push(transport, size, sndhwm, rcvhwm, ipc_dir)
         assert abs(sim - real) <= lwm, (sim, real)
-    else:
-        assert abs(sim - real) <= max(lwm, tolerance * real), (sim, real)
+        return
+    # Kernel-bound: the median of three real runs, as the profile is the median of five,
+    # each with the run-queue wait of the I/O threads during its fill.
+    waits: list[float] = []
+    runs = [real_stalled_push(transport, size, sndhwm, rcvhwm, ipc_dir, waits) for _ in range(3)]
+    real = int(statistics.median(runs))
+    # What no load changes: the pipes fill first (the kernel only adds), and on ipc the
+    # kernel's byte budget caps what it can hold.
+    assert min(runs) >= sndhwm + rcvhwm - 1, runs
+    if transport == "ipc":
+        assert max(runs) <= _ipc_kernel_bound(size, sndhwm, rcvhwm), (runs, _ipc_kernel_bound(size, sndhwm, rcvhwm))
+    quiet = [n for n, w in zip(runs, waits, strict=True) if w <= IO_STARVED_S + IO_STARVED_PER_MESSAGE_S * n]
+    detail = (f"sim {sim}, real runs {runs} (median {real}); I/O threads waited "
+              f"{', '.join(f'{w * 1000:.2f}' for w in waits)} ms for a CPU during the fills; {len(quiet)} undisturbed")
+    if abs(sim - real) <= max(lwm, tolerance * real):
+        return
+    # The model is calibrated on undisturbed fills: compare with those. A difference
+    # measured on disturbed ones says how this machine batched its writes: reported.
+    if len(quiet) >= 2:
+        quiet_real = statistics.median(quiet)
+        assert abs(sim - quiet_real) <= max(lwm, tolerance * quiet_real), f"differs on undisturbed runs: {detail}"
+        return
+    warnings.warn(f"stalled-push {transport} {size} B {sndhwm}/{rcvhwm}: not compared, the fills were disturbed: {detail}",
+                  stacklevel=1)
 
 
 # ----------------------------------------------------------------------------------------
@@ -141,9 +191,15 @@ def kamens_scenario(transport: str, rcvhwm: int) -> dict:
     }
 
 
-def real_kamens(transport: str, rcvhwm: int, ipc_dir: str, tag: str) -> list[int]:
-    """The report's two programs as two threads with their own contexts."""
+def real_kamens(transport: str, rcvhwm: int, ipc_dir: str, tag: str, times: dict | None = None) -> list[int]:
+    """The report's two programs as two threads with their own contexts.
+
+    ``times``, if given, receives ``recv_s`` (when each recv() returned) and ``close_s``
+    (when the sender, its ten sends and sleeps done, closed its socket) and ``first_send_s``."""
     received: list[int] = []
+    recv_at: list[float] = []
+    close_at: list[float] = []
+    first_send: list[float] = []
     ready = threading.Event()
     endpoint_box: list[str] = []
 
@@ -160,6 +216,7 @@ def real_kamens(transport: str, rcvhwm: int, ipc_dir: str, tag: str) -> list[int
                     received.append(int(pull.recv()))
                 except zmq.Again:
                     break
+                recv_at.append(time.perf_counter())
                 time.sleep(0.4)
             pull.close(linger=0)
         finally:
@@ -171,8 +228,11 @@ def real_kamens(transport: str, rcvhwm: int, ipc_dir: str, tag: str) -> list[int
         push = ctx.socket(zmq.PUSH)
         push.connect(endpoint_box[0])
         for i in range(10):
+            if i == 0:
+                first_send.append(time.perf_counter())
             push.send(b"%d" % i)
             time.sleep(0.2)
+        close_at.append(time.perf_counter())
         push.close()
         ctx.term()  # LINGER -1: waits until the engine has written everything
 
@@ -181,24 +241,50 @@ def real_kamens(transport: str, rcvhwm: int, ipc_dir: str, tag: str) -> list[int
         thread.start()
     for thread in threads:
         thread.join(timeout=15)
+    if times is not None:
+        times["recv_s"] = list(recv_at)
+        times["close_s"] = close_at[0] if close_at else None
+        times["first_send_s"] = first_send[0] if first_send else None
     return received
+
+
+#: how late a sleep of the report's two programs may return and still be the race the
+#: scenario describes (it models 50 to 150 us; a send or recv call adds a few us more)
+KAMENS_LATE_S = 0.0005
+
+
+def kamens_lateness(times: dict) -> float:
+    """The larger per-sleep lateness of the two programs in one real run (seconds): the
+    sender's ten sleeps of 0.2 s up to its close, the receiver's sleeps of 0.4 s between
+    its recv() calls."""
+    late = []
+    if times.get("close_s") is not None and times.get("first_send_s") is not None:
+        late.append((times["close_s"] - times["first_send_s"] - 10 * 0.2) / 10)
+    recv = times.get("recv_s") or []
+    for k in range(1, len(recv)):
+        late.append((recv[k] - recv[0] - 0.4 * k) / k)
+    return max(late) if late else float("inf")
 
 
 def test_termination_loss_ipc_vs_tcp(ipc_dir):
     configs = [("ipc", 1), ("ipc", 2), ("tcp", 1)]
     real: dict[tuple[str, int], list[list[int]]] = {config: [] for config in configs}
+    late: dict[tuple[str, int], list[float]] = {config: [] for config in configs}
     for rep in range(2):
         threads = []
         for config in configs:
             def go(config=config, rep=rep) -> None:
-                real[config].append(real_kamens(config[0], config[1], ipc_dir, f"{config[0]}{config[1]}-{rep}"))
+                times: dict = {}
+                real[config].append(real_kamens(config[0], config[1], ipc_dir, f"{config[0]}{config[1]}-{rep}", times))
+                late[config].append(kamens_lateness(times))
 
             threads.append(threading.Thread(target=go))
         for thread in threads:
             thread.start()
         for thread in threads:
             thread.join(timeout=30)
-    sim = {config: [zsim.run(kamens_scenario(*config), seed).summary["sockets"]["pull"]["received"] for seed in range(40)] for config in configs}
+    sim = {config: [zsim.run(kamens_scenario(*config), seed).summary["sockets"]["pull"]["received"] for seed in range(40)]
+           for config in configs}
     # tcp: a FIN is not a hang-up; the engine reads to EOF and nothing is lost
     assert sim[("tcp", 1)] == [10] * 40
     assert all(run == list(range(10)) for run in real[("tcp", 1)])
@@ -210,13 +296,22 @@ def test_termination_loss_ipc_vs_tcp(ipc_dir):
     # ipc, RCVHWM 2: the kernel is almost always empty when the sender exits
     assert statistics.mode(sim[("ipc", 2)]) == 10
     assert set(sim[("ipc", 2)]) <= {9, 10}
-    # Real runs: only ever the tail is lost (what sat in the kernel), never a gap, and
-    # within the outcomes the simulator gives for the same race.
+    # Real runs: only ever the tail is lost (what sat in the kernel), never a gap; at
+    # least the pipe's RCVHWM and the message the engine holds survive, besides the first
+    # one read; and, when both programs kept the schedule the scenario models, the count
+    # is one the simulator gives for the same race. A run whose sleeps returned later
+    # than that ran a different race (the machine's, not the report's): it is checked on
+    # the mechanics only, and the message says so.
     expected = {("ipc", 1): {7, 8, 9, 10}, ("ipc", 2): {9, 10}, ("tcp", 1): {10}}
+    assert all(len(runs) == 2 for runs in real.values()), real
     for config, runs in real.items():
-        for run in runs:
-            assert run == list(range(len(run))), (config, run)
-            assert len(run) in expected[config], (config, run, sorted(sim[config]))
+        for run, lateness in zip(runs, late[config], strict=True):
+            timing = (f"sleeps up to {lateness * 1e6:.0f} us late" + ("" if lateness <= KAMENS_LATE_S else
+                      f" (disturbed run: over {KAMENS_LATE_S * 1e6:.0f} us, not compared with the model's outcomes)"))
+            assert run == list(range(len(run))), (config, run, timing)
+            assert 1 + config[1] + 1 <= len(run) <= 10, (config, run, timing)
+            if lateness <= KAMENS_LATE_S:
+                assert len(run) in expected[config], (config, run, sorted(sim[config]), timing)
 
 
 # ----------------------------------------------------------------------------------------
@@ -238,11 +333,12 @@ def real_pub_to_stalled_sub(sndhwm: int, count: int, ipc_dir: str, timing: dict 
         sync = ctx_pub.socket(zmq.XPUB)  # wait until the subscription is applied
         time.sleep(0.3)
         payloads = [i.to_bytes(4, "little") + b"x" * 96 for i in range(count)]
-        began = time.perf_counter()
-        for payload in payloads:
-            pub.send(payload)
+        with Starvation() as starved:
+            for payload in payloads:
+                pub.send(payload)
         if timing is not None:
-            timing["sending_s"] = time.perf_counter() - began
+            timing["sending_s"] = starved.wall_s
+            timing["starved"] = starved
         sync.close()
         time.sleep(1.0)
         got = []
@@ -260,7 +356,8 @@ def pub_stall_scenario(sndhwm: int, count: int) -> dict:
         "process": [{"name": "p"}, {"name": "s"}],
         "socket": [
             {"name": "pub", "type": "PUB", "process": "p", "bind": ["tcp://*:6000"], "options": {"sndhwm": sndhwm}},
-            {"name": "sub", "type": "SUB", "process": "s", "connect": ["tcp://127.0.0.1:6000"], "options": {"rcvhwm": 10, "subscribe": [""]}},
+            {"name": "sub", "type": "SUB", "process": "s", "connect": ["tcp://127.0.0.1:6000"],
+             "options": {"rcvhwm": 10, "subscribe": [""]}},
         ],
         "send": [{"socket": "pub", "count": count, "size_bytes": 100, "start_s": 0.3}],
         "recv": [{"socket": "sub", "start_s": 2.0}],
@@ -288,7 +385,7 @@ def test_stalled_sub_pub_drops_in_whole_windows(ipc_dir):
     assert summary["ledger"]["dropped_by_rule"] == {"hwm": count - sim}
     assert summary["sockets"]["pub"]["dropped"] == count - sim
     # real: contiguous runs (the drops are whole windows at the PUB, never a SUB gap)
-    real_runs = 1 + sum(1 for a, b in zip(real, real[1:]) if b != a + 1)
+    real_runs = 1 + sum(1 for a, b in zip(real, real[1:], strict=False) if b != a + 1)
     assert len(real) / real_runs >= 8
     # How many get through depends on how long the send loop runs, and per millisecond
     # of sending on how promptly the I/O thread runs (another busy process on the machine
@@ -300,20 +397,36 @@ def test_stalled_sub_pub_drops_in_whole_windows(ipc_dir):
     sim_rate = sim / sim_sending / 1000
     real_rate = len(real) / timing["sending_s"] / 1000
     assert 0.8 * window_rate <= sim_rate <= 1.1 * window_rate, (sim_rate, window_rate)
+    # Never better than one window per throttle interval: the throttle is mechanical.
     assert real_rate <= 1.25 * window_rate, (real_rate, window_rate)
-    assert 0.25 * window_rate <= real_rate, (real_rate, window_rate)  # not a model of something else
+    # Worse only by CPU starvation, which this run measured: the time its threads (the
+    # sending thread, both I/O threads) spent runnable without a core during the send loop,
+    # as a share of the loop. A window is passed only when the PUB's I/O thread ran within
+    # it; with no starvation the real PUB gets at least a quarter of the windows (about
+    # 0.9 on a quiet machine), and each unit of starvation share takes its part off.
+    starved = timing["starved"]
+    share = starved.share if starved.share is not None else 0.0
+    lower = 0.25 * window_rate * max(0.0, 1.0 - share)
+    disturbed = f"; disturbed run: {starved.describe()}" if share > 0.1 else ""
+    assert lower <= real_rate, (f"real PUB passed {real_rate:.2f} msg/ms, below {lower:.2f} (a quarter of one window of 10 "
+                                f"per {throttle * 1000:.2f} ms throttle interval, less the measured starvation){disturbed}")
 
 
 # ----------------------------------------------------------------------------------------
 # the slow joiner
 
 
-def real_slow_joiner(repeats: int, ipc_dir: str) -> list[int]:
+def real_slow_joiner(repeats: int, ipc_dir: str, starvation: list[float] | None = None) -> list[int]:
     """PUB publishing every 0.1 ms (busy wait); SUB connects; how many 0.1 ms publishing
-    slots passed between connect() and the publication of the first message it got."""
+    slots passed between connect() and the publication of the first message it got.
+
+    ``starvation``, if given, receives per window the time this process's threads waited
+    for a CPU during it (run-queue wait, ``validation.timing.Starvation``)."""
     lost_counts = []
     for rep in range(repeats):
-        ctx = zmq.Context()
+        # two contexts, as the scenario's two processes: each side has its own I/O thread
+        # (one shared I/O thread would do the handshake without a cross-thread wake-up)
+        ctx, sub_ctx = zmq.Context(), zmq.Context()
         try:
             pub = ctx.socket(zmq.PUB)
             pub.linger = 0
@@ -321,34 +434,41 @@ def real_slow_joiner(repeats: int, ipc_dir: str) -> list[int]:
             stop = threading.Event()
             sent_at: list[float] = []
 
-            def publish() -> None:
+            def publish(pub=pub, stop=stop, sent_at=sent_at) -> None:
                 seq = 0
                 next_t = time.perf_counter()
                 while not stop.is_set() and seq < 200_000:
                     now = time.perf_counter()
                     if now >= next_t:
                         pub.send(seq.to_bytes(4, "little"))
-                        sent_at.append(now)
+                        # when send() returned: a thread preempted between reading the
+                        # clock and sending would otherwise date a message too early
+                        sent_at.append(time.perf_counter())
                         seq += 1
                         next_t += 0.0001
 
             thread = threading.Thread(target=publish)
             thread.start()
             time.sleep(0.05)
-            sub = ctx.socket(zmq.SUB)
+            sub = sub_ctx.socket(zmq.SUB)
             sub.linger = 0
             sub.setsockopt(zmq.SUBSCRIBE, b"")
-            connected = time.perf_counter()
-            sub.connect(endpoint)
-            first = int.from_bytes(sub.recv(), "little") if sub.poll(2000) else None
+            with Starvation() as starved:
+                connected = time.perf_counter()
+                sub.connect(endpoint)
+                first = int.from_bytes(sub.recv(), "little") if sub.poll(2000) else None
             stop.set()
             thread.join(5)
             if first is not None:
                 # in schedule slots (0.1 ms each) rather than messages actually sent: a
                 # publisher thread starved of CPU sends fewer, not a shorter join window
-                lost_counts.append(max(0, round((sent_at[first] - connected) / 0.0001)))
+                # (no clamp: a message whose send returned before connect() cannot arrive)
+                lost_counts.append(round((sent_at[first] - connected) / 0.0001))
+                if starvation is not None:
+                    starvation.append(starved.waited_s if starved.waited_s is not None else 0.0)
         finally:
             ctx.destroy(linger=0)
+            sub_ctx.destroy(linger=0)
     return lost_counts
 
 
@@ -358,24 +478,55 @@ def slow_joiner_scenario() -> dict:
         "process": [{"name": "p"}, {"name": "s"}],
         "socket": [
             {"name": "pub", "type": "PUB", "process": "p", "bind": ["tcp://*:5556"]},
-            {"name": "sub", "type": "SUB", "process": "s", "connect": ["tcp://127.0.0.1:5556"], "open_at_s": 0.05, "options": {"subscribe": [""]}},
+            {"name": "sub", "type": "SUB", "process": "s", "connect": ["tcp://127.0.0.1:5556"], "open_at_s": 0.05,
+             "options": {"subscribe": [""]}},
         ],
         "send": [{"socket": "pub", "interval_s": 0.0001, "size_bytes": 4, "duration_s": 0.2}],
         "recv": [{"socket": "sub"}],
     }
 
 
+#: a join window during which this process's threads waited longer than this for a CPU
+#: is disturbed: a stall longer than the PUB's command throttle (1.3 ms) moves the moment
+#: the PUB applies the subscription, so the window measures the scheduler, not libzmq.
+#: (Hand-offs of the GIL between the publishing and the connecting thread cost about
+#: 0.5 to 2 ms of run-queue wait per window on a quiet 2-core machine.)
+SLOW_JOINER_STARVED_S = 0.002
+
+
+@pytest.mark.timeout(120)
 def test_slow_joiner_loss_distribution(ipc_dir):
-    real = real_slow_joiner(12, ipc_dir)
     sim = []
     for seed in range(40):
         summary = zsim.run(slow_joiner_scenario(), seed).summary
         rules = summary["ledger"]["dropped_by_rule"]
         sim.append(rules.get("not_connected", 0) + rules.get("not_subscribed_yet", 0))
-    assert len(real) >= 8
-    # Both lose the messages published during handshake + subscription travel + the
-    # publisher's throttled command check; the scheduler makes real runs noisy.
-    real_median, sim_median = statistics.median(real), statistics.median(sim)
-    assert 1 <= sim_median <= 30
-    assert abs(sim_median - real_median) <= max(6, real_median), (sorted(sim), sorted(real))
+    assert 1 <= statistics.median(sim) <= 30
     assert max(sim) <= 30
+    # Real join windows, each with the CPU starvation measured during it; repeated until
+    # twelve ran undisturbed (or 60 windows).
+    real: list[int] = []
+    waited: list[float] = []
+    reps = 0
+    while reps < 60 and sum(1 for w in waited if w <= SLOW_JOINER_STARVED_S) < 12:
+        batch: list[float] = []
+        real += real_slow_joiner(6, ipc_dir, batch)
+        waited += batch
+        reps += 6
+    # What no load changes: every SUB joins, and none gets a message published before
+    # its connect() (the windows are counted from send() returning).
+    assert len(real) == reps, f"{reps - len(real)} of {reps} SUBs got no message within 2 s"
+    assert min(real) >= 0, sorted(real)
+    undisturbed = [r for r, w in zip(real, waited, strict=True) if w <= SLOW_JOINER_STARVED_S]
+    load = (f"{len(real) - len(undisturbed)} of {len(real)} windows disturbed (threads waited > "
+            f"{SLOW_JOINER_STARVED_S * 1000:g} ms for a CPU; median wait {statistics.median(waited) * 1000:.1f} ms); "
+            f"all windows {sorted(real)}")
+    if len(undisturbed) < 8:
+        # the machine left too few undisturbed windows to compare a timing distribution;
+        # python -m validation compares it (slow-joiner-paced) and reports the load
+        warnings.warn(f"slow-joiner windows not compared with the model: {load}", stacklevel=1)
+        return
+    # Both lose the messages published during handshake + subscription travel + the
+    # publisher's throttled command check.
+    real_median, sim_median = statistics.median(undisturbed), statistics.median(sim)
+    assert abs(sim_median - real_median) <= max(6, real_median), (sorted(sim), sorted(undisturbed), load)

@@ -74,7 +74,7 @@ def measure_lateness(waits_s: Sequence[float] = (0.001, 0.01, 0.1), repeats: Seq
     The deadline is set from the moment the previous wait returned, as a send loop does.
     """
     result: dict[float, list[float]] = {}
-    for wait_s, count in zip(waits_s, repeats):
+    for wait_s, count in zip(waits_s, repeats, strict=True):
         samples: list[float] = []
         for _ in range(count):
             deadline = _pc() + wait_s
@@ -99,6 +99,87 @@ def lateness_summary(samples: Sequence[float]) -> dict[str, float]:
         "p99_us": q(0.99) * 1e6,
         "max_us": ordered[-1] * 1e6,
     }
+
+
+# --------------------------------------------------------------------------------------
+# CPU starvation: how long this process's threads were ready to run but had no CPU
+
+
+def run_queue_wait_s(name_prefix: str | None = None) -> float | None:
+    """Seconds the threads of this process (those whose name starts with ``name_prefix``,
+    e.g. ``"ZMQbg/IO/"`` for libzmq's I/O threads) have spent runnable on a run queue
+    waiting for a CPU, summed over threads (``/proc/self/task/*/schedstat``, field 2).
+    None where the kernel does not keep the statistic.
+
+    This is what a loaded machine does to a real run and nothing else does: a thread that
+    sleeps, blocks or spins is not counted, a thread that wanted a core and did not get
+    one is."""
+    import glob
+    import os
+
+    total = 0
+    found = False
+    for task in glob.glob("/proc/self/task/*"):
+        try:
+            if name_prefix is not None:
+                with open(os.path.join(task, "comm")) as handle:
+                    if not handle.read().startswith(name_prefix):
+                        continue
+            with open(os.path.join(task, "schedstat")) as handle:
+                total += int(handle.read().split()[1])
+            found = True
+        except (OSError, ValueError, IndexError):
+            continue  # the thread ended meanwhile, or no schedstat
+    return total / 1e9 if found else None
+
+
+def thread_run_queue_wait_s(native_id: int) -> float | None:
+    """Run-queue wait (seconds) of one thread of this process so far, by its native id
+    (``threading.get_native_id()``); None where the kernel does not keep it."""
+    try:
+        with open(f"/proc/self/task/{native_id}/schedstat") as handle:
+            return int(handle.read().split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+class Starvation:
+    """``with Starvation() as s: ...`` then ``s.waited_s`` (run-queue wait of this process's
+    threads during the block, summed over threads), ``s.wall_s`` and ``s.share`` (waited /
+    wall; 0 on an idle machine, about 1 per thread that wanted a core and waited all along).
+    Only threads alive at both ends are counted (one that ends inside the block has left
+    ``/proc`` by then): measure around work whose threads (and libzmq I/O threads, which
+    live as long as their context) exist before and after it."""
+
+    def __init__(self, name_prefix: str | None = None) -> None:
+        self.name_prefix = name_prefix
+        self.waited_s: float | None = None
+        self.wall_s = 0.0
+        self._start_wait: float | None = None
+        self._start = 0.0
+
+    def __enter__(self) -> Starvation:
+        self._start_wait = run_queue_wait_s(self.name_prefix)
+        self._start = _pc()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.wall_s = _pc() - self._start
+        end = run_queue_wait_s(self.name_prefix)
+        if end is not None and self._start_wait is not None:
+            self.waited_s = max(0.0, end - self._start_wait)
+
+    @property
+    def share(self) -> float | None:
+        if self.waited_s is None or self.wall_s <= 0:
+            return None
+        return self.waited_s / self.wall_s
+
+    def describe(self) -> str:
+        if self.waited_s is None:
+            return "run-queue wait unknown (no /proc/self/task/*/schedstat)"
+        return (f"this process's threads waited {self.waited_s * 1000:.1f} ms for a CPU during "
+                f"{self.wall_s * 1000:.1f} ms ({(self.share or 0.0) * 100:.1f} %)")
 
 
 if __name__ == "__main__":  # pragma: no cover - a quick look on this machine
