@@ -67,12 +67,21 @@ def test_two_processes_over_tcp_with_latency_and_a_shared_clock():
     assert summary["sockets"]["pub"]["sent"] == 100
     assert summary["sockets"]["sub"]["received"] == 100
     lat = summary["latency_s"]
-    assert lat["count"] == 100 and 0 < lat["p50"] < 0.005, lat
-    assert len(samples["latency"]) == 100
+    assert lat["count"] == 100 and len(samples["latency"]) == 100
+    # one clock for both processes: no message is received before it was sent, and the
+    # first was sent at start_s or later (how much later is the machine's business)
+    assert samples["latency"].min() > 0, lat
+    first_sent = summary["sockets"]["sub"]["first_sent_s"]
+    assert 0.3 <= first_sent <= summary["sockets"]["sub"]["first_recv_s"]
+    # The sender's timeline is its schedule plus the lateness it measured itself: never
+    # early, all 100 intervals waited, the finish no earlier than intervals + ZeroMQ
+    # calls + measured lateness (how late on a loaded machine is reported, not guessed).
+    schedule = summary["real"]["schedule"]["send.pub"]
+    assert schedule["pauses_s"] == pytest.approx(100 * 0.002)
     finished = summary["senders"]["send.pub"]["finished_at_s"]
-    assert 0.3 + 100 * 0.002 <= finished < 0.3 + 100 * 0.002 * 1.5
-    first = summary["sockets"]["sub"]["first_recv_s"]
-    assert 0.3 <= first < 0.31  # the shared t0: the first message arrives right after start_s
+    assert finished >= 0.3 + 100 * 0.002
+    expected = 0.3 + schedule["pauses_s"] + schedule["zmq_s"] + schedule["behind_s"]
+    assert finished >= expected - 1e-4, (finished, schedule)  # finish() follows the last wait
 
 
 def test_router_identities_and_replies():
@@ -110,7 +119,8 @@ def test_exit_with_blocked_term_is_bounded_and_reported():
     took = time.perf_counter() - started
     assert took < 4.0 + 10.0
     assert summary["processes"]["sender"]["term_blocked"] is True
-    assert summary["processes"]["sender"]["exit_started_s"] == pytest.approx(0.3, abs=0.01)
+    started_exit = summary["processes"]["sender"]["exit_started_s"]
+    assert 0.3 <= started_exit < took, started_exit  # never early (how late is the scheduler's)
     assert summary["sockets"]["push"]["sent"] == 3
 
 
@@ -184,21 +194,49 @@ def test_zsim_validate_bad_input_is_one_line_exit_2(tmp_path, capsys):
 
 
 def test_crash_kills_the_process_without_linger():
+    """crash_at_s SIGKILLs the process: no linger, no zmq_ctx_term, nothing sent after it.
+
+    Asserted on counts and order only. How many of the last messages a live receiver gets
+    depends on how far the crashing process's I/O thread had got with its pipe when the
+    signal came (on a busy machine several messages still sit there): that is bounded by
+    the run's own counts, not by a guess at the scheduler."""
     raw = {
         "scenario": {"name": "crash", "until_s": 1.0},
         "process": [{"name": "s", "crash_at_s": 0.4}, {"name": "r"}],
         "socket": [
             {"name": "push", "type": "PUSH", "process": "s", "bind": "tcp://127.0.0.1:5997"},
             {"name": "pull", "type": "PULL", "process": "r", "connect": "tcp://127.0.0.1:5997", "open_at_s": 0.05},
+            # queued for a peer that binds only after the crash: with LINGER (or a live
+            # process) these would be delivered when it appears; a killed process never does
+            {"name": "orphan", "type": "PUSH", "process": "s", "connect": "tcp://127.0.0.1:5996"},
+            {"name": "late", "type": "PULL", "process": "r", "bind": "tcp://127.0.0.1:5996", "open_at_s": 0.6},
         ],
-        "send": [{"socket": "push", "count": 1000, "interval_s": 0.001, "start_s": 0.2}],
-        "recv": [{"socket": "pull"}],
+        "send": [{"socket": "push", "count": 1000, "interval_s": 0.001, "start_s": 0.2},
+                 {"socket": "orphan", "count": 20, "interval_s": 0.001, "start_s": 0.05}],
+        "recv": [{"socket": "pull"}, {"socket": "late"}],
     }
     summary = run_real(raw, seed=0)
-    assert summary["processes"]["s"]["crashed_s"] == pytest.approx(0.4, abs=0.02)
+    assert summary["ok"], summary["real"]["errors"]
+    process = summary["processes"]["s"]
+    crashed = process["crashed_s"]
+    assert crashed is not None and 0.4 <= crashed < 1.0, process  # never early; before the end
+    assert process["exit_started_s"] is None and not process["term_blocked"]  # no close, no term
+    # the paced sender cannot have sent more than its schedule allows up to the crash
     sent = summary["sockets"]["push"]["sent"]
-    assert 100 < sent < 200
-    assert sent - 5 <= summary["sockets"]["pull"]["received"] <= sent
+    assert 0 < sent <= int((crashed - 0.2) / 0.001) + 1, (sent, crashed)
+    # the live receiver got a prefix of what was sent, in order, never more: the crashing
+    # process reads its counters, then kills itself; a send call already under way in the
+    # paced sender's thread at that moment can still complete (its next wait sees the stop
+    # flag), so at most one message more than counted
+    received = summary["sockets"]["pull"]["received"]
+    assert 0 < received <= sent + 1, (received, sent)
+    assert summary["real"]["indices"]["pull"] == {"send.push": [[0, received - 1]]}
+    # what sat in the killed process's pipes is gone: the late peer gets nothing
+    orphan = summary["senders"]["send.orphan"]
+    if orphan["finished_at_s"] is not None and orphan["finished_at_s"] <= crashed:
+        assert summary["sockets"]["orphan"]["sent"] == 20, orphan
+    assert summary["sockets"]["orphan"]["sent"] > 0, orphan
+    assert summary["sockets"]["late"]["received"] == 0
 
 
 def _fan_out(subscribers: int, interval_s: float, until_s: float) -> dict:
