@@ -616,7 +616,7 @@ def _connect_samples(transport: str, count: int, endpoints: _Endpoints) -> dict[
             box: dict[str, float] = {}
             entered = threading.Event()
 
-            def blocked_send(sock: zmq.Socket = push, box: dict = box) -> None:
+            def blocked_send(sock: zmq.Socket = push, box: dict = box, entered: threading.Event = entered) -> None:
                 entered.set()
                 try:
                     sock.send(b"x")
@@ -645,7 +645,7 @@ def _connect_samples(transport: str, count: int, endpoints: _Endpoints) -> dict[
             box = {}
             entered = threading.Event()
 
-            def blocked_recv(sock: zmq.Socket = pull, box: dict = box) -> None:
+            def blocked_recv(sock: zmq.Socket = pull, box: dict = box, entered: threading.Event = entered) -> None:
                 entered.set()
                 try:
                     sock.recv()
@@ -681,7 +681,7 @@ def _subscribe_samples(transport: str, count: int, endpoints: _Endpoints) -> lis
             box: dict[str, Any] = {}
             entered = threading.Event()
 
-            def blocked_recv(sock: zmq.Socket = xpub, box: dict = box) -> None:
+            def blocked_recv(sock: zmq.Socket = xpub, box: dict = box, entered: threading.Event = entered) -> None:
                 entered.set()
                 try:
                     box["frame"] = sock.recv()
@@ -890,10 +890,10 @@ def _weighted_linear_fit(xs: Sequence[float], ys: Sequence[float]) -> tuple[floa
     """Fit y = a + b*x minimising the squared *relative* error (weights 1/y^2)."""
     weights = [1.0 / (y * y) for y in ys]
     s = sum(weights)
-    sx = sum(w * x for w, x in zip(weights, xs))
-    sy = sum(w * y for w, y in zip(weights, ys))
-    sxx = sum(w * x * x for w, x in zip(weights, xs))
-    sxy = sum(w * x * y for w, x, y in zip(weights, xs, ys))
+    sx = sum(w * x for w, x in zip(weights, xs, strict=True))
+    sy = sum(w * y for w, y in zip(weights, ys, strict=True))
+    sxx = sum(w * x * x for w, x in zip(weights, xs, strict=True))
+    sxy = sum(w * x * y for w, x, y in zip(weights, xs, ys, strict=True))
     slope = (s * sxy - sx * sy) / (s * sxx - sx * sx)
     return (sy - slope * sx) / s, slope
 
@@ -1384,7 +1384,7 @@ def experiment_termination(quick: bool, progress: Progress) -> list[dict]:
             group = cases[start:start + batch]
             outputs: list[Any] = [None] * len(group)
 
-            def run(slot: int, case: tuple) -> None:
+            def run(slot: int, case: tuple, outputs: list[Any] = outputs, start: int = start) -> None:
                 try:
                     outputs[slot] = _termination_run(*case, tmpdir=endpoints.tmpdir, tag=f"t{start + slot}")
                 except Exception as exc:  # recorded, the other runs go on
@@ -1479,7 +1479,7 @@ def _gap_analysis(seqs: Sequence[int], count: int) -> dict:
             run_start = seq
         prev = seq
     runs.append(prev - run_start + 1)
-    ordered = all(b > a for a, b in zip(seqs, seqs[1:]))
+    ordered = all(b > a for a, b in zip(seqs, seqs[1:], strict=False))
     later_runs = runs[1:]
     return {
         "received": len(seqs),

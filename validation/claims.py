@@ -275,7 +275,8 @@ def _c_hwm_exact(ev: Evidence) -> Finding:
              f"(the sum), {tcp} on tcp and {ipc} on ipc (engines and kernel buffers); with a draining reader the "
              f"inproc queue of 20 keeps messages {half} (exact HWM: 200 ms).",
         sim=f"inproc {_short(sim_inproc) if sim_inproc is not None else '-'}, tcp "
-            f"{ev.text('tcp-stalled-capacity', 'sockets.push.sent', 'sim')}, ipc {ev.text('ipc-stalled-capacity', 'sockets.push.sent', 'sim')}, "
+            f"{ev.text('tcp-stalled-capacity', 'sockets.push.sent', 'sim')}, "
+            f"ipc {ev.text('ipc-stalled-capacity', 'sockets.push.sent', 'sim')}, "
             f"latency {ev.text('hwm-as-little-as-half', 'latency_s.p50', 'sim', 1000, ' ms')}",
         holds=holds,
         zsim_agrees=("yes" if all(agrees) else "partly" if any(agrees) else "no") if agrees else "n/a",
@@ -291,7 +292,8 @@ def _c_as_little_as_half(ev: Evidence) -> Finding:
              "i.e. the queue held about 10 to 20 messages, not a steady 20 (200 ms)",
         sim=f"median wait {_short(sim * 1000) if sim else '-'} ms",
         holds=holds,
-        zsim_agrees="n/a" if real is None or sim is None else ("yes" if ev.verdict("hwm-as-little-as-half", "latency_s.p50") == "agrees" else "no"),
+        zsim_agrees="n/a" if real is None or sim is None else (
+            "yes" if ev.verdict("hwm-as-little-as-half", "latency_s.p50") == "agrees" else "no"),
     )
 
 
@@ -378,7 +380,8 @@ def _c_missing_900(ev: Evidence) -> Finding:
         real=f"1,000 sent at 1 ms over tcp; the SUB (100 ms/msg) had {slow} after 1.5 s, and all "
              f"{_short(total) if total is not None else '-'} once it drained: the 'missing' ones were queued (SUB pipe and "
              f"tcp buffers), not dropped{large_text}",
-        sim=f"slow phase {ev.text('fast-publisher', 'receivers.slow.received', 'sim')}, total {_short(sim_total) if sim_total is not None else '-'}"
+        sim=(f"slow phase {ev.text('fast-publisher', 'receivers.slow.received', 'sim')}, "
+             f"total {_short(sim_total) if sim_total is not None else '-'}")
             + (f"; 64 KB: {_short(sim_large)} received, 1,000 dropped at the PUB" if sim_large is not None else ""),
         holds="no" if total == 1000 else ("partly" if total is not None else "not checked"),
         zsim_agrees=_same(total, sim_total),
@@ -453,7 +456,6 @@ def _ventilator(n: int, guide_ms: int) -> Callable[[Evidence], Finding]:
 
     def check(ev: Evidence) -> Finding:
         real = ev.mean(name, "elapsed_s", "real")
-        sim = ev.mean(name, "elapsed_s", "sim")
         lower = 5.050 / n  # the total work (expected 5,050 ms) split perfectly
         holds = "not checked"
         if real is not None:
@@ -517,7 +519,8 @@ def _c_linger(ev: Evidence) -> Finding:
     if blocked is None:
         return Finding("not run", "-", "not checked", "n/a")
     return Finding(
-        real=f"10 messages queued for an endpoint nobody binds: ctx.term() {'still blocked at the end of the run' if blocked else 'returned'} "
+        real=f"10 messages queued for an endpoint nobody binds: ctx.term() "
+             f"{'still blocked at the end of the run' if blocked else 'returned'} "
              f"with LINGER -1; {'returned at once' if zero == 0 else 'blocked'} with LINGER 0",
         sim=f"term blocked: {'yes' if sim_blocked else 'no'} (LINGER -1), {'yes' if sim_zero else 'no'} (LINGER 0)",
         holds="yes" if blocked == 1 and zero == 0 else "no",
@@ -546,7 +549,8 @@ def _c_durable_fix(ev: Evidence) -> Finding:
     return Finding(
         real=f"fixed: {_short(again)} 'Dropped' log lines (Again), {_short(total)} of 1,000 delivered; broken: "
              f"{_short(broken) if broken is not None else '-'} of 1,000. Neither version drops: the tcp buffers hold the backlog.",
-        sim=f"fixed: {ev.text('durable-proxy-fixed', 'sockets.pub.send_again', 'sim')} Again, {_short(sim_total) if sim_total is not None else '-'} delivered",
+        sim=(f"fixed: {ev.text('durable-proxy-fixed', 'sockets.pub.send_again', 'sim')} Again, "
+             f"{_short(sim_total) if sim_total is not None else '-'} delivered"),
         holds="no" if again == 0 else "yes",
         zsim_agrees=_same(total, sim_total),
     )
