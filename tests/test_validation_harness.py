@@ -223,3 +223,14 @@ def test_calibrate_writes_the_profile_atomically(tmp_path, monkeypatch):
     cal.calibrate(str(out), quick=True, progress=lambda _msg: None)
     assert out.read_text() == "# stub profile\n"
     assert sorted(p.name for p in out.parent.iterdir()) == ["profile.toml"]
+
+
+@pytest.mark.timeout(30)
+def test_catalogue_run_checks_its_report_folder_before_any_run(tmp_path, capsys):
+    from validation.__main__ import main as catalogue_main
+
+    not_a_folder = tmp_path / "report"
+    not_a_folder.write_text("x")
+    assert catalogue_main(["--only", "inproc-summed-hwm", "--report", str(not_a_folder)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "report folder" in err[0] and str(not_a_folder) in err[0], err

@@ -64,14 +64,23 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="where to write the claims table (default validation/claims.md on a full run)")
     args = parser.parse_args(argv)
 
-    from zsim.errors import ScenarioError
+    from zsim.errors import EnvironmentFault, ScenarioError
+    from zsim.files import prepare_output_dir
 
     from .compare import format_table, validate
     from .report import write_report
 
     started = time.perf_counter()
     load_before = _load()
-    paths = catalogue(args.fast, args.only)
+    out = Path(args.report) if args.report else (DEFAULT_REPORT / "fast" if args.fast else DEFAULT_REPORT)
+    try:
+        # every file's [validation] table (metric paths included) and the report folder
+        # are checked before the first of many minutes of runs
+        paths = catalogue(args.fast, args.only)
+        prepare_output_dir(out, "report folder")
+    except (ScenarioError, EnvironmentFault) as exc:
+        print(f"python -m validation: {exc}", file=sys.stderr)
+        return 1 if isinstance(exc, EnvironmentFault) else 2
     if not paths:
         print("no scenario matched", file=sys.stderr)
         return 2
@@ -103,7 +112,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         "workloads' random draws). A metric *agrees* when the difference is within the tolerance its scenario file "
         "sets (docs/validation.md); a known difference is listed with its reason and what the model lacks."
     )
-    out = Path(args.report) if args.report else (DEFAULT_REPORT / "fast" if args.fast else DEFAULT_REPORT)
     report = write_report(results, out, title="zsim validation: simulation against real pyzmq", preamble=preamble)
     claims_path = None
     if args.claims or (not args.fast and not args.only):
