@@ -118,7 +118,6 @@ def _children(pid: int) -> list[int]:
     return found
 
 
-@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_workers_die_with_a_killed_sweep_and_free_its_folder(tmp_path):
     sweep_file = write_sweep_files(tmp_path / "in")

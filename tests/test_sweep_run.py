@@ -179,6 +179,8 @@ def _wait_for_files(directory: Path, count: int, process: subprocess.Popen, time
     pytest.fail("no results appeared")
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(600)
 @pytest.mark.parametrize("how", ["interrupt", "kill"])
 def test_resume_after_ctrl_c_or_crash_of_the_command(tmp_path, how):
     # enough runs (6 points x 50) that the command is still busy when the signal comes:
@@ -227,6 +229,7 @@ def test_cli_bad_axis_is_one_line_and_exit_2(tmp_path):
     assert not (tmp_path / "out").exists()  # nothing ran, nothing written
 
 
+@pytest.mark.slow
 def test_cli_sweep_then_report(tmp_path):
     sweep_file = write_sweep_files(tmp_path / "in", replications=2)
     out = tmp_path / "out"
