@@ -23,9 +23,8 @@ EXIT_USAGE = 2
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:  # argparse exits 2 already; keep one line
-        self.print_usage(sys.stderr)
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+    def error(self, message: str) -> NoReturn:  # one line, exit 2 (argparse prints usage first)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def _fmt(value: Any, width: int = 10) -> str:
@@ -285,6 +284,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=count_arg(1), default=None, help="processes for --engine local")
     p.add_argument("--conf", action="append", metavar="KEY=VALUE", help="a Spark setting, e.g. spark.executor.memory=2g (repeatable)")
     p.add_argument("--retry-failed", action="store_true", help="run failed runs again (they are kept, with their error, otherwise)")
+    p.add_argument("--max-runs", type=count_arg(0), default=None, metavar="N",
+                   help="refuse a plan of more runs (default 100,000; 0: no limit)")
+    p.add_argument("--run-timeout", type=seconds_arg(allow_zero=True), default=None, metavar="S",
+                   help="wall-clock seconds per run (default: the sweep's run_timeout_s, 600; 0: no limit)")
     p.add_argument("--report", action="store_true", help="write the report (zsim report OUT) when the sweep is done")
     p.set_defaults(func=_lazy("zsim.sweep.cli", "cmd_sweep"))
 
