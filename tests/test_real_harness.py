@@ -8,6 +8,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -26,20 +27,31 @@ ROOT = Path(__file__).resolve().parent.parent
 CATALOGUE = ROOT / "validation" / "scenarios"
 
 
-def _leftovers() -> set[str]:
-    return set(glob.glob(os.path.join(tempfile.gettempdir(), "zsim-val-*")))
+def _leftovers(directory: str) -> set[str]:
+    return set(glob.glob(os.path.join(directory, "zsim-val-*")))
+
+
+@pytest.fixture
+def private_tmp(monkeypatch):
+    """A temporary folder of this test's own for the harness's run directories: other
+    runs on the machine (other test sessions) create theirs in /tmp at the same time.
+    Short, so that ipc paths stay below the 107-byte limit."""
+    path = tempfile.mkdtemp(prefix="zt-")
+    monkeypatch.setattr(tempfile, "tempdir", path)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def _children_of(pid: int) -> list[int]:
     try:
-        out = subprocess.run(["pgrep", "-f", "validation.child"], capture_output=True, text=True, timeout=5).stdout
+        # this run's children only (-P): other sessions may run the harness meanwhile
+        out = subprocess.run(["pgrep", "-P", str(pid), "-f", "validation.child"], capture_output=True, text=True, timeout=5).stdout
     except (OSError, subprocess.TimeoutExpired):
         return []
     return [int(p) for p in out.split()]
 
 
-def test_inproc_counts_are_exact():
-    before = _leftovers()
+def test_inproc_counts_are_exact(private_tmp):
     summary = run_real(CATALOGUE / "inproc_summed_hwm.toml", seed=0)
     assert summary["ok"], summary["real"]["errors"]
     assert summary["sockets"]["push"]["sent"] == 12
@@ -47,7 +59,7 @@ def test_inproc_counts_are_exact():
     assert summary["sockets"]["pull"]["received"] == 12
     assert summary["real"]["indices"]["pull"] == {"send.push": [[0, 11]]}
     assert summary["ledger"]["dropped"] is None
-    assert _leftovers() <= before
+    assert _leftovers(private_tmp) == set()
 
 
 def test_two_processes_over_tcp_with_latency_and_a_shared_clock():
@@ -141,24 +153,29 @@ def test_close_at_and_rcvtimeo_bound_blocking_calls():
     assert summary["ok"], summary["real"]["errors"]
 
 
-def test_interrupted_run_leaves_no_process_and_no_ipc_directory(tmp_path):
-    before = _leftovers()
+def test_interrupted_run_leaves_no_process_and_no_ipc_directory(private_tmp):
     script = (
         f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
         "from validation.harness import run_real\n"
         f"run_real({str(CATALOGUE / 'termination_rcvhwm_ipc.toml')!r}, seed=0)\n"
     )
-    proc = subprocess.Popen([sys.executable, "-c", script], cwd=str(ROOT))
-    time.sleep(2.5)
+    proc = subprocess.Popen([sys.executable, "-c", script], cwd=str(ROOT), env={**os.environ, "TMPDIR": private_tmp})
+    # wait until the run has started its processes (imports take longer on a busy machine),
+    # then a little more so that they are mid-run
+    deadline = time.time() + 60
     children = _children_of(proc.pid)
+    while not children and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+        children = _children_of(proc.pid)
     assert children, "the run should have started its processes"
+    time.sleep(0.5)
     proc.send_signal(signal.SIGTERM)
     proc.wait(timeout=20)
     deadline = time.time() + 10
     while time.time() < deadline and any(_alive(pid) for pid in children):
         time.sleep(0.1)
     assert not any(_alive(pid) for pid in children)
-    assert _leftovers() <= before
+    assert _leftovers(private_tmp) == set()
 
 
 def _alive(pid: int) -> bool:
