@@ -39,9 +39,7 @@ Metric paths are checked against the scenario when the file is loaded (``check_m
 
 from __future__ import annotations
 
-import ast
 import math
-import operator
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -50,8 +48,9 @@ from typing import Any
 
 import numpy as np
 
-from zsim import spec
+from zsim import expressions, spec
 from zsim.errors import ScenarioError
+from zsim.expressions import evaluate
 from zsim.spec import Scenario
 
 __all__ = [
@@ -346,87 +345,15 @@ def metric_value(summary: Mapping[str, Any], path: str) -> Any:
     return None
 
 
-_BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
-_FUNCS: dict[str, Callable[..., float]] = {"max": max, "min": min, "abs": abs, "sum": lambda *a: sum(a)}
-
-
-def _check_expression(expr: str) -> ast.AST:
-    try:
-        tree = ast.parse(_encode_paths(expr), mode="eval")
-    except SyntaxError as exc:
-        raise ValueError(f"not an expression: {exc.msg}") from None
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Expression, ast.BinOp, ast.UnaryOp, ast.USub, ast.Constant, ast.Name, ast.Load, ast.Call,
-                             *_BINARY)):
-            if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name) and node.func.id in _FUNCS):
-                raise ValueError("only max(), min(), abs() and sum() may be called")
-            continue
-        raise ValueError(f"{type(node).__name__} is not allowed (use metric paths, numbers, + - * /, max, min, abs, sum)")
-    return tree
-
-
-def _encode_paths(expr: str) -> str:
-    """Metric paths contain dots; make each one a single Python name."""
-    out = []
-    token = ""
-    for char in expr + " ":
-        if char.isalnum() or char in "._" or (char == "-" and False):
-            token += char
-            continue
-        if token:
-            out.append(_name_for(token))
-            token = ""
-        out.append(char)
-    return "".join(out).strip()
+# The expression language of [validation.derived] is zsim's (``zsim.expressions``), shared
+# with the sweeps' [report.derived]: names with dots, numbers, + - * /, max, min, abs, sum.
+def _check_expression(expr: str) -> Any:
+    return expressions.parse(expr)
 
 
 def _expression_paths(expr: str) -> list[str]:
     """The metric paths an expression of ``[validation.derived]`` reads."""
-    tree = _check_expression(expr)
-    return [node.id[2:].replace("__D__", ".") for node in ast.walk(tree)
-            if isinstance(node, ast.Name) and node.id.startswith("m_")]
-
-
-def _name_for(token: str) -> str:
-    try:
-        float(token)
-        return token
-    except ValueError:
-        pass
-    if token in _FUNCS:
-        return token
-    return "m_" + token.replace(".", "__D__")
-
-
-def evaluate(expr: str, lookup: Callable[[str], Any]) -> float | None:
-    tree = _check_expression(expr)
-
-    def ev(node: ast.AST) -> Any:
-        if isinstance(node, ast.Expression):
-            return ev(node.body)
-        if isinstance(node, ast.Constant):
-            return float(node.value)
-        if isinstance(node, ast.Name):
-            return lookup(node.id[2:].replace("__D__", "."))
-        if isinstance(node, ast.UnaryOp):
-            value = ev(node.operand)
-            return None if value is None else -value
-        if isinstance(node, ast.BinOp):
-            left, right = ev(node.left), ev(node.right)
-            if left is None or right is None:
-                return None
-            if isinstance(node.op, ast.Div) and right == 0:
-                return None
-            return _BINARY[type(node.op)](left, right)
-        if isinstance(node, ast.Call):
-            args = [ev(a) for a in node.args]
-            if any(a is None for a in args):
-                return None
-            return float(_FUNCS[node.func.id](*args))  # type: ignore[union-attr]
-        raise ValueError(type(node).__name__)
-
-    value = ev(tree)
-    return None if value is None else float(value)
+    return expressions.names(expr)
 
 
 def _sample_kind(name: str) -> tuple[str, str | None] | None:

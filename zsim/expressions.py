@@ -1,0 +1,149 @@
+"""Arithmetic over named metrics: ``[validation.derived]`` and ``[report.derived]``.
+
+An expression combines metric names, numbers, ``+ - * /``, parentheses and the functions
+``max()``, ``min()``, ``abs()`` and ``sum()``:
+
+    sockets.sink.last_recv_s - 0.3                       (a zsim validate summary path)
+    socket.sink.last_recv_s - sender.vent.finished_at_s  (a sweep row's flat names)
+    `pipe.pub->sub (tcp send).dropped` / sent             (a name with other characters: backquotes)
+
+A plain name is a run of letters, digits, ``_`` and ``.``; anything else (``->``, spaces,
+brackets, as in pipe names) goes between backquotes. Nothing else is allowed: no
+attribute access, subscripts, comparisons or other calls; parsing uses Python's ``ast`` on
+a rewritten text and evaluation walks the tree, so no code is ever executed.
+
+A name whose value is missing (the lookup gives None) or a division by zero makes the
+whole value None; NaN propagates as NaN.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+import re
+from collections.abc import Callable
+from functools import lru_cache
+from typing import Any
+
+__all__ = ["Expression", "parse", "evaluate", "names", "FUNCTIONS"]
+
+_BINARY: dict[type, Callable[[Any, Any], Any]] = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+                                                  ast.Div: operator.truediv}
+FUNCTIONS: dict[str, Callable[..., float]] = {"max": max, "min": min, "abs": abs, "sum": lambda *a: sum(a)}
+_NUMBER = re.compile(r"(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
+_WORD = re.compile(r"[A-Za-z0-9_.]+")
+
+
+class Expression:
+    """A parsed expression: ``names`` (in order of first use) and ``evaluate(lookup)``."""
+
+    def __init__(self, text: str) -> None:
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError("an expression must be a non-empty string")
+        self.text = text
+        self.names: list[str] = []
+        try:
+            tree = ast.parse(self._rewrite(text), mode="eval")
+        except SyntaxError as exc:
+            raise ValueError(f"not an expression: {exc.msg}") from None
+        self._tree = self._check(tree)
+
+    def _rewrite(self, text: str) -> str:
+        """Each metric name becomes ``_n<index>`` (names have dots and other characters)."""
+        out: list[str] = []
+        i = 0
+        while i < len(text):
+            char = text[i]
+            if char == "`":
+                end = text.find("`", i + 1)
+                if end < 0:
+                    raise ValueError(f"unclosed backquote at character {i + 1}")
+                self._name(text[i + 1:end], out)
+                i = end + 1
+                continue
+            number = _NUMBER.match(text, i)
+            word = _WORD.match(text, i)
+            if number and (not word or number.end() >= word.end()):
+                out.append(number.group(0))
+                i = number.end()
+                continue
+            if word:
+                token = word.group(0)
+                if token in FUNCTIONS:
+                    out.append(token)
+                else:
+                    self._name(token, out)
+                i = word.end()
+                continue
+            out.append(char)
+            i += 1
+        return "".join(out).strip()
+
+    def _name(self, name: str, out: list[str]) -> None:
+        if not name.strip():
+            raise ValueError("an empty name between backquotes")
+        if name not in self.names:
+            self.names.append(name)
+        out.append(f"_n{self.names.index(name)}")
+
+    def _check(self, tree: ast.AST) -> ast.AST:
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Expression, ast.BinOp, ast.UnaryOp, ast.USub, ast.UAdd, ast.Name, ast.Load, ast.Call,
+                                 *_BINARY)):
+                if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name) and node.func.id in FUNCTIONS
+                                                       and not node.keywords):
+                    raise ValueError("only max(), min(), abs() and sum() may be called")
+                continue
+            if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+                continue
+            raise ValueError(f"{type(node).__name__} is not allowed (use metric names, numbers, + - * /, max, min, abs, sum)")
+        return tree
+
+    def evaluate(self, lookup: Callable[[str], Any]) -> float | None:
+        """The value, with ``lookup(name)`` giving each name's value (None: missing)."""
+
+        def ev(node: ast.AST) -> Any:
+            if isinstance(node, ast.Expression):
+                return ev(node.body)
+            if isinstance(node, ast.Constant):
+                return float(node.value) if isinstance(node.value, (int, float)) else None
+            if isinstance(node, ast.Name):
+                value = lookup(self.names[int(node.id[2:])])
+                if value is None:
+                    return None
+                return float(value)
+            if isinstance(node, ast.UnaryOp):
+                value = ev(node.operand)
+                return None if value is None else (-value if isinstance(node.op, ast.USub) else value)
+            if isinstance(node, ast.BinOp):
+                left, right = ev(node.left), ev(node.right)
+                if left is None or right is None:
+                    return None
+                if isinstance(node.op, ast.Div) and right == 0:
+                    return None
+                return _BINARY[type(node.op)](left, right)
+            if isinstance(node, ast.Call):
+                args = [ev(a) for a in node.args]
+                if any(a is None for a in args) or not args:
+                    return None
+                return float(FUNCTIONS[node.func.id](*args))  # type: ignore[attr-defined]
+            raise ValueError(type(node).__name__)
+
+        value = ev(self._tree)
+        return None if value is None else float(value)
+
+
+@lru_cache(maxsize=256)
+def parse(text: str) -> Expression:
+    """A parsed expression (cached); ``ValueError`` with the reason if it is not one."""
+    return Expression(text)
+
+
+def evaluate(expr: str, lookup: Callable[[str], Any]) -> float | None:
+    """The value of ``expr`` with ``lookup(name)`` for each name (None if one is missing)."""
+    return parse(expr).evaluate(lookup)
+
+
+def names(expr: str) -> list[str]:
+    """The metric names ``expr`` reads, in order of first use."""
+    return list(parse(expr).names)
