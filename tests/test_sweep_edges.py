@@ -225,13 +225,13 @@ def test_the_time_limit_reaches_the_runner(tmp_path, monkeypatch):
     from zsim.sweep import worker
 
     seen = []
-    real = worker.run_safe
+    real = worker.run
 
     def spy(scenario, seed, **kwargs):
         seen.append(kwargs.get("limits"))
         return real(scenario, seed, **kwargs)
 
-    monkeypatch.setattr(worker, "run_safe", spy)
+    monkeypatch.setattr(worker, "run", spy)
     run_sweep(sweep_dict(run_timeout_s=45), tmp_path / "a", engine="serial", limit=2, stream=None)
     assert [limits.max_wall_s for limits in seen] == [45.0, 45.0]
     seen.clear()

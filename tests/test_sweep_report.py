@@ -82,7 +82,7 @@ def test_report_writes_tables_figures_and_markdown(results_dir, tmp_path):
     assert len(points) == 6 and (points["runs"] == 4).all()
     assert {"drop_fraction_mean", "drop_fraction_ci", "latency_p99_s_hi", "max_pipe_depth_mean"} <= set(points.columns)
     summary = (tmp_path / "small" / "summary.md").read_text()
-    assert "## Smallest socket.publisher.options.sndhwm keeping drop fraction below 0.001" in summary
+    assert "## Smallest socket.publisher.options.sndhwm keeping drop fraction (pooled) below 0.1 %" in summary
     assert "![drops](drops.png)" in summary
     assert summary.count("\n| ") >= 6 + 2
 
@@ -97,8 +97,8 @@ def test_default_figures_without_report_config(tmp_path):
     run_sweep(sweep_dict(replications=2), tmp_path, engine="serial", stream=None)
     written = report.make_report(tmp_path)
     pngs = [p.name for p in written if p.suffix == ".png"]
-    assert any(name.startswith("drop-fraction-vs-") for name in pngs)
-    assert any(name.startswith("heatmap-drop-fraction") for name in pngs)
+    assert any(name.startswith("pooled-drop-fraction-vs-") for name in pngs)
+    assert any(name.startswith("heatmap-pooled-drop-fraction") for name in pngs)
 
 
 def test_thresholds_take_the_smallest_value_from_which_on_the_target_holds(results_dir):

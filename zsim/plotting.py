@@ -77,34 +77,58 @@ def _positive(values: Sequence[float]) -> list[float]:
     return [float(v) for v in values if v is not None and np.isfinite(v) and v > 0]
 
 
+def colour_for(index: int, count: int) -> Any:
+    """Distinct colours: the ten of matplotlib's ``tab10`` for up to ten curves, then a
+    ``viridis`` ramp (ordered series: many values of one axis)."""
+    plt = _pyplot()
+    if count <= 10:
+        return plt.get_cmap("tab10")(index % 10)
+    return plt.get_cmap("viridis")(0.05 + 0.9 * (index / max(1, count - 1)))
+
+
 def line_figure(panels: Sequence[Panel], path: str | Path, *, title: str, xlabel: str, ylabel: str, logx: bool = False,
                 logy: bool | str = False, hline: float | None = None, hline_label: str | None = None,
-                note: str | None = None, legend_title: str | None = None) -> Path:
+                note: str | None = None, legend_title: str | None = None,
+                xticks: Sequence[tuple[float, str]] | None = None, yticks: Sequence[tuple[float, str]] | None = None,
+                detached_from: float | None = None) -> Path:
     """Small multiples of mean curves with shaded interval bands.
 
-    ``logy="symlog"`` gives a log axis that still shows zeros (drop fractions).
+    ``logy="symlog"`` gives a log axis that still shows zeros (drop fractions). ``xticks``
+    / ``yticks``: (position, label) pairs instead of numeric ticks. Points right of
+    ``detached_from`` (an HWM of 0, unlimited, drawn after the largest value) are drawn as
+    markers with their interval, not joined to the curve, beyond a dotted separator.
     """
     plt = _pyplot()
     rows, cols = _layout(len(panels))
     fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols + 0.8, 3.5 * rows + 0.9), squeeze=False, sharey=True)
-    colours = plt.get_cmap("viridis")
     n_colours = max([line.color_index for panel in panels for line in panel.lines] + [0]) + 1
     all_y: list[float] = []
     for index, panel in enumerate(panels):
         ax = axes[index // cols][index % cols]
         for line in panel.lines:
-            colour = colours(0.1 + 0.8 * (line.color_index / max(1, n_colours - 1))) if n_colours > 1 else "C0"
+            colour = colour_for(line.color_index, n_colours)
             x = np.asarray(line.x, dtype=float)
             y = np.asarray(line.y, dtype=float)
-            ax.plot(x, y, line.style, color=colour, marker="o", markersize=3, linewidth=1.4, label=line.label)
+            joined = x <= detached_from if detached_from is not None else np.ones(len(x), dtype=bool)
+            ax.plot(x[joined], y[joined], line.style, color=colour, marker="o", markersize=3, linewidth=1.4, label=line.label)
+            if (~joined).any():
+                ax.plot(x[~joined], y[~joined], linestyle="none", color=colour, marker="D", markersize=4)
             if line.low is not None and line.high is not None:
                 low, high = np.asarray(line.low, dtype=float), np.asarray(line.high, dtype=float)
-                ax.fill_between(x, low, high, color=colour, alpha=0.2, linewidth=0)
+                ax.fill_between(x[joined], low[joined], high[joined], color=colour, alpha=0.2, linewidth=0)
+                if (~joined).any():
+                    ax.vlines(x[~joined], low[~joined], high[~joined], color=colour, alpha=0.5, linewidth=3)
             all_y.extend(_positive(line.y))
         if hline is not None:
             ax.axhline(hline, color="crimson", linestyle=":", linewidth=1.2, label=hline_label)
+        if detached_from is not None:
+            ax.axvline(detached_from, color="0.6", linestyle=(0, (1, 3)), linewidth=0.8)
         if logx:
             ax.set_xscale("log")
+        if xticks:
+            ax.set_xticks([p for p, _ in xticks], [label for _, label in xticks], rotation=30 if len(xticks) > 5 else 0,
+                          ha="right" if len(xticks) > 5 else "center", fontsize=8)
+            ax.xaxis.set_minor_locator(plt.NullLocator())
         ax.set_title(panel.title, fontsize=10)
         ax.grid(True, which="major", alpha=0.3)
         if index // cols == rows - 1 or index + cols >= len(panels):
@@ -120,6 +144,10 @@ def line_figure(panels: Sequence[Panel], path: str | Path, *, title: str, xlabel
     elif logy:
         for ax in axes.flat:
             ax.set_yscale("log")
+    if yticks:
+        for ax in axes.flat:
+            ax.set_yticks([p for p, _ in yticks], [label for _, label in yticks], fontsize=8)
+            ax.yaxis.set_minor_locator(plt.NullLocator())
     for index in range(len(panels), rows * cols):
         axes[index // cols][index % cols].set_visible(False)
     handles, labels = axes[0][0].get_legend_handles_labels()

@@ -318,10 +318,124 @@ def summarise(model: Model, wall_s: float) -> RunResult:
     )
 
 
-def flat_metrics(summary: dict[str, Any]) -> dict[str, Any]:
-    """One flat row of the headline numbers (for sweeps and comparisons)."""
+#: Pooled metrics (every copy and delivery of the run counted together) and the older
+#: names that still give the same numbers (existing studies and tests use them).
+POOLED_ALIASES: dict[str, str] = {
+    "drop_fraction": "pooled_drop_fraction",
+    "loss_fraction": "pooled_loss_fraction",
+    "delivered_rate_per_s": "pooled_delivered_rate_per_s",
+    "max_pipe_depth": "pooled_max_pipe_depth",
+    **{f"latency_{key}_s": f"pooled_latency_{key}_s" for key in ("mean", "p50", "p95", "p99", "p99_9", "max")},
+}
+#: Warning codes of ``zsim.checks`` counted in every row (``warning.<code>``), so every
+#: row has the same columns whichever warnings its run raised.
+WARNING_CODES = ("no_subscription", "subscription_matches_nothing", "starts_after_horizon", "overloaded", "backlog_at_end",
+                 "rate_not_achieved")
+#: Per receiving socket (``socket.<name>.<field>``): from its ``inbound`` table.
+INBOUND_FIELDS = ("copies", "delivered", "forwarded", "dropped", "discarded", "lost_on_close", "queued_at_end", "loss_fraction")
+#: Per receiving socket: its own latency percentiles (NaN when nothing was delivered to it).
+SOCKET_LATENCY = ("mean", "p50", "p95", "p99", "p99_9", "max")
+#: Per socket, always: its own counters (``dropped_sending``: copies it dropped as a sender).
+SOCKET_FIELDS = ("sent", "send_again", "received", "blocked_s", "dropped_sending")
+#: Per receiving socket with a ``[[recv]]`` in the scenario (``flat_metrics(..., scenario=)``).
+LOAD_FIELDS = ("offered_utilisation", "overloaded", "backlog_at_end")
+#: Per receiving socket, with the run's message table (``flat_metrics(..., result=)``).
+TIME_FIELDS = ("first_recv_s", "last_recv_s")
+PIPE_FIELDS = ("dropped", "max_depth")
+SENDER_FIELDS = ("sent", "again", "requested_rate_per_s", "achieved_rate_per_s", "blocked_s", "finished_at_s")
+
+
+def _number(value: Any) -> float:
+    return float(value) if value is not None else math.nan
+
+
+def _receiving_load(scenario: Any, summary: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """Per socket read by a ``[[recv]]``: offered utilisation (copies meant for it per second
+    x mean service time, over the share of time its readers are not paused; several
+    readers add their capacities) and 0/1 flags for the run's ``overloaded`` and
+    ``backlog_at_end`` warnings about it. The formula is ``zsim.checks``'s."""
+    capacity: dict[str, float] = {}
+    labels: dict[str, str] = {}
+    for recv in scenario.recvs:
+        service = recv.service.expected()
+        paused = 0.0
+        if recv.pause_every is not None and recv.pause is not None:
+            every, pause = recv.pause_every.expected(), recv.pause.expected()
+            paused = pause / (every + pause) if every + pause > 0 else 0.0
+        capacity[recv.socket] = capacity.get(recv.socket, 0.0) + ((1.0 - paused) / service if service > 0 else math.inf)
+        short = recv.name[len("recv."):] if recv.name.startswith("recv.") else recv.name
+        labels[f"recv[{short}].service_s"] = recv.socket
+    flagged: dict[str, set[str]] = {}
+    for warning in summary.get("warnings") or ():
+        code, path = warning.get("code"), str(warning.get("path", ""))
+        if code == "overloaded" and path in labels:
+            flagged.setdefault(labels[path], set()).add(code)
+        elif code == "backlog_at_end" and path.startswith("socket[") and path.endswith("]"):
+            flagged.setdefault(path[len("socket["):-1], set()).add(code)
+    load: dict[str, dict[str, float]] = {}
+    for name, cap in capacity.items():
+        inbound = (summary["sockets"].get(name) or {}).get("inbound")
+        rate = inbound["copies"] / inbound["offered_window_s"] if inbound and inbound.get("offered_window_s", 0) > 0 else math.nan
+        utilisation = rate / cap if cap > 0 else math.inf
+        load[name] = {"offered_utilisation": utilisation if cap != math.inf else 0.0,
+                      "overloaded": float("overloaded" in flagged.get(name, ())),
+                      "backlog_at_end": float("backlog_at_end" in flagged.get(name, ()))}
+    for name, codes in flagged.items():  # a backlog at a socket no [[recv]] reads (a proxy's)
+        load.setdefault(name, {"offered_utilisation": math.nan, "overloaded": 0.0, "backlog_at_end": 0.0})
+        load[name]["backlog_at_end"] = float("backlog_at_end" in codes)
+    return load
+
+
+def _delivery_times(result: RunResult) -> dict[str, tuple[float, float]]:
+    """Per socket that got deliveries: the time of its first and its last delivery."""
+    table = result.messages
+    if not table or not len(table.get("state", ())):
+        return {}
+    delivered = table["state"] == DELIVERED
+    sockets = table["socket"][delivered].astype(np.int64)
+    times = table["time"][delivered].astype(np.float64)
+    n = len(result.socket_names)
+    if not len(sockets) or n == 0:
+        return {}
+    first = np.full(n, np.inf)
+    last = np.full(n, -np.inf)
+    ok = sockets >= 0
+    np.minimum.at(first, sockets[ok], times[ok])
+    np.maximum.at(last, sockets[ok], times[ok])
+    return {name: (float(first[i]), float(last[i])) for i, name in enumerate(result.socket_names) if np.isfinite(first[i])}
+
+
+def flat_metrics(summary: dict[str, Any], result: RunResult | None = None, scenario: Any = None) -> dict[str, Any]:
+    """One flat row of a run's numbers (for sweeps and comparisons).
+
+    Pooled figures (every copy of the run together): ``sent``, ``copies``, ``delivered``,
+    ... and ``pooled_drop_fraction``, ``pooled_loss_fraction`` (dropped, discarded, lost on
+    close and queued at the end, over copies), ``pooled_latency_<p>_s``,
+    ``pooled_delivered_rate_per_s``, ``pooled_max_pipe_depth``; the older names without
+    ``pooled_`` (``drop_fraction``, ``latency_p99_s``, ...) are aliases with the same values.
+
+    Per entity (names as in the scenario; pipe names contain ``->``, spaces, brackets):
+
+    - ``socket.<name>.{sent,send_again,received,blocked_s,dropped_sending}`` for every socket;
+    - for a socket copies were meant for (it has an ``inbound`` table):
+      ``socket.<name>.{copies,delivered,forwarded,dropped,discarded,lost_on_close,queued_at_end,loss_fraction}``
+      (``dropped``: copies meant for it that were dropped, wherever; ``loss_fraction``
+      counts copies still queued at the end as lost) and ``latency_{mean,p50,p95,p99,p99_9,max}_s``
+      (NaN when nothing was delivered to it); for a socket nothing was meant for,
+      ``socket.<name>.dropped`` is the copies it dropped as a sender (``dropped_sending``);
+    - with ``scenario``: ``socket.<name>.offered_utilisation`` (copies offered per second x
+      mean service time / share of time not paused) and ``.overloaded``, ``.backlog_at_end``
+      (1 when the run warned so about it) for every socket a ``[[recv]]`` reads;
+    - with ``result`` (the run's message table): ``socket.<name>.{first,last}_recv_s``;
+    - ``pipe.<pipe name>.{dropped,max_depth}`` (drops of the ledger, by any rule; pipes of
+      the same name, after reconnects, are summed / maxed);
+    - ``sender.<name>.{sent,again,requested_rate_per_s,achieved_rate_per_s,blocked_s,finished_at_s}``
+      (NaN where the summary has none: back-to-back senders ask no rate);
+    - ``warnings`` (how many) and ``warning.<code>`` for every code of ``WARNING_CODES``.
+    """
     ledger = summary["ledger"]
     copies = ledger["copies"] or 0
+    undelivered = ledger["dropped"] + ledger["discarded"] + ledger["lost_on_close"] + ledger["queued_at_end"]
     row: dict[str, Any] = {
         "sent": ledger["sent"],
         "copies": copies,
@@ -331,22 +445,60 @@ def flat_metrics(summary: dict[str, Any]) -> dict[str, Any]:
         "discarded": ledger["discarded"],
         "lost_on_close": ledger["lost_on_close"],
         "queued_at_end": ledger["queued_at_end"],
-        "drop_fraction": (ledger["dropped"] / copies) if copies else 0.0,
-        "loss_fraction": ((ledger["dropped"] + ledger["discarded"] + ledger["lost_on_close"]) / copies) if copies else 0.0,
+        "pooled_drop_fraction": (ledger["dropped"] / copies) if copies else 0.0,
+        "pooled_loss_fraction": (undelivered / copies) if copies else 0.0,
         "sim_time_s": summary["sim_time_s"],
         "wall_s": summary["wall_s"],
     }
-    for key in ("mean", "p50", "p95", "p99", "max"):
-        value = summary["latency_s"].get(key)
-        row[f"latency_{key}_s"] = float(value) if value is not None else math.nan
-    row["delivered_rate_per_s"] = ledger["delivered"] / summary["sim_time_s"] if summary["sim_time_s"] > 0 else 0.0
-    for name, sock in summary["sockets"].items():
-        for key in ("sent", "send_again", "received", "dropped", "blocked_s"):
-            row[f"socket.{name}.{key}"] = sock[key]
-    max_depth = 0
+    for key in SOCKET_LATENCY:
+        row[f"pooled_latency_{key}_s"] = _number(summary["latency_s"].get(key))
+    row["pooled_delivered_rate_per_s"] = ledger["delivered"] / summary["sim_time_s"] if summary["sim_time_s"] > 0 else 0.0
+    pipes: dict[str, dict[str, int]] = {}
     for pipe in summary["pipes"]:
-        max_depth = max(max_depth, pipe["max_depth"])
-    row["max_pipe_depth"] = max_depth
+        entry = pipes.setdefault(pipe["name"], {"dropped": 0, "max_depth": 0})
+        by_rule = pipe.get("dropped_by_rule")
+        entry["dropped"] += sum(by_rule.values()) if by_rule is not None else pipe.get("dropped", 0)
+        entry["max_depth"] = max(entry["max_depth"], pipe["max_depth"])
+    row["pooled_max_pipe_depth"] = max((p["max_depth"] for p in pipes.values()), default=0)
+    for alias, pooled in POOLED_ALIASES.items():
+        row[alias] = row[pooled]
+
+    load = _receiving_load(scenario, summary) if scenario is not None else {}
+    times = _delivery_times(result) if result is not None else {}
+    for name, sock in summary["sockets"].items():
+        for key in ("sent", "send_again", "received", "blocked_s"):
+            row[f"socket.{name}.{key}"] = sock[key]
+        row[f"socket.{name}.dropped_sending"] = sock["dropped"]
+        inbound = sock.get("inbound")
+        if inbound is not None:
+            for key in INBOUND_FIELDS:
+                row[f"socket.{name}.{key}"] = inbound[key]
+            latency = sock.get("latency_s") or {}
+            for key in SOCKET_LATENCY:
+                row[f"socket.{name}.latency_{key}_s"] = _number(latency.get(key))
+        else:
+            row[f"socket.{name}.dropped"] = sock["dropped"]
+        for key, value in load.get(name, {}).items():
+            row[f"socket.{name}.{key}"] = value
+        if name in times:
+            row[f"socket.{name}.first_recv_s"], row[f"socket.{name}.last_recv_s"] = times[name]
+        elif result is not None and inbound is not None:
+            row[f"socket.{name}.first_recv_s"] = row[f"socket.{name}.last_recv_s"] = math.nan
+    for name, entry in pipes.items():
+        for key in PIPE_FIELDS:
+            row[f"pipe.{name}.{key}"] = entry[key]
+    for name, sender in (summary.get("senders") or {}).items():
+        for key in SENDER_FIELDS:
+            value = sender.get(key)
+            row[f"sender.{name}.{key}"] = _number(value) if key.endswith(("_s", "_per_s")) else (value or 0)
+    warnings = summary.get("warnings") or []
+    row["warnings"] = len(warnings)
+    codes = dict.fromkeys(WARNING_CODES, 0)
+    for warning in warnings:
+        code = str(warning.get("code", "unknown"))
+        codes[code] = codes.get(code, 0) + 1
+    for code, count in codes.items():
+        row[f"warning.{code}"] = count
     return row
 
 

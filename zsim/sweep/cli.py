@@ -1,8 +1,8 @@
 """``zsim sweep`` and ``zsim report``: argument handling only; the work is library calls.
 
 Flags read here with ``getattr(args, name, default)`` so this module works with a parser
-that does not define them yet: ``--max-runs N`` (``args.max_runs``) and ``--run-timeout S``
-(``args.run_timeout``).
+that does not define them yet: ``--max-runs N`` (``args.max_runs``), ``--run-timeout S``
+(``args.run_timeout``) and ``zsim report --config FILE`` (``args.config``).
 """
 
 from __future__ import annotations
@@ -28,13 +28,13 @@ def _conf(pairs: list[str] | None) -> dict[str, str]:
     return conf
 
 
-def _report(results: str | Path, out: str | Path | None) -> int:
+def _report(results: str | Path, out: str | Path | None, config: str | Path | None = None) -> int:
     """Write the reports; one stderr line per sweep whose report failed. Exit status: 0,
     1 if one failed for an environment reason, else 2."""
     from .report import make_report
 
     errors: list[tuple[Path, ZsimError]] = []
-    written = make_report(results, out, errors=errors)
+    written = make_report(results, out, errors=errors, config=config)
     for path in written:
         print(f"wrote {path}")
     status = EXIT_OK
@@ -84,4 +84,4 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    return _report(args.results, args.out)
+    return _report(args.results, args.out, getattr(args, "config", None))

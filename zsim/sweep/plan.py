@@ -61,7 +61,9 @@ TOP_KEYS = {"sweep", "axes", "set", "link", "base", "report"}
 FIGURE_KINDS = ("line", "heatmap", "scatter", "threshold")
 FIGURE_KEYS = {"kind", "x", "y", "metric", "series", "facet", "where", "logx", "logy", "title", "file", "band"}
 THRESHOLD_KEYS = {"metric", "below", "minimise", "by", "confidence", "title"}
-REPORT_KEYS = {"metrics", "figure", "threshold", "default_figures"}
+REPORT_KEYS = {"metrics", "figure", "threshold", "default_figures", "derived"}
+#: A derived metric's name: a plain name (it becomes a column; expressions can name it).
+DERIVED_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]{0,99}$")
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 #: Column names a row always has (an axis may not use them).
 RESERVED_COLUMNS = {"sweep", "point", "replication", "seed", "ok", "error", "wall_s", "scenario_digest", "zsim_version"}
@@ -240,6 +242,8 @@ class Plan:
             "name": sweep.name,
             "description": sweep.description,
             "source": sweep.source,
+            # read again by zsim report for its [report] settings (from any working directory)
+            "source_path": str(Path(sweep.source).resolve()) if sweep.source != "<dict>" else None,
             "design": sweep.design,
             "replications": sweep.replications,
             "seed": sweep.seed,
@@ -546,27 +550,52 @@ def resolve_axis(axes: Sequence[Axis], key: str) -> Axis:
     raise KeyError(f"{key!r} is not an axis; axes: {known}")
 
 
-class _Zeros(dict):  # type: ignore[type-arg]
-    """A summary stand-in whose every missing entry is 0 (to list ``flat_metrics`` names)."""
+class MetricNames(set):  # type: ignore[type-arg]
+    """The metric names a sweep's rows can have: a set of names, plus every
+    ``pipe.<a>-><b>...<.dropped|.max_depth>`` between two of the scenario's sockets (pipe
+    names are made by the model when it connects, so they are matched, not listed)."""
 
-    def __missing__(self, key: Any) -> Any:
-        return 0
+    def __init__(self, names: Iterable[str], sockets: Iterable[str] = ()) -> None:
+        super().__init__(names)
+        self.sockets = sorted(set(sockets), key=len, reverse=True)
+
+    def __contains__(self, name: object) -> bool:
+        if super().__contains__(name):
+            return True
+        if not isinstance(name, str) or not name.startswith("pipe.") or not name.endswith(PIPE_SUFFIXES):
+            return False
+        pipe = name[len("pipe."):name.rindex(".")]
+        for first in self.sockets:
+            if pipe.startswith(first + "->"):
+                rest = pipe[len(first) + 2:]
+                return any(rest == other or rest.startswith(other + " (") for other in self.sockets)
+        return False
 
 
-def known_metrics(base: Mapping[str, Any]) -> set[str] | None:
-    """The metric columns a run of ``base`` has (``zsim.results.flat_metrics``), or None
-    when they cannot be told (then metric names are not checked)."""
-    from ..results import flat_metrics
+PIPE_SUFFIXES = (".dropped", ".max_depth")
+
+
+def known_metrics(base: Mapping[str, Any]) -> MetricNames | None:
+    """The metric columns a run of ``base`` can have (``zsim.results.flat_metrics``), or
+    None when they cannot be told (then metric names are not checked)."""
+    from .. import results
 
     sockets = base.get("socket", [])
     if not isinstance(sockets, list):
         return None
-    names = [s.get("name") for s in sockets if isinstance(s, Mapping) and isinstance(s.get("name"), str)]
-    summary = _Zeros(ledger=_Zeros(), latency_s=_Zeros(), sockets={name: _Zeros() for name in names}, pipes=[], sim_time_s=1.0, wall_s=0.0)
+    names = [str(s["name"]) for s in sockets if isinstance(s, Mapping) and isinstance(s.get("name"), str)]
     try:
-        return set(flat_metrics(summary))
-    except Exception:  # noqa: BLE001 - flat_metrics changed shape; then no check rather than a false alarm
-        return None
+        senders = [send.name for send in scenario_spec.from_dict(copy.deepcopy(dict(base))).sends]
+    except Exception:  # noqa: BLE001 - an invalid base is reported by expand; name senders as zsim would
+        senders = [f"send.{s.get('socket')}" for s in base.get("send", []) if isinstance(s, Mapping)]
+    pooled = ["sent", "copies", "delivered", "forwarded", "dropped", "discarded", "lost_on_close", "queued_at_end", "sim_time_s",
+              "wall_s", "warnings", *results.POOLED_ALIASES, *results.POOLED_ALIASES.values(),
+              *(f"warning.{code}" for code in results.WARNING_CODES)]
+    per_socket = (*results.SOCKET_FIELDS, *results.INBOUND_FIELDS, *(f"latency_{p}_s" for p in results.SOCKET_LATENCY),
+                  *results.LOAD_FIELDS, *results.TIME_FIELDS)
+    listed = pooled + [f"socket.{n}.{f}" for n in names for f in per_socket]
+    listed += [f"sender.{n}.{f}" for n in senders for f in results.SENDER_FIELDS]
+    return MetricNames(listed, names)
 
 
 def _check_metric(value: Any, where: str, known: set[str] | None) -> None:
@@ -578,8 +607,9 @@ def _check_metric(value: Any, where: str, known: set[str] | None) -> None:
 
     close = difflib.get_close_matches(value, sorted(known), n=1, cutoff=0.6)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
-    main = ", ".join(m for m in sorted(known) if not m.startswith("socket."))
-    raise ScenarioError(where, f"unknown metric {value!r}{hint}; metrics: {main}, socket.<name>.<sent|received|dropped|...>")
+    main = ", ".join(m for m in sorted(known) if "." not in m)
+    raise ScenarioError(where, f"unknown metric {value!r}{hint}; metrics: {main}, socket.<name>.<field>, sender.<name>.<field>, "
+                               "pipe.<pipe name>.<dropped|max_depth>, warning.<code>, a name of [report.derived]")
 
 
 def _check_axis_key(axes: Sequence[Axis], value: Any, where: str) -> None:
@@ -591,6 +621,59 @@ def _check_axis_key(axes: Sequence[Axis], value: Any, where: str) -> None:
         raise ScenarioError(where, str(exc.args[0])) from None
 
 
+def check_derived(derived: Any, known: set[str] | None) -> dict[str, list[str]]:
+    """``[report.derived]``: name = "expression" over row metrics (``zsim.expressions``).
+
+    Each name must be new (not a metric of the rows), each expression must parse and read
+    only metrics of the rows or other derived names, without a cycle. Returns each derived
+    name's dependencies in an order that computes every name after those it reads."""
+    from .. import expressions
+
+    if not isinstance(derived, Mapping):
+        raise ScenarioError("report.derived", 'must be a table of name = "expression"')
+    reads: dict[str, list[str]] = {}
+    for name, text in derived.items():
+        where = f"report.derived.{name}"
+        if not DERIVED_NAME.match(name):
+            raise ScenarioError(where, "a derived metric's name is letters, digits, '_' and '.' (starting with a letter or '_')")
+        if known is not None and name in known:
+            raise ScenarioError(where, "is already a metric of the rows; choose another name")
+        if not isinstance(text, str):
+            raise ScenarioError(where, f"must be an expression string, got {_short(text)}")
+        try:
+            reads[name] = expressions.names(text)
+        except ValueError as exc:
+            raise ScenarioError(where, str(exc)) from None
+        for used in reads[name]:
+            if used in derived:
+                continue
+            if known is not None and used not in known:
+                import difflib
+
+                close = difflib.get_close_matches(used, sorted(known), n=1, cutoff=0.6)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                raise ScenarioError(where, f"reads unknown metric {used!r}{hint}; names with characters other than letters, "
+                                           "digits, '_' and '.' go between backquotes: `pipe.a->b (tcp send).dropped`")
+    order: dict[str, list[str]] = {}
+    visiting: list[str] = []
+
+    def visit(name: str) -> None:
+        if name in order:
+            return
+        if name in visiting:
+            raise ScenarioError(f"report.derived.{name}", "depends on itself: " + " -> ".join(visiting[visiting.index(name):] + [name]))
+        visiting.append(name)
+        for used in reads[name]:
+            if used in reads:
+                visit(used)
+        visiting.pop()
+        order[name] = reads[name]
+
+    for name in reads:
+        visit(name)
+    return order
+
+
 def _check_report(report: Any, axes: Sequence[Axis], base: Mapping[str, Any] | None = None) -> None:
     """Every axis and metric a ``[report]`` names must exist: a typo is one line now, not a
     pandas traceback in ``zsim report`` after the runs."""
@@ -598,6 +681,9 @@ def _check_report(report: Any, axes: Sequence[Axis], base: Mapping[str, Any] | N
         raise ScenarioError("report", "must be a table")
     _check_keys(report, REPORT_KEYS, "report")
     known = known_metrics(base) if base is not None else None
+    check_derived(report.get("derived", {}), known)
+    if known is not None:
+        known.update(report.get("derived", {}))
     metrics = report.get("metrics", [])
     if not isinstance(metrics, list):
         raise ScenarioError("report.metrics", f"must be a list of metric names, got {_short(metrics)}")

@@ -17,6 +17,7 @@ pandas is imported lazily; figures go through ``zsim.plotting`` (matplotlib).
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
@@ -32,26 +33,47 @@ if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
 DEFAULT_METRICS = (
-    "drop_fraction",
-    "loss_fraction",
-    "delivered_rate_per_s",
-    "latency_mean_s",
-    "latency_p50_s",
-    "latency_p95_s",
-    "latency_p99_s",
-    "max_pipe_depth",
+    "pooled_drop_fraction",
+    "pooled_loss_fraction",
+    "pooled_delivered_rate_per_s",
+    "pooled_latency_mean_s",
+    "pooled_latency_p50_s",
+    "pooled_latency_p95_s",
+    "pooled_latency_p99_s",
+    "pooled_max_pipe_depth",
 )
-LABELS = {
+#: What a metric's last name part means (labels of figures and tables).
+_FIELD_LABELS = {
     "drop_fraction": "drop fraction",
     "loss_fraction": "loss fraction",
-    "delivered_rate_per_s": "delivered rate (msg/s)",
-    "latency_mean_s": "mean latency (ms)",
-    "latency_p50_s": "latency p50 (ms)",
-    "latency_p95_s": "latency p95 (ms)",
-    "latency_p99_s": "latency p99 (ms)",
-    "latency_max_s": "max latency (ms)",
-    "max_pipe_depth": "max queue depth (messages)",
+    "delivered_rate_per_s": "delivered rate",
+    "max_pipe_depth": "max queue depth",
+    "copies": "copies meant for it",
+    "delivered": "delivered",
+    "forwarded": "forwarded",
+    "dropped": "dropped",
+    "dropped_sending": "dropped when sending",
+    "discarded": "discarded",
+    "lost_on_close": "lost on close",
+    "queued_at_end": "queued at the end",
+    "offered_utilisation": "offered utilisation",
+    "overloaded": "overloaded (share of runs)",
+    "backlog_at_end": "backlog at the end (share of runs)",
+    "first_recv_s": "first delivery",
+    "last_recv_s": "last delivery",
+    "sent": "sent",
+    "send_again": "send Again",
+    "again": "send Again",
+    "received": "received",
+    "blocked_s": "time blocked in send",
+    "requested_rate_per_s": "requested rate",
+    "achieved_rate_per_s": "achieved rate",
+    "finished_at_s": "finished at",
+    "max_depth": "max depth",
+    "sim_time_s": "simulated time",
+    "wall_s": "wall time per run",
 }
+_LATENCY_NAMES = {"mean": "mean", "p50": "p50", "p95": "p95", "p99": "p99", "p99_9": "p99.9", "max": "max"}
 #: t(0.975, df) for df = 1..30 (beyond: a Cornish-Fisher expansion; scipy if installed).
 _T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
          2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
@@ -83,13 +105,153 @@ def t975(df: int) -> float:
             + (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / (384 * df**3))
 
 
-def metric_label(metric: str) -> str:
-    return LABELS.get(metric, metric)
+def metric_kind(metric: str) -> str:
+    """``fraction``, ``time`` (seconds), ``rate`` (per second), ``bytes`` or ``count``."""
+    if metric.endswith("_fraction"):
+        return "fraction"
+    if metric.endswith("_per_s"):
+        return "rate"
+    if metric.endswith("_s"):
+        return "time"
+    if metric.endswith("_bytes"):
+        return "bytes"
+    return "count"
+
+
+def _field_label(field: str) -> str:
+    if field.startswith("latency_") and field.endswith("_s"):
+        key = field[len("latency_"):-len("_s")]
+        if key in _LATENCY_NAMES:
+            return f"{_LATENCY_NAMES[key]} latency"
+    return _FIELD_LABELS.get(field, field.replace("_", " "))
+
+
+def metric_label(metric: str, unit: str | None = None) -> str:
+    """A metric's name for people: ``p99 latency of fast1``, ``loss fraction (pooled)``;
+    with ``unit`` (``ms``, ``msg/s``) it is added in brackets."""
+    from ..results import POOLED_ALIASES
+
+    pooled = POOLED_ALIASES.get(metric, metric)
+    if pooled.startswith("pooled_"):
+        text = f"{_field_label(pooled[len('pooled_'):])} (pooled)"
+    elif metric.startswith(("socket.", "sender.", "pipe.")) and metric.count(".") >= 2:
+        kind, rest = metric.split(".", 1)
+        entity, field = rest.rsplit(".", 1)
+        if kind == "socket" and field in ("dropped", "delivered", "queued_at_end", "lost_on_close", "discarded", "copies"):
+            text = f"{_field_label(field)} (copies for {entity})"
+        else:
+            text = f"{_field_label(field)} of {entity}"
+    elif "." not in metric and metric in _FIELD_LABELS:
+        text = _field_label(metric)
+    else:
+        text = metric
+    return f"{text} ({unit})" if unit else text
+
+
+def time_unit(seconds: Iterable[float]) -> tuple[float, str]:
+    """The scale and unit that show these durations best: us below 1 ms, ms below 1 s."""
+    values = [abs(float(v)) for v in seconds if v is not None and v == v and math.isfinite(float(v)) and v != 0]
+    largest = max(values) if values else 1e-3
+    if largest < 1e-3:
+        return 1e6, "us"
+    if largest < 1.0:
+        return 1e3, "ms"
+    return 1.0, "s"
+
+
+def display_unit(metric: str, values: Iterable[float] = ()) -> tuple[float, str | None]:
+    """(scale, unit) of a metric in figures: times in us/ms/s by their size, rates in
+    msg/s, fractions as they are."""
+    kind = metric_kind(metric)
+    if kind == "time":
+        return time_unit(values)
+    if kind == "rate":
+        return 1.0, "msg/s"
+    if metric.endswith("max_depth") or metric.endswith("max_pipe_depth"):
+        return 1.0, "messages"
+    return 1.0, None
 
 
 def display_scale(metric: str) -> float:
-    """Latencies are stored in seconds and shown in milliseconds."""
-    return 1000.0 if metric.startswith("latency_") and metric.endswith("_s") else 1.0
+    """Latencies are stored in seconds and shown in milliseconds (points tables)."""
+    return 1000.0 if metric_kind(metric) == "time" else 1.0
+
+
+def human_time(seconds: float) -> str:
+    """``40 us``, ``1 ms``, ``1.5 s``."""
+    value = float(seconds)
+    if value == 0:
+        return "0 s"
+    scale, unit = time_unit([value])
+    return f"{value * scale:.3g} {unit}"
+
+
+def human_bytes(size: float) -> str:
+    """``200 B``, ``4 KB``, ``64 KB``, ``1 MB`` (1 KB = 1024 bytes)."""
+    value = float(size)
+    for unit, factor in (("GB", 1024**3), ("MB", 1024**2), ("KB", 1024)):
+        if abs(value) >= factor:
+            return f"{value / factor:.3g} {unit}"
+    return f"{value:.0f} B"
+
+
+def human_value(metric: str, value: Any) -> str:
+    """A metric's value for a table: ``0.123 %``, ``1.2 ms``, ``10,000 msg/s``, ``1,234``."""
+    if value is None or value != value:
+        return "-"
+    kind = metric_kind(metric)
+    number = float(value)
+    if kind == "fraction":
+        return f"{number:.3%}" if number < 0.1 else f"{number:.1%}"
+    if kind == "time":
+        return human_time(number)
+    if kind == "rate":
+        return f"{number:,.0f}/s" if abs(number) >= 100 else f"{number:.3g}/s"
+    if kind == "bytes":
+        return human_bytes(number)
+    if abs(number) >= 1000:
+        return f"{number:,.0f}"
+    return f"{number:.4g}"
+
+
+def is_hwm_axis(path: str) -> bool:
+    """An HWM option (``sndhwm``, ``rcvhwm``, ``hwm``): 0 means unlimited, the largest."""
+    return path.rsplit(".", 1)[-1].lower() in ("sndhwm", "rcvhwm", "hwm")
+
+
+def axis_sort_key(path: str, value: Any) -> Any:
+    """Order of an axis's values: numbers ascending, an HWM's 0 (unlimited) last."""
+    if is_hwm_axis(path) and isinstance(value, (int, float)) and not isinstance(value, bool) and value == 0:
+        return (1, math.inf)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return (0, float(value))
+    return (0, str(value))
+
+
+def sort_by_axis(frame: pd.DataFrame, path: str) -> pd.DataFrame:
+    """Rows in the order of ``path``'s values (``axis_sort_key``: an HWM's 0 last)."""
+    keys = [axis_sort_key(path, value) for value in frame[path].tolist()]
+    return frame.iloc[sorted(range(len(keys)), key=keys.__getitem__)]
+
+
+def sorted_axis_values(path: str, values: Iterable[Any]) -> list[Any]:
+    return sorted(set(values), key=lambda v: axis_sort_key(path, v))
+
+
+def axis_value_label(path: str, value: Any) -> str:
+    """An axis value for people: ``unlimited`` for an HWM of 0, ``150 us``, ``64 KB``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return _fmt_value(value)
+    if is_hwm_axis(path) and value == 0:
+        return "unlimited"
+    last = path.rsplit(".", 1)[-1]
+    if path.endswith("_bytes"):
+        return human_bytes(value)
+    if last.endswith("_s") and not last.endswith("_per_s"):
+        return human_time(value)
+    if last.endswith("_per_s"):
+        return f"{float(value):,.0f}/s"
+    return _fmt_value(value)
 
 
 # --------------------------------------------------------------------------------------
@@ -99,7 +261,7 @@ def display_scale(metric: str) -> float:
 class SweepResults:
     """One sweep's rows (a DataFrame) and its manifest (axes, points, report settings)."""
 
-    def __init__(self, directory: Path, warn: store.Warn | None = None) -> None:
+    def __init__(self, directory: Path, warn: store.Warn | None = None, config: str | Path | None = None) -> None:
         self.directory = directory
         manifest = store.read_manifest(directory)
         if manifest is None:
@@ -110,12 +272,17 @@ class SweepResults:
                           values=tuple(a["values"]) if a.get("values") is not None else None,
                           low=a.get("low"), high=a.get("high"), scale=a.get("scale", "linear")) for a in manifest["axes"]]
         self.kinds = {a["path"]: a.get("kind", "float") for a in manifest["axes"]}
-        self.report_config: Mapping[str, Any] = manifest.get("report") or {}
+        self.report_config, self.config_source = report_settings(manifest, self.axes, config)
         self.frame = store.read_frame(directory, warn=warn)
         order = {p["id"]: p["index"] for p in manifest["points"]}
         if len(self.frame):
             self.frame["point_index"] = self.frame["point"].map(order)
             self.frame = self.frame.sort_values(["point_index", "replication"], kind="stable").reset_index(drop=True)
+        add_aliases(self.frame)
+        self.derived = dict(self.report_config.get("derived") or {})
+        add_derived(self.frame, self.derived)
+        base = manifest.get("base_scenario") or {}
+        self.socket_names = [str(s["name"]) for s in base.get("socket", []) if isinstance(s, Mapping) and "name" in s]
 
     @property
     def axis_columns(self) -> list[str]:
@@ -135,12 +302,100 @@ class SweepResults:
         return frame[frame["ok"].astype(bool)] if len(frame) else frame
 
     def metrics(self, wanted: Iterable[str] | None = None) -> list[str]:
+        """The metrics of points.csv and summary.md: ``[report] metrics`` (default: the pooled
+        headline figures), then every threshold's metric and every derived metric."""
         names = list(wanted) if wanted else list(self.report_config.get("metrics") or DEFAULT_METRICS)
+        if not wanted:
+            extra = [spec["metric"] for spec in self.report_config.get("threshold") or []] + list(self.derived)
+            names += [m for m in dict.fromkeys(extra) if m not in names]
         missing = [m for m in names if m not in self.frame.columns]
         if missing and len(self.ok()):
             raise ZsimError(f"{self.directory}: no metric {missing[0]!r} in the results; metrics: "
                             f"{', '.join(c for c in self.frame.columns if c not in self.axis_columns)}")
         return [m for m in names if m in self.frame.columns]
+
+
+def report_settings(manifest: Mapping[str, Any], axes: Sequence[Axis], config: str | Path | None = None
+                    ) -> tuple[Mapping[str, Any], str]:
+    """The ``[report]`` table to use, and where it came from.
+
+    ``config`` (``zsim report --config FILE``): that file's ``[report]``. Otherwise the
+    sweep file named in the manifest, read again (so editing ``[report]`` needs no re-run),
+    when it still exists and still names this sweep; otherwise the ``[report]`` saved in the
+    manifest when the sweep ran. A table read from a file is checked as ``zsim sweep``
+    checks it (axes of this sweep, metrics its rows can have): one ``ScenarioError`` line."""
+    from .plan import _check_report
+
+    saved: Mapping[str, Any] = manifest.get("report") or {}
+    candidates: list[Path] = []
+    if config is not None:
+        candidates.append(Path(config))
+    else:
+        for key in ("source_path", "source"):
+            value = manifest.get(key)
+            if isinstance(value, str) and value and value != "<dict>":
+                candidates.append(Path(value))
+    for path in candidates:
+        if config is None and not path.is_file():
+            continue
+        raw = files.load_toml(path, "sweep file (report settings)")
+        head = raw.get("sweep")
+        name = head.get("name", path.stem) if isinstance(head, Mapping) else path.stem
+        if config is None and name != manifest.get("name"):
+            continue  # the file now describes another sweep: keep the saved settings
+        table = raw.get("report", {})
+        try:
+            _check_report(table, axes, manifest.get("base_scenario") or None)
+        except ScenarioError as exc:
+            raise ScenarioError(f"{path}: {exc.path}", exc.reason) from None
+        return table, str(path)
+    return saved, "the sweep's manifest (settings when it ran)"
+
+
+def add_aliases(frame: pd.DataFrame) -> None:
+    """Rows written before the pooled names existed get them (and the reverse), in place."""
+    from ..results import POOLED_ALIASES
+
+    for alias, pooled in POOLED_ALIASES.items():
+        if pooled not in frame.columns and alias in frame.columns:
+            frame[pooled] = frame[alias]
+        elif alias not in frame.columns and pooled in frame.columns:
+            frame[alias] = frame[pooled]
+
+
+def add_derived(frame: pd.DataFrame, derived: Mapping[str, str]) -> None:
+    """``[report.derived]``: one new column per name, its expression evaluated on every row
+    (a missing or NaN input, or a division by zero, gives NaN), in place."""
+    import numpy as np
+
+    from .. import expressions
+    from .plan import check_derived
+
+    if not derived:
+        return
+    order = check_derived(derived, None)
+    for name in order:
+        expression = expressions.parse(derived[name])
+        present = [n for n in expression.names if n in frame.columns]
+        records = frame[present].to_dict("records") if len(frame) else []
+        values = []
+        for record in records:
+            value = expression.evaluate(functools.partial(_lookup, record))
+            values.append(np.nan if value is None else value)
+        frame[name] = np.asarray(values, dtype=float) if values else np.array([], dtype=float)
+
+
+def _lookup(record: Mapping[str, Any], key: str) -> Any:
+    return _present(record.get(key))
+
+
+def _present(value: Any) -> Any:
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
 
 
 # --------------------------------------------------------------------------------------
@@ -217,31 +472,103 @@ def _pooled_note(results: SweepResults, frame: pd.DataFrame, used: Iterable[str]
 # Thresholds
 
 
+#: A point is refused as a threshold answer when at least this share of its runs ended
+#: with the entity overloaded or with a backlog still queued (``zsim.checks`` warnings).
+UNSTEADY_SHARE = 0.5
+
+
+def metric_sockets(results: SweepResults, metric: str, _seen: frozenset[str] = frozenset()) -> set[str] | None:
+    """The receiving sockets a metric is about (``socket.<name>.*``, a pipe's destination, the
+    sockets a derived metric reads), or None for a figure of the whole run (pooled)."""
+    if metric in results.derived and metric not in _seen:
+        from .. import expressions
+
+        found: set[str] = set()
+        for name in expressions.names(results.derived[metric]):
+            sockets = metric_sockets(results, name, _seen | {metric})
+            if sockets is None:
+                return None
+            found |= sockets
+        return found or None
+    if metric.startswith("socket."):
+        rest = metric[len("socket."):]
+        for name in sorted(results.socket_names, key=len, reverse=True):
+            if rest.startswith(name + "."):
+                return {name}
+        return {rest.rsplit(".", 1)[0]}
+    if metric.startswith("pipe.") and "->" in metric:
+        pipe = metric[len("pipe."):].rsplit(".", 1)[0]
+        return {pipe.split("->", 1)[1].split(" (", 1)[0]}
+    return None
+
+
+def _unsteady(results: SweepResults, frame: pd.DataFrame, metric: str) -> tuple[Any, Any]:
+    """Per row: 1.0 when the run ended with the metric's sockets (or, for a pooled metric,
+    any socket) overloaded or with a backlog queued, else 0.0; and the largest offered
+    utilisation of those sockets (NaN if unknown)."""
+    import numpy as np
+
+    def column(name: str) -> Any:
+        return frame[name].astype(float).fillna(0.0).to_numpy() if name in frame.columns else np.zeros(len(frame))
+
+    sockets = metric_sockets(results, metric)
+    flags = np.zeros(len(frame))
+    utilisation = np.full(len(frame), np.nan)
+    if sockets is None:
+        flags = np.maximum(column("warning.overloaded"), column("warning.backlog_at_end"))
+        names = [c for c in frame.columns if c.startswith("socket.") and c.endswith(".offered_utilisation")]
+    else:
+        for name in sockets:
+            flags = np.maximum(flags, np.maximum(column(f"socket.{name}.overloaded"), column(f"socket.{name}.backlog_at_end")))
+        names = [f"socket.{name}.offered_utilisation" for name in sockets if f"socket.{name}.offered_utilisation" in frame.columns]
+    if names:
+        utilisation = frame[names].astype(float).max(axis=1, skipna=True).to_numpy()
+    return (flags > 0).astype(float), utilisation
+
+
+def _target_text(metric: str, target: float) -> str:
+    return f"{100 * target:.3g} %" if metric_kind(metric) == "fraction" else human_value(metric, target)
+
+
 def thresholds(results: SweepResults, spec: Mapping[str, Any]) -> pd.DataFrame:
     """The smallest value of ``spec.minimise`` that keeps ``spec.metric`` below ``spec.below``,
-    per combination of ``spec.by`` (default: every other axis)."""
+    per combination of ``spec.by`` (default: every other axis).
+
+    Values are ordered as numbers, an HWM of 0 (unlimited) last. A value answers when the
+    metric is below the target there and at every larger value tried (by the mean, and by
+    the upper end of its 95 % interval), and when the point is in steady state: a point
+    where at least ``UNSTEADY_SHARE`` of the runs ended with the metric's socket overloaded
+    or with a backlog still queued (its loss and latency still grow with the horizon) is
+    no answer, whatever its numbers. ``answer`` says it in words."""
     pd = _pandas()
     metric = spec["metric"]
     target = float(spec["below"])
     x = results.axis(spec["minimise"]).path
     by = [results.axis(k).path for k in spec.get("by", [a.path for a in results.axes if a.path != x])]
-    table = aggregate(results.ok() if len(results.frame) else results.frame, by + [x], [metric]) if len(results.frame) else None
+    columns = by + ["smallest_by_mean", "smallest_by_upper_ci", "metric_mean_there", "metric_upper_ci_there", "largest_tried",
+                    "not_steady_at", "utilisation", "answer"]
+    if not len(results.frame) or not len(results.ok()):
+        return pd.DataFrame(columns=columns)
+    frame = results.ok().copy()
+    frame["_unsteady"], frame["_utilisation"] = _unsteady(results, frame, metric)
+    table = aggregate(frame, by + [x], [metric, "_unsteady", "_utilisation"])
+    what = metric_label(metric)
+    sockets = metric_sockets(results, metric)
     rows = []
-    if table is None or not len(table):
-        return pd.DataFrame(columns=by + ["smallest_by_mean", "smallest_by_upper_ci"])
     groups = table.groupby(by, sort=True) if by else [((), table)]
     for key, group in groups:
         key = key if isinstance(key, tuple) else (key,)
-        group = group.sort_values(x)
+        group = sort_by_axis(group, x)
         xs = group[x].tolist()
         means = group[f"{metric}_mean"].tolist()
         highs = group[f"{metric}_hi"].fillna(group[f"{metric}_mean"]).tolist()
-        row = dict(zip(by, key, strict=True))
+        refused = [share == share and share >= UNSTEADY_SHARE for share in group["_unsteady_mean"].tolist()]
+        row: dict[str, Any] = dict(zip(by, key, strict=True))
 
-        def smallest(values: list[float], xs: list[Any] = xs) -> Any:
+        def smallest(values: list[float], xs: list[Any] = xs, refused: list[bool] = refused) -> Any:
             answer = None
-            for value, level in zip(reversed(xs), reversed(values), strict=True):
-                if level is not None and level == level and level < target:
+            for value, level, bad in zip(reversed(xs), reversed(values), reversed(refused), strict=True):
+                if level is not None and level == level and level < target and not bad:
                     answer = value
                 else:
                     break
@@ -258,8 +585,32 @@ def thresholds(results: SweepResults, spec: Mapping[str, Any]) -> pd.DataFrame:
             row["metric_mean_there"] = None
             row["metric_upper_ci_there"] = None
         row["largest_tried"] = xs[-1]
+        bad_values = [value for value, bad in zip(xs, refused, strict=True) if bad]
+        row["not_steady_at"] = ", ".join(axis_value_label(x, v) for v in bad_values) or None
+        utilisations = [u for u, bad in zip(group["_utilisation_mean"].tolist(), refused, strict=True) if bad and u == u]
+        if not utilisations:
+            utilisations = [u for u in group["_utilisation_mean"].tolist()[-1:] if u == u]
+        row["utilisation"] = max(utilisations) if utilisations else None
+        whose = f" of {', '.join(sorted(sockets))}" if sockets else ""
+        goal = f"keeps {what} below {_target_text(metric, target)}"
+        if best_hi is not None:
+            text = f"{results.label(x)} {axis_value_label(x, best_hi)} (95 % upper bound)"
+            if best_mean is not None and best_mean != best_hi:
+                text += f"; {axis_value_label(x, best_mean)} by the mean"
+        elif best_mean is not None:
+            text = (f"{results.label(x)} {axis_value_label(x, best_mean)} by the mean; no value tried {goal} with 95 % confidence")
+        elif bad_values and bad_values[-1] == xs[-1]:
+            load = row["utilisation"]
+            reason = (f"its offered utilisation is {load:.2g}" if load is not None and load >= 1
+                      else "its backlog still grows at the horizon")
+            text = (f"no {results.label(x)} tried {goal}: not in steady state{whose} at "
+                    f"{row['not_steady_at']} ({reason}; loss and latency grow with the run's length)")
+        else:
+            text = (f"no {results.label(x)} tried {goal}: at the largest, {axis_value_label(x, xs[-1])}, it is "
+                    f"{human_value(metric, means[-1])}")
+        row["answer"] = text
         rows.append(row)
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=columns)
 
 
 # --------------------------------------------------------------------------------------
@@ -286,11 +637,31 @@ def _fmt_value(value: Any) -> str:
     return str(value)
 
 
+def x_positions(path: str, values: Sequence[Any], log: bool) -> tuple[dict[Any, float], list[tuple[float, str]], float | None]:
+    """Where each axis value sits on a figure's x axis, its tick labels, and where the
+    detached part starts: an HWM of 0 (unlimited) is drawn to the right of the largest
+    value, labelled ``unlimited`` and not joined to the curve (nothing happens at x = 0)."""
+    ordered = sorted_axis_values(path, values)
+    finite = [float(v) for v in ordered if axis_sort_key(path, v)[1] != math.inf]
+    positions: dict[Any, float] = {v: float(v) for v in ordered if axis_sort_key(path, v)[1] != math.inf}
+    detached = None
+    if len(finite) < len(ordered):
+        top = max(finite) if finite else 1.0
+        low = min(finite) if finite else 0.0
+        spot = top * 4 if log and top > 0 else top + max((top - low) * 0.2, 1.0)
+        detached = (top + spot) / 2 if not log else math.sqrt(top * spot)
+        for v in ordered:
+            if v not in positions:
+                positions[v] = spot
+    ticks = [(positions[v], axis_value_label(path, v)) for v in ordered] if len(ordered) <= 12 else []
+    return positions, ticks, detached
+
+
 def line_figure(results: SweepResults, spec: Mapping[str, Any], out_dir: Path, hlines: Mapping[str, float]) -> Path:
     from .. import plotting
 
     x = results.axis(spec["x"]).path
-    metrics = spec.get("y", spec.get("metric", "drop_fraction"))
+    metrics = spec.get("y", spec.get("metric", "pooled_drop_fraction"))
     metrics = [metrics] if isinstance(metrics, str) else list(metrics)
     series = results.axis(spec["series"]).path if spec.get("series") else None
     facet = results.axis(spec["facet"]).path if spec.get("facet") else None
@@ -298,59 +669,88 @@ def line_figure(results: SweepResults, spec: Mapping[str, Any], out_dir: Path, h
     frame = _filter(results, results.frame, where)
     keys = [k for k in (facet, series, x) if k]
     table = aggregate(frame, keys, metrics)
-    scale = display_scale(metrics[0])
+    scale, unit = display_unit(metrics[0], [v for m in metrics for v in table[f"{m}_mean"].tolist()])
+    logx = spec.get("logx", _is_log_axis([v for v in table[x].tolist() if axis_sort_key(x, v)[1] != math.inf]))
+    positions, ticks, detached = x_positions(x, table[x].tolist(), bool(logx))
     panels = []
-    facet_values = sorted(table[facet].unique()) if facet else [None]
-    series_values = sorted(table[series].unique()) if series else [None]
+    facet_values = sorted_axis_values(facet, table[facet].tolist()) if facet else [None]
+    series_values = sorted_axis_values(series, table[series].tolist()) if series else [None]
     styles = ["-", "--", ":", "-."]
+    short = _short_labels(metrics)
     for facet_value in facet_values:
         sub = table[table[facet] == facet_value] if facet else table
-        panel = plotting.Panel(title=f"{results.label(facet)} = {_fmt_value(facet_value)}" if facet else "")
+        panel = plotting.Panel(title=f"{results.label(facet)} = {axis_value_label(facet, facet_value)}" if facet else "")
         for s_index, series_value in enumerate(series_values):
-            line_rows = (sub[sub[series] == series_value] if series else sub).sort_values(x)
+            line_rows = sub[sub[series] == series_value] if series else sub
+            line_rows = sort_by_axis(line_rows, x)
             for m_index, metric in enumerate(metrics):
                 label_parts = []
                 if series:
-                    label_parts.append(_fmt_value(series_value))
+                    label_parts.append(axis_value_label(series, series_value))
                 if len(metrics) > 1:
-                    label_parts.append(metric_label(metric).split(" (")[0])
+                    label_parts.append(short[metric])
                 band = spec.get("band", True)
                 panel.lines.append(
                     plotting.Line(
                         label=", ".join(label_parts) or metric_label(metric),
-                        x=line_rows[x].astype(float).tolist(),
+                        x=[positions[v] for v in line_rows[x].tolist()],
                         y=(line_rows[f"{metric}_mean"] * scale).tolist(),
                         # Every metric here is >= 0; a band below zero is the t interval's symmetry, not data.
                         low=(line_rows[f"{metric}_lo"].clip(lower=0) * scale).tolist() if band else None,
                         high=(line_rows[f"{metric}_hi"] * scale).tolist() if band else None,
-                        style=styles[m_index % len(styles)],
-                        color_index=s_index,
+                        style=styles[m_index % len(styles)] if series else "-",
+                        color_index=s_index if series else m_index,
                     )
                 )
         panels.append(panel)
-    logy = spec.get("logy", metrics[0].endswith("_fraction"))
-    if logy is True and metrics[0].endswith("_fraction"):
+    fraction = metric_kind(metrics[0]) == "fraction"
+    logy = spec.get("logy", fraction)
+    if logy is True and fraction:
         logy = "symlog"
-    ylabel = (metric_label(metrics[0]) if len(metrics) == 1
-              else ", ".join(metric_label(m).split(" (")[0] for m in metrics) + (" (ms)" if scale == 1000 else ""))
+    ylabel = (metric_label(metrics[0], unit) if len(metrics) == 1
+              else _common_label(metrics) + (f" ({unit})" if unit else ""))
     title = spec.get("title") or f"{ylabel} against {results.label(x)}" + (f", by {results.label(series)}" if series else "")
     notes = ["shaded: 95 % confidence interval of the mean"]
+    if detached is not None:
+        notes.append("HWM 0 = unlimited, drawn apart")
     pooled = _pooled_note(results, frame, keys + list(results.axis(k).path for k in where))
     if pooled:
         notes.append(pooled)
     if where:
         notes.append("where " + ", ".join(f"{results.label(k)} = "
-                                          f"{_fmt_value(v) if not isinstance(v, list) else ' or '.join(map(_fmt_value, v))}"
+                                          + " or ".join(axis_value_label(results.axis(k).path, item)
+                                                        for item in (v if isinstance(v, list) else [v]))
                                           for k, v in where.items()))
     name = spec.get("file") or _slug(f"{'-'.join(metrics)}-vs-{results.label(x)}"
                                      + (f"-by-{results.label(series)}" if series else "")) + ".png"
     hline = hlines.get(metrics[0]) if len(metrics) == 1 else None
     return plotting.line_figure(
         panels, out_dir / name, title=title, xlabel=results.label(x), ylabel=ylabel,
-        logx=spec.get("logx", _is_log_axis(table[x].tolist())), logy=logy,
-        hline=hline * scale if hline is not None else None, hline_label=f"target {hline:g}" if hline is not None else None,
+        logx=logx, logy=logy,
+        hline=hline * scale if hline is not None else None,
+        hline_label=f"target {_target_text(metrics[0], hline)}" if hline is not None else None,
         note="; ".join(notes), legend_title=results.label(series) if series else None,
+        xticks=ticks or None, detached_from=detached,
     )
+
+
+def _short_labels(metrics: Sequence[str]) -> dict[str, str]:
+    """Legend entries for several metrics in one figure: what differs between them."""
+    labels = {m: metric_label(m) for m in metrics}
+    entities = {m: m.split(".", 1)[1].rsplit(".", 1)[0] for m in metrics if m.startswith(("socket.", "sender.", "pipe."))}
+    fields = {m.rsplit(".", 1)[-1] for m in metrics}
+    if len(entities) == len(metrics) and len(fields) == 1:
+        return entities  # the same field of several entities: name the entities
+    if len(entities) == len(metrics) and len(set(entities.values())) == 1:
+        return {m: _field_label(m.rsplit(".", 1)[-1]) for m in metrics}  # several fields of one entity
+    return {m: label.split(" (")[0] if label.endswith(")") and "(pooled)" not in label else label for m, label in labels.items()}
+
+
+def _common_label(metrics: Sequence[str]) -> str:
+    fields = {m.rsplit(".", 1)[-1] for m in metrics}
+    if len(fields) == 1 and all(m.startswith(("socket.", "sender.", "pipe.")) for m in metrics):
+        return _field_label(next(iter(fields)))
+    return ", ".join(metric_label(m).split(" (")[0] for m in metrics)
 
 
 def heatmap_figure(results: SweepResults, spec: Mapping[str, Any], out_dir: Path) -> Path:
@@ -358,45 +758,46 @@ def heatmap_figure(results: SweepResults, spec: Mapping[str, Any], out_dir: Path
 
     x = results.axis(spec["x"]).path
     y = results.axis(spec["y"]).path
-    metric = spec.get("metric", "drop_fraction")
+    metric = spec.get("metric", "pooled_drop_fraction")
     facet = results.axis(spec["facet"]).path if spec.get("facet") else None
     where = spec.get("where", {})
     frame = _filter(results, results.frame, where)
     keys = [k for k in (facet, y, x) if k]
     table = aggregate(frame, keys, [metric])
-    scale = display_scale(metric)
-    xs = sorted(table[x].unique())
-    ys = sorted(table[y].unique())
+    scale, unit = display_unit(metric, table[f"{metric}_mean"].tolist())
+    xs = sorted_axis_values(x, table[x].tolist())
+    ys = sorted_axis_values(y, table[y].tolist())
     grids = []
-    for facet_value in (sorted(table[facet].unique()) if facet else [None]):
+    for facet_value in (sorted_axis_values(facet, table[facet].tolist()) if facet else [None]):
         sub = table[table[facet] == facet_value] if facet else table
         pivot = sub.pivot_table(index=y, columns=x, values=f"{metric}_mean", aggfunc="mean").reindex(index=ys, columns=xs)
-        grids.append(plotting.Grid(title=f"{results.label(facet)} = {_fmt_value(facet_value)}" if facet else "", x=xs, y=ys,
+        grids.append(plotting.Grid(title=f"{results.label(facet)} = {axis_value_label(facet, facet_value)}" if facet else "",
+                                   x=[axis_value_label(x, v) for v in xs], y=[axis_value_label(y, v) for v in ys],
                                    values=pivot.to_numpy() * scale))
     pooled = _pooled_note(results, frame, keys + [results.axis(k).path for k in where])
     title = spec.get("title") or f"{metric_label(metric)} (mean) over {results.label(x)} and {results.label(y)}"
     name = spec.get("file") or _slug(f"heatmap-{metric}-{results.label(x)}-{results.label(y)}") + ".png"
     return plotting.heatmap_figure(grids, out_dir / name, title=title, xlabel=results.label(x), ylabel=results.label(y),
-                                   colorbar_label=metric_label(metric), symlog=metric.endswith("_fraction"), note=pooled)
+                                   colorbar_label=metric_label(metric, unit), symlog=metric_kind(metric) == "fraction", note=pooled)
 
 
 def scatter_figure(results: SweepResults, spec: Mapping[str, Any], out_dir: Path) -> Path:
     from .. import plotting
 
     x = results.axis(spec["x"]).path
-    metric = spec.get("metric", spec.get("y", "drop_fraction"))
+    metric = spec.get("metric", spec.get("y", "pooled_drop_fraction"))
     colour = results.axis(spec["series"]).path if spec.get("series") else None
     frame = _filter(results, results.frame, spec.get("where", {}))
     table = aggregate(frame, ["point"] + [a.path for a in results.axes], [metric])
-    scale = display_scale(metric)
+    scale, unit = display_unit(metric, table[f"{metric}_mean"].tolist())
     name = spec.get("file") or _slug(f"scatter-{metric}-vs-{results.label(x)}") + ".png"
     return plotting.scatter_figure(
         table[x].astype(float).tolist(), (table[f"{metric}_mean"] * scale).tolist(), out_dir / name,
         title=spec.get("title") or f"{metric_label(metric)} against {results.label(x)} (one dot per point)",
-        xlabel=results.label(x), ylabel=metric_label(metric),
+        xlabel=results.label(x), ylabel=metric_label(metric, unit),
         colour=table[colour].astype(float).tolist() if colour else None, colour_label=results.label(colour) if colour else None,
         yerr=(table[f"{metric}_ci"].fillna(0) * scale).tolist(), logx=spec.get("logx", _is_log_axis(table[x].tolist())),
-        logy="symlog" if metric.endswith("_fraction") else spec.get("logy", False),
+        logy="symlog" if metric_kind(metric) == "fraction" else spec.get("logy", False),
         note="bars: 95 % confidence interval of the mean",
     )
 
@@ -409,70 +810,115 @@ def threshold_figure(results: SweepResults, spec: Mapping[str, Any], threshold: 
     series = results.axis(spec["series"]).path if spec.get("series") else None
     facet = results.axis(spec["facet"]).path if spec.get("facet") else None
     minimise = results.axis(threshold["minimise"]).path
+    logx = spec.get("logx", _is_log_axis(table[x].tolist()))
+    positions, ticks, detached = x_positions(x, table[x].tolist(), bool(logx))
+    answers = [v for column in ("smallest_by_upper_ci", "smallest_by_mean") for v in table[column].tolist()
+               if v is not None and v == v]
+    logy = spec.get("logy", True)
+    y_positions, y_ticks, _ = x_positions(minimise, answers, bool(logy)) if answers else ({}, [], None)
+
+    def y_of(value: Any) -> float:
+        return float(y_positions.get(value, float("nan"))) if value is not None and value == value else float("nan")
+
     panels = []
-    for facet_value in (sorted(table[facet].unique()) if facet else [None]):
+    for facet_value in (sorted_axis_values(facet, table[facet].tolist()) if facet else [None]):
         sub = table[table[facet] == facet_value] if facet else table
-        panel = plotting.Panel(title=f"{results.label(facet)} = {_fmt_value(facet_value)}" if facet else "")
-        for index, series_value in enumerate(sorted(sub[series].unique()) if series else [None]):
-            rows = (sub[sub[series] == series_value] if series else sub).sort_values(x)
-            panel.lines.append(plotting.Line(
-                label=_fmt_value(series_value) if series else "95 % upper bound", x=rows[x].astype(float).tolist(),
-                y=[float(v) if v is not None and v == v else float("nan") for v in rows["smallest_by_upper_ci"]], color_index=index))
-            panel.lines.append(plotting.Line(
-                label=(_fmt_value(series_value) + " (mean)") if series else "mean", x=rows[x].astype(float).tolist(),
-                y=[float(v) if v is not None and v == v else float("nan") for v in rows["smallest_by_mean"]], style=":", color_index=index))
+        panel = plotting.Panel(title=f"{results.label(facet)} = {axis_value_label(facet, facet_value)}" if facet else "")
+        for index, series_value in enumerate(sorted_axis_values(series, sub[series].tolist()) if series else [None]):
+            rows = sub[sub[series] == series_value] if series else sub
+            rows = sort_by_axis(rows, x)
+            name = axis_value_label(series, series_value) if series else None
+            xs = [positions[v] for v in rows[x].tolist()]
+            panel.lines.append(plotting.Line(label=name or "95 % upper bound", x=xs,
+                                             y=[y_of(v) for v in rows["smallest_by_upper_ci"]], color_index=index))
+            panel.lines.append(plotting.Line(label=f"{name} (mean)" if name else "mean", x=xs,
+                                             y=[y_of(v) for v in rows["smallest_by_mean"]], style=":", color_index=index))
         panels.append(panel)
     metric = threshold["metric"]
     title = spec.get("title") or threshold.get("title") or (
-        f"smallest {results.label(minimise)} keeping {metric_label(metric)} < {float(threshold['below']):g}")
+        f"smallest {results.label(minimise)} keeping {metric_label(metric)} < {_target_text(metric, float(threshold['below']))}")
     name = spec.get("file") or _slug(f"threshold-{metric}-{results.label(minimise)}-vs-{results.label(x)}") + ".png"
     return plotting.line_figure(
         panels, out_dir / name, title=title, xlabel=results.label(x), ylabel=f"smallest {results.label(minimise)}",
-        logx=spec.get("logx", _is_log_axis(table[x].tolist())), logy=spec.get("logy", True),
-        note="solid: the 95 % upper bound is below the target (conservative); dotted: the mean is; gaps: no value tried is enough",
+        logx=logx, logy=logy, xticks=ticks or None, detached_from=detached, yticks=y_ticks or None,
+        note="solid: the 95 % upper bound is below the target (conservative); dotted: the mean is; gaps: no value tried is "
+             "enough (or not in steady state)",
         legend_title=results.label(series) if series else None,
     )
 
 
+#: Default figures drawn at most (the rest of the metrics are in summary.md and points.csv).
+MAX_DEFAULT_FIGURES = 8
+
+
 def default_figures(results: SweepResults) -> list[dict[str, Any]]:
-    """Figures worth drawing for any sweep, chosen from its axes."""
+    """Figures that fit the study: each threshold's metric against the axis it minimises
+    (with its target), then the ``[report] metrics`` (the same field of several sockets in
+    one figure), on the threshold's axis or an HWM axis or the axis with most values; the
+    other axes as series (the one with fewest values, up to 8) and panels. Without
+    thresholds or metrics: the pooled drop fraction, p99 latency and delivered rate, and a
+    heatmap over two axes. Random and Latin-hypercube designs get scatter plots."""
     axes = results.axes
     frame = results.frame
     if not len(frame) or not axes:
         return []
     counts = {a.path: frame[a.path].nunique() for a in axes}
+    config = results.report_config
+    thresholds_cfg = list(config.get("threshold") or [])
+    chosen = list(config.get("metrics") or [])
     design = results.manifest.get("design", "grid")
-    figures: list[dict[str, Any]] = []
     if design != "grid":
+        metric = thresholds_cfg[0]["metric"] if thresholds_cfg else (chosen[0] if chosen else "pooled_drop_fraction")
+        figures: list[dict[str, Any]] = []
         for index, axis in enumerate(axes[:4]):
             other = axes[(index + 1) % len(axes)] if len(axes) > 1 else None
-            figures.append({"kind": "scatter", "x": axis.path, "metric": "drop_fraction", **({"series": other.path} if other else {})})
+            figures.append({"kind": "scatter", "x": axis.path, "metric": metric, **({"series": other.path} if other else {})})
         return figures
-    hwm = [a for a in axes if "hwm" in a.path.lower()]
-    x_axis = hwm[0] if hwm else max(axes, key=lambda a: counts[a.path])
-    others = sorted((a for a in axes if a is not x_axis), key=lambda a: counts[a.path])
-    series = others[0].path if others and counts[others[0].path] <= 8 else None
-    facet = others[1].path if len(others) > 1 and counts[others[1].path] <= 9 else None
-    base = {"x": x_axis.path, **({"series": series} if series else {}), **({"facet": facet} if facet else {})}
-    for metric in ("drop_fraction", "latency_p99_s", "delivered_rate_per_s", "max_pipe_depth"):
-        figures.append({"kind": "line", "y": metric, **base})
-    if others:
-        second = max(others, key=lambda a: counts[a.path])
-        heat = {"kind": "heatmap", "x": x_axis.path, "y": second.path, "metric": "drop_fraction"}
-        rest = [a for a in others if a is not second and counts[a.path] <= 9]
-        if rest:
-            heat["facet"] = rest[0].path
-        figures.append(heat)
-    rate = [a for a in axes if a.path.endswith(("rate_per_s", "interval_s"))]
-    if rate:
-        r = rate[0]
-        not_rate = [a for a in axes if a is not r]
-        spec: dict[str, Any] = {"kind": "line", "x": r.path, "y": ["latency_p50_s", "latency_p99_s"], "band": True,
-                                "title": f"latency against offered load ({r.label})"}
-        if not_rate:
-            spec["series"] = min(not_rate, key=lambda a: counts[a.path]).path
-        figures.append(spec)
-    return figures
+
+    def layout(x_path: str) -> dict[str, Any]:
+        others = sorted((a for a in axes if a.path != x_path and counts[a.path] > 1), key=lambda a: counts[a.path])
+        series = others[0].path if others and counts[others[0].path] <= 8 else None
+        facet = others[1].path if len(others) > 1 and counts[others[1].path] <= 9 else None
+        return {"x": x_path, **({"series": series} if series else {}), **({"facet": facet} if facet else {})}
+
+    hwm = [a for a in axes if is_hwm_axis(a.path)]
+    main = (results.axis(thresholds_cfg[0]["minimise"]) if thresholds_cfg
+            else hwm[0] if hwm else max(axes, key=lambda a: counts[a.path]))
+    figures = []
+    drawn: set[str] = set()
+    for spec in thresholds_cfg:
+        x_path = results.axis(spec["minimise"]).path
+        figures.append({"kind": "line", "y": spec["metric"], **layout(x_path)})
+        drawn.add(spec["metric"])
+    groups: dict[str, list[str]] = {}
+    for metric in chosen:
+        if metric in drawn:
+            continue
+        field = metric.rsplit(".", 1)[-1] if metric.startswith(("socket.", "sender.", "pipe.")) else metric
+        groups.setdefault(field, []).append(metric)
+    for members in groups.values():
+        base = layout(main.path)
+        if len(members) > 1:
+            base.pop("facet", None)  # several metrics in one figure: one panel per series value instead
+            if "series" in base:
+                base["facet"] = base.pop("series")
+        figures.append({"kind": "line", "y": members if len(members) > 1 else members[0], **base})
+    if not thresholds_cfg and not chosen:
+        for metric in ("pooled_drop_fraction", "pooled_latency_p99_s", "pooled_delivered_rate_per_s", "pooled_max_pipe_depth"):
+            figures.append({"kind": "line", "y": metric, **layout(main.path)})
+        others = [a for a in axes if a is not main and counts[a.path] > 1]
+        if others:
+            second = max(others, key=lambda a: counts[a.path])
+            heat: dict[str, Any] = {"kind": "heatmap", "x": main.path, "y": second.path, "metric": "pooled_drop_fraction"}
+            rest = [a for a in others if a is not second and counts[a.path] <= 9]
+            if rest:
+                heat["facet"] = rest[0].path
+            figures.append(heat)
+    for spec in thresholds_cfg:
+        others = [a for a in axes if a.path != results.axis(spec["minimise"]).path and counts[a.path] > 1]
+        if others:
+            figures.append({"kind": "threshold", "metric": spec["metric"], **layout(others[0].path)})
+    return figures[:MAX_DEFAULT_FIGURES]
 
 
 # --------------------------------------------------------------------------------------
@@ -480,14 +926,16 @@ def default_figures(results: SweepResults) -> list[dict[str, Any]]:
 
 
 def _cell(mean: Any, ci: Any, metric: str) -> str:
+    """``1.23 ms ± 0.04 ms``, ``0.120 % ± 0.030 %``, ``9,876/s ± 12/s``; ``-`` without a value."""
     if mean is None or mean != mean:
         return "-"
-    scale = display_scale(metric)
-    value = float(mean) * scale
-    text = f"{value:.4g}" if not metric.endswith("_fraction") else f"{value:.3%}"
+    text = human_value(metric, mean)
     if ci is not None and ci == ci:
-        half = float(ci) * scale
-        text += f" ± {half:.2g}" if not metric.endswith("_fraction") else f" ± {half:.2%}"
+        half = float(ci)
+        if metric_kind(metric) == "fraction":
+            text += f" ± {100 * half:.2g} %"
+        else:
+            text += f" ± {human_value(metric, half)}"
     return text
 
 
@@ -539,33 +987,51 @@ def _summary_markdown(results: SweepResults, points: pd.DataFrame, metrics: Sequ
         lines += ["Linked fields (take the value of an axis): " + ", ".join(f"`{k}` = `{v}`" for k, v in manifest["links"].items()), ""]
     for spec, table in threshold_tables:
         minimise = results.axis(spec["minimise"]).path
-        lines += [f"## Smallest {results.label(minimise)} keeping {metric_label(spec['metric'])} below {float(spec['below']):g}", ""]
-        answer_columns = ("smallest_by_mean", "smallest_by_upper_ci", "metric_mean_there", "metric_upper_ci_there", "largest_tried")
+        metric = spec["metric"]
+        lines += [f"## Smallest {results.label(minimise)} keeping {metric_label(metric)} below "
+                  f"{_target_text(metric, float(spec['below']))}", ""]
+        answer_columns = ("smallest_by_mean", "smallest_by_upper_ci", "metric_mean_there", "metric_upper_ci_there", "largest_tried",
+                          "not_steady_at", "utilisation", "answer")
         by = [c for c in table.columns if c not in answer_columns]
         rows = []
         for _, row in table.iterrows():
-            def show(value: Any, largest: Any = row["largest_tried"]) -> str:
-                return f"> {_fmt_value(largest)}" if value is None or value != value else _fmt_value(value)
+            def show(value: Any, largest: Any = row["largest_tried"], minimise: str = minimise) -> str:
+                if value is None or value != value:
+                    return "none tried" if largest is None else f"none up to {axis_value_label(minimise, largest)}"
+                return axis_value_label(minimise, value)
 
-            rows.append([_fmt_value(row[c]) for c in by] + [show(row["smallest_by_upper_ci"]), show(row["smallest_by_mean"]),
-                        _cell(row["metric_mean_there"], None, spec["metric"]) if row["metric_mean_there"] is not None else "-"])
-        headers = [results.label(c) for c in by] + ["smallest (95 % upper bound)", "smallest (mean)",
-                                                    f"{metric_label(spec['metric'])} there"]
+            rows.append([axis_value_label(c, row[c]) for c in by] + [show(row["smallest_by_upper_ci"]), show(row["smallest_by_mean"]),
+                        _cell(row["metric_mean_there"], None, metric) if row["metric_mean_there"] is not None else "-",
+                        str(row["answer"])])
+        headers = [results.label(c) for c in by] + ["smallest (95 % upper bound)", "smallest (mean)", f"{metric_label(metric)} there",
+                                                    "answer"]
         lines += [_markdown_table(headers, rows), ""]
+        lines += [f"Values are ordered as numbers{', HWM 0 (unlimited) last' if is_hwm_axis(minimise) else ''}; a value answers "
+                  "when the target holds there and at every larger value tried, and the point is in steady state: a point "
+                  f"where at least {UNSTEADY_SHARE:.0%} of the runs ended with the metric's socket overloaded or with a backlog "
+                  "still queued (zsim's `overloaded` / `backlog_at_end` warnings) is no answer, whatever its numbers, because "
+                  "they still grow with the run's length. Copies queued at the end count as lost.", ""]
     if figures:
         lines += ["## Figures", ""]
         for path in figures:
             lines += [f"![{path.stem}]({path.relative_to(out_dir).as_posix()})", ""]
-    shown = [m for m in ("drop_fraction", "delivered_rate_per_s", "latency_p50_s", "latency_p99_s", "max_pipe_depth") if m in metrics]
     lines += ["## Per point (mean ± 95 % CI half-width)", ""]
-    rows = []
-    for _, row in points.head(MAX_TABLE_ROWS).iterrows():
-        runs = f"{int(row['runs'])}" + (f" ({int(row['failed'])} failed)" if row["failed"] else "")
-        rows.append([_fmt_value(row[a.path]) for a in results.axes] + [runs]
-                    + [_cell(row.get(f"{m}_mean"), row.get(f"{m}_ci"), m) for m in shown])
-    lines.append(_markdown_table([a.label for a in results.axes] + ["runs"] + [metric_label(m) for m in shown], rows))
+    per_table = 5
+    for start in range(0, max(len(metrics), 1), per_table):
+        shown = list(metrics[start:start + per_table])
+        rows = []
+        for _, row in points.head(MAX_TABLE_ROWS).iterrows():
+            runs = f"{int(row['runs'])}" + (f" ({int(row['failed'])} failed)" if row["failed"] else "")
+            rows.append([axis_value_label(a.path, row[a.path]) for a in results.axes] + [runs]
+                        + [_cell(row.get(f"{m}_mean"), row.get(f"{m}_ci"), m) for m in shown])
+        lines += [_markdown_table([a.label for a in results.axes] + ["runs"] + [metric_label(m) for m in shown], rows), ""]
     if len(points) > MAX_TABLE_ROWS:
-        lines += ["", f"(first {MAX_TABLE_ROWS} of {len(points)} points; all of them in points.csv)"]
+        lines += [f"(first {MAX_TABLE_ROWS} of {len(points)} points; all of them in points.csv)"]
+    if results.derived:
+        lines += ["", "Derived metrics ([report.derived], computed on every run, then averaged): "
+                  + "; ".join(f"`{name}` = `{expr}`" for name, expr in results.derived.items())]
+    lines += ["", f"Report settings from {results.config_source}. Pooled metrics count every copy of the run together "
+              "(all receivers); per-socket metrics (`socket.<name>.*`) count the copies meant for that socket."]
     lines.append("")
     return "\n".join(lines)
 
@@ -633,8 +1099,9 @@ def check_config(results: SweepResults) -> None:
                 axis(spec[key], f"{where}.{key}")
 
 
-def report_sweep(directory: Path, out_dir: Path, *, figures: bool = True, warn: store.Warn | None = None) -> list[Path]:
-    results = SweepResults(directory, warn)
+def report_sweep(directory: Path, out_dir: Path, *, figures: bool = True, warn: store.Warn | None = None,
+                 config: str | Path | None = None) -> list[Path]:
+    results = SweepResults(directory, warn, config)
     check_config(results)
     files.prepare_output_dir(out_dir, "the report folder")
     metrics = results.metrics()
@@ -683,7 +1150,7 @@ def report_sweep(directory: Path, out_dir: Path, *, figures: bool = True, warn: 
 
 
 def make_report(results: str | Path, out: str | Path | None = None, *, figures: bool = True, warn: store.Warn | None = None,
-                errors: list[tuple[Path, ZsimError]] | None = None) -> list[Path]:
+                errors: list[tuple[Path, ZsimError]] | None = None, config: str | Path | None = None) -> list[Path]:
     """Report every sweep under ``results`` into ``out/<sweep name>/`` (default
     ``results/report``): points.csv, thresholds.csv, figures (PNG), summary.md.
 
@@ -692,6 +1159,10 @@ def make_report(results: str | Path, out: str | Path | None = None, *, figures: 
     ``errors`` given, each failure is appended there as ``(sweep folder, error)``; without,
     the first failure is raised after the other sweeps' reports are written. Damaged part
     files are named through ``warn`` (default: stderr) and left out.
+
+    ``[report]`` settings: by default each sweep's sweep file is read again (so a changed
+    ``[report]`` needs no re-run), else the settings saved when it ran; ``config`` (a sweep
+    file) gives them instead, for the sweep it names (or the only sweep under ``results``).
     """
     root = Path(results)
     directories = store.sweep_dirs(root)
@@ -699,10 +1170,18 @@ def make_report(results: str | Path, out: str | Path | None = None, *, figures: 
     files.prepare_output_dir(base, "the report folder (--out)")
     written: list[Path] = []
     failures: list[tuple[Path, ZsimError]] = []
+    config_name = None
+    if config is not None:
+        raw = files.load_toml(Path(config), "sweep file (--config)")
+        head = raw.get("sweep")
+        config_name = head.get("name", Path(config).stem) if isinstance(head, Mapping) else Path(config).stem
+        if len(directories) > 1 and not any(d.name.split("=", 1)[1] == config_name for d in directories):
+            raise ScenarioError(str(config), f"names the sweep {config_name!r}, which has no results under {root}")
     for directory in directories:
         name = directory.name.split("=", 1)[1]
+        use = config if config is not None and (len(directories) == 1 or name == config_name) else None
         try:
-            written += report_sweep(directory, base / name, figures=figures, warn=warn)
+            written += report_sweep(directory, base / name, figures=figures, warn=warn, config=use)
         except ZsimError as exc:
             failures.append((directory, exc))
         except OSError as exc:

@@ -19,15 +19,17 @@ import dataclasses
 import signal
 import threading
 import time
+import traceback
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .. import __version__
 from .. import spec as scenario_spec
+from ..errors import ZsimError
 from ..limits import DEFAULT as DEFAULT_LIMITS
 from ..limits import RunLimits
 from ..results import flat_metrics
-from ..runner import run_safe
+from ..runner import run
 from .plan import column_value
 
 #: payload digest -> {point id: Scenario}; survives between batches in a reused worker.
@@ -36,7 +38,7 @@ _SCENARIOS: dict[str, dict[str, scenario_spec.Scenario]] = {}
 MAX_ERROR_CHARS = 4000
 #: Metrics stored as floats whatever Python type a run produced (0 vs 0.0 must not change
 #: a column's type between files).
-FLOAT_SUFFIXES = ("_s", "_fraction", "_per_s")
+FLOAT_SUFFIXES = ("_s", "_fraction", "_per_s", "_utilisation")
 
 
 _CODE: str | None = None
@@ -98,9 +100,23 @@ def run_limits(scenario: scenario_spec.Scenario, timeout: float | None) -> RunLi
     return dataclasses.replace(limits, max_wall_s=timeout)
 
 
-def _metrics(summary: Mapping[str, Any]) -> dict[str, Any]:
+def _run(scenario: scenario_spec.Scenario, seed: int, limits: RunLimits) -> tuple[dict[str, Any], Any]:
+    """``zsim.runner.run_safe`` that keeps the ``RunResult`` (its message table gives the
+    per-socket delivery times): (summary, result), or (a failure record, None)."""
+    started = time.perf_counter()
+    try:
+        result = run(scenario, seed, limits=limits)
+        return result.summary, result
+    except ZsimError as exc:
+        return {"ok": False, "error": f"{type(exc).__name__}: {exc}", "seed": seed, "wall_s": time.perf_counter() - started}, None
+    except Exception as exc:  # noqa: BLE001 - a sweep records every fault
+        return {"ok": False, "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc(limit=8), "seed": seed,
+                "wall_s": time.perf_counter() - started}, None
+
+
+def _metrics(summary: Mapping[str, Any], result: Any = None, scenario: Any = None) -> dict[str, Any]:
     row: dict[str, Any] = {}
-    for key, value in flat_metrics(dict(summary)).items():
+    for key, value in flat_metrics(dict(summary), result, scenario).items():
         if isinstance(value, bool):
             row[key] = value
         elif isinstance(value, (int, float)):
@@ -122,6 +138,8 @@ def run_task(payload: Mapping[str, Any], point_id: str, replication: int, seed: 
     timeout = float(raw_timeout) if raw_timeout else None
     use_alarm = timeout is not None and threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
     previous = None
+    scenario: scenario_spec.Scenario | None = None
+    result = None
     try:
         scenario = _scenario(payload, point_id)
         limits = run_limits(scenario, timeout)
@@ -129,7 +147,7 @@ def run_task(payload: Mapping[str, Any], point_id: str, replication: int, seed: 
             assert timeout is not None
             previous = signal.signal(signal.SIGALRM, _alarm)
             signal.setitimer(signal.ITIMER_REAL, timeout)
-        summary = run_safe(scenario, seed, limits=limits)
+        summary, result = _run(scenario, seed, limits)
     except Exception as exc:  # noqa: BLE001 - building the scenario failed; record it
         summary = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
     finally:
@@ -141,7 +159,7 @@ def run_task(payload: Mapping[str, Any], point_id: str, replication: int, seed: 
     if ok:
         row["error"] = None
         try:
-            row.update(_metrics(summary))
+            row.update(_metrics(summary, result, scenario))
         except Exception as exc:  # noqa: BLE001 - a summary we cannot flatten is a failed run
             row["ok"] = False
             row["error"] = f"{type(exc).__name__} while flattening the summary: {exc}"
