@@ -13,12 +13,14 @@ attribute access, subscripts, comparisons or other calls; parsing uses Python's 
 a rewritten text and evaluation walks the tree, so no code is ever executed.
 
 A name whose value is missing (the lookup gives None) or a division by zero makes the
-whole value None; NaN propagates as NaN.
+whole value None; NaN propagates through arithmetic, while ``max()`` and ``min()`` skip NaN
+arguments (the largest of the values there are; NaN only if all are NaN).
 """
 
 from __future__ import annotations
 
 import ast
+import math
 import operator
 import re
 from collections.abc import Callable
@@ -29,7 +31,19 @@ __all__ = ["Expression", "parse", "evaluate", "names", "FUNCTIONS"]
 
 _BINARY: dict[type, Callable[[Any, Any], Any]] = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
                                                   ast.Div: operator.truediv}
-FUNCTIONS: dict[str, Callable[..., float]] = {"max": max, "min": min, "abs": abs, "sum": lambda *a: sum(a)}
+def _ignoring_nan(pick: Callable[..., float]) -> Callable[..., float]:
+    """``max``/``min`` over the arguments that are numbers (NaN: no value, e.g. a socket
+    that received nothing in this run); NaN if none is."""
+
+    def function(*args: float) -> float:
+        numbers = [a for a in args if a == a]
+        return pick(numbers) if numbers else math.nan
+
+    return function
+
+
+FUNCTIONS: dict[str, Callable[..., float]] = {"max": _ignoring_nan(max), "min": _ignoring_nan(min), "abs": abs,
+                                              "sum": lambda *a: sum(a)}
 _NUMBER = re.compile(r"(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
 _WORD = re.compile(r"[A-Za-z0-9_.]+")
 

@@ -44,7 +44,7 @@ from ..errors import ScenarioError
 DESIGNS = ("grid", "random", "lhs")
 SCALES = ("linear", "log")
 #: Keys that make a table an axis specification rather than a level of dotted path.
-AXIS_KEYS = {"values", "low", "high", "num", "scale", "integer", "label"}
+AXIS_KEYS = {"values", "low", "high", "num", "scale", "integer", "label", "names"}
 SWEEP_KEYS = {
     "name",
     "description",
@@ -105,6 +105,9 @@ class Axis:
     num: int | None = None
     scale: str = "linear"
     integer: bool = False
+    #: names of ``values`` in reports (``names = ["4 workers", "8 workers"]``), in the order
+    #: reports use for them instead of the values' own order
+    names: tuple[str, ...] | None = None
 
     @property
     def column(self) -> str:
@@ -251,7 +254,7 @@ class Plan:
             "axes": [
                 {"path": a.path, "label": a.label, "kind": column_kind(a, self), "scale": a.scale,
                  "values": list(a.values) if a.values is not None else None,
-                 "low": a.low, "high": a.high}
+                 "low": a.low, "high": a.high, "names": list(a.names) if a.names is not None else None}
                 for a in sweep.axes
             ],
             "links": dict(sweep.links),
@@ -511,7 +514,15 @@ def _parse_axis(path: str, value: Any, design: str) -> Axis:
         for i, value in enumerate(values):
             if first.setdefault(_canonical(value), i) != i:
                 raise ScenarioError(f"{where}[{i}]", f"duplicate value {_short(value)}")
-        return Axis(path=path, label=label, values=tuple(values))
+        names = spec.get("names")
+        if names is not None:
+            if (not isinstance(names, list) or len(names) != len(values)
+                    or not all(isinstance(n, str) and n for n in names) or len(set(names)) != len(names)):
+                raise ScenarioError(f"{where}.names", f"must be {len(values)} different non-empty strings, one per value, "
+                                                      f"got {_short(names)}")
+        return Axis(path=path, label=label, values=tuple(values), names=tuple(names) if names is not None else None)
+    if "names" in spec:
+        raise ScenarioError(f"{where}.names", "only with a list of values")
     low, high = spec["low"], spec["high"]
     for key, number in (("low", low), ("high", high)):
         if isinstance(number, bool) or not isinstance(number, (int, float)) or not math.isfinite(number):

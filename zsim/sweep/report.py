@@ -214,18 +214,46 @@ def human_value(metric: str, value: Any) -> str:
     return f"{number:.4g}"
 
 
+#: Axis path -> {value: (position, name)} for axes with ``names`` (set by ``SweepResults``).
+VALUE_NAMES: dict[str, dict[Any, tuple[int, str]]] = {}
+
+
+def _name_key(value: Any) -> Any:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return value if isinstance(value, (str, bool)) else json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def _named(path: str | None, value: Any) -> tuple[int, str] | None:
+    names = VALUE_NAMES.get(path or "")
+    if not names:
+        return None
+    try:
+        return names.get(_name_key(value))
+    except TypeError:
+        return None
+
+
 def is_hwm_axis(path: str) -> bool:
     """An HWM option (``sndhwm``, ``rcvhwm``, ``hwm``): 0 means unlimited, the largest."""
     return path.rsplit(".", 1)[-1].lower() in ("sndhwm", "rcvhwm", "hwm")
 
 
 def axis_sort_key(path: str, value: Any) -> Any:
-    """Order of an axis's values: numbers ascending, an HWM's 0 (unlimited) last."""
+    """Order of an axis's values: an axis with ``names`` in the order they were given;
+    numbers ascending, an HWM's 0 (unlimited) last."""
+    named = _named(path, value)
+    if named is not None:
+        return (0, float(named[0]))
     if is_hwm_axis(path) and isinstance(value, (int, float)) and not isinstance(value, bool) and value == 0:
         return (1, math.inf)
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return (0, float(value))
     return (0, str(value))
+
+
+def pd_numeric(column: pd.Series) -> bool:
+    return all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in column.tolist())
 
 
 def sort_by_axis(frame: pd.DataFrame, path: str) -> pd.DataFrame:
@@ -239,7 +267,11 @@ def sorted_axis_values(path: str, values: Iterable[Any]) -> list[Any]:
 
 
 def axis_value_label(path: str, value: Any) -> str:
-    """An axis value for people: ``unlimited`` for an HWM of 0, ``150 us``, ``64 KB``."""
+    """An axis value for people: its name (an axis with ``names``), ``unlimited`` for an
+    HWM of 0, ``150 us``, ``64 KB``."""
+    named = _named(path, value)
+    if named is not None:
+        return named[1]
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return _fmt_value(value)
     if is_hwm_axis(path) and value == 0:
@@ -270,7 +302,13 @@ class SweepResults:
         self.name: str = manifest["name"]
         self.axes = [Axis(path=a["path"], label=a.get("label") or a["path"],
                           values=tuple(a["values"]) if a.get("values") is not None else None,
-                          low=a.get("low"), high=a.get("high"), scale=a.get("scale", "linear")) for a in manifest["axes"]]
+                          low=a.get("low"), high=a.get("high"), scale=a.get("scale", "linear"),
+                          names=tuple(a["names"]) if a.get("names") else None) for a in manifest["axes"]]
+        for axis in self.axes:
+            if axis.names is not None and axis.values is not None:
+                VALUE_NAMES[axis.path] = {_name_key(v): (i, n) for i, (v, n) in enumerate(zip(axis.values, axis.names, strict=True))}
+            else:
+                VALUE_NAMES.pop(axis.path, None)
         self.kinds = {a["path"]: a.get("kind", "float") for a in manifest["axes"]}
         self.report_config, self.config_source = report_settings(manifest, self.axes, config)
         self.frame = store.read_frame(directory, warn=warn)
@@ -591,7 +629,6 @@ def thresholds(results: SweepResults, spec: Mapping[str, Any]) -> pd.DataFrame:
         if not utilisations:
             utilisations = [u for u in group["_utilisation_mean"].tolist()[-1:] if u == u]
         row["utilisation"] = max(utilisations) if utilisations else None
-        whose = f" of {', '.join(sorted(sockets))}" if sockets else ""
         goal = f"keeps {what} below {_target_text(metric, target)}"
         if best_hi is not None:
             text = f"{results.label(x)} {axis_value_label(x, best_hi)} (95 % upper bound)"
@@ -603,7 +640,8 @@ def thresholds(results: SweepResults, spec: Mapping[str, Any]) -> pd.DataFrame:
             load = row["utilisation"]
             reason = (f"its offered utilisation is {load:.2g}" if load is not None and load >= 1
                       else "its backlog still grows at the horizon")
-            text = (f"no {results.label(x)} tried {goal}: not in steady state{whose} at "
+            subject = ", ".join(sorted(sockets)) if sockets else "the run"
+            text = (f"no {results.label(x)} tried {goal}: {subject} is not in steady state at "
                     f"{row['not_steady_at']} ({reason}; loss and latency grow with the run's length)")
         else:
             text = (f"no {results.label(x)} tried {goal}: at the largest, {axis_value_label(x, xs[-1])}, it is "
@@ -642,6 +680,10 @@ def x_positions(path: str, values: Sequence[Any], log: bool) -> tuple[dict[Any, 
     detached part starts: an HWM of 0 (unlimited) is drawn to the right of the largest
     value, labelled ``unlimited`` and not joined to the curve (nothing happens at x = 0)."""
     ordered = sorted_axis_values(path, values)
+    numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in ordered)
+    if VALUE_NAMES.get(path) or not numeric:  # named or non-numeric values: categories, evenly spaced, in order
+        spots = {v: float(i) for i, v in enumerate(ordered)}
+        return spots, [(spots[v], axis_value_label(path, v)) for v in ordered], None
     finite = [float(v) for v in ordered if axis_sort_key(path, v)[1] != math.inf]
     positions: dict[Any, float] = {v: float(v) for v in ordered if axis_sort_key(path, v)[1] != math.inf}
     detached = None
@@ -671,6 +713,7 @@ def line_figure(results: SweepResults, spec: Mapping[str, Any], out_dir: Path, h
     table = aggregate(frame, keys, metrics)
     scale, unit = display_unit(metrics[0], [v for m in metrics for v in table[f"{m}_mean"].tolist()])
     logx = spec.get("logx", _is_log_axis([v for v in table[x].tolist() if axis_sort_key(x, v)[1] != math.inf]))
+    logx = logx and not VALUE_NAMES.get(x) and pd_numeric(table[x])
     positions, ticks, detached = x_positions(x, table[x].tolist(), bool(logx))
     panels = []
     facet_values = sorted_axis_values(facet, table[facet].tolist()) if facet else [None]
@@ -710,7 +753,7 @@ def line_figure(results: SweepResults, spec: Mapping[str, Any], out_dir: Path, h
     ylabel = (metric_label(metrics[0], unit) if len(metrics) == 1
               else _common_label(metrics) + (f" ({unit})" if unit else ""))
     title = spec.get("title") or f"{ylabel} against {results.label(x)}" + (f", by {results.label(series)}" if series else "")
-    notes = ["shaded: 95 % confidence interval of the mean"]
+    notes = ["shaded: 95 % confidence interval of the mean"] if spec.get("band", True) else []
     if detached is not None:
         notes.append("HWM 0 = unlimited, drawn apart")
     pooled = _pooled_note(results, frame, keys + list(results.axis(k).path for k in where))
@@ -747,10 +790,15 @@ def _short_labels(metrics: Sequence[str]) -> dict[str, str]:
 
 
 def _common_label(metrics: Sequence[str]) -> str:
+    """The y label of several metrics: their common field, or what they measure."""
     fields = {m.rsplit(".", 1)[-1] for m in metrics}
     if len(fields) == 1 and all(m.startswith(("socket.", "sender.", "pipe.")) for m in metrics):
         return _field_label(next(iter(fields)))
-    return ", ".join(metric_label(m).split(" (")[0] for m in metrics)
+    text = ", ".join(metric_label(m).split(" (")[0] for m in metrics)
+    if len(text) <= 45:
+        return text
+    kinds = {metric_kind(m) for m in metrics}
+    return {"rate": "rate", "time": "time", "fraction": "fraction"}.get(kinds.pop(), "value") if len(kinds) == 1 else "value"
 
 
 def heatmap_figure(results: SweepResults, spec: Mapping[str, Any], out_dir: Path) -> Path:
@@ -810,11 +858,11 @@ def threshold_figure(results: SweepResults, spec: Mapping[str, Any], threshold: 
     series = results.axis(spec["series"]).path if spec.get("series") else None
     facet = results.axis(spec["facet"]).path if spec.get("facet") else None
     minimise = results.axis(threshold["minimise"]).path
-    logx = spec.get("logx", _is_log_axis(table[x].tolist()))
+    logx = spec.get("logx", _is_log_axis(table[x].tolist())) and not VALUE_NAMES.get(x) and pd_numeric(table[x])
     positions, ticks, detached = x_positions(x, table[x].tolist(), bool(logx))
     answers = [v for column in ("smallest_by_upper_ci", "smallest_by_mean") for v in table[column].tolist()
                if v is not None and v == v]
-    logy = spec.get("logy", True)
+    logy = spec.get("logy", True) and not VALUE_NAMES.get(minimise)
     y_positions, y_ticks, _ = x_positions(minimise, answers, bool(logy)) if answers else ({}, [], None)
 
     def y_of(value: Any) -> float:
@@ -978,7 +1026,8 @@ def _summary_markdown(results: SweepResults, points: pd.DataFrame, metrics: Sequ
         "## Axes",
         "",
         _markdown_table(["axis", "label", "values"], [
-            (f"`{a.path}`", a.label, ", ".join(_fmt_value(v) for v in sorted(frame[a.path].unique()))[:200] if len(frame) else "")
+            (f"`{a.path}`", a.label,
+             ", ".join(axis_value_label(a.path, v) for v in sorted_axis_values(a.path, frame[a.path].tolist()))[:200] if len(frame) else "")
             for a in results.axes
         ]),
         "",
