@@ -1055,7 +1055,9 @@ def _summary_markdown(results: SweepResults, points: pd.DataFrame, metrics: Sequ
         headers = [results.label(c) for c in by] + ["smallest (95 % upper bound)", "smallest (mean)", f"{metric_label(metric)} there",
                                                     "answer"]
         lines += [_markdown_table(headers, rows), ""]
-        lines += [f"Values are ordered as numbers{', HWM 0 (unlimited) last' if is_hwm_axis(minimise) else ''}; a value answers "
+        order = ("in the order the axis names them" if VALUE_NAMES.get(minimise)
+                 else f"ordered as numbers{', HWM 0 (unlimited) last' if is_hwm_axis(minimise) else ''}")
+        lines += [f"Values are {order}; a value answers "
                   "when the target holds there and at every larger value tried, and the point is in steady state: a point "
                   f"where at least {UNSTEADY_SHARE:.0%} of the runs ended with the metric's socket overloaded or with a backlog "
                   "still queued (zsim's `overloaded` / `backlog_at_end` warnings) is no answer, whatever its numbers, because "
