@@ -294,6 +294,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("report", help="aggregate a sweep's Parquet results into tables and figures")
     p.add_argument("results", help="sweep output directory")
     p.add_argument("--out", metavar="DIR", default=None)
+    p.add_argument("--config", metavar="FILE", help="take [report] from this sweep file instead of the one the sweep was run from")
     p.set_defaults(func=_lazy("zsim.sweep.cli", "cmd_report"))
     return parser
 
