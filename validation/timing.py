@@ -105,6 +105,32 @@ def lateness_summary(samples: Sequence[float]) -> dict[str, float]:
 # CPU starvation: how long this process's threads were ready to run but had no CPU
 
 
+def run_queue_waits(name_prefix: str | None = None) -> dict[int, float]:
+    """Run-queue wait (seconds) so far per thread id of this process (threads whose name
+    starts with ``name_prefix``). Compare two samples thread by thread
+    (``waited_between``): threads come and go, so sums of two samples do not subtract."""
+    import glob
+    import os
+
+    waits: dict[int, float] = {}
+    for task in glob.glob("/proc/self/task/*"):
+        try:
+            if name_prefix is not None:
+                with open(os.path.join(task, "comm")) as handle:
+                    if not handle.read().startswith(name_prefix):
+                        continue
+            with open(os.path.join(task, "schedstat")) as handle:
+                waits[int(os.path.basename(task))] = int(handle.read().split()[1]) / 1e9
+        except (OSError, ValueError, IndexError):
+            continue
+    return waits
+
+
+def waited_between(before: dict[int, float], after: dict[int, float]) -> float:
+    """Run-queue wait between two ``run_queue_waits`` samples, over the threads in both."""
+    return sum(max(0.0, after[tid] - before[tid]) for tid in after.keys() & before.keys())
+
+
 def run_queue_wait_s(name_prefix: str | None = None) -> float | None:
     """Seconds the threads of this process (those whose name starts with ``name_prefix``,
     e.g. ``"ZMQbg/IO/"`` for libzmq's I/O threads) have spent runnable on a run queue
