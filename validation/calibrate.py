@@ -414,7 +414,7 @@ def measure_api(quick: bool, progress: Progress) -> tuple[dict, dict]:
     overshoot = measure_sleep_overshoot(quick)
     jitter = measure_timer_jitter(quick)
     dropped = measure_send_dropped(quick)
-    api = {
+    api: dict[str, Any] = {
         "send_call_s": _round(statistics.median(push_reader_means)),
         "send_drop_call_s": _round(dropped["median_s"]),
         "recv_call_s": _round(statistics.median(recv_means)),
@@ -923,7 +923,7 @@ def measure_engine(transport: str, quick: bool, progress: Progress) -> tuple[dic
                     "receiver_app_s_per_msg": run["receiver"]["app_cpu_s"] / n,
                     "count": n,
                 })
-            row = {"size": size, "count": [p["count"] for p in per]}
+            row: dict[str, Any] = {"size": size, "count": [p["count"] for p in per]}
             for key in per[0]:
                 if key != "count":
                     row[key] = statistics.median(p[key] for p in per)
@@ -1292,6 +1292,7 @@ def _termination_sender(conn: Any, transport: str, tmpdir: str, bind: bool, endp
     if bind:
         conn.send(_bind_in_tmp(push, transport, tmpdir, "term"))
     else:
+        assert endpoint is not None, "a connecting side is given the binder's endpoint"
         push.connect(endpoint)
     conn.recv()  # both sides are set up
     start = _pc()
@@ -1311,6 +1312,7 @@ def _termination_receiver(conn: Any, transport: str, tmpdir: str, bind: bool, en
         if bind:
             conn.send(_bind_in_tmp(pull, transport, tmpdir, "term"))
         else:
+            assert endpoint is not None, "a connecting side is given the binder's endpoint"
             pull.connect(endpoint)
         conn.recv()
         received = []
@@ -1386,7 +1388,9 @@ def experiment_termination(quick: bool, progress: Progress) -> list[dict]:
 
             def run(slot: int, case: tuple, outputs: list[Any] = outputs, start: int = start) -> None:
                 try:
-                    outputs[slot] = _termination_run(*case, tmpdir=endpoints.tmpdir, tag=f"t{start + slot}")
+                    transport, rcvhwm, spacing_s, sleep_before_recv, pull_binds = case
+                    outputs[slot] = _termination_run(transport, rcvhwm, spacing_s, sleep_before_recv, pull_binds,
+                                                     tmpdir=endpoints.tmpdir, tag=f"t{start + slot}")
                 except Exception as exc:  # recorded, the other runs go on
                     outputs[slot] = {"case": case, "error": repr(exc)}
 

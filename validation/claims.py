@@ -89,7 +89,7 @@ class Evidence:
         return f"{_short(mean)}{unit} (runs: {', '.join(_short(v * scale) for v in values)})"
 
 
-def _short(value: float) -> str:
+def _short(value: float | None) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
     if float(value).is_integer() and abs(value) < 1e9:
@@ -117,12 +117,12 @@ def probe_hwm_option() -> dict[str, Any]:
             sock.setsockopt(zmq.HWM, 10000)
             out["setsockopt"] = "accepted"
         except zmq.ZMQError as exc:
-            out["setsockopt"] = f"raises ZMQError {errno.errorcode.get(exc.errno, exc.errno)} ({exc})"
+            out["setsockopt"] = f"raises ZMQError {errno.errorcode.get(exc.errno or 0, exc.errno)} ({exc})"
         try:
             sock.HWM = 10000  # type: ignore[attr-defined]
             out["attribute_upper"] = "accepted"
         except zmq.ZMQError as exc:
-            out["attribute_upper"] = f"raises ZMQError {errno.errorcode.get(exc.errno, exc.errno)}"
+            out["attribute_upper"] = f"raises ZMQError {errno.errorcode.get(exc.errno or 0, exc.errno)}"
         sock.hwm = 10000
         out["property_lower"] = {"sndhwm": sock.getsockopt(zmq.SNDHWM), "rcvhwm": sock.getsockopt(zmq.RCVHWM)}
         sock.close(linger=0)
@@ -228,7 +228,7 @@ def _c_raise_sub_hwm(ev: Evidence) -> Finding:
     if lost_default is not None and lost_fixed is not None:
         holds = "partly" if lost_default > 0 and lost_fixed == 0 else "no"
     agrees = "n/a"
-    if None not in (lost_default, lost_fixed, sim_default, sim_fixed):
+    if lost_default is not None and lost_fixed is not None and sim_default is not None and sim_fixed is not None:
         agrees = "yes" if (sim_default > 0) == (lost_default > 0) and (sim_fixed > 0) == (lost_fixed > 0) else "no"
     return Finding(
         real=f"ipc, 4,000 msgs at 2,000/s to a SUB doing 200/s for 2.2 s: lost {ev.text('slow-subscriber-ipc', 'lost', 'real')} "
