@@ -856,10 +856,10 @@ class ProxyAgent:
             for _plan, sock in opened:
                 with contextlib.suppress(Exception):
                     sock.close()
-            for sock in (capture, control):
-                if sock is not None:
+            for extra in (capture, control):
+                if extra is not None:
                     with contextlib.suppress(Exception):
-                        sock.close()
+                        extra.close()
             self.counter_stop.set()
 
     def _terminate_at(self, deadline: float) -> None:
@@ -900,7 +900,7 @@ class Process:
         self.agents: dict[str, SocketAgent] = {}
         self.proxies: list[ProxyAgent] = []
         socket_plans = {s["name"]: s for s in plan["sockets"]}
-        proxied = set()
+        proxied: set[str] = set()
         for proxy_plan in plan["proxies"]:
             front, back = socket_plans[proxy_plan["frontend"]], socket_plans[proxy_plan["backend"]]
             self.proxies.append(ProxyAgent(proxy_plan, self, front, back))
@@ -917,9 +917,9 @@ class Process:
             self.send_tasks.append(task)
         for recv_plan in plan["recvs"]:
             agent = self.agents[recv_plan["socket"]]
-            task = RecvTask(recv_plan, self, agent.stats)
-            agent.tasks.append(task)
-            self.recv_tasks.append(task)
+            recv_task = RecvTask(recv_plan, self, agent.stats)
+            agent.tasks.append(recv_task)
+            self.recv_tasks.append(recv_task)
             target = recv_plan.get("forward_to")
             if target is not None:
                 agent.forward = self.agents[target]

@@ -736,8 +736,8 @@ def validate(source: str | Path | Scenario, replications: int | None = None, see
             continue
         if index == 0:
             depth = dict(result.depth)
-        extras, samples = sim_extras(result, scenario)
-        for key, value in samples.items():
+        extras, run_samples = sim_extras(result, scenario)
+        for key, value in run_samples.items():
             sim_samples.setdefault(key, []).append(value)
         for name, rtt in rtts.items():
             sim_samples.setdefault(f"rtt.{name}", []).append(rtt)

@@ -63,7 +63,7 @@ def plot_metrics(result: ScenarioValidation, path: Path) -> Path | None:
             jitter = np.linspace(-0.12, 0.12, len(data)) if len(data) > 1 else [0.0]
             ax.scatter([x + j for j in jitter], data, color=color, s=18, alpha=0.8, zorder=3)
             mean, low, high = metric.stats(label)
-            if mean is not None:
+            if mean is not None and low is not None and high is not None:
                 ax.errorbar([x], [mean], yerr=[[mean - low], [high - mean]], fmt="_", color="black", capsize=6, zorder=4)
         ax.set_xticks([0, 1])
         ax.set_xticklabels(["sim", "real"])
