@@ -373,3 +373,38 @@ def test_the_schedule_check_decides_the_verdict_consistently(tmp_path, capsys):
         assert data["verdict"] == "machine-bound" and code == 1, data["verdict_reason"]
     else:
         assert data["verdict"] == data["metrics_verdict"] == "agrees" and code == 0, data["metrics"]
+
+
+def test_rate_per_s_is_an_offered_poisson_load_on_the_real_side_too():
+    """pacing = "schedule" (the default of rate_per_s): the real sender's attempts are due at
+    start + the drawn intervals, the same draws as the simulator's, whatever the send calls
+    cost. 2,000 sends at 5,000/s: the schedule lasts the sum of 2,000 exponential intervals
+    (0.4 s, sd 2.2 %); the real run ends then plus the lateness it measured itself."""
+    import zsim
+
+    raw = {
+        "scenario": {"name": "poisson", "until_s": 3.0},
+        "socket": [
+            {"name": "pub", "type": "PUB", "bind": "tcp://*:5998", "options": {"sndhwm": 0}},
+            {"name": "sub", "type": "SUB", "connect": "tcp://127.0.0.1:5998", "options": {"subscribe": [""], "rcvhwm": 0}},
+        ],
+        "send": [{"socket": "pub", "count": 2000, "rate_per_s": 5000, "size_bytes": 64, "start_s": 0.3}],
+        "recv": [{"socket": "sub"}],
+    }
+    sim = zsim.run(raw, 4).summary["senders"]["send.pub"]
+    real = run_real(raw, seed=4)
+    schedule = real["real"]["schedule"]["send.pub"]
+    assert real["senders"]["send.pub"]["sent"] == 2000 == sim["sent"]
+    # the same 2,000 draws on both sides: the schedules are the same length (the simulated
+    # sender ends at its last wake-up, which carries the profile's timer jitter: < 0.1 ms)
+    assert schedule["pauses_s"] == pytest.approx(sim["active_s"], abs=1e-4)
+    # ... and that length is a Poisson process's: within 4 sd of 0.4 s
+    assert abs(schedule["pauses_s"] - 0.4) < 4 * 0.4 / 2000**0.5
+    assert sim["achieved_rate_per_s"] == pytest.approx(2000 / schedule["pauses_s"], rel=1e-3)
+    finished = real["senders"]["send.pub"]["finished_at_s"] - 0.3
+    # never early; late by what the sender measured itself (a loaded machine), nothing else:
+    # ZeroMQ's call time does not move a schedule
+    assert finished >= schedule["pauses_s"] - 1e-3
+    assert finished <= schedule["pauses_s"] + schedule["behind_s"] + 0.005, (
+        f"the real sender ended {finished - schedule['pauses_s']:.4f} s after its schedule, "
+        f"{schedule['behind_s']:.4f} s of it measured lateness (machine load {os.getloadavg()[0]:.1f})")

@@ -210,6 +210,9 @@ class SendTask:
         # and the machine take (wait lateness, Python between calls, a starved CPU) is
         # lateness against it.
         self.scheduled_start: float | None = None
+        # pacing "schedule": attempt k is due at start + the first k drawn intervals, what
+        # the calls take does not move it (behind schedule: back to back until caught up)
+        self.scheduled = plan.get("pacing") == "schedule"
         self.pauses_s = 0.0  # drawn intervals whose wait completed
         self.zmq_s = 0.0  # inside send/recv calls
         self.progress_at: float | None = None  # when the last call or wait returned
@@ -276,7 +279,17 @@ class SendTask:
                     if stop_on_again:
                         return
                 pause = self.interval.next()
-                if pause > 0 or back_to_back_checks >= 64:
+                if self.scheduled:
+                    due = self.scheduled_start + self.pauses_s + pause
+                    self.pauses_s += pause  # the schedule advances whether or not we wait
+                    if due > _pc() or back_to_back_checks >= 64:
+                        back_to_back_checks = 0
+                        if not (yield ("wait", due)):
+                            return
+                        self.progress_at = _pc()
+                    else:
+                        back_to_back_checks += 1  # behind schedule: the next send at once
+                elif pause > 0 or back_to_back_checks >= 64:
                     back_to_back_checks = 0
                     if not (yield ("wait", _pc() + pause)):
                         return
@@ -299,7 +312,8 @@ class SendTask:
         if start is None or progress is None:
             return None
         pauses, zmq_s = self.pauses_s, self.zmq_s
-        behind = max(0.0, progress - start - pauses - zmq_s)
+        # after_send: ZeroMQ's call time moves the schedule; "schedule": nothing does
+        behind = max(0.0, progress - start - pauses - (0.0 if self.scheduled else zmq_s))
         return {
             "behind_s": behind,
             "pauses_s": pauses,
