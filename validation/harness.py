@@ -593,14 +593,14 @@ def merge_results(scenario: Scenario, results: dict[str, dict[str, Any]], result
     senders = {s.name: senders[s.name] for s in scenario.sends if s.name in senders}
     for send in scenario.sends:
         # requested against achieved rate, as the simulator reports them (zsim.results)
-        entry = senders.get(send.name)
-        if entry is None:
+        rates = senders.get(send.name)
+        if rates is None:
             continue
         mean = send.interval.expected()
-        entry["requested_rate_per_s"] = (1.0 / mean) if mean > 0 else None
-        finished, start = entry.get("finished_at_s"), send.start_s
+        rates["requested_rate_per_s"] = (1.0 / mean) if mean > 0 else None
+        finished, start = rates.get("finished_at_s"), send.start_s
         active = (finished - start) if finished is not None and finished > start else None
-        entry["achieved_rate_per_s"] = (entry["sent"] / active) if active else None
+        rates["achieved_rate_per_s"] = (rates["sent"] / active) if active else None
     receivers = {r.name: receivers[r.name] for r in scenario.recvs if r.name in receivers}
     latency = np.concatenate(latency_all) if latency_all else np.zeros(0)
     if samples is not None:
