@@ -12,6 +12,7 @@ matplotlib is imported here only (``Agg`` backend); nothing else in zsim needs i
 
 from __future__ import annotations
 
+import os
 import json
 import math
 import re
@@ -246,7 +247,7 @@ def _scenario_section(result: ScenarioValidation, out: Path) -> list[str]:
     lines = [f"## {result.scenario}", ""]
     if result.description:
         lines += [result.description.strip(), ""]
-    lines.append(f"Source: `{result.source}`. {result.replications} replications per side (seeds {result.seeds[0]} to "
+    lines.append(f"Source: `{_shown_path(result.source)}`. {result.replications} replications per side (seeds {result.seeds[0]} to "
                  f"{result.seeds[-1]}); simulation {result.wall_sim_s:.1f} s, real runs {result.wall_real_s:.1f} s. "
                  f"**Verdict: {result.verdict}.**")
     if result.machine_bound:
@@ -357,3 +358,12 @@ def write_report(results: Sequence[ScenarioValidation], out_dir: str | Path, tit
     (out / "results.json").write_text(json.dumps([r.to_json() for r in results], indent=1, default=json_default))
     return path
 
+
+def _shown_path(source: str) -> str:
+    """A scenario path as a reader of the report can use it: relative to the working folder
+    when it lies inside it (no machine's absolute paths in a committed report)."""
+    try:
+        relative = os.path.relpath(source)
+    except ValueError:  # another drive (Windows)
+        return source
+    return relative if not relative.startswith("..") else source
