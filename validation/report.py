@@ -12,9 +12,9 @@ matplotlib is imported here only (``Agg`` backend); nothing else in zsim needs i
 
 from __future__ import annotations
 
-import os
 import json
 import math
+import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
