@@ -13,7 +13,11 @@ runs="${1:-5}"
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 work="$(mktemp -d "${TMPDIR:-/tmp}/zsim-under-load.XXXXXX")"
 hogs=()
+suite=""
 cleanup() {
+    # the suite runs in the background (below) so that this trap runs at once on Ctrl-C or
+    # kill, and takes the suite's whole process group with it
+    if [ -n "$suite" ]; then kill -TERM -- "-$suite" 2>/dev/null; fi
     for pid in "${hogs[@]}"; do kill "$pid" 2>/dev/null; done
     wait 2>/dev/null
     if [ -z "${KEEP:-}" ]; then rm -rf "$work"; else echo "kept $work"; fi
@@ -34,8 +38,11 @@ failed=0
 run_suite() {  # label
     local log="$work/$1.log" start end status summary
     start=$(date +%s)
-    bash dev.sh test -q -p no:cacheprovider > "$log" 2>&1
+    setsid bash dev.sh test -q -p no:cacheprovider > "$log" 2>&1 &
+    suite=$!
+    wait "$suite"
     status=$?
+    suite=""
     end=$(date +%s)
     summary="$(grep -E '^[0-9]+ (passed|failed)|^=+ .*(passed|failed)' "$log" | tail -1)"
     load="$(cut -d' ' -f1-3 /proc/loadavg)"
