@@ -22,7 +22,8 @@ cleanup() {
     wait 2>/dev/null
     if [ -z "${KEEP:-}" ]; then rm -rf "$work"; else echo "kept $work"; fi
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+trap 'exit 130' INT TERM  # exit runs cleanup once, then stops: no further runs
 
 git clone --quiet "$repo" "$work/zsim"
 cd "$work/zsim"
