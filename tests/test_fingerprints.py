@@ -21,7 +21,15 @@ def test_every_scenario_is_pinned():
     assert sorted(PINNED) == sorted(relative(path) for path in SCENARIOS)
 
 
-@pytest.mark.parametrize("path", SCENARIOS, ids=[relative(p) for p in SCENARIOS])
+#: the two syncpub scenarios take ~5 s each: in the full suite, not in test-quick
+_SLOW = {"validation/scenarios/syncpub.toml", "validation/scenarios/syncpub_default_hwm.toml"}
+
+
+@pytest.mark.parametrize(
+    "path",
+    [pytest.param(p, marks=pytest.mark.slow) if relative(p) in _SLOW else p for p in SCENARIOS],
+    ids=[relative(p) for p in SCENARIOS],
+)
 def test_ledger_fingerprint_is_unchanged(path):
     assert fingerprint(path) == PINNED[relative(path)], (
         f"{relative(path)}: the model's prediction changed; if on purpose, regenerate tests/fingerprints.json (see its docstring)")

@@ -292,6 +292,7 @@ def test_report_leaves_damaged_files_out_and_says_so(tmp_path):
 
 
 @pytest.mark.timeout(300)
+@pytest.mark.slow  # several zsim commands in subprocesses: full suite, not test-quick
 def test_cli_report_and_sweep_with_a_damaged_file(tmp_path, reference):
     sweep_file = write_sweep_files(tmp_path / "in")
     out = tmp_path / "out"
@@ -339,6 +340,7 @@ def test_leftover_temporary_files_are_removed(tmp_path):
     assert not leftover.exists()
 
 
+@pytest.mark.slow  # several zsim commands in subprocesses: full suite, not test-quick
 def test_a_damaged_manifest_fails_one_sweeps_report_not_the_others(tmp_path):
     run_sweep(sweep_dict(name="good"), tmp_path, engine="serial", stream=None)
     run_sweep(sweep_dict(name="bad"), tmp_path, engine="serial", stream=None)
@@ -497,6 +499,7 @@ def test_cli_metric_typo_is_one_line_before_any_run(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow  # several zsim commands in subprocesses: full suite, not test-quick
 def test_a_bad_report_setting_on_disk_fails_that_sweep_only(tmp_path):
     """A manifest written before report settings were checked (or edited by hand)."""
     import json
