@@ -140,23 +140,8 @@ def run_queue_wait_s(name_prefix: str | None = None) -> float | None:
     This is what a loaded machine does to a real run and nothing else does: a thread that
     sleeps, blocks or spins is not counted, a thread that wanted a core and did not get
     one is."""
-    import glob
-    import os
-
-    total = 0
-    found = False
-    for task in glob.glob("/proc/self/task/*"):
-        try:
-            if name_prefix is not None:
-                with open(os.path.join(task, "comm")) as handle:
-                    if not handle.read().startswith(name_prefix):
-                        continue
-            with open(os.path.join(task, "schedstat")) as handle:
-                total += int(handle.read().split()[1])
-            found = True
-        except (OSError, ValueError, IndexError):
-            continue  # the thread ended meanwhile, or no schedstat
-    return total / 1e9 if found else None
+    waits = run_queue_waits(name_prefix)
+    return sum(waits.values()) if waits else None
 
 
 def thread_run_queue_wait_s(native_id: int) -> float | None:
