@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .spec import Scenario
+from .spec import Scenario, workload_label
 
 #: A sender below this share of its requested rate is reported.
 ACHIEVED_RATE_SHARE = 0.95
@@ -31,11 +31,6 @@ SUBSCRIBERS = ("SUB", "XSUB")
 
 def _warning(code: str, path: str, message: str) -> dict[str, str]:
     return {"code": code, "path": path, "message": message}
-
-
-def _label(kind: str, name: str) -> str:
-    prefix = kind + "."
-    return f"{kind}[{name[len(prefix):] if name.startswith(prefix) else name}]"
 
 
 def static_warnings(scenario: Scenario) -> list[dict[str, str]]:
@@ -70,12 +65,12 @@ def static_warnings(scenario: Scenario) -> list[dict[str, str]]:
             start = max(send.start_s, by_name[send.socket].open_at_s)
             if start >= until:
                 found.append(_warning(
-                    "starts_after_horizon", f"{_label('send', send.name)}.start_s",
+                    "starts_after_horizon", f"{workload_label('send', send.name)}.start_s",
                     f"starts at {start:g} s, at or after scenario.until_s = {until:g} s: it never sends"))
         for recv in scenario.recvs:
             if recv.start_s >= until:
                 found.append(_warning(
-                    "starts_after_horizon", f"{_label('recv', recv.name)}.start_s",
+                    "starts_after_horizon", f"{workload_label('recv', recv.name)}.start_s",
                     f"starts at {recv.start_s:g} s, at or after scenario.until_s = {until:g} s: it never receives"))
     return found
 
@@ -108,7 +103,7 @@ def run_warnings(scenario: Scenario, summary: dict[str, Any]) -> list[dict[str, 
             unit = " (service_s is in seconds: 100 us is 0.0001)" if service >= 1.0 else ""
             pauses = f", paused {100 * (1 - busy):.0f} % of the time" if busy < 1 else ""
             found.append(_warning(
-                "overloaded", f"{_label('recv', recv.name)}.service_s",
+                "overloaded", f"{workload_label('recv', recv.name)}.service_s",
                 f"offered utilisation {utilisation:.2f}: {rate:,.0f} copies/s arrive for socket {recv.socket!r}, each takes "
                 f"{service * 1e6:,.0f} us{pauses}{unit}; it cannot keep up in steady state, so its loss and latency grow "
                 "with the horizon"))
@@ -132,7 +127,7 @@ def run_warnings(scenario: Scenario, summary: dict[str, Any]) -> list[dict[str, 
             else:
                 why = "each send call takes time on top of the interval between sends"
             found.append(_warning(
-                "rate_not_achieved", _label("send", name),
+                "rate_not_achieved", workload_label("send", name),
                 f"sent {got:,.0f} messages/s where {asked:,.0f}/s was asked ({100 * got / asked:.0f} %): {why}; the load "
                 "offered downstream is lower than asked"))
     return found

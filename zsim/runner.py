@@ -29,12 +29,6 @@ def _scenario(scenario: spec.Scenario | Mapping[str, Any] | str | Path) -> spec.
     return spec.load(scenario)  # type: ignore[arg-type]
 
 
-def _workload_label(kind: str, name: str) -> str:
-    """``send.pub`` -> ``send[pub]``: the way scenario errors name a workload."""
-    prefix = kind + "."
-    return f"{kind}[{name[len(prefix):] if name.startswith(prefix) else name}]"
-
-
 def _count(value: float) -> str:
     return f"{value:,.0f}" if value < 1e9 else f"{value:.3g}"
 
@@ -64,9 +58,9 @@ class Guard:
     def _counts(self) -> dict[str, int]:
         counts: dict[str, int] = {}
         for sender in self.model.senders:
-            counts[_workload_label("send", sender.name)] = sender.attempts
+            counts[spec.workload_label("send", sender.name)] = sender.attempts
         for receiver in self.model.receivers:
-            counts[_workload_label("recv", receiver.name)] = receiver.received
+            counts[spec.workload_label("recv", receiver.name)] = receiver.received
         for proxy in self.model.proxies:
             counts[f"proxy[{proxy.name}]"] = proxy.forwarded
         return counts
@@ -93,7 +87,7 @@ class Guard:
         if not counts:
             return ""
         label, done = max(counts.items(), key=lambda item: item[1])
-        sender = next((s for s in self.model.senders if _workload_label("send", s.name) == label), None)
+        sender = next((s for s in self.model.senders if spec.workload_label("send", s.name) == label), None)
         cause = self._sender_cause(sender) if sender is not None else ""
         return f"; most of it came from {label}{' (' + cause + ')' if cause else ''}, {_count(done)} messages"
 
@@ -148,7 +142,7 @@ class Guard:
         """Many events at one instant: name the workload that keeps going, if it never stops."""
         counts = self._counts()
         moved = {label: n - self.instant_counts.get(label, 0) for label, n in counts.items() if n > self.instant_counts.get(label, 0)}
-        senders = {_workload_label("send", s.name): s for s in self.model.senders}
+        senders = {spec.workload_label("send", s.name): s for s in self.model.senders}
         endless = [label for label in moved if label in senders and senders[label].count is None]
         if endless:
             label = max(endless, key=lambda item: moved[item])

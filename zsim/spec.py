@@ -552,6 +552,13 @@ def from_dict(raw: Mapping[str, Any], *, base_dir: str = ".", source: str = "<di
     )
 
 
+def workload_label(kind: str, name: str) -> str:
+    """How errors and warnings name a workload: ``send.pub`` -> ``send[pub]``, ``ticks`` ->
+    ``send[ticks]`` (the default name is ``<kind>.<socket>``, see ``_workload_name``)."""
+    prefix = kind + "."
+    return f"{kind}[{name[len(prefix):] if name.startswith(prefix) else name}]"
+
+
 def _workload_name(kind: str, table: Mapping[str, Any], index: int, tables: list[Mapping[str, Any]], path: str, names: set[str]) -> str:
     if "name" in table:
         wname = _name(table["name"], f"{path}.name")
@@ -716,7 +723,7 @@ def _check_one_send_per_req(sends: list[SendSpec], by_name: Mapping[str, SocketS
             continue
         if send.socket in seen:
             raise ScenarioError(
-                f"send[{send.name.removeprefix('send.')}].socket",
+                f"{workload_label('send', send.name)}.socket",
                 f"REQ socket {send.socket!r} already has a [[send]] ({seen[send.socket]!r}); a REQ sends one request and waits "
                 "for its reply, so it takes one [[send]] workload (give that one the combined count, or use a DEALER)",
             )
@@ -735,7 +742,7 @@ def _check_no_forwarding_cycle(sockets: list[SocketSpec], recvs: list[RecvSpec],
     # What a socket receives is passed on: by a [[recv]] forward_to or reply, or by a proxy.
     passes: dict[str, list[tuple[str, str]]] = {sock.name: [] for sock in sockets}
     for recv in recvs:
-        label = f"recv[{recv.name.removeprefix('recv.')}]"
+        label = workload_label("recv", recv.name)
         if recv.forward_to is not None:
             passes[recv.socket].append((recv.forward_to, f"{label}.forward_to"))
         if recv.reply:
