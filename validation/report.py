@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from zsim.files import shown_path
 from zsim.results import json_default
 
 from .compare import SCHEDULE_MARGIN, ScenarioValidation, _fmt_ci, _num, describe_load
@@ -247,7 +247,7 @@ def _scenario_section(result: ScenarioValidation, out: Path) -> list[str]:
     lines = [f"## {result.scenario}", ""]
     if result.description:
         lines += [result.description.strip(), ""]
-    lines.append(f"Source: `{_shown_path(result.source)}`. {result.replications} replications per side (seeds {result.seeds[0]} to "
+    lines.append(f"Source: `{shown_path(result.source)}`. {result.replications} replications per side (seeds {result.seeds[0]} to "
                  f"{result.seeds[-1]}); simulation {result.wall_sim_s:.1f} s, real runs {result.wall_real_s:.1f} s. "
                  f"**Verdict: {result.verdict}.**")
     if result.machine_bound:
@@ -357,13 +357,3 @@ def write_report(results: Sequence[ScenarioValidation], out_dir: str | Path, tit
     path.write_text("\n".join(lines) + "\n")
     (out / "results.json").write_text(json.dumps([r.to_json() for r in results], indent=1, default=json_default))
     return path
-
-
-def _shown_path(source: str) -> str:
-    """A scenario path as a reader of the report can use it: relative to the working folder
-    when it lies inside it (no machine's absolute paths in a committed report)."""
-    try:
-        relative = os.path.relpath(source)
-    except ValueError:  # another drive (Windows)
-        return source
-    return relative if not relative.startswith("..") else source

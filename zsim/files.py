@@ -152,6 +152,17 @@ def load_toml(path: str | Path, what: str = "file") -> dict[str, Any]:
     return parse_toml(read_text(path, what), str(path))
 
 
+def shown_path(path: str | Path) -> str:
+    """A path as a reader of a committed report can use it: relative to the working folder
+    when it lies inside it, so no machine's absolute paths end up in the repository."""
+    text = str(path)
+    try:
+        relative = os.path.relpath(text)
+    except ValueError:  # another drive (Windows)
+        return text
+    return relative if not relative.startswith("..") else text
+
+
 # -- outputs ------------------------------------------------------------------------------
 
 

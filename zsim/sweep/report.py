@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import files
 from ..errors import EnvironmentFault, ScenarioError, ZsimError
+from ..files import shown_path
 from . import store
 from .plan import Axis, resolve_axis
 
@@ -1081,7 +1082,7 @@ def _summary_markdown(results: SweepResults, points: pd.DataFrame, metrics: Sequ
     if results.derived:
         lines += ["", "Derived metrics ([report.derived], computed on every run, then averaged): "
                   + "; ".join(f"`{name}` = `{expr}`" for name, expr in results.derived.items())]
-    lines += ["", f"Report settings from {_shown_path(results.config_source)}. Pooled metrics count every copy of the run together "
+    lines += ["", f"Report settings from {shown_path(results.config_source)}. Pooled metrics count every copy of the run together "
               "(all receivers); per-socket metrics (`socket.<name>.*`) count the copies meant for that socket."]
     lines.append("")
     return "\n".join(lines)
@@ -1245,15 +1246,3 @@ def make_report(results: str | Path, out: str | Path | None = None, *, figures: 
     elif failures:
         raise failures[0][1]
     return written
-
-
-def _shown_path(source: str) -> str:
-    """A path as a reader of the report can use it: relative to the working folder when
-    it lies inside it (no machine's absolute paths in a committed report)."""
-    import os
-
-    try:
-        relative = os.path.relpath(source)
-    except ValueError:  # another drive (Windows)
-        return source
-    return relative if not relative.startswith("..") else source
