@@ -477,7 +477,8 @@ def real_slow_joiner(repeats: int, ipc_dir: str, starvation: list[float] | None 
             def publish(pub=pub, stop=stop, sent_at=sent_at) -> None:
                 seq = 0
                 next_t = time.perf_counter()
-                while not stop.is_set() and seq < 200_000:
+                # stops when told, or after 40 s of schedule (a hang guard)
+                while not stop.is_set() and seq < 400_000:
                     now = time.perf_counter()
                     if now >= next_t:
                         pub.send(seq.to_bytes(4, "little"))
@@ -496,7 +497,10 @@ def real_slow_joiner(repeats: int, ipc_dir: str, starvation: list[float] | None 
             with Starvation() as starved:
                 connected = time.perf_counter()
                 sub.connect(endpoint)
-                first = int.from_bytes(sub.recv(), "little") if sub.poll(2000) else None
+                # A SUB on loopback joins in milliseconds; the generous wait is for a machine
+                # so loaded (or a VM so stalled) that the I/O threads get no CPU for seconds:
+                # such a window is long and counted as disturbed, not as a failure to join.
+                first = int.from_bytes(sub.recv(), "little") if sub.poll(JOIN_WAIT_MS) else None
             stop.set()
             thread.join(5)
             if first is not None:
@@ -510,6 +514,10 @@ def real_slow_joiner(repeats: int, ipc_dir: str, starvation: list[float] | None 
             ctx.destroy(linger=0)
             sub_ctx.destroy(linger=0)
     return lost_counts
+
+
+#: how long a SUB may take to get its first message before the test calls it broken
+JOIN_WAIT_MS = 30_000
 
 
 def slow_joiner_scenario() -> dict:
@@ -559,7 +567,7 @@ def test_slow_joiner_loss_distribution(ipc_dir):
         reps += 3
     # What no load changes: every SUB joins, and none gets a message published before
     # its connect() (the windows are counted from send() returning).
-    assert len(real) == reps, f"{reps - len(real)} of {reps} SUBs got no message within 2 s"
+    assert len(real) == reps, f"{reps - len(real)} of {reps} SUBs got no message within {JOIN_WAIT_MS / 1000:g} s"
     assert min(real) >= 0, sorted(real)
     undisturbed = [r for r, w in zip(real, waited, strict=True) if w <= SLOW_JOINER_STARVED_S]
     load = (f"{len(real) - len(undisturbed)} of {len(real)} windows disturbed (threads waited > "
