@@ -116,3 +116,68 @@ def test_a_scheduled_sender_catches_up_back_to_back_after_blocking():
     # the 100 attempts are due over 1.0 s; after the stall the backlog goes out back to back,
     # so the schedule ends on time (an after_send loop would end ~0.3 s late)
     assert sender["sent"] == 100 and sender["finished_at_s"] == pytest.approx(1.0, abs=0.011)
+
+
+def test_occupancy_is_a_time_weighted_level():
+    from zsim.model.occupancy import FIELDS, Occupancy
+
+    occ = Occupancy(0.0)
+    levels = [(0.0, 2), (1.0, 5), (1.0, 7), (1.0, 5), (3.0, 0)]  # 7 lasts no time: a peak, no area
+    for t, value in levels:
+        occ.update(t, (value, 100 * value, 0, 0, 1, 3))
+    report = occ.report(4.0)
+    assert report["kernel_messages"] == {"max": 7, "mean": (2 * 1 + 5 * 2 + 0 * 1) / 4, "at_end": 0}
+    assert report["kernel_bytes"] == {"max": 700, "mean": 100 * (2 * 1 + 5 * 2 + 0 * 1) / 4, "at_end": 0}
+    assert report["sender_engine_messages"] == {"max": 0, "mean": 0.0, "at_end": 0}
+    assert report["receiver_engine_bytes"] == {"max": 3, "mean": 3.0, "at_end": 3}
+    assert list(report) == list(FIELDS)
+
+
+def _stalled_tcp(count=100_000):
+    # a PULL nobody reads: the PUSH fills both pipes, both engines and the kernel, then blocks
+    return {"scenario": {"name": "stalled", "until_s": 0.5},
+            "process": [{"name": "a"}, {"name": "b"}],
+            "socket": [{"name": "push", "type": "PUSH", "process": "a", "bind": ["tcp://*:5555"], "options": {"sndhwm": 10}},
+                       {"name": "pull", "type": "PULL", "process": "b", "connect": ["tcp://127.0.0.1:5555"],
+                        "options": {"rcvhwm": 10}}],
+            "send": [{"socket": "push", "count": count, "size_bytes": 1000}]}
+
+
+def test_link_direction_reports_kernel_and_engine_occupancy():
+    from zsim.results import flat_metrics
+
+    summary = run(_stalled_tcp())
+    (link,) = summary["links"]
+    forward, back = link["directions"]["push->pull"], link["directions"]["pull->push"]
+    # nothing flows back on a PUSH->PULL link
+    assert all(level == {"max": 0, "mean": 0.0, "at_end": 0} for level in back.values())
+    # everything sent is somewhere: the pipes, the two engines, the kernel (the ledger puts
+    # a message straddling engine and kernel where its first byte is, the occupancy where
+    # its last byte is: the totals agree)
+    queued = summary["ledger"]["queued_by_place"]
+    held = (forward["kernel_messages"]["at_end"] + forward["sender_engine_messages"]["at_end"]
+            + forward["receiver_engine_messages"]["at_end"])
+    assert held == queued["kernel"] + queued["engine"] > 1000
+    assert summary["ledger"]["sent"] == held + queued["pipe"]
+    assert forward["kernel_bytes"]["max"] == link["max_kernel_bytes"]["push->pull"]
+    # the receiving engine holds the decoded messages its full pipe refused (< 8 KB read)
+    assert 0 < forward["receiver_engine_bytes"]["at_end"] <= 8192
+    # stalled from the first milliseconds on: the time average is close to the final level
+    for level in forward.values():
+        assert level["max"] >= level["mean"] > 0.9 * level["at_end"]
+    row = flat_metrics(summary)
+    assert row["link.push->pull.max_kernel_bytes"] == forward["kernel_bytes"]["max"]
+    assert row["link.push->pull.mean_kernel_messages"] == forward["kernel_messages"]["mean"]
+    assert row["link.pull->push.max_receiver_engine_messages"] == 0
+
+
+def test_link_occupancy_empties_when_the_reader_keeps_up():
+    raw = _stalled_tcp(count=200)
+    raw["send"][0]["interval_s"] = 0.001
+    raw["recv"] = [{"socket": "pull"}]
+    summary = run(raw)
+    forward = summary["links"][0]["directions"]["push->pull"]
+    assert summary["sockets"]["pull"]["received"] == 200
+    assert all(level["at_end"] == 0 for level in forward.values())
+    # one 1 KB message at a time crosses; the average is a fraction of one message
+    assert forward["kernel_messages"]["max"] >= 1 and forward["kernel_messages"]["mean"] < 1

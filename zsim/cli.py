@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from .errors import ConservationError, EnvironmentFault, ScenarioError, ZsimError
+from .units import human_bytes
 
 EXIT_OK = 0
 EXIT_FAULT = 1
@@ -98,6 +99,34 @@ def _sender_table(summary: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _level(level: dict[str, Any], messages: str, size: str, key: str) -> str:
+    count = level[messages][key]
+    text = f"{count:.1f}" if isinstance(count, float) else str(count)
+    return f"{text} / {human_bytes(level[size][key])}"
+
+
+def _link_table(summary: dict[str, Any]) -> list[str]:
+    """Per direction of each tcp/ipc link: messages / bytes in the kernel (max, time
+    average) and the most held by the sending engine's batch and the receiving engine."""
+    links = summary.get("links") or []
+    if not links:
+        return []
+    head = (f"{'link direction':<32}{'transport':>10}{'kernel max':>20}{'kernel mean':>20}{'out batch max':>18}"
+            f"{'in engine max':>18}")
+    lines = ["", head, "-" * len(head), "(messages / bytes; out batch: written by the sending engine, not yet in the kernel; "
+             "in engine: decoded, refused by a full pipe)"]
+    for link in links:
+        transport = link["transport"] + (f" #{link['number']}" if link["number"] > 1 else "") + (" broken" if link["broken"] else "")
+        for name, level in (link.get("directions") or {}).items():
+            lines.append(
+                f"{name[:31]:<32}{transport:>10}{_level(level, 'kernel_messages', 'kernel_bytes', 'max'):>20}"
+                f"{_level(level, 'kernel_messages', 'kernel_bytes', 'mean'):>20}"
+                f"{_level(level, 'sender_engine_messages', 'sender_engine_bytes', 'max'):>18}"
+                f"{_level(level, 'receiver_engine_messages', 'receiver_engine_bytes', 'max'):>18}"
+            )
+    return lines
+
+
 def format_summary(summary: dict[str, Any]) -> str:
     """The readable table ``zsim run`` prints."""
     lines = []
@@ -124,12 +153,7 @@ def format_summary(summary: dict[str, Any]) -> str:
         hwm = "inf" if pipe["hwm"] <= 0 else str(pipe["hwm"])
         lines.append(f"{pipe['name'][:43]:<44}{hwm:>7}{pipe['max_depth']:>11}{_fmt(pipe['mean_depth'], 12)}"
                      f"{pipe['dropped']:>9}{pipe['depth_at_end']:>8}")
-    if summary.get("links"):
-        lines.append("")
-        for link in summary["links"]:
-            kernel = ", ".join(f"{k} {v} B" for k, v in link["max_kernel_bytes"].items())
-            lines.append(f"link {link['name']} ({link['transport']}{' #' + str(link['number']) if link['number'] > 1 else ''}): max kernel "
-                         f"bytes {kernel}{' [broken]' if link['broken'] else ''}")
+    lines += _link_table(summary)
     lines.append("")
     lines.append(
         f"all copies pooled: sent {ledger['sent']}, copies {ledger['copies']}, delivered {ledger['delivered']}, "

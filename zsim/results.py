@@ -246,6 +246,9 @@ def summarise(model: Model, wall_s: float) -> RunResult:
                 "transport": link.conn.transport,
                 "number": link.number,
                 "max_kernel_bytes": {link.c2b.name: link.c2b.max_bytes, link.b2c.name: link.b2c.max_bytes},
+                # per direction: kernel buffers and both engines' batches, in messages
+                # and bytes (max, time average over the run, at the end)
+                "directions": {wire.name: wire.occupancy.report(now) for wire in (link.c2b, link.b2c)},
                 "broken": link.broken,
             }
         )
@@ -341,7 +344,7 @@ SOCKET_FIELDS = ("sent", "send_again", "received", "blocked_s", "dropped_sending
 LOAD_FIELDS = ("offered_utilisation", "overloaded", "backlog_at_end")
 #: Per receiving socket, with the run's message table (``flat_metrics(..., result=)``).
 TIME_FIELDS = ("first_recv_s", "last_recv_s")
-PIPE_FIELDS = ("dropped", "max_depth")
+PIPE_FIELDS = ("dropped", "max_depth", "mean_depth")
 SENDER_FIELDS = ("sent", "again", "requested_rate_per_s", "achieved_rate_per_s", "blocked_s", "finished_at_s")
 
 
@@ -427,8 +430,12 @@ def flat_metrics(summary: dict[str, Any], result: RunResult | None = None, scena
       mean service time / share of time not paused) and ``.overloaded``, ``.backlog_at_end``
       (1 when the run warned so about it) for every socket a ``[[recv]]`` reads;
     - with ``result`` (the run's message table): ``socket.<name>.{first,last}_recv_s``;
-    - ``pipe.<pipe name>.{dropped,max_depth}`` (drops of the ledger, by any rule; pipes of
-      the same name, after reconnects, are summed / maxed);
+    - ``pipe.<pipe name>.{dropped,max_depth,mean_depth}`` (drops of the ledger, by any
+      rule; pipes of the same name, after reconnects, are summed / maxed / summed);
+    - ``link.<writer>-><reader>.{max,mean}_{kernel,sender_engine,receiver_engine}_{messages,bytes}``
+      per direction of a tcp/ipc link: the kernel's buffers, the sending engine's unwritten
+      batch, the receiving engine's decoded messages its pipe refused (links of the same
+      name, after reconnects: the largest max, the summed time averages);
     - ``sender.<name>.{sent,again,requested_rate_per_s,achieved_rate_per_s,blocked_s,finished_at_s}``
       (NaN where the summary has none: back-to-back senders ask no rate);
     - ``warnings`` (how many) and ``warning.<code>`` for every code of ``WARNING_CODES``.
@@ -453,12 +460,13 @@ def flat_metrics(summary: dict[str, Any], result: RunResult | None = None, scena
     for key in SOCKET_LATENCY:
         row[f"pooled_latency_{key}_s"] = _number(summary["latency_s"].get(key))
     row["pooled_delivered_rate_per_s"] = ledger["delivered"] / summary["sim_time_s"] if summary["sim_time_s"] > 0 else 0.0
-    pipes: dict[str, dict[str, int]] = {}
+    pipes: dict[str, dict[str, float]] = {}
     for pipe in summary["pipes"]:
-        entry = pipes.setdefault(pipe["name"], {"dropped": 0, "max_depth": 0})
+        entry = pipes.setdefault(pipe["name"], {"dropped": 0, "max_depth": 0, "mean_depth": 0.0})
         by_rule = pipe.get("dropped_by_rule")
         entry["dropped"] += sum(by_rule.values()) if by_rule is not None else pipe.get("dropped", 0)
         entry["max_depth"] = max(entry["max_depth"], pipe["max_depth"])
+        entry["mean_depth"] += pipe.get("mean_depth", 0.0)
     row["pooled_max_pipe_depth"] = max((p["max_depth"] for p in pipes.values()), default=0)
     for alias, pooled in POOLED_ALIASES.items():
         row[alias] = row[pooled]
@@ -487,6 +495,16 @@ def flat_metrics(summary: dict[str, Any], result: RunResult | None = None, scena
     for name, entry in pipes.items():
         for key in PIPE_FIELDS:
             row[f"pipe.{name}.{key}"] = entry[key]
+    directions: dict[str, dict[str, float]] = {}
+    for link in summary.get("links") or []:
+        for name, levels in (link.get("directions") or {}).items():
+            entry = directions.setdefault(name, {})
+            for quantity, level in levels.items():
+                entry[f"max_{quantity}"] = max(entry.get(f"max_{quantity}", 0), level["max"])
+                entry[f"mean_{quantity}"] = entry.get(f"mean_{quantity}", 0.0) + level["mean"]
+    for name, entry in directions.items():
+        for key, value in entry.items():
+            row[f"link.{name}.{key}"] = value
     for name, sender in (summary.get("senders") or {}).items():
         for key in SENDER_FIELDS:
             value = sender.get(key)

@@ -26,6 +26,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from ..constants import IN_BATCH_SIZE, OUT_BATCH_SIZE, compute_lwm
+from .occupancy import Occupancy
 from .pipe import MSG_ID, MSG_WIRE, Message, Pipe
 from .routing import (
     RULE_CRASH,
@@ -248,13 +249,14 @@ class Wire:
     what limits many small writes (reference section 6.2, ``wmem_default`` in truesize).
     """
 
-    __slots__ = ("queue", "bytes", "charged", "capacity_fn", "sndbuf", "rcvbuf", "sndhwm", "writer", "reader", "peer_closed", "name",
-                 "max_bytes")
+    __slots__ = ("queue", "bytes", "msgs", "charged", "capacity_fn", "sndbuf", "rcvbuf", "sndhwm", "writer", "reader", "peer_closed",
+                 "name", "max_bytes", "occupancy")
 
-    def __init__(self, name: str, capacity_fn: Any, sndbuf: int, rcvbuf: int, sndhwm: int) -> None:
+    def __init__(self, name: str, capacity_fn: Any, sndbuf: int, rcvbuf: int, sndhwm: int, now: float) -> None:
         self.name = name
         self.queue: deque[list[Any]] = deque()
         self.bytes = 0  # payload bytes in the kernel
+        self.msgs = 0  # messages whose last byte is in the kernel
         self.charged = 0  # what the kernel counts against the buffer: bytes + per-write overhead
         self.capacity_fn = capacity_fn
         self.sndbuf = sndbuf
@@ -264,6 +266,21 @@ class Wire:
         self.reader: Engine | None = None
         self.peer_closed = False  # the writer closed its end: EOF after the data
         self.max_bytes = 0
+        self.occupancy = Occupancy(now)
+
+    def observe(self, now: float) -> None:
+        """Record this direction's levels after a change (kernel, both engines)."""
+        writer, reader = self.writer, self.reader
+        out_msgs = len(writer.out_batch) if writer is not None else 0
+        out_bytes = writer.out_bytes if writer is not None else 0
+        in_msgs = in_bytes = 0
+        if reader is not None:
+            if reader.held is not None:
+                in_msgs, in_bytes = 1, reader.held[MSG_WIRE]
+            if reader.in_buffer:
+                in_msgs += len(reader.in_buffer)
+                in_bytes += sum(msg[MSG_WIRE] for msg in reader.in_buffer)
+        self.occupancy.update(now, (self.msgs, self.bytes, out_msgs, out_bytes, in_msgs, in_bytes))
 
     def capacity(self, wire_size: int) -> int:
         return self.capacity_fn(wire_size, self.sndbuf, self.rcvbuf, self.sndhwm)
@@ -362,8 +379,10 @@ class Engine:
             overhead = charge_fn(free) - free if free > 0 else 0
         if free <= 0:
             self._wait_for_space()
+            wire.observe(self.env._now)  # the batch just pulled waits in the engine
             return
         moved = 0
+        completed = 0
         first = True
         while batch and free > 0:
             entry = batch[0]
@@ -376,13 +395,16 @@ class Engine:
             free -= n
             if last:
                 batch.popleft()
+                completed += 1
             else:
                 entry[1] = remaining - n
         wire.bytes += moved
+        wire.msgs += completed
         wire.charged += moved + overhead
         self.out_bytes -= moved
         if wire.bytes > wire.max_bytes:
             wire.max_bytes = wire.bytes
+        wire.observe(self.env._now)
         reader = wire.reader
         if reader is not None and moved:
             reader.kick_in(self.latency.next())
@@ -472,6 +494,7 @@ class Engine:
                 freed += room
                 self.partial = msg
         wire.bytes -= taken
+        wire.msgs -= len(decoded)
         wire.charged -= freed
         writer = wire.writer
         if writer is not None:
@@ -484,7 +507,9 @@ class Engine:
                 self.held = msg
                 self.in_buffer.extend(decoded[i + 1 :])
                 self._stop_input()
+                wire.observe(self.env._now)
                 return
+        wire.observe(self.env._now)
         if wire.queue or wire.peer_closed:
             self.kick_in()
 
@@ -519,7 +544,9 @@ class Engine:
             msg = self.in_buffer.popleft()
             if not session.push(msg):
                 self.held = msg
+                self.in_wire.observe(self.env._now)
                 return
+        self.in_wire.observe(self.env._now)
         if self.io_error:
             # Everything decoded is in the pipe; what is still in the kernel is lost.
             self.link.engine_error(self, "hup")
@@ -597,8 +624,8 @@ class Link:
         c_rcv = c_sock.options.rcvbuf if transport == "tcp" else -1
         b_snd = b_sock.options.sndbuf if transport == "tcp" else -1
         b_rcv = b_sock.options.rcvbuf if transport == "tcp" else -1
-        self.c2b = Wire(f"{c_sock.name}->{b_sock.name}", fn, c_snd, b_rcv, c_sock.options.sndhwm)
-        self.b2c = Wire(f"{b_sock.name}->{c_sock.name}", fn, b_snd, c_rcv, b_sock.options.sndhwm)
+        self.c2b = Wire(f"{c_sock.name}->{b_sock.name}", fn, c_snd, b_rcv, c_sock.options.sndhwm, self.world.env._now)
+        self.b2c = Wire(f"{b_sock.name}->{c_sock.name}", fn, b_snd, c_rcv, b_sock.options.sndhwm, self.world.env._now)
         self.latency_sampler: Sampler = self.params.hop_latency.sampler(conn.rng)
         self.c_engine = Engine(self, c_session, self.c2b, self.b2c)
         self.b_engine = Engine(self, b_session, self.b2c, self.c2b)
@@ -842,11 +869,13 @@ class StreamConnection:
             engine.out_bytes = 0
             wire.queue.clear()
             wire.bytes = 0
+            wire.msgs = 0
             wire.charged = 0
             if reader is not None:
                 reader.held = None
                 reader.in_buffer.clear()
                 reader.partial = None
+            wire.observe(now)
         for engine in (c_engine, b_engine):
             engine.shutdown()
             engine.session.engine = None
@@ -998,8 +1027,10 @@ class StreamConnection:
                     out_wire.queue.append([msg, remaining, True, 0])
                     out_wire.bytes += remaining
                     out_wire.charged += remaining
+                out_wire.msgs += len(engine.out_batch)
                 engine.out_batch.clear()
                 engine.out_bytes = 0
+                out_wire.observe(self.env._now)
             engine.shutdown()
             session.engine = None
             # Whatever the peer sent us and we never decoded is lost.
@@ -1012,10 +1043,12 @@ class StreamConnection:
             sock.lost_on_close += _record_lost(self.world, lost, sock.index, in_index, RULE_LINGER)
             engine.in_wire.queue.clear()
             engine.in_wire.bytes = 0
+            engine.in_wire.msgs = 0
             engine.in_wire.charged = 0
             engine.held = None
             engine.in_buffer.clear()
             engine.partial = None
+            engine.in_wire.observe(self.env._now)
             other = link.b_engine if engine is link.c_engine else link.c_engine
             other.out_wire_closed = True  # type: ignore[attr-defined]
             other.peer_closed()

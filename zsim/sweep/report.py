@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from .. import files
 from ..errors import EnvironmentFault, ScenarioError, ZsimError
 from ..files import shown_path
+from ..units import human_bytes, human_time, time_unit
 from . import store
 from .plan import Axis, resolve_axis
 
@@ -149,17 +150,6 @@ def metric_label(metric: str, unit: str | None = None) -> str:
     return f"{text} ({unit})" if unit else text
 
 
-def time_unit(seconds: Iterable[float]) -> tuple[float, str]:
-    """The scale and unit that show these durations best: us below 1 ms, ms below 1 s."""
-    values = [abs(float(v)) for v in seconds if v is not None and v == v and math.isfinite(float(v)) and v != 0]
-    largest = max(values) if values else 1e-3
-    if largest < 1e-3:
-        return 1e6, "us"
-    if largest < 1.0:
-        return 1e3, "ms"
-    return 1.0, "s"
-
-
 def display_unit(metric: str, values: Iterable[float] = ()) -> tuple[float, str | None]:
     """(scale, unit) of a metric in figures: times in us/ms/s by their size, rates in
     msg/s, fractions as they are."""
@@ -168,7 +158,9 @@ def display_unit(metric: str, values: Iterable[float] = ()) -> tuple[float, str 
         return time_unit(values)
     if kind == "rate":
         return 1.0, "msg/s"
-    if metric.endswith("max_depth") or metric.endswith("max_pipe_depth"):
+    if kind == "bytes":
+        return 1.0, "bytes"
+    if metric.endswith(("max_depth", "mean_depth", "max_pipe_depth", "_messages")):
         return 1.0, "messages"
     return 1.0, None
 
@@ -176,24 +168,6 @@ def display_unit(metric: str, values: Iterable[float] = ()) -> tuple[float, str 
 def display_scale(metric: str) -> float:
     """Latencies are stored in seconds and shown in milliseconds (points tables)."""
     return 1000.0 if metric_kind(metric) == "time" else 1.0
-
-
-def human_time(seconds: float) -> str:
-    """``40 us``, ``1 ms``, ``1.5 s``."""
-    value = float(seconds)
-    if value == 0:
-        return "0 s"
-    scale, unit = time_unit([value])
-    return f"{value * scale:.3g} {unit}"
-
-
-def human_bytes(size: float) -> str:
-    """``200 B``, ``4 KB``, ``64 KB``, ``1 MB`` (1 KB = 1024 bytes)."""
-    value = float(size)
-    for unit, factor in (("GB", 1024**3), ("MB", 1024**2), ("KB", 1024)):
-        if abs(value) >= factor:
-            return f"{value / factor:.3g} {unit}"
-    return f"{value:.0f} B"
 
 
 def human_value(metric: str, value: Any) -> str:

@@ -1,0 +1,75 @@
+"""Time-weighted occupancy of one direction of a stream link (tcp, ipc).
+
+A message on its way from one socket's pipe to the other's passes three places that are
+not pipes: the sending engine's output batch (``stream_engine_base_t::_outpos``, up to
+``out_batch_size`` bytes pulled from the pipe and not yet written), the kernel (the
+sender's send buffer and the receiver's receive buffer together) and the receiving
+engine's decoded messages that its session could not push (the pipe was at its HWM:
+``stream_engine_base_t::_input_stopped``). ``Occupancy`` integrates the messages and bytes
+in each over simulated time so a run can report their maximum, time average and value at
+the end, next to the pipes' depths.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: the quantities tracked, in the order of ``Occupancy.values``
+FIELDS = (
+    "kernel_messages",
+    "kernel_bytes",
+    "sender_engine_messages",
+    "sender_engine_bytes",
+    "receiver_engine_messages",
+    "receiver_engine_bytes",
+)
+
+
+class Occupancy:
+    """Piecewise-constant levels, updated whenever the link direction changes.
+
+    ``update`` is called after each change with the new levels; the time between two calls
+    is charged to the levels of the first, as a pipe's depth area is.
+    """
+
+    __slots__ = ("last_t", "values", "area", "peak")
+
+    def __init__(self, now: float) -> None:
+        self.last_t = now
+        self.values: tuple[int, int, int, int, int, int] = (0, 0, 0, 0, 0, 0)
+        self.area = [0.0] * len(FIELDS)
+        self.peak = [0] * len(FIELDS)
+
+    def update(self, now: float, values: tuple[int, int, int, int, int, int]) -> None:
+        # unrolled: called after every write and read of a stream link
+        dt = now - self.last_t
+        old = self.values
+        if dt > 0:
+            area = self.area
+            # no bytes, no messages (a message has at least its header's bytes)
+            if old[1]:
+                area[0] += old[0] * dt
+                area[1] += old[1] * dt
+            if old[3]:
+                area[2] += old[2] * dt
+                area[3] += old[3] * dt
+            if old[5]:
+                area[4] += old[4] * dt
+                area[5] += old[5] * dt
+            self.last_t = now
+        peak = self.peak
+        for i in range(6):
+            if values[i] > peak[i]:
+                peak[i] = values[i]
+        self.values = values
+
+    def report(self, now: float, since: float = 0.0) -> dict[str, dict[str, Any]]:
+        """``{field: {"max", "mean", "at_end"}}``; the mean is over ``[since, now]``."""
+        span = now - since
+        tail = now - self.last_t
+        out: dict[str, dict[str, Any]] = {}
+        for i, name in enumerate(FIELDS):
+            value = self.values[i]
+            mean = (self.area[i] + value * tail) / span if span > 0 else float(value)
+            out[name] = {"max": self.peak[i], "mean": mean, "at_end": value}
+        return out
