@@ -118,6 +118,13 @@ def test_merge_counts_what_the_sockets_did(tmp_path):
     assert summary["processes"]["a"]["exit_completed_s"] == 1.001
     assert list(samples["latency"]) == [0.001, 0.002, 0.003]
     assert set(summary) >= {"sockets", "senders", "receivers", "proxies", "processes", "ledger", "latency_s", "seed"}
+    # requested against achieved rate, as the simulator reports them: a finished sender was
+    # active from its start to its last send, one still running until its process's snapshot
+    pub, router = summary["senders"]["send.pub"], summary["senders"]["send.router"]
+    assert pub["requested_rate_per_s"] == pytest.approx(100.0)  # exponential, mean 10 ms
+    assert pub["active_s"] == pytest.approx(0.1) and pub["achieved_rate_per_s"] == pytest.approx(50.0)
+    assert router["requested_rate_per_s"] is None  # back to back
+    assert router["active_s"] == pytest.approx(2.0) and router["achieved_rate_per_s"] == pytest.approx(1.5)
 
 
 # -- command-line edges: refused in one line before anything runs or measures ----------------------

@@ -565,6 +565,7 @@ def merge_results(scenario: Scenario, results: dict[str, dict[str, Any]], result
     proxies: dict[str, Any] = {}
     processes: dict[str, Any] = {}
     schedules: dict[str, Any] = {}
+    ends: dict[str, float | None] = {}  # per sender: when its process took its counters
     for result in results.values():
         for name, sender in result["senders"].items():
             entry = {k: sender[k] for k in ("socket", "attempts", "sent", "again", "unroutable")}
@@ -579,6 +580,7 @@ def merge_results(scenario: Scenario, results: dict[str, dict[str, Any]], result
                         samples[f"rtt.{name}"] = rtt
             senders[name] = entry
             schedules[name] = sender.get("schedule")
+            ends[name] = result.get("snapshot_s")
         for name, receiver in result["receivers"].items():
             receivers[name] = {"socket": receiver["socket"], "received": receiver["received"], "paused_s": receiver["paused_s"]}
         for name, proxy in result["proxies"].items():
@@ -592,14 +594,18 @@ def merge_results(scenario: Scenario, results: dict[str, dict[str, Any]], result
     # keep the scenario's order
     senders = {s.name: senders[s.name] for s in scenario.sends if s.name in senders}
     for send in scenario.sends:
-        # requested against achieved rate, as the simulator reports them (zsim.results)
+        # requested against achieved rate, as the simulator reports them (zsim.results): a
+        # sender still running when its process took its counters (until_s, a crash) was
+        # active until then
         rates = senders.get(send.name)
         if rates is None:
             continue
         mean = send.interval.expected()
         rates["requested_rate_per_s"] = (1.0 / mean) if mean > 0 else None
         finished, start = rates.get("finished_at_s"), send.start_s
-        active = (finished - start) if finished is not None and finished > start else None
+        end = finished if finished is not None else ends.get(send.name)
+        active = max(0.0, end - start) if end is not None else None
+        rates["active_s"] = active
         rates["achieved_rate_per_s"] = (rates["sent"] / active) if active else None
     receivers = {r.name: receivers[r.name] for r in scenario.recvs if r.name in receivers}
     latency = np.concatenate(latency_all) if latency_all else np.zeros(0)
