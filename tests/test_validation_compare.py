@@ -271,3 +271,127 @@ def test_catalogue_scenarios_load_and_name_observable_metrics(path):
 def test_catalogue_names_are_unique():
     names = [spec.load(p).name for p in CATALOGUE]
     assert len(names) == len(set(names))
+
+
+# -- offered load: each sender's requested rate against what it achieved ----------------------------
+
+
+def _summary(**senders: tuple[float | None, float | None]) -> dict:
+    """A summary with ``senders[name]`` = (requested, achieved) rates, 1,000 messages each."""
+    return {"senders": {name: {"socket": "pub", "attempts": 1000, "sent": 1000, "again": 0, "unroutable": 0,
+                               "requested_rate_per_s": asked, "achieved_rate_per_s": got}
+                        for name, (asked, got) in senders.items()}}
+
+
+def _validation(sim: list[dict], real: list[dict]):
+    from validation.compare import ScenarioValidation, ValidationSpec
+
+    n = max(len(sim), len(real))
+    return ScenarioValidation(scenario="rates", source="rates.toml", description="", replications=n, seeds=list(range(n)),
+                              metrics=[], sim_summaries=sim, real_summaries=real, real_errors=[], sim_errors=[],
+                              wall_sim_s=0.1, wall_real_s=1.0, spec=ValidationSpec())
+
+
+def test_sender_section_shows_requested_and_achieved_rates_of_both_sides(tmp_path):
+    import json
+
+    from validation.compare import format_table
+    from validation.report import write_report
+
+    result = _validation(sim=[_summary(**{"send.pub": (10_000, 9_990)}), _summary(**{"send.pub": (10_000, 10_000)})],
+                         real=[_summary(**{"send.pub": (10_000, 6_100)}), _summary(**{"send.pub": (10_000, 6_160)})])
+    text = format_table(result)
+    row = next(line for line in text.splitlines() if line.startswith("send.pub"))
+    assert "10,000" in row
+    assert "6,130 (6,100–6,160)" in row  # real: mean over replications (range)
+    assert "9,995 (9,990–10,000)" in row  # simulated
+    assert row.rstrip().endswith("real below 95 %")
+    assert ("real send[pub] achieved 6,100/s of 10,000/s asked (61 %; slowest of 2 runs, mean 6,130/s): "
+            "downstream metrics compare different offered loads") in text
+    assert "sim send[pub]" not in text
+
+    entry = json.loads(json.dumps(result.to_json()))["senders"]["send.pub"]
+    assert entry["requested_rate_per_s"] == 10_000 and not entry["back_to_back"]
+    assert entry["real"]["achieved_rate_per_s"] == [6_100, 6_160]
+    assert entry["real"]["mean"] == pytest.approx(6_130) and entry["real"]["min"] == 6_100 and entry["real"]["max"] == 6_160
+    assert entry["real"]["lowest_share"] == pytest.approx(0.61) and entry["real"]["below"]
+    assert entry["sim"]["mean"] == pytest.approx(9_995) and not entry["sim"]["below"]
+    assert entry["below"] and len(entry["warnings"]) == 1
+
+    report = write_report([result], tmp_path).read_text()
+    assert "| `send.pub` | 10,000 | 6,130 (6,100–6,160) | 9,995 (9,990–10,000) | **real below 95 %** |" in report
+    assert "- **real send[pub] achieved 6,100/s of 10,000/s asked (61 %" in report
+    assert json.loads((tmp_path / "results.json").read_text())[0]["senders"]["send.pub"]["real"]["below"]
+
+
+@pytest.mark.parametrize("side", ["real", "sim"])
+@pytest.mark.parametrize("achieved,flagged", [(9_490, True), (9_499.9, True), (9_500, False), (10_000, False), (10_400, False)])
+def test_sender_flag_fires_below_95_percent_on_either_side(side, achieved, flagged):
+    from validation.compare import format_table
+
+    slow = [_summary(**{"send.pub": (10_000, achieved)})]
+    kept = [_summary(**{"send.pub": (10_000, 10_000)})]
+    result = _validation(sim=slow if side == "sim" else kept, real=slow if side == "real" else kept)
+    (rates,) = result.sender_rates
+    assert rates.below(side) is flagged
+    other = "sim" if side == "real" else "real"
+    assert not rates.below(other)
+    text = format_table(result)
+    assert (f"{side} send[pub] achieved" in text) is flagged
+    assert f"{other} send[pub] achieved" not in text
+    assert ("downstream metrics compare different offered loads" in text) is flagged
+    assert result.to_json()["senders"]["send.pub"]["below"] is flagged
+    if achieved == 9_499.9:  # just below: the percentage is not rounded up onto the threshold
+        assert "(94.9 %)" in text
+
+
+def test_sender_flag_names_both_sides_and_refused_attempts():
+    from validation.compare import format_table
+
+    real = _summary(**{"send.pub": (1_000, 30)})
+    real["senders"]["send.pub"].update(attempts=20_000, sent=30, again=19_970)
+    result = _validation(sim=[_summary(**{"send.pub": (1_000, 500)})], real=[real])
+    text = format_table(result)
+    assert "real and sim below 95 %" in text
+    assert "real send[pub] achieved 30/s of 1,000/s asked (3 %; 19,970 of 20,000 attempts refused (again/unroutable))" in text
+    assert "sim send[pub] achieved 500/s of 1,000/s asked (50 %)" in text
+
+
+def test_back_to_back_senders_show_max_and_are_never_flagged(tmp_path):
+    from validation.compare import format_table
+    from validation.report import write_report
+
+    result = _validation(sim=[_summary(**{"blast": (None, 80_000.0)})], real=[_summary(**{"blast": (None, 12_000.0)})])
+    text = format_table(result)
+    row = next(line for line in text.splitlines() if line.startswith("blast"))
+    assert row.split()[1] == "max"
+    assert "12,000" in row and "80,000" in row
+    assert "below" not in row and "offered loads" not in text
+    entry = result.to_json()["senders"]["blast"]
+    assert entry["requested_rate_per_s"] is None and entry["back_to_back"] and not entry["below"]
+    assert "| `blast` | max | 12,000 | 80,000 | - |" in write_report([result], tmp_path).read_text()
+
+
+def test_sender_section_with_a_side_that_did_not_run():
+    from validation.compare import format_table
+
+    result = _validation(sim=[_summary(**{"send.pub": (100, 100)})], real=[])
+    row = next(line for line in format_table(result).splitlines() if line.startswith("send.pub"))
+    assert row.split()[1:4] == ["100", "-", "100"]
+    assert row.rstrip().endswith("as asked")
+
+
+def test_sender_rates_of_a_simulated_run_are_read_from_its_summary():
+    from validation.compare import sender_rates
+    from zsim.runner import run
+
+    raw = {"socket": [{"name": "push", "type": "PUSH", "bind": "inproc://r"}, {"name": "pull", "type": "PULL", "connect": "inproc://r"}],
+           "send": [{"socket": "push", "count": 50, "rate_per_s": 1000}, {"name": "blast", "socket": "push", "count": 5}],
+           "recv": [{"socket": "pull"}]}
+    summary = run(spec.from_dict(raw), 0).summary
+    paced, blast = sender_rates([summary], [])
+    assert paced.name == "send.push" and paced.requested == pytest.approx(1000)
+    assert paced.sim == [summary["senders"]["send.push"]["achieved_rate_per_s"]]
+    assert blast.requested is None and blast.flag() == "-"
+    # the rates are metric paths a [validation] table may compare
+    assert check_metric_path("senders.send.push.achieved_rate_per_s", spec.from_dict(raw), {}) is None

@@ -35,6 +35,11 @@ Verdicts: ``agrees``, ``differs`` (with the scenario's explanation if it has one
 whose real senders fell behind their own schedule by more than ``SCHEDULE_MARGIN`` is
 ``machine-bound``: its numbers measure the machine, not ZeroMQ (``schedule_check``).
 Metric paths are checked against the scenario when the file is loaded (``check_metric_path``).
+
+Per ``[[send]]``, ``sender_rates`` sets the requested rate next to the rate achieved in the
+real runs and in the simulated ones; a side below ``ACHIEVED_RATE_SHARE`` (95 %) of the
+requested rate offered a different load downstream than the scenario asks, and the output
+says so (``SenderRates.warnings``). It does not change the verdict.
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ from typing import Any
 import numpy as np
 
 from zsim import expressions, spec
+from zsim.checks import ACHIEVED_RATE_SHARE
 from zsim.errors import ScenarioError
 from zsim.expressions import evaluate
 from zsim.spec import Scenario
@@ -56,7 +62,7 @@ from zsim.spec import Scenario
 __all__ = [
     "Tolerance", "ValidationSpec", "MetricResult", "ScenarioValidation", "parse_validation", "validate",
     "metric_value", "interval", "evaluate", "check_metric_path", "metric_paths", "schedule_check", "machine_load",
-    "SCHEDULE_MARGIN",
+    "SCHEDULE_MARGIN", "ACHIEVED_RATE_SHARE", "SenderRates", "sender_rates", "format_senders",
 ]
 
 _pc = time.perf_counter
@@ -238,7 +244,8 @@ _FIELDS: dict[str, tuple[str, ...]] = {
     "sockets": ("sent", "send_again", "send_unroutable", "received", "recv_again", "dropped", "discarded",
                 "lost_on_close", "blocked_s", "blocked_count", "first_recv_s", "last_recv_s", "first_sent_s",
                 "first_index", "last_index") + tuple(f"latency_s.{p}" for p in _PERCENTILES),
-    "senders": ("attempts", "sent", "again", "unroutable", "finished_at_s") + tuple(f"rtt_s.{p}" for p in _PERCENTILES),
+    "senders": ("attempts", "sent", "again", "unroutable", "finished_at_s", "requested_rate_per_s", "achieved_rate_per_s",
+                "active_s") + tuple(f"rtt_s.{p}" for p in _PERCENTILES),
     "receivers": ("received", "paused_s"),
     "proxies": ("forwarded",),
     "processes": ("exit_started_s", "exit_completed_s", "term_blocked", "crashed_s"),
@@ -609,6 +616,172 @@ def schedule_check(real_summaries: Sequence[Mapping[str, Any]], seeds: Sequence[
 
 
 # --------------------------------------------------------------------------------------
+# Offered load: each sender's requested rate against what it achieved on each side
+
+
+@dataclass
+class SenderRates:
+    """One ``[[send]]``: the rate it was asked for and, per replication, the rate it achieved
+    (``achieved_rate_per_s`` of the summaries: messages sent, not attempts, over the time
+    from its start to its last send or the end of the run) in simulation and for real.
+
+    A side whose slowest run achieved less than ``ACHIEVED_RATE_SHARE`` of the requested rate
+    offered a different load downstream than the scenario asks: its downstream metrics are
+    compared at that load, not at the requested one. Back-to-back senders request no rate
+    (``requested`` None, shown as "max") and are never flagged.
+    """
+
+    name: str
+    requested: float | None
+    sim: list[float | None]
+    real: list[float | None]
+    #: attempts and attempts refused (again + unroutable) per run, aligned with sim/real
+    sim_attempts: list[tuple[int, int] | None] = field(default_factory=list)
+    real_attempts: list[tuple[int, int] | None] = field(default_factory=list)
+
+    def values(self, side: str) -> list[float]:
+        return [v for v in (self.sim if side == "sim" else self.real) if v is not None and math.isfinite(v)]
+
+    def stats(self, side: str) -> tuple[float | None, float | None, float | None]:
+        """Mean, min and max of the achieved rate over the side's runs."""
+        data = self.values(side)
+        if not data:
+            return None, None, None
+        return float(np.mean(data)), min(data), max(data)
+
+    def lowest_share(self, side: str) -> float | None:
+        """The slowest run's achieved rate as a share of the requested one."""
+        data = self.values(side)
+        if not self.requested or not data:
+            return None
+        return min(data) / self.requested
+
+    def below(self, side: str) -> bool:
+        share = self.lowest_share(side)
+        return share is not None and share < ACHIEVED_RATE_SHARE
+
+    def warning(self, side: str) -> str:
+        """``real send[pub] achieved 6,130/s of 10,000/s asked (61 %): downstream metrics
+        compare different offered loads``, or "" when the side kept the rate."""
+        if not self.below(side) or self.requested is None:
+            return ""
+        rates = self.sim if side == "sim" else self.real
+        attempts = self.sim_attempts if side == "sim" else self.real_attempts
+        data = self.values(side)
+        slowest = min(data)
+        notes = [_percent(slowest / self.requested)]
+        if len(data) > 1:
+            notes.append(f"slowest of {len(data)} runs, mean {_rate(float(np.mean(data)))}/s")
+        index = rates.index(slowest)
+        counts = attempts[index] if index < len(attempts) else None
+        if counts is not None and counts[1]:
+            notes.append(f"{counts[1]:,} of {counts[0]:,} attempts refused (again/unroutable)")
+        return (f"{side} {spec.workload_label('send', self.name)} achieved {_rate(slowest)}/s of {_rate(self.requested)}/s "
+                f"asked ({'; '.join(notes)}): downstream metrics compare different offered loads")
+
+    def warnings(self) -> list[str]:
+        return [text for text in (self.warning("real"), self.warning("sim")) if text]
+
+    def flag(self) -> str:
+        """The table's last column: which side fell below the requested rate."""
+        if self.requested is None:
+            return "-"
+        sides = [side for side in ("real", "sim") if self.below(side)]
+        if sides:
+            return f"{' and '.join(sides)} below {ACHIEVED_RATE_SHARE * 100:g} %"
+        if not self.values("real") and not self.values("sim"):
+            return "-"
+        return "as asked"
+
+    def cell(self, side: str) -> str:
+        """``6,130 (6,100–6,160)``: mean and range over the runs; ``-`` without a value."""
+        mean, low, high = self.stats(side)
+        if mean is None or low is None or high is None:
+            return "-"
+        if _rate(low) == _rate(high):
+            return _rate(mean)
+        return f"{_rate(mean)} ({_rate(low)}–{_rate(high)})"
+
+    def to_json(self) -> dict[str, Any]:
+        def side(name: str) -> dict[str, Any]:
+            mean, low, high = self.stats(name)
+            share = self.lowest_share(name)
+            return {"achieved_rate_per_s": list(self.sim if name == "sim" else self.real), "mean": mean, "min": low,
+                    "max": high, "lowest_share": share, "below": self.below(name)}
+
+        return {"requested_rate_per_s": self.requested, "back_to_back": self.requested is None,
+                "real": side("real"), "sim": side("sim"), "below": self.below("real") or self.below("sim"),
+                "warnings": self.warnings()}
+
+
+def sender_rates(sim_summaries: Sequence[Mapping[str, Any]], real_summaries: Sequence[Mapping[str, Any]]) -> list[SenderRates]:
+    """Per sender of the summaries (``summary["senders"]``, simulated and real, in the
+    order they appear): requested rate and achieved rate per run on each side."""
+    names: list[str] = []
+    requested: dict[str, float | None] = {}
+    for summary in (*sim_summaries, *real_summaries):
+        for name, entry in (summary.get("senders") or {}).items():
+            if name not in names:
+                names.append(name)
+            if name not in requested and isinstance(entry, Mapping) and "requested_rate_per_s" in entry:
+                value = entry["requested_rate_per_s"]
+                requested[name] = float(value) if value else None
+
+    def per_run(summaries: Sequence[Mapping[str, Any]], name: str) -> tuple[list[float | None], list[tuple[int, int] | None]]:
+        rates: list[float | None] = []
+        attempts: list[tuple[int, int] | None] = []
+        for summary in summaries:
+            entry = (summary.get("senders") or {}).get(name)
+            if not isinstance(entry, Mapping):
+                rates.append(None)
+                attempts.append(None)
+                continue
+            value = entry.get("achieved_rate_per_s")
+            rates.append(float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None)
+            refused = int(entry.get("again") or 0) + int(entry.get("unroutable") or 0)
+            attempts.append((int(entry.get("attempts") or 0), refused))
+        return rates, attempts
+
+    result = []
+    for name in names:
+        sim, sim_attempts = per_run(sim_summaries, name)
+        real, real_attempts = per_run(real_summaries, name)
+        result.append(SenderRates(name, requested.get(name), sim, real, sim_attempts, real_attempts))
+    return result
+
+
+def _rate(value: float | None) -> str:
+    """A rate per second as the tables show it: ``10,000``, ``613``, ``2.5``; None is "-"."""
+    if value is None:
+        return "-"
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
+def _percent(share: float) -> str:
+    """``61 %``; a share just below the threshold is not rounded up onto it (``94.9 %``)."""
+    text = f"{share * 100:.0f}"
+    if share < ACHIEVED_RATE_SHARE and float(text) >= ACHIEVED_RATE_SHARE * 100:
+        text = f"{math.floor(share * 1000) / 10:.1f}"
+    return text + " %"
+
+
+def format_senders(rates: Sequence[SenderRates]) -> list[str]:
+    """The text table of requested against achieved rate per sender, then one line per
+    side that fell below the requested rate."""
+    if not rates:
+        return []
+    width = max(24, *(len(r.name) + 2 for r in rates))
+    head = (f"{'sender':<{width}}{'asked /s':>10}  {'real achieved /s (min–max)':<30}{'sim achieved /s (min–max)':<30}"
+            "offered load")
+    lines = [head, "-" * len(head)]
+    for r in rates:
+        asked = "max" if r.requested is None else _rate(r.requested)
+        lines.append(f"{r.name:<{width}}{asked:>10}  {r.cell('real'):<30}{r.cell('sim'):<30}{r.flag()}")
+    lines.extend(f"  ! {text}" for r in rates for text in r.warnings())
+    return lines
+
+
+# --------------------------------------------------------------------------------------
 # Running both sides
 
 
@@ -635,6 +808,11 @@ class ScenarioValidation:
     machine_after: dict[str, Any] = field(default_factory=dict)
     #: ``schedule_check()`` of the real runs
     schedule: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def sender_rates(self) -> list[SenderRates]:
+        """Requested against achieved rate per sender, real and simulated (``sender_rates``)."""
+        return sender_rates(self.sim_summaries, self.real_summaries)
 
     @property
     def metrics_verdict(self) -> str:
@@ -686,6 +864,7 @@ class ScenarioValidation:
             "machine": {"before": self.machine_before, "after": self.machine_after},
             "schedule": self.schedule,
             "metrics": [m.to_json() for m in self.metrics],
+            "senders": {r.name: r.to_json() for r in self.sender_rates},
             "real_errors": self.real_errors,
             "sim_errors": self.sim_errors,
             "wall_sim_s": self.wall_sim_s,
@@ -870,6 +1049,11 @@ def format_table(result: ScenarioValidation) -> str:
             lines.append(f"{'':<4}known: {m.note['reason']}")
             if m.note.get("model_lacks"):
                 lines.append(f"{'':<4}model lacks: {m.note['model_lacks']}")
+    senders = format_senders(result.sender_rates)
+    if senders:
+        lines.append("")
+        lines.extend(senders)
+        lines.append("")
     for error in result.real_errors + result.sim_errors:
         lines.append(f"  ! {error.strip().splitlines()[0] if error.strip() else error}")
     if result.machine_before or result.machine_after:

@@ -24,7 +24,7 @@ import numpy as np
 from zsim.files import shown_path
 from zsim.results import json_default
 
-from .compare import SCHEDULE_MARGIN, ScenarioValidation, _fmt_ci, _num, describe_load
+from .compare import ACHIEVED_RATE_SHARE, SCHEDULE_MARGIN, ScenarioValidation, _fmt_ci, _num, _rate, describe_load
 
 __all__ = ["write_report", "agreement_table", "overview_rows"]
 
@@ -263,6 +263,9 @@ def _scenario_section(result: ScenarioValidation, out: Path) -> list[str]:
             f"{_values(metric.sim)} | {_values(metric.real)} | {metric.tolerance.describe()} | "
             f"{metric.verdict}{(' (' + _md_escape(metric.detail) + ')') if metric.detail and metric.verdict != 'agrees' else ''} |")
     lines.append("")
+    senders = _sender_lines(result)
+    if senders:
+        lines += senders + [""]
     for metric in result.metrics:
         if metric.verdict == "differs":
             if metric.note:
@@ -292,6 +295,28 @@ def _scenario_section(result: ScenarioValidation, out: Path) -> list[str]:
         if written is not None:
             lines.append(f"![{result.scenario} {name}]({written.name})")
             lines.append("")
+    return lines
+
+
+def _sender_lines(result: ScenarioValidation) -> list[str]:
+    """Requested against achieved rate per sender (mean and range over the replications),
+    and a bold line per side that achieved less than 95 % of the requested rate."""
+    rates = result.sender_rates
+    if not rates:
+        return []
+    lines = [f"Offered load per sender: the requested rate (max: back to back) and the rate achieved, mean over the "
+             f"replications (min–max); below {ACHIEVED_RATE_SHARE * 100:g} % the downstream metrics compare a different "
+             "offered load than the scenario asks.", "",
+             "| sender | asked /s | real achieved /s | sim achieved /s | offered load |", "|---|---|---|---|---|"]
+    for r in rates:
+        asked = "max" if r.requested is None else _rate(r.requested)
+        flag = r.flag()
+        lines.append(f"| `{r.name}` | {asked} | {r.cell('real')} | {r.cell('sim')} | "
+                     f"{'**' + flag + '**' if 'below' in flag else flag} |")
+    warnings = [text for r in rates for text in r.warnings()]
+    if warnings:
+        lines.append("")
+        lines.extend(f"- **{_md_escape(text)}**" for text in warnings)
     return lines
 
 
