@@ -106,3 +106,50 @@ def test_warnings_are_printed_and_in_json(capsys):
 
     assert main(["run", str(ROOT / "examples" / "pub_sub_inproc.toml")]) == 0
     assert "warning [overloaded] recv[sub].service_s: offered utilisation 2.00" in capsys.readouterr().out
+
+
+def _late_reader(until_s):
+    # 1,000 msg/s offered for the whole run; the reader starts at 1 s and then serves 2,000
+    # msg/s: the backlog of the first second drains over the next, latency falling all the
+    # way (ideal profile, constant times: decided by the model alone)
+    return scenario(PUB, _sub({"subscribe": [""], "rcvhwm": 0}),
+                    sends=[{"socket": "pub", "interval_s": 0.001, "start_s": 0.01, "duration_s": until_s}],
+                    recvs=[{"socket": "sub", "service_s": 0.0005, "start_s": 1.0}], until_s=until_s)
+
+
+def test_a_latency_still_falling_at_half_the_run_is_named():
+    summary = run(_late_reader(2.2))
+    settling = summary["sockets"]["sub"]["settling"]["latency"]
+    assert settling["settled"] is False and settling["warmup_copies"] >= settling["observations"] // 2 - 5
+    warning = next(w for w in summary["warnings"] if w["code"] == "latency_not_settled")
+    assert warning["path"] == "socket[sub]" and "MSER-5" in warning["message"]
+    # the drained backlog is not an overload: only the horizon is too short
+    assert [c for c, _ in codes(summary)] == ["latency_not_settled"]
+
+
+def test_a_long_enough_run_settles_and_deletes_its_warm_up():
+    from zsim.results import flat_metrics
+
+    summary = run(_late_reader(6.0))
+    sub = summary["sockets"]["sub"]
+    settling = sub["settling"]["latency"]
+    assert settling["settled"] is True
+    # the warm-up ends where the backlog has drained (t = 2 s: copies sent before about 1 s)
+    assert 0.9 <= settling["warmup_end_s"] <= 2.1
+    assert summary["warnings"] == []
+    # after the warm-up no copy waits (latency ends when the reader takes it; the ideal
+    # profile costs nothing); the whole run's p99 is the first second's backlog
+    assert sub["steady_latency_s"]["max"] == 0.0
+    assert sub["latency_s"]["p99"] > 0.5
+    row = flat_metrics(summary)
+    assert row["socket.sub.steady_latency_p99_s"] == sub["steady_latency_s"]["p99"]
+    assert row["socket.sub.warmup_end_s"] == settling["warmup_end_s"]
+
+
+def test_a_finite_job_is_not_asked_for_a_steady_state():
+    # the same falling latency, but the sender stops after a count: a batch, not a service
+    raw = _late_reader(2.2)
+    raw["send"][0] = {"socket": "pub", "interval_s": 0.001, "start_s": 0.01, "count": 2000}
+    summary = run(raw)
+    assert summary["sockets"]["sub"]["settling"]["latency"]["settled"] is False
+    assert "latency_not_settled" not in [c for c, _ in codes(summary)]

@@ -9,7 +9,8 @@ them under ``warnings``.
 Static checks read the scenario only (a SUB that subscribes to nothing, a subscription
 that matches no topic sent, a workload that starts after the horizon); the others read a
 run's summary (a receiver offered more work than it can do, a backlog still queued at the
-end, a sender that did not reach its requested rate).
+end, a receiver's latency or loss that has not settled by the end (``zsim.steady``), a
+sender that did not reach its requested rate).
 """
 
 from __future__ import annotations
@@ -87,6 +88,7 @@ def run_warnings(scenario: Scenario, summary: dict[str, Any]) -> list[dict[str, 
     """Warnings read off a run: overload, a backlog left at the end, a rate not achieved."""
     found: list[dict[str, str]] = []
     sockets = summary["sockets"]
+    explained: set[str] = set()  # sockets whose overload or backlog is already reported
     for recv in scenario.recvs:
         sock = sockets.get(recv.socket, {})
         inbound = sock.get("inbound")
@@ -100,6 +102,7 @@ def run_warnings(scenario: Scenario, summary: dict[str, Any]) -> list[dict[str, 
         # overload is work arriving regardless: copies dropped, lost or left queued.
         undelivered = inbound["dropped"] + inbound["lost_on_close"] + inbound["queued_at_end"]
         if utilisation >= UTILISATION and inbound["copies"] >= 10 and undelivered >= 0.01 * inbound["copies"]:
+            explained.add(recv.socket)
             unit = " (service_s is in seconds: 100 us is 0.0001)" if service >= 1.0 else ""
             pauses = f", paused {100 * (1 - busy):.0f} % of the time" if busy < 1 else ""
             found.append(_warning(
@@ -113,10 +116,30 @@ def run_warnings(scenario: Scenario, summary: dict[str, Any]) -> list[dict[str, 
             continue
         share = inbound["queued_at_end"] / inbound["copies"]
         if share >= BACKLOG_SHARE and inbound["queued_at_end"] >= 10:
+            explained.add(name)
             found.append(_warning(
                 "backlog_at_end", f"socket[{name}]",
                 f"{inbound['queued_at_end']:,} of the {inbound['copies']:,} copies meant for {name!r} ({100 * share:.0f} %) are "
                 "still queued when the run ends: they count as not delivered, and a longer horizon may change the answer"))
+    # A horizon too short for a metric (zsim.steady): asked of open-ended load only. When
+    # every sender stopped (a count reached) the run is a finite job, which has no steady
+    # state to reach (a batch's latency grows from its first task to its last).
+    senders = summary.get("senders") or {}
+    open_ended = any(sender.get("finished_at_s") is None for sender in senders.values())
+    for name, sock in sockets.items():
+        if name in explained or not open_ended:
+            continue
+        for series, code, what in (("latency", "latency_not_settled", "latency of the copies for"),
+                                   ("loss", "loss_not_settled", "share of copies lost for")):
+            verdict = (sock.get("settling") or {}).get(series)
+            if verdict is None or verdict["settled"]:
+                continue
+            found.append(_warning(
+                code, f"socket[{name}]",
+                f"the {what} {name!r} has not settled: MSER-5's warm-up still runs at half of the run (copy "
+                f"{verdict['warmup_copies']:,} of {verdict['observations']:,}, sent at {verdict['warmup_end_s']:.4g} s), so its "
+                f"{series} figures describe this horizon, not a steady state (a longer scenario.until_s settles it, or shows it "
+                "still growing)"))
     for name, sender in summary.get("senders", {}).items():
         asked, got = sender.get("requested_rate_per_s"), sender.get("achieved_rate_per_s")
         active = sender.get("active_s", 0)

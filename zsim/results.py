@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from . import steady
 from .files import atomic_write, prepare_output_dir
 from .ledger import DELIVERED, RULES, STATES, WHERE
 
@@ -57,6 +58,52 @@ def _percentiles(values: np.ndarray) -> dict[str, float | int | None]:
 _RULE_FILTERED = 6
 
 
+def _destinations(world: Any, table: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Per record: the socket the copy was meant for, and whether it counts for it.
+
+    A copy is meant for the socket at the end of the pipe it was written to; copies that a
+    socket read (delivered, forwarded) or threw away itself (discarded) count for that
+    socket. Copies its own SUB filter discarded were never wanted and are left out."""
+    state, rule, socket, pipe = table["state"], table["rule"], table["socket"].astype(np.int64), table["pipe"].astype(np.int64)
+    destinations = np.asarray(world.pipe_destinations() + [-1], dtype=np.int64)
+    by_pipe = destinations[np.where(pipe >= 0, pipe, len(destinations) - 1)]
+    at_reader = (state == DELIVERED) | (state == 1) | (state == 3)
+    dest = np.where(at_reader, socket, by_pipe)
+    wanted = (dest >= 0) & ~((state == 3) & (rule == _RULE_FILTERED))
+    return dest, wanted
+
+
+def _settling(world: Any, table: dict[str, np.ndarray], latency_order: np.ndarray, latency_bounds: np.ndarray,
+              sorted_latency: np.ndarray) -> dict[int, dict[str, Any]]:
+    """Per receiving socket: has its latency (per delivered copy, in delivery order) and its
+    loss (0/1 per copy meant for it, in send order) settled? MSER-5 (``zsim.steady``)."""
+    dest, wanted = _destinations(world, table)
+    idx = np.flatnonzero(wanted)
+    t0 = table["t0"][idx]
+    order = np.lexsort((t0, dest[idx]))  # by socket, then send time
+    idx, t0 = idx[order], t0[order]
+    lost = ~np.isin(table["state"][idx], (DELIVERED, 1))
+    bounds = np.searchsorted(dest[idx], np.arange(len(world.sockets) + 1))
+    delivered_t0 = table["t0"][table["state"] == DELIVERED][latency_order]
+    found: dict[int, dict[str, Any]] = {}
+    for sock in world.sockets:
+        i = sock.index
+        entry: dict[str, Any] = {}
+        lo, hi = latency_bounds[i], latency_bounds[i + 1]
+        warm = steady.mser5(sorted_latency[lo:hi])
+        if warm is not None:
+            entry["latency"] = {"method": "MSER-5", "observations": warm.observations, "warmup_copies": warm.deleted,
+                                "warmup_end_s": float(delivered_t0[lo + warm.deleted]), "settled": warm.settled}
+        lo, hi = bounds[i], bounds[i + 1]
+        warm = steady.mser5(lost[lo:hi].astype(np.float64)) if lost[lo:hi].any() else None
+        if warm is not None:
+            entry["loss"] = {"method": "MSER-5", "observations": warm.observations, "warmup_copies": warm.deleted,
+                             "warmup_end_s": float(t0[lo + warm.deleted]), "settled": warm.settled}
+        if entry:
+            found[i] = entry
+    return found
+
+
 def _inbound(world: Any, table: dict[str, np.ndarray], pipe_names: list[str]) -> dict[int, dict[str, Any]]:
     """Per receiving socket: the fate of every copy meant for it (``World.pipe_destinations``).
 
@@ -65,12 +112,8 @@ def _inbound(world: Any, table: dict[str, np.ndarray], pipe_names: list[str]) ->
     socket. Copies its own SUB filter discarded were never wanted and are left out. One
     pass over the records (bincount), whatever the number of sockets.
     """
-    state, rule, socket, pipe = table["state"], table["rule"], table["socket"].astype(np.int64), table["pipe"].astype(np.int64)
-    destinations = np.asarray(world.pipe_destinations() + [-1], dtype=np.int64)
-    by_pipe = destinations[np.where(pipe >= 0, pipe, len(destinations) - 1)]
-    at_reader = (state == DELIVERED) | (state == 1) | (state == 3)
-    dest = np.where(at_reader, socket, by_pipe)
-    wanted = (dest >= 0) & ~((state == 3) & (rule == _RULE_FILTERED))
+    state, rule, pipe = table["state"], table["rule"], table["pipe"].astype(np.int64)
+    dest, wanted = _destinations(world, table)
     n_sockets, n_states = len(world.sockets), len(STATES)
     counts = np.bincount(dest[wanted] * n_states + state[wanted], minlength=n_sockets * n_states).reshape(n_sockets, n_states)
     # the window over which copies meant for each socket were sent (offered rate = copies / window)
@@ -185,11 +228,13 @@ def summarise(model: Model, wall_s: float) -> RunResult:
 
     pipe_names = [info.name for info in world.pipe_info]
     inbound = _inbound(world, table, pipe_names)
-    # latencies grouped by receiving socket in one sort, not one scan per socket
+    # latencies grouped by receiving socket in one sort, not one scan per socket (within
+    # a socket in delivery order: the ledger records a delivery when it happens)
     delivered_at = table["socket"][delivered_mask]
     order = np.argsort(delivered_at, kind="stable")
     bounds = np.searchsorted(delivered_at[order], np.arange(len(world.sockets) + 1))
     sorted_latency = latency[order]
+    settling = _settling(world, table, order, bounds, sorted_latency)
     lost_at = np.bincount(table["socket"][(state == 4) & (table["socket"] >= 0)], minlength=len(world.sockets))
     sockets: dict[str, Any] = {}
     for sock in world.sockets:
@@ -210,6 +255,12 @@ def summarise(model: Model, wall_s: float) -> RunResult:
         }
         if len(sock_latency):
             entry["latency_s"] = _percentiles(sock_latency)
+        if sock.index in settling:
+            entry["settling"] = settling[sock.index]
+            latency_warmup = settling[sock.index].get("latency")
+            if latency_warmup is not None:
+                # the steady-state estimate: the copies after MSER-5's warm-up
+                entry["steady_latency_s"] = _percentiles(sock_latency[latency_warmup["warmup_copies"]:])
         if sock.index in inbound:
             entry["inbound"] = inbound[sock.index]
         sockets[sock.name] = entry
@@ -333,7 +384,9 @@ POOLED_ALIASES: dict[str, str] = {
 #: Warning codes of ``zsim.checks`` counted in every row (``warning.<code>``), so every
 #: row has the same columns whichever warnings its run raised.
 WARNING_CODES = ("no_subscription", "subscription_matches_nothing", "starts_after_horizon", "overloaded", "backlog_at_end",
-                 "rate_not_achieved")
+                 "latency_not_settled", "loss_not_settled", "rate_not_achieved")
+#: run warnings about one socket (``path`` = ``socket[<name>]``), flagged 0/1 per socket
+SOCKET_FLAGS = ("backlog_at_end", "latency_not_settled", "loss_not_settled")
 #: Per receiving socket (``socket.<name>.<field>``): from its ``inbound`` table.
 INBOUND_FIELDS = ("copies", "delivered", "forwarded", "dropped", "discarded", "lost_on_close", "queued_at_end", "loss_fraction")
 #: Per receiving socket: its own latency percentiles (NaN when nothing was delivered to it).
@@ -355,8 +408,9 @@ def _number(value: Any) -> float:
 def _receiving_load(scenario: Any, summary: dict[str, Any]) -> dict[str, dict[str, float]]:
     """Per socket read by a ``[[recv]]``: offered utilisation (copies meant for it per second
     x mean service time, over the share of time its readers are not paused; several
-    readers add their capacities) and 0/1 flags for the run's ``overloaded`` and
-    ``backlog_at_end`` warnings about it. The formula is ``zsim.checks``'s."""
+    readers add their capacities) and 0/1 flags for the run's ``overloaded``,
+    ``backlog_at_end``, ``latency_not_settled`` and ``loss_not_settled`` warnings about it.
+    The formula is ``zsim.checks``'s."""
     capacity: dict[str, float] = {}
     labels: dict[str, str] = {}
     for recv in scenario.recvs:
@@ -373,19 +427,19 @@ def _receiving_load(scenario: Any, summary: dict[str, Any]) -> dict[str, dict[st
         code, path = warning.get("code"), str(warning.get("path", ""))
         if code == "overloaded" and path in labels:
             flagged.setdefault(labels[path], set()).add(code)
-        elif code == "backlog_at_end" and path.startswith("socket[") and path.endswith("]"):
-            flagged.setdefault(path[len("socket["):-1], set()).add(code)
+        elif code in SOCKET_FLAGS and path.startswith("socket[") and path.endswith("]"):
+            flagged.setdefault(path[len("socket["):-1], set()).add(str(code))
     load: dict[str, dict[str, float]] = {}
     for name, cap in capacity.items():
         inbound = (summary["sockets"].get(name) or {}).get("inbound")
         rate = inbound["copies"] / inbound["offered_window_s"] if inbound and inbound.get("offered_window_s", 0) > 0 else math.nan
         utilisation = rate / cap if cap > 0 else math.inf
         load[name] = {"offered_utilisation": utilisation if cap != math.inf else 0.0,
-                      "overloaded": float("overloaded" in flagged.get(name, ())),
-                      "backlog_at_end": float("backlog_at_end" in flagged.get(name, ()))}
-    for name, codes in flagged.items():  # a backlog at a socket no [[recv]] reads (a proxy's)
-        load.setdefault(name, {"offered_utilisation": math.nan, "overloaded": 0.0, "backlog_at_end": 0.0})
-        load[name]["backlog_at_end"] = float("backlog_at_end" in codes)
+                      "overloaded": float("overloaded" in flagged.get(name, ()))}
+        load[name].update({code: float(code in flagged.get(name, ())) for code in SOCKET_FLAGS})
+    for name, codes in flagged.items():  # a socket no [[recv]] reads (a proxy's)
+        load.setdefault(name, {"offered_utilisation": math.nan, "overloaded": 0.0})
+        load[name].update({code: float(code in codes) for code in SOCKET_FLAGS})
     return load
 
 
@@ -428,7 +482,11 @@ def flat_metrics(summary: dict[str, Any], result: RunResult | None = None, scena
       ``socket.<name>.dropped`` is the copies it dropped as a sender (``dropped_sending``);
     - with ``scenario``: ``socket.<name>.offered_utilisation`` (copies offered per second x
       mean service time / share of time not paused) and ``.overloaded``, ``.backlog_at_end``
-      (1 when the run warned so about it) for every socket a ``[[recv]]`` reads;
+      (1 when the run warned so about it) for every socket a ``[[recv]]`` reads, and
+      ``.latency_not_settled``, ``.loss_not_settled`` likewise;
+    - ``socket.<name>.steady_latency_{mean,p50,p95,p99,p99_9,max}_s``: its latency after
+      MSER-5's warm-up (``zsim.steady``; NaN below 100 deliveries) and
+      ``socket.<name>.warmup_end_s``, the send time where that warm-up ends;
     - with ``result`` (the run's message table): ``socket.<name>.{first,last}_recv_s``;
     - ``pipe.<pipe name>.{dropped,max_depth,mean_depth}`` (drops of the ledger, by any
       rule; pipes of the same name, after reconnects, are summed / maxed / summed);
@@ -482,8 +540,12 @@ def flat_metrics(summary: dict[str, Any], result: RunResult | None = None, scena
             for key in INBOUND_FIELDS:
                 row[f"socket.{name}.{key}"] = inbound[key]
             latency = sock.get("latency_s") or {}
+            steady_latency = sock.get("steady_latency_s") or {}
             for key in SOCKET_LATENCY:
                 row[f"socket.{name}.latency_{key}_s"] = _number(latency.get(key))
+                row[f"socket.{name}.steady_latency_{key}_s"] = _number(steady_latency.get(key))
+            warmup = (sock.get("settling") or {}).get("latency") or {}
+            row[f"socket.{name}.warmup_end_s"] = _number(warmup.get("warmup_end_s"))
         else:
             row[f"socket.{name}.dropped"] = sock["dropped"]
         for key, value in load.get(name, {}).items():

@@ -486,7 +486,8 @@ def _pooled_note(results: SweepResults, frame: pd.DataFrame, used: Iterable[str]
 
 
 #: A point is refused as a threshold answer when at least this share of its runs ended
-#: with the entity overloaded or with a backlog still queued (``zsim.checks`` warnings).
+#: with the entity overloaded, with a backlog still queued or with the metric not settled
+#: (``zsim.checks`` warnings).
 UNSTEADY_SHARE = 0.5
 
 
@@ -517,7 +518,8 @@ def metric_sockets(results: SweepResults, metric: str, _seen: frozenset[str] = f
 
 def _unsteady(results: SweepResults, frame: pd.DataFrame, metric: str) -> tuple[Any, Any]:
     """Per row: 1.0 when the run ended with the metric's sockets (or, for a pooled metric,
-    any socket) overloaded or with a backlog queued, else 0.0; and the largest offered
+    any socket) overloaded, with a backlog queued or with the metric's series (latency, or
+    loss for any other metric) not settled, else 0.0; and the largest offered
     utilisation of those sockets (NaN if unknown)."""
     import numpy as np
 
@@ -527,12 +529,17 @@ def _unsteady(results: SweepResults, frame: pd.DataFrame, metric: str) -> tuple[
     sockets = metric_sockets(results, metric)
     flags = np.zeros(len(frame))
     utilisation = np.full(len(frame), np.nan)
+    # the horizon check that fits the metric: a latency needs the latency settled, the
+    # rest (loss, drops, counts) the loss (zsim.steady)
+    settled = "latency_not_settled" if "latency" in metric else "loss_not_settled"
     if sockets is None:
-        flags = np.maximum(column("warning.overloaded"), column("warning.backlog_at_end"))
+        for code in ("overloaded", "backlog_at_end", settled):
+            flags = np.maximum(flags, column(f"warning.{code}"))
         names = [c for c in frame.columns if c.startswith("socket.") and c.endswith(".offered_utilisation")]
     else:
         for name in sockets:
-            flags = np.maximum(flags, np.maximum(column(f"socket.{name}.overloaded"), column(f"socket.{name}.backlog_at_end")))
+            for code in ("overloaded", "backlog_at_end", settled):
+                flags = np.maximum(flags, column(f"socket.{name}.{code}"))
         names = [f"socket.{name}.offered_utilisation" for name in sockets if f"socket.{name}.offered_utilisation" in frame.columns]
     if names:
         utilisation = frame[names].astype(float).max(axis=1, skipna=True).to_numpy()
@@ -614,7 +621,7 @@ def thresholds(results: SweepResults, spec: Mapping[str, Any]) -> pd.DataFrame:
         elif bad_values and bad_values[-1] == xs[-1]:
             load = row["utilisation"]
             reason = (f"its offered utilisation is {load:.2g}" if load is not None and load >= 1
-                      else "its backlog still grows at the horizon")
+                      else "its backlog still grows, or its figures have not settled, at the horizon")
             subject = ", ".join(sorted(sockets)) if sockets else "the run"
             text = (f"no {results.label(x)} tried {goal}: {subject} is not in steady state at "
                     f"{row['not_steady_at']} ({reason}; loss and latency grow with the run's length)")
@@ -1034,9 +1041,10 @@ def _summary_markdown(results: SweepResults, points: pd.DataFrame, metrics: Sequ
                  else f"ordered as numbers{', HWM 0 (unlimited) last' if is_hwm_axis(minimise) else ''}")
         lines += [f"Values are {order}; a value answers "
                   "when the target holds there and at every larger value tried, and the point is in steady state: a point "
-                  f"where at least {UNSTEADY_SHARE:.0%} of the runs ended with the metric's socket overloaded or with a backlog "
-                  "still queued (zsim's `overloaded` / `backlog_at_end` warnings) is no answer, whatever its numbers, because "
-                  "they still grow with the run's length. Copies queued at the end count as lost.", ""]
+                  f"where at least {UNSTEADY_SHARE:.0%} of the runs ended with the metric's socket overloaded, with a backlog "
+                  "still queued or with the metric not settled (zsim's `overloaded` / `backlog_at_end` / `latency_not_settled` / "
+                  "`loss_not_settled` warnings) is no answer, whatever its numbers, because they still change with the run's "
+                  "length. Copies queued at the end count as lost.", ""]
     if figures:
         lines += ["## Figures", ""]
         for path in figures:
