@@ -38,6 +38,10 @@ _PARAMS: dict[str, tuple[str, ...]] = {
 }
 
 _BLOCK = 4096
+#: a sampler's first block: blocks double up to ``_BLOCK``, so the many samplers of a large
+#: topology that draw a few values each hold a few hundred bytes, not 4096 floats (numpy's
+#: generators give the same values in blocks of any size: results do not change)
+_FIRST_BLOCK = 16
 
 
 @dataclass(frozen=True)
@@ -84,8 +88,8 @@ class Distribution:
             return {"dist": "lognormal", "mean" + suffix: self.mean, "sigma": self.sigma}
         return {"dist": "empirical", "values" + suffix: list(self.values)}
 
-    def sampler(self, rng: np.random.Generator | None, integer: bool = False) -> Sampler:
-        return Sampler(self, rng, integer)
+    def sampler(self, rng: np.random.Generator | None, integer: bool = False, shared_stream: bool = False) -> Sampler:
+        return Sampler(self, rng, integer, shared_stream)
 
 
 def _number(value: Any, path: str) -> float:
@@ -176,14 +180,18 @@ class Sampler:
     touches the random stream, so adding a constant workload leaves every other stream alone.
     """
 
-    __slots__ = ("_dist", "_rng", "_integer", "_block", "_index", "_constant")
+    __slots__ = ("_dist", "_rng", "_integer", "_block", "_index", "_constant", "_size")
 
-    def __init__(self, dist: Distribution, rng: np.random.Generator | None, integer: bool = False) -> None:
+    def __init__(self, dist: Distribution, rng: np.random.Generator | None, integer: bool = False,
+                 shared_stream: bool = False) -> None:
         self._dist = dist
         self._rng = rng
         self._integer = integer
         self._block: list[float] = []
         self._index = 0
+        # a stream shared with other draws must keep its draws in the same order: full
+        # blocks from the start (growing ones would interleave differently)
+        self._size = _BLOCK if shared_stream else _FIRST_BLOCK
         self._constant: float | int | None = None
         if dist.kind == "constant":
             self._constant = int(round(dist.value)) if integer else dist.value
@@ -193,15 +201,17 @@ class Sampler:
     def _refill(self) -> None:
         dist, rng = self._dist, self._rng
         assert rng is not None
+        size = self._size
+        self._size = min(2 * size, _BLOCK)
         if dist.kind == "exponential":
-            block = rng.exponential(dist.mean, _BLOCK) if dist.mean > 0 else np.zeros(_BLOCK)
+            block = rng.exponential(dist.mean, size) if dist.mean > 0 else np.zeros(size)
         elif dist.kind == "uniform":
-            block = rng.uniform(dist.low, dist.high, _BLOCK)
+            block = rng.uniform(dist.low, dist.high, size)
         elif dist.kind == "lognormal":
             mu = math.log(dist.mean) - dist.sigma**2 / 2.0
-            block = rng.lognormal(mu, dist.sigma, _BLOCK)
+            block = rng.lognormal(mu, dist.sigma, size)
         else:  # empirical
-            block = rng.choice(np.asarray(dist.values, dtype=float), _BLOCK)
+            block = rng.choice(np.asarray(dist.values, dtype=float), size)
         if self._integer:
             self._block = np.rint(block).astype(np.int64).tolist()
         else:

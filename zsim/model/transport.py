@@ -626,7 +626,9 @@ class Link:
         b_rcv = b_sock.options.rcvbuf if transport == "tcp" else -1
         self.c2b = Wire(f"{c_sock.name}->{b_sock.name}", fn, c_snd, b_rcv, c_sock.options.sndhwm, self.world.env._now)
         self.b2c = Wire(f"{b_sock.name}->{c_sock.name}", fn, b_snd, c_rcv, b_sock.options.sndhwm, self.world.env._now)
-        self.latency_sampler: Sampler = self.params.hop_latency.sampler(conn.rng)
+        # conn.rng also draws the handshake time and the reconnect jitter (one stream per
+        # sampler would change every tcp/ipc ledger and needs the kernel tables re-fitted)
+        self.latency_sampler: Sampler = self.params.hop_latency.sampler(conn.rng, shared_stream=True)
         self.c_engine = Engine(self, c_session, self.c2b, self.b2c)
         self.b_engine = Engine(self, b_session, self.b2c, self.c2b)
         c_session.engine = self.c_engine
@@ -655,7 +657,7 @@ class StreamConnection:
         self.connector = connector
         self.index = index
         self.rng = world.stream(f"conn.{connector.name}.{endpoint.text}")
-        self.handshake = self.params.handshake.sampler(self.rng)
+        self.handshake = self.params.handshake.sampler(self.rng, shared_stream=True)
         wakeup = self.params.io_wakeup
         self.io_wakeup = wakeup.sampler(None if wakeup.is_constant else world.stream(f"io.{connector.name}.{endpoint.text}"))
         self.c_session = Session(self, connector, "connect")

@@ -1,0 +1,28 @@
+"""Samplers: blocks that grow from small draw exactly what one large block would."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from zsim.distributions import parse_distribution
+
+
+@pytest.mark.parametrize("raw", [{"dist": "exponential", "mean_s": 0.002}, {"dist": "uniform", "low_s": 0.001, "high_s": 0.003},
+                                 {"dist": "lognormal", "mean_s": 0.002, "sigma": 0.5},
+                                 {"dist": "empirical", "values_s": [0.001, 0.002, 0.01]}])
+def test_growing_blocks_draw_the_same_values_as_full_blocks(raw):
+    dist = parse_distribution(raw, "x", "s")
+    small = dist.sampler(np.random.default_rng(7))
+    full = dist.sampler(np.random.default_rng(7), shared_stream=True)
+    assert [small.next() for _ in range(10_000)] == [full.next() for _ in range(10_000)]
+
+
+def test_a_sampler_that_draws_little_holds_little():
+    dist = parse_distribution({"dist": "exponential", "mean_s": 1.0}, "x", "s")
+    sampler = dist.sampler(np.random.default_rng(1))
+    sampler.next()
+    assert len(sampler._block) == 16
+    for _ in range(16 + 32 + 64):
+        sampler.next()
+    assert len(sampler._block) == 128
