@@ -1,7 +1,8 @@
 """Ledger fingerprints of fixed scenarios: what pins the model's behaviour.
 
 ``python tests/fingerprint.py`` prints the fingerprints of every example and validation
-scenario (seed 0, default limits) as JSON; ``tests/fingerprints.json`` holds the pinned
+scenario (seed 0, default limits) and of the examples and study scenarios with a second
+seed as JSON; ``tests/fingerprints.json`` holds the pinned
 ones and ``tests/test_fingerprints.py`` compares. A change of the model that moves a
 fingerprint must be on purpose: regenerate the file with
 ``python tests/fingerprint.py > tests/fingerprints.json`` and say why in the commit.
@@ -24,6 +25,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 SCENARIOS = sorted((ROOT / "examples").glob("*.toml")) + sorted((ROOT / "validation" / "scenarios").glob("*.toml"))
+#: pinned with a second seed too: the examples and the studies' scenarios (random
+#: arrivals, services and sizes, so a second seed exercises other draws and orders)
+SECOND_SEED = 1
+SEEDED = sorted((ROOT / "examples").glob("*.toml")) + [
+    ROOT / "experiments" / "buffer_sizing" / "gc_pause.toml",
+    ROOT / "experiments" / "market_data" / "fanout.toml",
+    ROOT / "experiments" / "task_pipeline" / "pipeline.toml",
+]
 
 
 def fingerprint(path: Path, seed: int = 0) -> str:
@@ -46,5 +55,14 @@ def relative(path: Path) -> str:
     return str(path.relative_to(ROOT))
 
 
+def key(path: Path, seed: int) -> str:
+    """The name of a pinned fingerprint: the path for seed 0, ``path@seed=N`` otherwise."""
+    return relative(path) if seed == 0 else f"{relative(path)}@seed={seed}"
+
+
+def cases() -> list[tuple[Path, int]]:
+    return [(path, 0) for path in SCENARIOS] + [(path, SECOND_SEED) for path in SEEDED]
+
+
 if __name__ == "__main__":
-    print(json.dumps({relative(path): fingerprint(path) for path in SCENARIOS}, indent=1, sort_keys=True))
+    print(json.dumps({key(path, seed): fingerprint(path, seed) for path, seed in cases()}, indent=1, sort_keys=True))

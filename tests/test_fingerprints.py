@@ -12,27 +12,28 @@ import json
 from pathlib import Path
 
 import pytest
-from fingerprint import ROOT, SCENARIOS, fingerprint, relative
+from fingerprint import ROOT, cases, fingerprint, key
 
 PINNED = json.loads((Path(__file__).parent / "fingerprints.json").read_text())
 
 
 def test_every_scenario_is_pinned():
-    assert sorted(PINNED) == sorted(relative(path) for path in SCENARIOS)
+    assert sorted(PINNED) == sorted(key(path, seed) for path, seed in cases())
 
 
-#: the two syncpub scenarios take ~5 s each: in the full suite, not in test-quick
-_SLOW = {"validation/scenarios/syncpub.toml", "validation/scenarios/syncpub_default_hwm.toml"}
+#: the scenarios that take ~5 s each: in the full suite, not in test-quick
+_SLOW = {"validation/scenarios/syncpub.toml", "validation/scenarios/syncpub_default_hwm.toml",
+         "experiments/market_data/fanout.toml@seed=1"}
 
 
 @pytest.mark.parametrize(
-    "path",
-    [pytest.param(p, marks=pytest.mark.slow) if relative(p) in _SLOW else p for p in SCENARIOS],
-    ids=[relative(p) for p in SCENARIOS],
+    "path, seed",
+    [pytest.param(p, s, marks=pytest.mark.slow) if key(p, s) in _SLOW else (p, s) for p, s in cases()],
+    ids=[key(p, s) for p, s in cases()],
 )
-def test_ledger_fingerprint_is_unchanged(path):
-    assert fingerprint(path) == PINNED[relative(path)], (
-        f"{relative(path)}: the model's prediction changed; if on purpose, regenerate tests/fingerprints.json (see its docstring)")
+def test_ledger_fingerprint_is_unchanged(path, seed):
+    assert fingerprint(path, seed) == PINNED[key(path, seed)], (
+        f"{key(path, seed)}: the model's prediction changed; if on purpose, regenerate tests/fingerprints.json (see its docstring)")
 
 
 def test_a_changed_prediction_changes_the_fingerprint(tmp_path):
