@@ -1,0 +1,130 @@
+"""Pipe (libzmq ``pipe_t`` over ``ypipe_t``) on its own: HWM/LWM accounting, the
+commands it posts to the ends, conflation, the delimiter and depth statistics.
+
+Exact (time, event) traces: each step of libzmq's protocol is a line of the trace.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from zsim.model.pipe import Pipe
+
+
+class Clock:
+    """The two attributes a pipe reads from its environment."""
+
+    def __init__(self) -> None:
+        self._now = 0.0
+
+    @property
+    def now(self) -> float:
+        return self._now
+
+
+class End:
+    """Records the commands a pipe posts to the object at one of its ends."""
+
+    def __init__(self, clock: Clock, trace: list) -> None:
+        self.clock, self.trace = clock, trace
+
+    def post_activate_write(self, pipe, read_count):
+        self.trace.append((self.clock.now, "activate_write", read_count))
+
+    def post_activate_read(self, pipe):
+        self.trace.append((self.clock.now, "activate_read"))
+
+
+def make(hwm, conflate=False):
+    clock, trace = Clock(), []
+    pipe = Pipe(clock, "a->b", hwm, writer=End(clock, trace), reader=End(clock, trace), conflate=conflate)  # type: ignore[arg-type]
+    return pipe, clock, trace
+
+
+def msg(i):
+    return (i, 0.0, 1, 3, "", None, 0)
+
+
+def write_while_room(pipe):
+    n = 0
+    while pipe.check_write():
+        pipe.write(msg(n))
+        n += 1
+    return n
+
+
+def test_the_writer_stops_at_hwm_and_resumes_on_the_lwm_report():
+    pipe, clock, trace = make(hwm=4)
+    assert pipe.lwm == 2  # (hwm + 1) // 2
+    assert write_while_room(pipe) == 4 and pipe.out_active is False
+    clock._now = 1.0
+    assert pipe.read()[0] == 0 and trace == []  # one read: no report yet
+    assert pipe.read()[0] == 1
+    assert trace == [(1.0, "activate_write", 2)]  # every lwm complete reads
+    # the writer's view lags: until it applies the command the pipe stays full for it
+    assert not pipe.check_write()
+    assert pipe.apply_activate_write(2) is True
+    assert write_while_room(pipe) == 2  # written 6 - peers_read 2 = hwm
+    assert pipe.depth == 4
+
+
+def test_a_stale_report_does_not_move_the_writers_view_back():
+    pipe, _clock, _trace = make(hwm=4)
+    write_while_room(pipe)
+    for _ in range(4):
+        pipe.read()
+    assert pipe.apply_activate_write(4) is True
+    assert pipe.apply_activate_write(2) is False and pipe.peers_read == 4
+
+
+def test_hwm_zero_never_blocks():
+    pipe, _clock, trace = make(hwm=0)
+    for i in range(10_000):
+        assert pipe.check_write()
+        pipe.write(msg(i))
+    assert pipe.depth == 10_000 and trace == []
+    for _ in range(10_000):
+        pipe.read()
+    assert trace == []  # lwm 0: no reports
+
+
+def test_an_empty_read_puts_the_reader_to_sleep_and_one_write_wakes_it():
+    pipe, clock, trace = make(hwm=10)
+    assert pipe.read() is None and pipe.reader_asleep
+    clock._now = 0.5
+    pipe.write(msg(0))
+    pipe.write(msg(1))  # the reader is awake already: no second command
+    assert trace == [(0.5, "activate_read")]
+
+
+def test_conflate_keeps_the_newest_and_hands_over_the_displaced():
+    pipe, _clock, _trace = make(hwm=5, conflate=True)
+    displaced = []
+    pipe.on_displace = displaced.append
+    assert pipe.hwm == 0
+    for i in range(3):
+        pipe.write(msg(i))
+    assert [m[0] for m in displaced] == [0, 1]
+    assert pipe.read()[0] == 2 and pipe.read() is None
+
+
+def test_the_delimiter_refuses_writes_and_wakes_a_sleeping_reader():
+    pipe, clock, trace = make(hwm=10)
+    pipe.write(msg(0))
+    assert pipe.read()[0] == 0 and pipe.read() is None  # asleep
+    clock._now = 2.0
+    pipe.mark_delimited()
+    assert not pipe.check_write()
+    assert trace[-1] == (2.0, "activate_read")
+
+
+def test_depth_statistics_are_time_weighted():
+    pipe, clock, _trace = make(hwm=0)
+    pipe.write(msg(0))  # depth 1 from t = 0
+    clock._now = 1.0
+    pipe.write(msg(1))  # depth 2 from t = 1
+    clock._now = 3.0
+    pipe.read()  # depth 1 from t = 3
+    assert pipe.max_depth == 2
+    assert pipe.mean_depth(4.0) == pytest.approx((1 * 1 + 2 * 2 + 1 * 1) / 4)
+    assert [m[0] for m in pipe.drain()] == [1] and pipe.depth == 0
