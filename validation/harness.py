@@ -182,6 +182,10 @@ def build_plans(scenario: Scenario, endpoints: EndpointMap, seed: int, results_d
     multipart = any(send.parts > 1 for send in scenario.sends)
     by_name = {s.name: s for s in scenario.sockets}
     plans: dict[str, dict[str, Any]] = {}
+    if scenario.apps:
+        raise ScenarioError(f"app[{scenario.apps[0].name}]",
+                            "the real-pyzmq harness runs the scenario's [[send]]/[[recv]] workloads only, not SimPy app code "
+                            "(simulation only)")
     for proc in scenario.processes:
         if proc.restart_at_s is not None:
             raise ScenarioError(f"process[{proc.name}].restart_at_s",

@@ -12,13 +12,29 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from .errors import Again, ConservationError, ScenarioError, UnsupportedOption, ZsimError
+from .app import App, AppSocket, Received
+from .errors import (
+    Again,
+    ConservationError,
+    HostUnreachable,
+    ScenarioError,
+    SocketClosed,
+    StateError,
+    UnsupportedOption,
+    ZsimError,
+)
 from .runner import run, run_safe
 from .spec import Scenario, load, set_path, with_overrides
 
 __all__ = [
     "Again",
+    "App",
+    "AppSocket",
     "ConservationError",
+    "HostUnreachable",
+    "Received",
+    "SocketClosed",
+    "StateError",
     "Scenario",
     "ScenarioError",
     "UnsupportedOption",

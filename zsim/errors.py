@@ -60,5 +60,14 @@ class HostUnreachable(ZsimError):
     """ROUTER with ``router_mandatory`` sending to an unknown peer (EHOSTUNREACH)."""
 
 
+class StateError(ZsimError):
+    """A REQ/REP call out of turn (pyzmq ``ZMQError`` EFSM)."""
+
+
+class SocketClosed(ZsimError):
+    """The socket was closed (its process exited or crashed) while, or before, a call
+    used it (pyzmq ``ZMQError`` ENOTSOCK / ETERM)."""
+
+
 class ConservationError(ZsimError):
     """The per-message ledger does not balance: a bug report, not a result."""

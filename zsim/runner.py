@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import time
 import traceback
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from . import app as app_module
 from . import spec
+from .app import AppFunction
 from .build import Model, build
 from .errors import LimitExceeded, ScenarioError, ZsimError
 from .limits import DEFAULT as DEFAULT_LIMITS
@@ -63,6 +65,11 @@ class Guard:
             counts[spec.workload_label("recv", receiver.name)] = receiver.received
         for proxy in self.model.proxies:
             counts[f"proxy[{proxy.name}]"] = proxy.forwarded
+        for process in self.model.world.processes:
+            for workload in process.workloads:
+                if isinstance(workload, app_module.AppSocket):
+                    label = f"app[{workload.app_name}]"
+                    counts[label] = counts.get(label, 0) + workload.calls
         return counts
 
     def copies(self) -> int:
@@ -154,6 +161,15 @@ class Guard:
                 f"{_count(moved[label])} sends at t = {self.model.env.now:.6g} s and no end in sight (give a send interval or a call cost "
                 "> 0)",
             )
+        apps = [label for label in moved if label.startswith("app[")]
+        if apps:
+            label = max(apps, key=lambda item: moved[item])
+            raise LimitExceeded(
+                label,
+                f"made {_count(moved[label])} socket calls at t = {self.model.env.now:.6g} s without simulated time passing and no "
+                "end in sight: its loop needs a yield env.timeout(...) (or a profile whose calls cost time, not "
+                f"{self.model.profile.name!r})",
+            )
         if moved and all(label not in senders for label in moved):
             label = max(moved, key=lambda item: moved[item])
             raise LimitExceeded(
@@ -196,6 +212,17 @@ def effective_limits(scenario: spec.Scenario, limits: RunLimits | Mapping[str, A
     return base.merged(limits or {}, "limits")
 
 
+def start_apps(model: Model, extra: Sequence[AppFunction | str] = ()) -> None:
+    """Start the scenario's ``[[app]]`` functions, then ``extra`` ones (``zsim.app``)."""
+    scen = model.scenario
+    for app in scen.apps:
+        app_module.start(model, app.name, app_module.resolve(app.function, scen.base_dir, f"app[{app.name}].function"))
+    for index, function in enumerate(extra):
+        name = getattr(function, "__name__", None) if callable(function) else str(function).rsplit(":", 1)[-1]
+        label = name or f"app{index}"
+        app_module.start(model, label, app_module.resolve(function, scen.base_dir, f"apps[{index}]"))
+
+
 def simulate(model: Model, limits: RunLimits | None = None, progress: IO[str] | None = None) -> None:
     """Run the event loop to the horizon (or until nothing can move) and close the books.
 
@@ -227,11 +254,14 @@ def run(
     trace: bool = False,
     limits: RunLimits | Mapping[str, Any] | None = None,
     progress: IO[str] | None = None,
+    apps: Sequence[AppFunction | str] = (),
 ) -> RunResult:
     """Simulate ``scenario`` with ``seed`` (default: the scenario's seed, else 0).
 
     ``limits``: a ``RunLimits`` (used as is) or a mapping of limit overrides
     (``{"max_wall_s": 60}``, 0 = no limit) applied on top of the scenario's ``[limits]``.
+    ``apps``: SimPy code to run on the scenario's sockets (``zsim.app``), after the
+    scenario's own ``[[app]]`` tables: functions taking an ``App``, or ``"module:function"``.
     """
     started = time.perf_counter()
     scen = _scenario(scenario)
@@ -241,6 +271,7 @@ def run(
         raise ScenarioError("seed", f"must be >= 0, got {seed}")
     run_limits = effective_limits(scen, limits)
     model = build(scen, seed, profile=profile, trace_depth=trace)
+    start_apps(model, apps)
     simulate(model, run_limits, progress)
     wall = time.perf_counter() - started
     return summarise(model, wall)

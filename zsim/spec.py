@@ -139,6 +139,14 @@ class ProxySpec:
 
 
 @dataclass(frozen=True)
+class AppSpec:
+    """``[[app]]``: SimPy code run beside the model on the scenario's sockets (``zsim.app``)."""
+
+    name: str
+    function: str  # "module:function" or "file.py:function" (relative to the scenario)
+
+
+@dataclass(frozen=True)
 class ProcessSpec:
     name: str
     exit_at_s: float | None = None
@@ -162,6 +170,7 @@ class Scenario:
     raw: Mapping[str, Any] = field(compare=False, repr=False)
     base_dir: str = field(default=".", compare=False, repr=False)
     source: str = field(default="<dict>", compare=False, repr=False)
+    apps: tuple[AppSpec, ...] = ()
 
     def socket(self, name: str) -> SocketSpec:
         for sock in self.sockets:
@@ -326,7 +335,8 @@ def parse_endpoint(text: str, path: str) -> Endpoint:
 
 
 _SCENARIO_KEYS = {"name", "description", "until_s", "profile", "seed"}
-_TOP_KEYS = {"scenario", "process", "socket", "send", "recv", "proxy", "validation", "sweep", "limits"}
+_TOP_KEYS = {"scenario", "process", "socket", "send", "recv", "proxy", "app", "validation", "sweep", "limits"}
+_APP_KEYS = {"name", "function"}
 _PROCESS_KEYS = {"name", "exit_at_s", "exit_after_sends", "crash_at_s", "restart_at_s"}
 _SOCKET_KEYS = {"name", "type", "process", "bind", "connect", "open_at_s", "close_at_s", "options"}
 _SEND_KEYS = {
@@ -520,6 +530,20 @@ def from_dict(raw: Mapping[str, Any], *, base_dir: str = ".", source: str = "<di
     for index, table in enumerate(recv_tables):
         recvs.append(_parse_recv(table, index, recv_tables, by_name, proxied, workload_names))
 
+    apps: list[AppSpec] = []
+    for index, table in enumerate(_tables(raw.get("app", []), "app")):
+        path = _label("app", index, table)
+        _check_keys(table, _APP_KEYS, path)
+        if "function" not in table:
+            raise ScenarioError(f"{path}.function", "missing ('module:function' or 'file.py:function')")
+        function = _str(table["function"], f"{path}.function")
+        if function.count(":") != 1 or not all(function.split(":")):
+            raise ScenarioError(f"{path}.function", f"must be 'module:function' or 'file.py:function', got {function!r}")
+        aname = _name(table.get("name", function.split(":")[1]), f"{path}.name")
+        if any(app.name == aname for app in apps):
+            raise ScenarioError(f"{path}.name", f"another [[app]] is named {aname!r}")
+        apps.append(AppSpec(aname, function))
+
     if "validation" in raw:
         _table(raw["validation"], "validation")
     if "limits" in raw:
@@ -549,6 +573,7 @@ def from_dict(raw: Mapping[str, Any], *, base_dir: str = ".", source: str = "<di
         raw=raw,
         base_dir=base_dir,
         source=source,
+        apps=tuple(apps),
     )
 
 

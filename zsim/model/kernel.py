@@ -22,6 +22,8 @@ import simpy
 from simpy.core import EmptySchedule, StopSimulation
 from simpy.events import NORMAL, URGENT, Event, EventCallbacks, EventPriority
 
+from ..errors import ZsimError
+
 __all__ = ["Environment", "FastTimer", "Timer", "NORMAL", "URGENT"]
 
 
@@ -197,8 +199,11 @@ class Environment(simpy.Environment):
                     for callback in callbacks:
                         callback(event)
                     if not event._ok and not hasattr(event, "_defused"):
-                        exc = type(event._value)(*event._value.args)
-                        exc.__cause__ = event._value
+                        value = event._value
+                        if isinstance(value, ZsimError):
+                            raise value  # zsim's own errors carry fields (path, reason) args cannot rebuild
+                        exc = type(value)(*value.args)
+                        exc.__cause__ = value
                         raise exc
                     left -= 1
                 self.events_processed += chunk - left

@@ -1,0 +1,472 @@
+"""Sockets a user scripts in SimPy: application logic the scenario format cannot express.
+
+A ``[[send]]`` or ``[[recv]]`` covers the loops of the zguide's first chapters; a
+least-recently-used broker, a retry loop with its own timeout or a heartbeat is code.
+``App`` hands that code the scenario's sockets as ``AppSocket`` objects whose calls return
+SimPy events, as pyzmq's return values::
+
+    def broker(app):
+        front, back = app.socket("frontend"), app.socket("backend")
+
+        def loop(env):
+            while True:
+                request = yield front.recv()          # blocks like zmq_recv
+                yield back.send(like=request)        # a new message, same size/topic/envelope
+
+        app.process(loop(app.env))
+
+Each call follows ``socket_base_t::send``/``recv`` on the modelled socket: it processes
+commands as libzmq does, blocks while the socket would return EAGAIN (``SNDTIMEO`` /
+``RCVTIMEO`` bound the wait), and raises ``zsim.Again`` with ``dontwait=True`` or when the
+timeout expires, ``zsim.HostUnreachable`` for a ``router_mandatory`` ROUTER and an unknown
+peer, ``zsim.StateError`` for a REQ/REP call out of turn (EFSM) and ``zsim.SocketClosed``
+when the socket is closed (its process exits or crashes) while the call waits. A call
+takes the profile's ``send_call_s`` / ``recv_call_s`` of simulated time: the event fires
+when the call returns. Every message goes through the ledger as a ``[[send]]``'s does: a
+copy the app receives is delivered there, a message it sends is a new message (its latency
+counts from that send).
+
+The environment is the run's SimPy environment: ``app.env.timeout``, ``env.any_of``,
+``env.process`` and the user's own events work beside the model (``docs/api.md``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+import traceback
+from collections.abc import Callable, Generator, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import simpy
+
+from .errors import Again, HostUnreachable, ScenarioError, SocketClosed, StateError
+from .model.pipe import MSG_ENVELOPE, MSG_ID, MSG_SIZE, MSG_T0, MSG_TOPIC, SUBSCRIBE_ID, Message
+from .model.routing import AGAIN, SENT, UNROUTABLE
+from .model.socket import OPEN, Socket
+from .model.workload import ENVELOPE_FRAME_BYTES, message_wire_bytes
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .build import Model
+
+
+class Received:
+    """A message an app received: what a pyzmq ``recv_multipart`` would let it see.
+
+    ``envelope``: the routing ids a ROUTER prepended (first = the peer it came from), to
+    pass back in ``send(envelope=...)``; ``kind`` is ``"message"``, or ``"subscribe"`` /
+    ``"unsubscribe"`` for what an XPUB hands its application.
+    """
+
+    __slots__ = ("id", "topic", "size", "envelope", "sent_at", "kind")
+
+    def __init__(self, msg: Message) -> None:
+        self.id: int = msg[MSG_ID]
+        self.topic: str = msg[MSG_TOPIC]
+        self.size: int = msg[MSG_SIZE]
+        self.envelope: tuple = msg[MSG_ENVELOPE]
+        self.sent_at: float = msg[MSG_T0]
+        if self.id >= 0:
+            self.kind = "message"
+        else:
+            self.kind = "subscribe" if self.id == SUBSCRIBE_ID else "unsubscribe"
+
+    def __repr__(self) -> str:
+        return f"<Received {self.kind} {self.id} topic={self.topic!r} size={self.size} envelope={self.envelope}>"
+
+
+class AppSocket:
+    """One scenario socket, driven by SimPy code (``App.socket``)."""
+
+    def __init__(self, app: App, sock: Socket) -> None:
+        self._app = app
+        self._sock = sock
+        world = app.model.world
+        self._world = world
+        self._env = world.env
+        self._ledger = world.ledger
+        self._send_cost = world.params.send_call_s
+        self._recv_cost = world.params.recv_call_s
+        # calls waiting on the socket: each fails with SocketClosed if the socket closes
+        self._pending: list[Callable[[Exception], None]] = []
+        self._owes_reply = False  # REP: a request was received, its reply not yet sent
+        self._poll: simpy.Event | None = None  # the pending poll() without timeout, shared
+        self.socket = sock  # World.close_socket stops the "workloads" of a closing socket
+        self.is_sender = False
+        self.app_name = app.name
+        self.calls = 0  # send/recv/poll calls made (the run's zero-time-loop check reads it)
+
+    @property
+    def name(self) -> str:
+        return self._sock.name
+
+    @property
+    def type(self) -> str:
+        return self._sock.type
+
+    def __repr__(self) -> str:
+        return f"<AppSocket {self.name} {self.type}>"
+
+    # -- lifecycle (the process treats an AppSocket as one of its workloads) ----------
+
+    def stop(self) -> None:
+        pending, self._pending = self._pending, []
+        for fail in pending:
+            fail(SocketClosed(f"socket {self.name!r} was closed while a call waited on it"))
+
+    def resume(self) -> None:
+        """The process restarted: the socket is fresh; calls made from now on work."""
+        self._owes_reply = False
+
+    def _closed(self, event: simpy.Event) -> simpy.Event:
+        event.fail(SocketClosed(f"socket {self.name!r} is closed"))
+        return event
+
+    # -- send ------------------------------------------------------------------------
+
+    def send(self, size: int | None = None, *, topic: str | None = None, envelope: Iterable[Any] | None = None,
+             parts: int = 1, like: Received | None = None, dontwait: bool = False) -> simpy.Event:
+        """``zmq_send`` of a message of ``size`` payload bytes (default 0); the event's
+        value is the message id. ``envelope``: the routing ids in front of the message
+        (a ROUTER sends to the peer its first one names and strips it). ``like=received``
+        takes a received message's size, topic and envelope (a broker passing a request
+        on); arguments given override them."""
+        env, sock = self._env, self._sock
+        self.calls += 1
+        event = env.event()
+        if sock.state != OPEN:
+            return self._closed(event)
+        if size is None:
+            size = like.size if like is not None else 0
+        if topic is None:
+            topic = like.topic if like is not None else ""
+        envelope = tuple(envelope) if envelope is not None else (like.envelope if like is not None else ())
+        if size < 0:
+            event.fail(ValueError(f"send on {self.name!r}: size must be >= 0, got {size}"))
+            return event
+        traits = sock.traits
+        if traits.request and sock.awaiting_reply:
+            event.fail(StateError(f"REQ socket {self.name!r}: send while a reply is pending (EFSM)"))
+            return event
+        if traits.reply and not self._owes_reply:
+            event.fail(StateError(f"REP socket {self.name!r}: send before a request was received (EFSM)"))
+            return event
+        total, wire = message_wire_bytes(size, topic, parts)
+        wire += len(envelope) * ENVELOPE_FRAME_BYTES
+        if traits.request:
+            wire += 2  # the REQ's empty delimiter frame
+        world = self._world
+        mid = world.next_message_id
+        world.next_message_id = mid + 1
+        msg = (mid, env._now, total, wire, topic, envelope, sock.index)
+        world.wake_debt = 0.0
+        if traits.reply:
+            self._owes_reply = False
+        status = sock.send(msg)
+        if status == AGAIN and not dontwait and sock.options.sndtimeo != 0:
+            self._block_send(event, msg)
+            return event
+        self._send_done(event, msg, status)
+        return event
+
+    def _send_done(self, event: simpy.Event, msg: Message, status: int) -> None:
+        sock = self._sock
+        if status == SENT:
+            sock.sent += 1
+            self._ledger.n_sent += 1
+            cost = self._send_cost + self._world.wake_debt
+            self._env.call_later(cost, lambda: event.succeed(msg[MSG_ID]))
+        elif status == UNROUTABLE:
+            sock.send_unroutable += 1
+            event.fail(HostUnreachable(f"ROUTER {self.name!r} (router_mandatory): no peer {msg[MSG_ENVELOPE][:1]!r}"))
+        else:
+            sock.send_again += 1
+            event.fail(Again(f"send on {self.name!r} would block"))
+
+    def _block_send(self, event: simpy.Event, msg: Message) -> None:
+        sock, env = self._sock, self._env
+        since = env._now
+        sock.blocked_count += 1
+        state = {"done": False}
+
+        def finish(status: int | None, error: Exception | None = None) -> None:
+            state["done"] = True
+            sock.stop_waiting(retry)
+            if fail in self._pending:
+                self._pending.remove(fail)
+            sock.blocked_s += env._now - since
+            if error is not None:
+                event.fail(error)
+            else:
+                assert status is not None
+                self._send_done(event, msg, status)
+
+        def retry() -> None:
+            if state["done"]:
+                return
+            status = sock._xsend(msg)
+            if status == AGAIN:
+                sock.wait(retry)
+                return
+            finish(status)
+
+        def fail(error: Exception) -> None:
+            if not state["done"]:
+                finish(None, error)
+
+        def expire() -> None:
+            if not state["done"]:
+                finish(AGAIN)
+
+        self._pending.append(fail)
+        sock.wait(retry)
+        timeout = sock.options.sndtimeo
+        if timeout > 0:
+            env.call_later(timeout / 1000.0, expire)
+
+    # -- recv ------------------------------------------------------------------------
+
+    def recv(self, *, dontwait: bool = False) -> simpy.Event:
+        """``zmq_recv``: the event's value is a ``Received``."""
+        env, sock = self._env, self._sock
+        self.calls += 1
+        event = env.event()
+        if sock.state != OPEN:
+            return self._closed(event)
+        traits = sock.traits
+        if traits.request and not sock.awaiting_reply:
+            event.fail(StateError(f"REQ socket {self.name!r}: recv before a request was sent (EFSM)"))
+            return event
+        if traits.reply and self._owes_reply:
+            event.fail(StateError(f"REP socket {self.name!r}: recv before the reply was sent (EFSM)"))
+            return event
+        msg = sock.recv()
+        if msg is None and sock.mailbox:
+            sock.process_commands()
+            msg = sock._xrecv()
+        if msg is not None:
+            self._got(event, msg)
+        elif dontwait or sock.options.rcvtimeo == 0:
+            sock.recv_again += 1
+            event.fail(Again(f"recv on {self.name!r} would block"))
+        else:
+            self._block_recv(event)
+        return event
+
+    def _got(self, event: simpy.Event, msg: Message) -> None:
+        sock, now = self._sock, self._env._now
+        if msg[MSG_ID] >= 0:
+            sock.received += 1
+            self._ledger.delivered(msg, sock.index, sock.last_pipe_index, now)
+        if sock.traits.reply:
+            self._owes_reply = True
+        received = Received(msg)
+        self._env.call_later(self._recv_cost, lambda: event.succeed(received))
+
+    def _block_recv(self, event: simpy.Event) -> None:
+        sock, env = self._sock, self._env
+        state = {"done": False}
+
+        def finish() -> None:
+            state["done"] = True
+            sock.stop_waiting(woken)
+            if fail in self._pending:
+                self._pending.remove(fail)
+
+        def woken() -> None:
+            if state["done"]:
+                return
+            msg = sock._xrecv()
+            if msg is None:
+                sock.wait(woken)
+                return
+            finish()
+            sock.ticks = 0
+            self._got(event, msg)
+
+        def fail(error: Exception) -> None:
+            if not state["done"]:
+                finish()
+                event.fail(error)
+
+        def expire() -> None:
+            if not state["done"]:
+                finish()
+                sock.recv_again += 1
+                event.fail(Again(f"recv on {self.name!r}: RCVTIMEO expired"))
+
+        self._pending.append(fail)
+        sock.wait(woken)
+        timeout = sock.options.rcvtimeo
+        if timeout > 0:
+            env.call_later(timeout / 1000.0, expire)
+
+    # -- poll ------------------------------------------------------------------------
+
+    def readable(self) -> bool:
+        """Would ``recv`` return at once? (``zmq_poll`` with timeout 0, POLLIN.)"""
+        return self._sock.state == OPEN and self._sock.has_in()
+
+    def poll(self, timeout_s: float | None = None) -> simpy.Event:
+        """``zmq_poll`` for POLLIN on this socket alone: the event fires with True when a
+        ``recv`` would not block, or with False after ``timeout_s``. Nothing is read, so
+        ``env.any_of([a.poll(), b.poll()])`` waits for either socket without losing a
+        message (zguide's broker loops); then ``readable()`` says which. Polls without a
+        timeout that are still pending are one event: a loop that polls again does not
+        pile up waiters."""
+        env, sock = self._env, self._sock
+        if timeout_s is None and self._poll is not None and not self._poll.triggered:
+            return self._poll
+        event = env.event()
+        if sock.state != OPEN:
+            return self._closed(event)
+        if sock.has_in():
+            event.succeed(True)
+            return event
+        if timeout_s is None:
+            self._poll = event
+        state = {"done": False}
+
+        def finish() -> None:
+            state["done"] = True
+            sock.stop_waiting(woken)
+            if fail in self._pending:
+                self._pending.remove(fail)
+
+        def woken() -> None:
+            if state["done"]:
+                return
+            if sock.has_in():
+                finish()
+                event.succeed(True)
+            else:
+                sock.wait(woken)
+
+        def fail(error: Exception) -> None:
+            if not state["done"]:
+                finish()
+                event.fail(error)
+
+        def expire() -> None:
+            if not state["done"]:
+                finish()
+                event.succeed(False)
+
+        self._pending.append(fail)
+        sock.wait(woken)
+        if timeout_s is not None:
+            env.call_later(max(0.0, timeout_s), expire)
+        return event
+
+
+class App:
+    """What an app function gets: the run's environment, its sockets and random streams."""
+
+    def __init__(self, model: Model, name: str) -> None:
+        self.model = model
+        self.name = name
+        self.env: simpy.Environment = model.env
+        self.seed: int = model.seed
+        self._sockets: dict[str, AppSocket] = {}
+
+    def socket(self, name: str) -> AppSocket:
+        """The scenario's socket ``name``, for SimPy code."""
+        found = self._sockets.get(name)
+        if found is None:
+            sock = self.model.sockets.get(name)
+            if sock is None:
+                known = ", ".join(sorted(self.model.sockets))
+                raise ScenarioError(f"app[{self.name}]", f"no socket named {name!r} in the scenario; known: {known}")
+            found = self._sockets[name] = AppSocket(self, sock)
+            sock.process.workloads.append(found)
+        return found
+
+    def stream(self, name: str) -> np.random.Generator:
+        """A random stream of its own (same seed and name: same draws)."""
+        return self.model.world.stream(f"app.{self.name}.{name}")
+
+    def process(self, generator: Generator[Any, Any, Any]) -> simpy.Process:
+        """Start a SimPy process; an exception in it ends the run with one line naming the app."""
+        return self.env.process(self._guarded(generator))
+
+    def _guarded(self, generator: Generator[Any, Any, Any]) -> Generator[Any, Any, Any]:
+        try:
+            return (yield from generator)
+        except ScenarioError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the user's code: one line naming it and where
+            raise app_failed(self.name, exc) from exc
+
+
+class AppFailed(ScenarioError):
+    """An app's code raised: the scenario's own logic failed (exit 2)."""
+
+
+_LIBRARIES = (Path(__file__).resolve().parent, Path(simpy.__file__).resolve().parent)
+
+
+def app_failed(app: str, exc: BaseException) -> AppFailed:
+    """``app[name]: ValueError: ... (at broker.py:42)``: the innermost frame of the user's code."""
+    where = ""
+    for frame in reversed(traceback.extract_tb(exc.__traceback__)):
+        folder = Path(frame.filename).resolve().parent
+        if not any(folder == lib or lib in folder.parents for lib in _LIBRARIES):
+            where = f" (at {Path(frame.filename).name}:{frame.lineno})"
+            break
+    return AppFailed(f"app[{app}]", f"{type(exc).__name__}: {exc}{where}")
+
+
+AppFunction = Callable[[App], Any]
+
+
+def resolve(function: str | AppFunction, base_dir: str | None, path: str) -> AppFunction:
+    """``"module:function"`` or ``"file.py:function"`` (relative to the scenario) -> callable."""
+    if callable(function):
+        return function
+    if not isinstance(function, str) or function.count(":") != 1:
+        raise ScenarioError(path, f"must be 'module:function' or 'file.py:function', got {function!r}")
+    module_name, attr = function.split(":")
+    try:
+        if module_name.endswith(".py"):
+            file = Path(module_name)
+            if not file.is_absolute() and base_dir is not None:
+                file = Path(base_dir) / file
+            if not file.is_file():
+                raise ScenarioError(path, f"no file {str(file)!r}")
+            spec = importlib.util.spec_from_file_location(f"zsim_app_{file.stem}", file)
+            assert spec is not None and spec.loader is not None
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+        else:
+            added = base_dir is not None and base_dir not in sys.path
+            if added:
+                sys.path.insert(0, str(base_dir))
+            try:
+                module = importlib.import_module(module_name)
+            finally:
+                if added:
+                    sys.path.remove(str(base_dir))
+    except ScenarioError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - importing the user's module: one line
+        raise ScenarioError(path, f"cannot import {module_name!r}: {type(exc).__name__}: {exc}") from exc
+    found = getattr(module, attr, None)
+    if not callable(found):
+        raise ScenarioError(path, f"{module_name!r} has no function {attr!r}")
+    return found  # type: ignore[no-any-return]
+
+
+def start(model: Model, name: str, function: AppFunction) -> None:
+    """Call an app function with its ``App``; a generator it returns runs as a process."""
+    app = App(model, name)
+    try:
+        started = function(app)
+    except ScenarioError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the user's code
+        raise app_failed(name, exc) from exc
+    if isinstance(started, Generator):
+        app.process(started)
