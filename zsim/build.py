@@ -10,6 +10,7 @@ random numbers across points and the same seed gives the same run everywhere.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -159,10 +160,13 @@ class Model:
     processes: dict[str, Process] = field(default_factory=dict)
 
 
-def _sampler(dist: Distribution | None, rng: np.random.Generator, integer: bool = False) -> Any:
+def _sampler(dist: Distribution | None, streams: Callable[[str], np.random.Generator], stream: str,
+             integer: bool = False) -> Any:
+    """A sampler of ``dist`` on the random stream ``stream`` (created only if it draws:
+    a stream costs a hash and a generator, and a constant never touches one)."""
     if dist is None:
         return None
-    return dist.sampler(None if dist.is_constant else rng, integer)
+    return dist.sampler(None if dist.is_constant else streams(stream), integer)
 
 
 def build(scenario: Scenario, seed: int, profile: Profile | None = None, trace_depth: bool = False) -> Model:
@@ -190,12 +194,12 @@ def build(scenario: Scenario, seed: int, profile: Profile | None = None, trace_d
 
     for send in scenario.sends:
         sock = model.sockets[send.socket]
-        rng = streams(f"send.{send.name}")
         sock_spec = scenario.socket(send.socket)
         sender = Sender(
             world, send.name, sock, sock.process,
             count=send.count, duration_s=send.duration_s, until_s=scenario.until_s,
-            interval=_sampler(send.interval, rng), size=_sampler(send.size, streams(f"send.{send.name}.size"), integer=True),
+            interval=_sampler(send.interval, streams, f"send.{send.name}"),
+            size=_sampler(send.size, streams, f"send.{send.name}.size", integer=True),
             start_s=max(send.start_s, sock_spec.open_at_s), topics=send.topics, parts=send.parts,
             dontwait=send.dontwait, on_again=send.on_again, to=send.to, pacing=send.pacing,
         )
@@ -207,11 +211,11 @@ def build(scenario: Scenario, seed: int, profile: Profile | None = None, trace_d
         sock_spec = scenario.socket(recv.socket)
         receiver = Receiver(
             world, recv.name, sock, sock.process,
-            service=_sampler(recv.service, streams(f"recv.{recv.name}")),
+            service=_sampler(recv.service, streams, f"recv.{recv.name}"),
             start_s=max(recv.start_s, sock_spec.open_at_s), count=recv.count, duration_s=recv.duration_s,
-            reply=recv.reply, reply_size=_sampler(recv.reply_size, streams(f"recv.{recv.name}.reply_size"), integer=True),
-            pause_every=_sampler(recv.pause_every, streams(f"recv.{recv.name}.pause_every")),
-            pause=_sampler(recv.pause, streams(f"recv.{recv.name}.pause")),
+            reply=recv.reply, reply_size=_sampler(recv.reply_size, streams, f"recv.{recv.name}.reply_size", integer=True),
+            pause_every=_sampler(recv.pause_every, streams, f"recv.{recv.name}.pause_every"),
+            pause=_sampler(recv.pause, streams, f"recv.{recv.name}.pause"),
             on_timeout=recv.on_timeout,
             forward_to=model.sockets[recv.forward_to] if recv.forward_to else None,
         )

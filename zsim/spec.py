@@ -9,6 +9,7 @@ dict. The format is documented in ``docs/scenario-format.md``.
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import json
 import math
@@ -173,10 +174,12 @@ class Scenario:
     apps: tuple[AppSpec, ...] = ()
 
     def socket(self, name: str) -> SocketSpec:
-        for sock in self.sockets:
-            if sock.name == name:
-                return sock
-        raise KeyError(name)
+        return self._sockets_by_name[name]
+
+    @functools.cached_property
+    def _sockets_by_name(self) -> dict[str, SocketSpec]:
+        # a dict, built once: a scan per lookup made building a 1,000-socket model quadratic
+        return {sock.name: sock for sock in self.sockets}
 
     def process(self, name: str) -> ProcessSpec:
         for proc in self.processes:
@@ -523,12 +526,14 @@ def from_dict(raw: Mapping[str, Any], *, base_dir: str = ".", source: str = "<di
     sends: list[SendSpec] = []
     workload_names: set[str] = set()
     send_tables = _tables(raw.get("send", []), "send")
+    send_unnamed = _unnamed_by_socket(send_tables)
     for index, table in enumerate(send_tables):
-        sends.append(_parse_send(table, index, send_tables, by_name, proxied, until_s, workload_names))
+        sends.append(_parse_send(table, index, send_unnamed, by_name, proxied, until_s, workload_names))
     recvs: list[RecvSpec] = []
     recv_tables = _tables(raw.get("recv", []), "recv")
+    recv_unnamed = _unnamed_by_socket(recv_tables)
     for index, table in enumerate(recv_tables):
-        recvs.append(_parse_recv(table, index, recv_tables, by_name, proxied, workload_names))
+        recvs.append(_parse_recv(table, index, recv_unnamed, by_name, proxied, workload_names))
 
     apps: list[AppSpec] = []
     for index, table in enumerate(_tables(raw.get("app", []), "app")):
@@ -584,13 +589,24 @@ def workload_label(kind: str, name: str) -> str:
     return f"{kind}[{name[len(prefix):] if name.startswith(prefix) else name}]"
 
 
-def _workload_name(kind: str, table: Mapping[str, Any], index: int, tables: list[Mapping[str, Any]], path: str, names: set[str]) -> str:
+def _unnamed_by_socket(tables: list[Mapping[str, Any]]) -> dict[str, list[int]]:
+    """Per socket: the positions of the workload tables on it that have no ``name``
+    (one pass, so loading stays linear in the number of workloads)."""
+    found: dict[str, list[int]] = {}
+    for index, table in enumerate(tables):
+        if "name" not in table:
+            found.setdefault(repr(table.get("socket")), []).append(index)
+    return found
+
+
+def _workload_name(kind: str, table: Mapping[str, Any], index: int, unnamed: Mapping[str, list[int]], path: str,
+                   names: set[str]) -> str:
     if "name" in table:
         wname = _name(table["name"], f"{path}.name")
     else:
         sname = table.get("socket")
-        same = [t for t in tables if t.get("socket") == sname and "name" not in t]
-        wname = f"{kind}.{sname}" if len(same) == 1 else f"{kind}.{sname}.{same.index(table)}"
+        same = unnamed[repr(sname)]
+        wname = f"{kind}.{sname}" if len(same) == 1 else f"{kind}.{sname}.{same.index(index)}"
     if wname in names:
         raise ScenarioError(f"{path}.name", f"duplicate workload name {wname!r}")
     names.add(wname)
@@ -611,7 +627,7 @@ def _workload_socket(table: Mapping[str, Any], path: str, by_name: Mapping[str, 
 def _parse_send(
     table: Mapping[str, Any],
     index: int,
-    tables: list[Mapping[str, Any]],
+    unnamed: Mapping[str, list[int]],
     by_name: Mapping[str, SocketSpec],
     proxied: Mapping[str, str],
     until_s: float | None,
@@ -620,7 +636,7 @@ def _parse_send(
     path = _label("send", index, table, "name") if "name" in table else _label("send", index, table, "socket")
     _check_keys(table, _SEND_KEYS, path)
     sock = _workload_socket(table, path, by_name, proxied)
-    wname = _workload_name("send", table, index, tables, path, names)
+    wname = _workload_name("send", table, index, unnamed, path, names)
     if sock.type not in CAN_SEND:
         hint = " (a REP replies from its [[recv]] with reply = true)" if sock.type == "REP" else ""
         raise ScenarioError(f"{path}.socket", f"a {sock.type} socket cannot send application messages{hint}")
@@ -674,7 +690,7 @@ def _parse_send(
 def _parse_recv(
     table: Mapping[str, Any],
     index: int,
-    tables: list[Mapping[str, Any]],
+    unnamed: Mapping[str, list[int]],
     by_name: Mapping[str, SocketSpec],
     proxied: Mapping[str, str],
     names: set[str],
@@ -682,7 +698,7 @@ def _parse_recv(
     path = _label("recv", index, table, "name") if "name" in table else _label("recv", index, table, "socket")
     _check_keys(table, _RECV_KEYS, path)
     sock = _workload_socket(table, path, by_name, proxied)
-    wname = _workload_name("recv", table, index, tables, path, names)
+    wname = _workload_name("recv", table, index, unnamed, path, names)
     if sock.type not in CAN_RECEIVE:
         raise ScenarioError(f"{path}.socket", f"a {sock.type} socket cannot receive")
     if sock.type == "REQ":

@@ -251,18 +251,21 @@ class Distribute:
     subscriber itself wants: used only to tell the user *why* a copy was lost).
     """
 
-    __slots__ = ("peers", "nodrop")
+    __slots__ = ("peers", "nodrop", "_members")
 
     def __init__(self, nodrop: bool = False) -> None:
-        self.peers: list[Peer] = []
+        self.peers: list[Peer] = []  # in attach order: the order copies are made
         self.nodrop = nodrop
+        self._members: set[int] = set()  # id(peer): membership in O(1) for large fan-outs
 
     def add(self, peer: Peer) -> None:
-        if peer not in self.peers:
+        if id(peer) not in self._members:
+            self._members.add(id(peer))
             self.peers.append(peer)
 
     def remove(self, peer: Peer) -> None:
-        if peer in self.peers:
+        if id(peer) in self._members:
+            self._members.discard(id(peer))
             self.peers.remove(peer)
 
     def check_hwm(self, topic: str) -> bool:

@@ -73,6 +73,7 @@ class Peer:
         "routing_key",
         "alive",
         "in_fq",
+        "listed",
     )
 
     def __init__(self, socket: Socket, remote: RemoteEnd, conn: Any) -> None:
@@ -82,6 +83,7 @@ class Peer:
         self.out_pipe: Pipe | None = None
         self.in_pipe: Pipe | None = None
         self.attached = False
+        self.listed = False  # in its socket's ``peers`` (a flag: a list scan is O(peers))
         self.applied = Subscriptions()  # subscriptions received from this peer (PUB side)
         # What the subscriber wants, to tell "not subscribed yet" from "not wanted".
         self.remote_subs: Subscriptions | None = remote.own_subs
@@ -196,6 +198,8 @@ class Socket:
     def reset(self) -> None:
         """A fresh socket of the same name and options (a restarted process); stats stay."""
         self.state = NEW
+        for peer in self.peers:
+            peer.listed = False
         self.peers = []
         self.mailbox = []
         self.last_command_time = float("-inf")
@@ -311,7 +315,8 @@ class Socket:
 
     def add_pending_peer(self, peer: Peer) -> None:
         """A connection to this socket is being made: known for loss accounting only."""
-        if peer not in self.peers:
+        if not peer.listed:
+            peer.listed = True
             self.peers.append(peer)
         if self.dist is not None:
             self.dist.add(peer)
@@ -320,7 +325,8 @@ class Socket:
         """``socket_base_t::attach_pipe`` + the type's ``xattach_pipe``."""
         if self.state == CLOSED or not peer.alive:
             return
-        if peer not in self.peers:
+        if not peer.listed:
+            peer.listed = True
             self.peers.append(peer)
         peer.attached = True
         traits = self.traits
@@ -353,7 +359,8 @@ class Socket:
         """The connection is gone: forget its pipes (``pipe_terminated``)."""
         peer.alive = False
         peer.attached = False
-        if peer in self.peers:
+        if peer.listed:
+            peer.listed = False
             self.peers.remove(peer)
         if self.dist is not None:
             self.dist.remove(peer)

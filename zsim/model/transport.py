@@ -799,7 +799,9 @@ class StreamConnection:
         provisional = self.b_peer
         b_session = self._create_bind_pipes(binder, self.links)
         if provisional is not None and provisional is not self.b_peer:
-            binder.peers.remove(provisional) if provisional in binder.peers else None
+            if provisional.listed:
+                provisional.listed = False
+                binder.peers.remove(provisional)
             if binder.dist is not None:
                 binder.dist.remove(provisional)
         binder.add_pending_peer(self.b_peer)  # type: ignore[arg-type]
