@@ -213,3 +213,72 @@ def test_an_app_looping_at_zero_time_is_stopped_and_named():
 
     with pytest.raises(zsim.ScenarioError, match=r"^app\[spinner\]: made .* socket calls at t = 0 s without simulated time"):
         zsim.run(push_pull(), 0, apps=[spinner], limits={"max_events_at_one_time": 20_000})
+
+
+def test_a_call_the_socket_type_lacks_is_not_supported():
+    caught = []
+
+    def app(app):
+        pull = app.socket("pull")
+
+        def body():
+            try:
+                yield pull.send(1)
+            except zsim.NotSupported as exc:
+                caught.append(str(exc))
+
+        app.process(body())
+
+    zsim.run(push_pull(), 0, apps=app)  # a single function is accepted too
+    assert caught == ["a PULL socket ('pull') cannot send (ENOTSUP)"]
+
+
+def test_a_call_before_the_socket_opens_says_so():
+    raw = push_pull()
+    raw["socket"][0]["open_at_s"] = 1.0
+    caught = []
+
+    def app(app):
+        def body():
+            try:
+                yield app.socket("push").send(1)
+            except zsim.SocketClosed as exc:
+                caught.append(str(exc))
+
+        app.process(body())
+
+    zsim.run(raw, 0, apps=[app])
+    assert caught == ["socket 'push' is not open yet (it opens at open_at_s = 1 s)"]
+
+
+def test_an_app_that_returns_something_else_is_told_what_to_return():
+    def returns_a_number(app):
+        return 42
+
+    with pytest.raises(zsim.ScenarioError, match=r"^app\[returns_a_number\]: the function returned 42"):
+        zsim.run(push_pull(), 0, apps=[returns_a_number])
+
+
+def test_an_app_waiting_on_zero_timeouts_is_named_not_blamed_on_zsim():
+    def idler(app):
+        def body():
+            while True:
+                yield app.env.timeout(0)
+
+        app.process(body())
+
+    with pytest.raises(zsim.LimitExceeded, match=r"an app loop that waits on env.timeout\(0\).*app\[idler\]"):
+        zsim.run(push_pull(), 0, apps=[idler], limits={"max_events_at_one_time": 20_000})
+
+
+def test_profile_by_name_and_run_safe_take_apps():
+    def app(app):
+        def body():
+            yield app.socket("push").send(1)
+
+        app.process(body())
+
+    raw = push_pull()
+    raw["scenario"].pop("profile")
+    assert zsim.run(raw, 0, profile="ideal", apps=[app]).summary["profile"] == "ideal"
+    assert zsim.run_safe(raw, 0, profile="ideal", apps=[app])["ledger"]["sent"] == 1

@@ -43,14 +43,19 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import simpy
 
-from .errors import Again, HostUnreachable, ScenarioError, SocketClosed, StateError
+from .errors import Again, HostUnreachable, NotSupported, ScenarioError, SocketClosed, StateError
 from .model.pipe import MSG_ENVELOPE, MSG_ID, MSG_SIZE, MSG_T0, MSG_TOPIC, SUBSCRIBE_ID, Message
 from .model.routing import AGAIN, SENT, UNROUTABLE
-from .model.socket import OPEN, Socket
+from .model.socket import NEW, OPEN, Socket
 from .model.workload import ENVELOPE_FRAME_BYTES, message_wire_bytes
+from .spec import CAN_RECEIVE, CAN_SEND
 
 if TYPE_CHECKING:  # pragma: no cover
     from .build import Model
+
+#: types whose application may send: a REP sends its replies (the scenario format does
+#: that with [[recv]] reply = true, hence not in spec.CAN_SEND)
+_APP_CAN_SEND = CAN_SEND | {"REP"}
 
 
 class Received:
@@ -122,7 +127,11 @@ class AppSocket:
         self._owes_reply = False
 
     def _closed(self, event: simpy.Event) -> simpy.Event:
-        event.fail(SocketClosed(f"socket {self.name!r} is closed"))
+        if self._sock.state == NEW:
+            opens = self._app.model.scenario.socket(self.name).open_at_s
+            event.fail(SocketClosed(f"socket {self.name!r} is not open yet (it opens at open_at_s = {opens:g} s)"))
+        else:
+            event.fail(SocketClosed(f"socket {self.name!r} is closed"))
         return event
 
     # -- send ------------------------------------------------------------------------
@@ -137,6 +146,9 @@ class AppSocket:
         env, sock = self._env, self._sock
         self.calls += 1
         event = env.event()
+        if sock.type not in _APP_CAN_SEND:
+            event.fail(NotSupported(f"a {sock.type} socket ({self.name!r}) cannot send (ENOTSUP)"))
+            return event
         if sock.state != OPEN:
             return self._closed(event)
         if size is None:
@@ -234,6 +246,9 @@ class AppSocket:
         env, sock = self._env, self._sock
         self.calls += 1
         event = env.event()
+        if sock.type not in CAN_RECEIVE:
+            event.fail(NotSupported(f"a {sock.type} socket ({self.name!r}) cannot receive (ENOTSUP)"))
+            return event
         if sock.state != OPEN:
             return self._closed(event)
         traits = sock.traits
@@ -462,6 +477,7 @@ def resolve(function: str | AppFunction, base_dir: str | None, path: str) -> App
 def start(model: Model, name: str, function: AppFunction) -> None:
     """Call an app function with its ``App``; a generator it returns runs as a process."""
     app = App(model, name)
+    model.app_names.append(name)
     try:
         started = function(app)
     except ScenarioError:
@@ -470,3 +486,6 @@ def start(model: Model, name: str, function: AppFunction) -> None:
         raise app_failed(name, exc) from exc
     if isinstance(started, Generator):
         app.process(started)
+    elif started is not None:
+        raise AppFailed(f"app[{name}]", f"the function returned {started!r}: it should start SimPy processes with "
+                        "app.process(...) and return None, or return a generator to run as one")

@@ -158,6 +158,7 @@ class Model:
     proxies: list[Proxy] = field(default_factory=list)
     sockets: dict[str, Socket] = field(default_factory=dict)
     processes: dict[str, Process] = field(default_factory=dict)
+    app_names: list[str] = field(default_factory=list)  # apps started on this model (zsim.app)
 
 
 def _sampler(dist: Distribution | None, streams: Callable[[str], np.random.Generator], stream: str,

@@ -64,6 +64,10 @@ class StateError(ZsimError):
     """A REQ/REP call out of turn (pyzmq ``ZMQError`` EFSM)."""
 
 
+class NotSupported(ZsimError):
+    """A call the socket type does not have: send on a PULL, recv on a PUB (ENOTSUP)."""
+
+
 class SocketClosed(ZsimError):
     """The socket was closed (its process exited or crashed) while, or before, a call
     used it (pyzmq ``ZMQError`` ENOTSOCK / ETERM)."""

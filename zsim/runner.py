@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from . import app as app_module
+from . import profile as profile_module
 from . import spec
 from .app import AppFunction
 from .build import Model, build
@@ -178,6 +179,14 @@ class Guard:
                 "and never stops: a forward_to/proxy cycle needs a service time or call cost > 0",
             )
         if not moved:
+            apps = [f"app[{name}]" for name in self.model.app_names]
+            if apps:
+                raise LimitExceeded(
+                    "limits.max_events_at_one_time",
+                    f"{_count(events)} events at t = {self.model.env.now:.6g} s and no workload made progress: an app loop that "
+                    f"waits on env.timeout(0) or polls without waiting does this ({', '.join(apps)}); wait for a socket "
+                    "(yield sock.poll()) or for a time > 0",
+                )
             raise LimitExceeded(
                 "limits.max_events_at_one_time",
                 f"{_count(events)} events at t = {self.model.env.now:.6g} s and no workload made progress: "
@@ -212,14 +221,19 @@ def effective_limits(scenario: spec.Scenario, limits: RunLimits | Mapping[str, A
     return base.merged(limits or {}, "limits")
 
 
-def start_apps(model: Model, extra: Sequence[AppFunction | str] = ()) -> None:
+def start_apps(model: Model, extra: Sequence[AppFunction | str] | AppFunction = ()) -> None:
     """Start the scenario's ``[[app]]`` functions, then ``extra`` ones (``zsim.app``)."""
     scen = model.scenario
+    names = {app.name for app in scen.apps}
     for app in scen.apps:
         app_module.start(model, app.name, app_module.resolve(app.function, scen.base_dir, f"app[{app.name}].function"))
-    for index, function in enumerate(extra):
+    functions = [extra] if callable(extra) or isinstance(extra, str) else list(extra)
+    for index, function in enumerate(functions):
         name = getattr(function, "__name__", None) if callable(function) else str(function).rsplit(":", 1)[-1]
         label = name or f"app{index}"
+        if label in names:
+            raise ScenarioError(f"apps[{index}]", f"another app is named {label!r} (give each function its own name)")
+        names.add(label)
         app_module.start(model, label, app_module.resolve(function, scen.base_dir, f"apps[{index}]"))
 
 
@@ -250,11 +264,11 @@ def run(
     scenario: spec.Scenario | Mapping[str, Any] | str | Path,
     seed: int | None = None,
     *,
-    profile: Profile | None = None,
+    profile: Profile | str | None = None,
     trace: bool = False,
     limits: RunLimits | Mapping[str, Any] | None = None,
     progress: IO[str] | None = None,
-    apps: Sequence[AppFunction | str] = (),
+    apps: Sequence[AppFunction | str] | AppFunction = (),
 ) -> RunResult:
     """Simulate ``scenario`` with ``seed`` (default: the scenario's seed, else 0).
 
@@ -262,6 +276,7 @@ def run(
     (``{"max_wall_s": 60}``, 0 = no limit) applied on top of the scenario's ``[limits]``.
     ``apps``: SimPy code to run on the scenario's sockets (``zsim.app``), after the
     scenario's own ``[[app]]`` tables: functions taking an ``App``, or ``"module:function"``.
+    ``profile``: a ``Profile``, or a profile's name or file as in ``scenario.profile``.
     """
     started = time.perf_counter()
     scen = _scenario(scenario)
@@ -270,6 +285,8 @@ def run(
     if seed < 0:
         raise ScenarioError("seed", f"must be >= 0, got {seed}")
     run_limits = effective_limits(scen, limits)
+    if isinstance(profile, str):
+        profile = profile_module.load(profile, scen.base_dir)
     model = build(scen, seed, profile=profile, trace_depth=trace)
     start_apps(model, apps)
     simulate(model, run_limits, progress)
@@ -281,13 +298,14 @@ def run_safe(
     scenario: spec.Scenario | Mapping[str, Any] | str | Path,
     seed: int | None = None,
     *,
-    profile: Profile | None = None,
+    profile: Profile | str | None = None,
     limits: RunLimits | Mapping[str, Any] | None = None,
+    apps: Sequence[AppFunction | str] | AppFunction = (),
 ) -> dict[str, Any]:
     """Like ``run(...).summary`` but never raises: a failure becomes a record with ``error``."""
     started = time.perf_counter()
     try:
-        return run(scenario, seed, profile=profile, limits=limits).summary
+        return run(scenario, seed, profile=profile, limits=limits, apps=apps).summary
     except ZsimError as exc:
         kind = type(exc).__name__
         return {"ok": False, "error": f"{kind}: {exc}", "seed": seed, "wall_s": time.perf_counter() - started}
