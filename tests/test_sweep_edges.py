@@ -485,8 +485,14 @@ def test_report_settings_are_checked_when_the_sweep_is_loaded(report_table, mess
 
 def test_per_socket_metrics_are_known():
     raw = sweep_dict()
-    raw["report"] = {"metrics": ["socket.publisher.dropped", "socket.subscriber.received", "max_pipe_depth", "wall_s"]}
+    raw["report"] = {"metrics": ["socket.publisher.dropped", "socket.subscriber.received", "max_pipe_depth", "wall_s",
+                                 "socket.subscriber.steady_latency_p99_s", "socket.subscriber.warmup_end_s",
+                                 "socket.subscriber.latency_not_settled", "pipe.publisher->subscriber (tcp send).mean_depth",
+                                 "link.publisher->subscriber.max_kernel_bytes", "link.subscriber->publisher.mean_receiver_engine_messages"]}
     from_dict(raw)
+    raw["report"] = {"metrics": ["link.publisher->nobody.max_kernel_bytes"]}
+    with pytest.raises(ScenarioError, match="unknown metric"):
+        from_dict(raw)
 
 
 def test_cli_metric_typo_is_one_line_before_any_run(tmp_path):

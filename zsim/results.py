@@ -394,7 +394,7 @@ SOCKET_LATENCY = ("mean", "p50", "p95", "p99", "p99_9", "max")
 #: Per socket, always: its own counters (``dropped_sending``: copies it dropped as a sender).
 SOCKET_FIELDS = ("sent", "send_again", "received", "blocked_s", "dropped_sending")
 #: Per receiving socket with a ``[[recv]]`` in the scenario (``flat_metrics(..., scenario=)``).
-LOAD_FIELDS = ("offered_utilisation", "overloaded", "backlog_at_end")
+LOAD_FIELDS = ("offered_utilisation", "overloaded", "backlog_at_end", "latency_not_settled", "loss_not_settled")
 #: Per receiving socket, with the run's message table (``flat_metrics(..., result=)``).
 TIME_FIELDS = ("first_recv_s", "last_recv_s")
 PIPE_FIELDS = ("dropped", "max_depth", "mean_depth")

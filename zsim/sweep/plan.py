@@ -573,7 +573,12 @@ class MetricNames(set):  # type: ignore[type-arg]
     def __contains__(self, name: object) -> bool:
         if super().__contains__(name):
             return True
-        if not isinstance(name, str) or not name.startswith("pipe.") or not name.endswith(PIPE_SUFFIXES):
+        if not isinstance(name, str):
+            return False
+        if name.startswith("link.") and name.endswith(LINK_SUFFIXES):
+            direction = name[len("link."):name.rindex(".")]
+            return any(direction.startswith(first + "->") and direction[len(first) + 2:] in self.sockets for first in self.sockets)
+        if not name.startswith("pipe.") or not name.endswith(PIPE_SUFFIXES):
             return False
         pipe = name[len("pipe."):name.rindex(".")]
         for first in self.sockets:
@@ -583,7 +588,10 @@ class MetricNames(set):  # type: ignore[type-arg]
         return False
 
 
-PIPE_SUFFIXES = (".dropped", ".max_depth")
+PIPE_SUFFIXES = (".dropped", ".max_depth", ".mean_depth")
+#: ``link.<writer>-><reader>.<suffix>`` (``zsim.results.flat_metrics``)
+LINK_SUFFIXES = tuple(f".{stat}_{place}_{unit}" for stat in ("max", "mean")
+                      for place in ("kernel", "sender_engine", "receiver_engine") for unit in ("messages", "bytes"))
 
 
 def known_metrics(base: Mapping[str, Any]) -> MetricNames | None:
@@ -603,6 +611,7 @@ def known_metrics(base: Mapping[str, Any]) -> MetricNames | None:
               "wall_s", "warnings", *results.POOLED_ALIASES, *results.POOLED_ALIASES.values(),
               *(f"warning.{code}" for code in results.WARNING_CODES)]
     per_socket = (*results.SOCKET_FIELDS, *results.INBOUND_FIELDS, *(f"latency_{p}_s" for p in results.SOCKET_LATENCY),
+                  *(f"steady_latency_{p}_s" for p in results.SOCKET_LATENCY), "warmup_end_s",
                   *results.LOAD_FIELDS, *results.TIME_FIELDS)
     listed = pooled + [f"socket.{n}.{f}" for n in names for f in per_socket]
     listed += [f"sender.{n}.{f}" for n in senders for f in results.SENDER_FIELDS]
@@ -620,7 +629,8 @@ def _check_metric(value: Any, where: str, known: set[str] | None) -> None:
     hint = f" (did you mean {close[0]!r}?)" if close else ""
     main = ", ".join(m for m in sorted(known) if "." not in m)
     raise ScenarioError(where, f"unknown metric {value!r}{hint}; metrics: {main}, socket.<name>.<field>, sender.<name>.<field>, "
-                               "pipe.<pipe name>.<dropped|max_depth>, warning.<code>, a name of [report.derived]")
+                               "pipe.<pipe name>.<dropped|max_depth|mean_depth>, link.<a>-><b>.<max|mean>_<place>_<messages|bytes>, "
+                               "warning.<code>, a name of [report.derived]")
 
 
 def _check_axis_key(axes: Sequence[Axis], value: Any, where: str) -> None:
