@@ -202,42 +202,60 @@ class AppSocket:
         sock, env = self._sock, self._env
         since = env._now
         sock.blocked_count += 1
-        state = {"done": False}
 
-        def finish(status: int | None, error: Exception | None = None) -> None:
-            state["done"] = True
-            sock.stop_waiting(retry)
-            if fail in self._pending:
-                self._pending.remove(fail)
+        def end(status: int) -> None:
             sock.blocked_s += env._now - since
-            if error is not None:
-                event.fail(error)
-            else:
-                assert status is not None
-                self._send_done(event, msg, status)
+            self._send_done(event, msg, status)
 
-        def retry() -> None:
-            if state["done"]:
-                return
+        def attempt() -> Callable[[], object] | None:
             status = sock._xsend(msg)
-            if status == AGAIN:
-                sock.wait(retry)
-                return
-            finish(status)
+            return None if status == AGAIN else (lambda: end(status))
 
-        def fail(error: Exception) -> None:
-            if not state["done"]:
-                finish(None, error)
+        def closed(error: Exception) -> None:
+            sock.blocked_s += env._now - since
+            event.fail(error)
+
+        timeout = sock.options.sndtimeo
+        self._park(attempt, lambda: end(AGAIN), closed, timeout / 1000.0 if timeout > 0 else None)
+
+    def _park(self, attempt: Callable[[], Callable[[], object] | None], expired: Callable[[], object],
+              closed: Callable[[Exception], object], timeout_s: float | None) -> None:
+        """Block a call on the socket, as ``socket_base_t`` blocks a thread: after each
+        command to the socket ``attempt()`` tries again and returns what completes the call,
+        or None to wait on; after ``timeout_s`` ``expired()`` ends it; if the socket closes
+        ``closed(error)`` does. Exactly one of them runs, once."""
+        sock = self._sock
+        done = False
+
+        def finish(then: Callable[[], object]) -> None:
+            nonlocal done
+            done = True
+            sock.stop_waiting(wake)
+            if close in self._pending:
+                self._pending.remove(close)
+            then()
+
+        def wake() -> None:
+            if done:
+                return
+            complete = attempt()
+            if complete is None:
+                sock.wait(wake)
+            else:
+                finish(complete)
+
+        def close(error: Exception) -> None:
+            if not done:
+                finish(lambda: closed(error))
 
         def expire() -> None:
-            if not state["done"]:
-                finish(AGAIN)
+            if not done:
+                finish(expired)
 
-        self._pending.append(fail)
-        sock.wait(retry)
-        timeout = sock.options.sndtimeo
-        if timeout > 0:
-            env.call_later(timeout / 1000.0, expire)
+        self._pending.append(close)
+        sock.wait(wake)
+        if timeout_s is not None:
+            self._env.call_later(max(0.0, timeout_s), expire)
 
     # -- recv ------------------------------------------------------------------------
 
@@ -282,42 +300,24 @@ class AppSocket:
         self._env.call_later(self._recv_cost, lambda: event.succeed(received))
 
     def _block_recv(self, event: simpy.Event) -> None:
-        sock, env = self._sock, self._env
-        state = {"done": False}
+        sock = self._sock
 
-        def finish() -> None:
-            state["done"] = True
-            sock.stop_waiting(woken)
-            if fail in self._pending:
-                self._pending.remove(fail)
-
-        def woken() -> None:
-            if state["done"]:
-                return
+        def attempt() -> Callable[[], object] | None:
             msg = sock._xrecv()
             if msg is None:
-                sock.wait(woken)
-                return
-            finish()
-            sock.ticks = 0
-            self._got(event, msg)
+                return None
 
-        def fail(error: Exception) -> None:
-            if not state["done"]:
-                finish()
-                event.fail(error)
+            def got() -> None:
+                sock.ticks = 0
+                self._got(event, msg)
+            return got
 
-        def expire() -> None:
-            if not state["done"]:
-                finish()
-                sock.recv_again += 1
-                event.fail(Again(f"recv on {self.name!r}: RCVTIMEO expired"))
+        def expired() -> None:
+            sock.recv_again += 1
+            event.fail(Again(f"recv on {self.name!r}: RCVTIMEO expired"))
 
-        self._pending.append(fail)
-        sock.wait(woken)
         timeout = sock.options.rcvtimeo
-        if timeout > 0:
-            env.call_later(timeout / 1000.0, expire)
+        self._park(attempt, expired, event.fail, timeout / 1000.0 if timeout > 0 else None)
 
     # -- poll ------------------------------------------------------------------------
 
@@ -343,37 +343,11 @@ class AppSocket:
             return event
         if timeout_s is None:
             self._poll = event
-        state = {"done": False}
 
-        def finish() -> None:
-            state["done"] = True
-            sock.stop_waiting(woken)
-            if fail in self._pending:
-                self._pending.remove(fail)
+        def attempt() -> Callable[[], object] | None:
+            return (lambda: event.succeed(True)) if sock.has_in() else None
 
-        def woken() -> None:
-            if state["done"]:
-                return
-            if sock.has_in():
-                finish()
-                event.succeed(True)
-            else:
-                sock.wait(woken)
-
-        def fail(error: Exception) -> None:
-            if not state["done"]:
-                finish()
-                event.fail(error)
-
-        def expire() -> None:
-            if not state["done"]:
-                finish()
-                event.succeed(False)
-
-        self._pending.append(fail)
-        sock.wait(woken)
-        if timeout_s is not None:
-            env.call_later(max(0.0, timeout_s), expire)
+        self._park(attempt, lambda: event.succeed(False), event.fail, timeout_s)
         return event
 
 
