@@ -73,11 +73,12 @@ def _destinations(world: Any, table: dict[str, np.ndarray]) -> tuple[np.ndarray,
     return dest, wanted
 
 
-def _settling(world: Any, table: dict[str, np.ndarray], latency_order: np.ndarray, latency_bounds: np.ndarray,
-              sorted_latency: np.ndarray) -> dict[int, dict[str, Any]]:
+def _settling(world: Any, table: dict[str, np.ndarray], meant_for: tuple[np.ndarray, np.ndarray], latency_order: np.ndarray,
+              latency_bounds: np.ndarray, sorted_latency: np.ndarray) -> dict[int, dict[str, Any]]:
     """Per receiving socket: has its latency (per delivered copy, in delivery order) and its
-    loss (0/1 per copy meant for it, in send order) settled? MSER-5 (``zsim.steady``)."""
-    dest, wanted = _destinations(world, table)
+    loss (0/1 per copy meant for it, in send order) settled? MSER-5 (``zsim.steady``).
+    ``meant_for``: ``_destinations(world, table)``."""
+    dest, wanted = meant_for
     idx = np.flatnonzero(wanted)
     t0 = table["t0"][idx]
     order = np.lexsort((t0, dest[idx]))  # by socket, then send time
@@ -104,16 +105,13 @@ def _settling(world: Any, table: dict[str, np.ndarray], latency_order: np.ndarra
     return found
 
 
-def _inbound(world: Any, table: dict[str, np.ndarray], pipe_names: list[str]) -> dict[int, dict[str, Any]]:
-    """Per receiving socket: the fate of every copy meant for it (``World.pipe_destinations``).
-
-    A copy is meant for the socket at the end of the pipe it was written to; copies that a
-    socket read (delivered, forwarded) or threw away itself (discarded) count for that
-    socket. Copies its own SUB filter discarded were never wanted and are left out. One
-    pass over the records (bincount), whatever the number of sockets.
+def _inbound(world: Any, table: dict[str, np.ndarray], pipe_names: list[str],
+             meant_for: tuple[np.ndarray, np.ndarray]) -> dict[int, dict[str, Any]]:
+    """Per receiving socket: the fate of every copy meant for it (``meant_for``:
+    ``_destinations``). One pass over the records (bincount), whatever the number of sockets.
     """
     state, rule, pipe = table["state"], table["rule"], table["pipe"].astype(np.int64)
-    dest, wanted = _destinations(world, table)
+    dest, wanted = meant_for
     n_sockets, n_states = len(world.sockets), len(STATES)
     counts = np.bincount(dest[wanted] * n_states + state[wanted], minlength=n_sockets * n_states).reshape(n_sockets, n_states)
     # the window over which copies meant for each socket were sent (offered rate = copies / window)
@@ -227,14 +225,15 @@ def summarise(model: Model, wall_s: float) -> RunResult:
         return {names.get(int(v), str(int(v))): int(c) for v, c in zip(values, counts, strict=True)}
 
     pipe_names = [info.name for info in world.pipe_info]
-    inbound = _inbound(world, table, pipe_names)
+    meant_for = _destinations(world, table)  # one pass over the records, read by both below
+    inbound = _inbound(world, table, pipe_names, meant_for)
     # latencies grouped by receiving socket in one sort, not one scan per socket (within
     # a socket in delivery order: the ledger records a delivery when it happens)
     delivered_at = table["socket"][delivered_mask]
     order = np.argsort(delivered_at, kind="stable")
     bounds = np.searchsorted(delivered_at[order], np.arange(len(world.sockets) + 1))
     sorted_latency = latency[order]
-    settling = _settling(world, table, order, bounds, sorted_latency)
+    settling = _settling(world, table, meant_for, order, bounds, sorted_latency)
     lost_at = np.bincount(table["socket"][(state == 4) & (table["socket"] >= 0)], minlength=len(world.sockets))
     sockets: dict[str, Any] = {}
     for sock in world.sockets:
