@@ -126,6 +126,17 @@ class AppSocket:
         """The process restarted: the socket is fresh; calls made from now on work."""
         self._owes_reply = False
 
+    def _call(self, types: frozenset[str], verb: str) -> simpy.Event:
+        """A new call's event, already failed if this socket type cannot ``verb``
+        (NotSupported) or the socket is not open (SocketClosed)."""
+        self.calls += 1
+        event = self._env.event()
+        if self._sock.type not in types:
+            event.fail(NotSupported(f"a {self._sock.type} socket ({self.name!r}) cannot {verb} (ENOTSUP)"))
+        elif self._sock.state != OPEN:
+            self._closed(event)
+        return event
+
     def _closed(self, event: simpy.Event) -> simpy.Event:
         if self._sock.state == NEW:
             opens = self._app.model.scenario.socket(self.name).open_at_s
@@ -144,13 +155,9 @@ class AppSocket:
         takes a received message's size, topic and envelope (a broker passing a request
         on); arguments given override them."""
         env, sock = self._env, self._sock
-        self.calls += 1
-        event = env.event()
-        if sock.type not in _APP_CAN_SEND:
-            event.fail(NotSupported(f"a {sock.type} socket ({self.name!r}) cannot send (ENOTSUP)"))
+        event = self._call(_APP_CAN_SEND, "send")
+        if event.triggered:
             return event
-        if sock.state != OPEN:
-            return self._closed(event)
         if size is None:
             size = like.size if like is not None else 0
         if topic is None:
@@ -261,14 +268,10 @@ class AppSocket:
 
     def recv(self, *, dontwait: bool = False) -> simpy.Event:
         """``zmq_recv``: the event's value is a ``Received``."""
-        env, sock = self._env, self._sock
-        self.calls += 1
-        event = env.event()
-        if sock.type not in CAN_RECEIVE:
-            event.fail(NotSupported(f"a {sock.type} socket ({self.name!r}) cannot receive (ENOTSUP)"))
+        sock = self._sock
+        event = self._call(CAN_RECEIVE, "receive")
+        if event.triggered:
             return event
-        if sock.state != OPEN:
-            return self._closed(event)
         traits = sock.traits
         if traits.request and not sock.awaiting_reply:
             event.fail(StateError(f"REQ socket {self.name!r}: recv before a request was sent (EFSM)"))
