@@ -295,7 +295,7 @@ def summarise(model: Model, wall_s: float) -> RunResult:
                 "name": link.name,
                 "transport": link.conn.transport,
                 "number": link.number,
-                "max_kernel_bytes": {link.c2b.name: link.c2b.max_bytes, link.b2c.name: link.b2c.max_bytes},
+                "max_kernel_bytes": {wire.name: wire.occupancy.max_kernel_bytes for wire in (link.c2b, link.b2c)},
                 # per direction: kernel buffers and both engines' batches, in messages
                 # and bytes (max, time average over the run, at the end)
                 "directions": {wire.name: wire.occupancy.report(now) for wire in (link.c2b, link.b2c)},

@@ -63,6 +63,10 @@ class Occupancy:
                 peak[i] = values[i]
         self.values = values
 
+    @property
+    def max_kernel_bytes(self) -> int:
+        return self.peak[1]
+
     def report(self, now: float, since: float = 0.0) -> dict[str, dict[str, Any]]:
         """``{field: {"max", "mean", "at_end"}}``; the mean is over ``[since, now]``."""
         span = now - since

@@ -250,7 +250,7 @@ class Wire:
     """
 
     __slots__ = ("queue", "bytes", "msgs", "charged", "capacity_fn", "sndbuf", "rcvbuf", "sndhwm", "writer", "reader", "peer_closed",
-                 "name", "max_bytes", "occupancy")
+                 "name", "occupancy")
 
     def __init__(self, name: str, capacity_fn: Any, sndbuf: int, rcvbuf: int, sndhwm: int, now: float) -> None:
         self.name = name
@@ -265,7 +265,6 @@ class Wire:
         self.writer: Engine | None = None
         self.reader: Engine | None = None
         self.peer_closed = False  # the writer closed its end: EOF after the data
-        self.max_bytes = 0
         self.occupancy = Occupancy(now)
 
     def observe(self, now: float) -> None:
@@ -402,8 +401,6 @@ class Engine:
         wire.msgs += completed
         wire.charged += moved + overhead
         self.out_bytes -= moved
-        if wire.bytes > wire.max_bytes:
-            wire.max_bytes = wire.bytes
         wire.observe(self.env._now)
         reader = wire.reader
         if reader is not None and moved:
