@@ -228,6 +228,23 @@ def test_subscriptions_filter_at_the_publisher():
     assert pipe(summary, "pub->only_a")["written"] == 100
 
 
+def test_xsub_subscribe_option_is_sent_upstream_like_a_sub():
+    """XSUB has no ZMQ_SUBSCRIBE: the harness (and a pyzmq program) sends ``\\x01prefix``
+    after connecting, which xsub_t caches and replays into every pipe it attaches. The
+    model once ignored ``subscribe`` on an XSUB and delivered nothing where real pyzmq
+    delivered every message."""
+    raw = scenario(
+        {"name": "pub", "type": "PUB", "bind": ["inproc://x"]},
+        {"name": "xs", "type": "XSUB", "connect": ["inproc://x"], "options": {"subscribe": ["A"]}},
+        sends=[{"socket": "pub", "count": 300, "topic": ["A", "B", "AB"], "interval_s": 0.001, "start_s": 0.01}],
+        recvs=[{"socket": "xs"}],
+    )
+    summary = run(raw)
+    assert summary["sockets"]["xs"]["received"] == 200
+    assert pipe(summary, "pub->xs")["written"] == 200
+    assert summary["ledger"]["dropped"] == 0
+
+
 def test_multipart_counts_once_against_hwm():
     # pipe_t::write counts a message on its last frame only.
     for parts in (1, 5):

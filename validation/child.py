@@ -54,6 +54,7 @@ import zmq
 from validation.timing import wait_until
 from zsim.build import stream_factory
 from zsim.distributions import parse_distribution
+from zsim.socket_types import TYPES, names
 
 _pc = time.perf_counter
 
@@ -67,9 +68,14 @@ HEARTBEAT_S = 0.05
 #: how long the process looks for worker-thread errors after writing its counters
 AFTER_SNAPSHOT_S = 0.02
 
-SOCKET_TYPES = {name: getattr(zmq, name) for name in
-                ("PAIR", "PUB", "SUB", "REQ", "REP", "DEALER", "ROUTER", "PULL", "PUSH", "XPUB", "XSUB")}
-ROUTING_ID_TYPES = {"DEALER", "REQ", "ROUTER", "REP"}
+SOCKET_TYPES = {name: getattr(zmq, name) for name in TYPES}
+ROUTING_ID_TYPES = frozenset(names("has_routing_id"))
+
+
+def subscribes_by_message(type_name: str) -> bool:
+    """An XSUB subscribes by sending ``\\x01prefix`` messages (it has no ZMQ_SUBSCRIBE)."""
+    t = TYPES[type_name]
+    return t.sends_subscriptions and not t.filters_on_recv
 
 
 class Closing(Exception):
@@ -230,7 +236,7 @@ class SendTask:
         parts = plan["parts"]
         dontwait = plan["dontwait"]
         stop_on_again = plan["on_again"] == "stop"
-        is_req = plan["socket_type"] == "REQ"
+        is_req = TYPES[plan["socket_type"]].request
         widx = plan["index"]
         try:
             self.scheduled_start = t0 + plan["start_s"]
@@ -378,7 +384,7 @@ class RecvTask:
                     continue
                 got = _pc()
                 proc.touch()
-                if sock_type == "ROUTER":
+                if TYPES[sock_type].prepends_identity:
                     envelope = frames[:2] if len(frames) > 2 and frames[1] == b"" else frames[:1]
                     body = frames[len(envelope):]
                 else:
@@ -452,7 +458,7 @@ class SocketAgent:
             sock.bind(endpoint)
         for endpoint in plan["connect"]:
             sock.connect(endpoint)
-        if plan["type"] == "XSUB":
+        if subscribes_by_message(plan["type"]):
             for prefix in plan["options"]["subscribe"]:
                 sock.send(b"\x01" + prefix.encode())
         self.stats.opened = True
@@ -738,7 +744,7 @@ def apply_options(sock: zmq.Socket, plan: dict[str, Any]) -> None:
                          ("router_mandatory", zmq.ROUTER_MANDATORY), ("xpub_nodrop", zmq.XPUB_NODROP)):
         if opts[name]:
             sock.setsockopt(option, 1)
-    if sock_type == "SUB":
+    if TYPES[sock_type].filters_on_recv:
         for prefix in opts["subscribe"]:
             sock.setsockopt(zmq.SUBSCRIBE, prefix.encode())
 
@@ -784,8 +790,8 @@ class ProxyAgent:
         pull.bind(self.capture_endpoint)
         self.counter_ready.set()
         sides = self.plan["sides"]
-        front_is_xpub = self.front_plan["type"] == "XPUB"
-        back_is_xpub = self.back_plan["type"] == "XPUB"
+        front_is_xpub = TYPES[self.front_plan["type"]].app_sees_subscriptions
+        back_is_xpub = TYPES[self.back_plan["type"]].app_sees_subscriptions
         try:
             while not self.counter_stop.is_set():
                 if not pull.poll(50):
@@ -835,7 +841,7 @@ class ProxyAgent:
                     sock.bind(endpoint)
                 for endpoint in plan["connect"]:
                     sock.connect(endpoint)
-                if plan["type"] == "XSUB":
+                if subscribes_by_message(plan["type"]):
                     for prefix in plan["options"]["subscribe"]:
                         sock.send(b"\x01" + prefix.encode())
                 (self.front_stats if plan is self.front_plan else self.back_stats).opened = True

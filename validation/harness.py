@@ -50,6 +50,7 @@ import numpy as np
 
 from zsim import spec
 from zsim.errors import ScenarioError
+from zsim.socket_types import TYPES
 from zsim.spec import Endpoint, Scenario
 
 __all__ = ["run_real", "RealRunError", "build_plans", "EndpointMap", "real_defaults"]
@@ -215,7 +216,7 @@ def build_plans(scenario: Scenario, endpoints: EndpointMap, seed: int, results_d
             "open_at_s": sock.open_at_s,
             "close_at_s": sock.close_at_s,
             "routing_id": sock.routing_id,
-            "multipart": multipart or sock.type == "ROUTER",
+            "multipart": multipart or TYPES[sock.type].prepends_identity,
             "options": {
                 "sndhwm": opts.sndhwm, "rcvhwm": opts.rcvhwm, "linger": opts.linger,
                 "sndtimeo": opts.sndtimeo, "rcvtimeo": opts.rcvtimeo, "subscribe": list(opts.subscribe),

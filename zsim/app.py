@@ -48,14 +48,15 @@ from .model.pipe import MSG_ENVELOPE, MSG_ID, MSG_SIZE, MSG_T0, MSG_TOPIC, SUBSC
 from .model.routing import AGAIN, SENT, UNROUTABLE
 from .model.socket import NEW, OPEN, Socket
 from .model.workload import ENVELOPE_FRAME_BYTES, message_wire_bytes
-from .spec import CAN_RECEIVE, CAN_SEND
+from .socket_types import names
 
 if TYPE_CHECKING:  # pragma: no cover
     from .build import Model
 
 #: types whose application may send: a REP sends its replies (the scenario format does
-#: that with [[recv]] reply = true, hence not in spec.CAN_SEND)
-_APP_CAN_SEND = CAN_SEND | {"REP"}
+#: that with [[recv]] reply = true, hence not a ``scheduled_send`` type) / may receive
+_APP_CAN_SEND = frozenset(names("app_send"))
+_APP_CAN_RECV = frozenset(names("app_recv"))
 
 
 class Received:
@@ -269,7 +270,7 @@ class AppSocket:
     def recv(self, *, dontwait: bool = False) -> simpy.Event:
         """``zmq_recv``: the event's value is a ``Received``."""
         sock = self._sock
-        event = self._call(CAN_RECEIVE, "receive")
+        event = self._call(_APP_CAN_RECV, "receive")
         if event.triggered:
             return event
         traits = sock.traits

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .socket_types import DIST, TYPES
 from .spec import Scenario, workload_label
 
 #: A sender below this share of its requested rate is reported.
@@ -26,8 +27,6 @@ BACKLOG_SHARE = 0.10
 #: Offered utilisation (arrival rate x mean service / share of time not paused) at or
 #: above this is reported: the receiver cannot keep up in steady state.
 UTILISATION = 1.0
-
-SUBSCRIBERS = ("SUB", "XSUB")
 
 
 def _warning(code: str, path: str, message: str) -> dict[str, str]:
@@ -41,18 +40,18 @@ def static_warnings(scenario: Scenario) -> list[dict[str, str]]:
     by_name = {sock.name: sock for sock in scenario.sockets}
     topics_sent: set[str] = set()
     for send in scenario.sends:
-        if by_name[send.socket].type in ("PUB", "XPUB"):
+        if TYPES[by_name[send.socket].type].send == DIST:
             topics_sent.update(send.topics or ("",))
     for recv in scenario.recvs:
-        if recv.forward_to is not None and by_name[recv.forward_to].type in ("PUB", "XPUB"):
+        if recv.forward_to is not None and TYPES[by_name[recv.forward_to].type].send == DIST:
             topics_sent.add("")  # a stage forwards the payload it got: topics unknown here, assume anything
     for sock in scenario.sockets:
-        if sock.type == "SUB" and not sock.options.subscribe:
+        if TYPES[sock.type].filters_on_recv and not sock.options.subscribe:
             found.append(_warning(
                 "no_subscription", f"socket[{sock.name}].options.subscribe",
                 f"SUB socket {sock.name!r} subscribes to nothing, so it receives no message (ZeroMQ's most common surprise); "
                 "subscribe = [\"\"] receives everything"))
-        elif sock.type in SUBSCRIBERS and sock.options.subscribe and topics_sent and sock.name not in proxied:
+        elif TYPES[sock.type].sends_subscriptions and sock.options.subscribe and topics_sent and sock.name not in proxied:
             unmatched = [p for p in sock.options.subscribe if not any(t.startswith(p) for t in topics_sent)]
             if len(unmatched) == len(sock.options.subscribe):
                 shown = ", ".join(repr(t) for t in sorted(topics_sent)[:5])

@@ -1,6 +1,6 @@
 """pyzmq-compatible names and libzmq 4.3.5 defaults.
 
-Socket type names and option names are the ones pyzmq uses (``zmq.PUB``, ``sock.sndhwm``),
+Option names are the ones pyzmq uses (socket types: ``zsim.socket_types``) (``zmq.PUB``, ``sock.sndhwm``),
 option values use pyzmq's units (milliseconds for ``linger``, ``sndtimeo``,
 ``reconnect_ivl``; bytes for ``sndbuf``). Defaults are libzmq 4.3.5's
 (``options_t::options_t`` in libzmq's ``src/options.cpp``, ``socket_base_t::socket_base_t``
@@ -9,36 +9,7 @@ in ``src/socket_base.cpp``).
 
 from __future__ import annotations
 
-SOCKET_TYPES = (
-    "PAIR",
-    "PUB",
-    "SUB",
-    "REQ",
-    "REP",
-    "DEALER",
-    "ROUTER",
-    "PULL",
-    "PUSH",
-    "XPUB",
-    "XSUB",
-)
-
 TRANSPORTS = ("inproc", "ipc", "tcp")
-
-#: Which peer types each socket type may talk to (libzmq ``mechanism_t::check_socket_type``).
-VALID_PEERS: dict[str, frozenset[str]] = {
-    "PAIR": frozenset({"PAIR"}),
-    "PUB": frozenset({"SUB", "XSUB"}),
-    "XPUB": frozenset({"SUB", "XSUB"}),
-    "SUB": frozenset({"PUB", "XPUB"}),
-    "XSUB": frozenset({"PUB", "XPUB"}),
-    "REQ": frozenset({"REP", "ROUTER"}),
-    "REP": frozenset({"REQ", "DEALER"}),
-    "DEALER": frozenset({"REP", "DEALER", "ROUTER"}),
-    "ROUTER": frozenset({"REQ", "DEALER", "ROUTER"}),
-    "PUSH": frozenset({"PULL"}),
-    "PULL": frozenset({"PUSH"}),
-}
 
 #: Defaults of every option zsim models (libzmq 4.3.5, context BLOCKY=true so LINGER=-1).
 OPTION_DEFAULTS: dict[str, object] = {

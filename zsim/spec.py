@@ -20,17 +20,19 @@ from pathlib import Path
 from typing import Any
 
 from . import files
-from .constants import KNOWN_UNMODELLED_OPTIONS, OPTION_DEFAULTS, SOCKET_TYPES, TRANSPORTS, VALID_PEERS
+from .constants import KNOWN_UNMODELLED_OPTIONS, OPTION_DEFAULTS, TRANSPORTS
 from .distributions import Distribution, parse_distribution
 from .errors import ScenarioError, UnsupportedOption
+from .socket_types import DIST, ROUTE, SOCKET_TYPES, TYPES, names_by_send
+from .socket_types import names as type_names
 
 DEFAULT_PROCESS = "main"
 
-#: Socket types whose application can send user messages / receive them.
-CAN_SEND = frozenset({"PAIR", "PUB", "XPUB", "REQ", "DEALER", "ROUTER", "PUSH"})
-CAN_RECEIVE = frozenset({"PAIR", "SUB", "XSUB", "REQ", "REP", "DEALER", "ROUTER", "PULL", "XPUB"})
-#: ``options.hpp: get_effective_conflate_option``
-CONFLATE_TYPES = frozenset({"DEALER", "PULL", "PUSH", "PUB", "SUB"})
+#: Socket types a [[send]] may drive / that receive; conflating types: all read off the one
+#: table, ``zsim.socket_types.TYPES``.
+CAN_SEND = frozenset(type_names("scheduled_send"))
+CAN_RECEIVE = frozenset(type_names("app_recv"))
+CONFLATE_TYPES = frozenset(type_names("conflate"))
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$")
 #: How a ``[[send]]`` spaces its attempts (see ``SendSpec.pacing``).
@@ -390,14 +392,16 @@ def _parse_options(raw: Any, path: str, sock_type: str) -> SocketOptions:
         # explicit sndhwm/rcvhwm in the same table win.
         values.setdefault("sndhwm", hwm_both)
         values.setdefault("rcvhwm", hwm_both)
-    if "subscribe" in values and sock_type not in ("SUB", "XSUB"):
-        raise ScenarioError(f"{path}.subscribe", f"only SUB and XSUB sockets subscribe, this is a {sock_type}")
+    traits = TYPES[sock_type]
+    if "subscribe" in values and not traits.sends_subscriptions:
+        subscribers = " and ".join(type_names("sends_subscriptions"))
+        raise ScenarioError(f"{path}.subscribe", f"only {subscribers} sockets subscribe, this is a {sock_type}")
     if values.get("conflate") and sock_type not in CONFLATE_TYPES:
         raise ScenarioError(f"{path}.conflate", f"has no effect on {sock_type} in libzmq 4.3.5 (only {', '.join(sorted(CONFLATE_TYPES))})")
-    if values.get("router_mandatory") and sock_type != "ROUTER":
+    if values.get("router_mandatory") and traits.send != ROUTE:
         raise ScenarioError(f"{path}.router_mandatory", f"applies to ROUTER sockets only, this is a {sock_type}")
-    if values.get("xpub_nodrop") and sock_type not in ("PUB", "XPUB"):
-        raise ScenarioError(f"{path}.xpub_nodrop", f"applies to PUB and XPUB sockets only, this is a {sock_type}")
+    if values.get("xpub_nodrop") and traits.send != DIST:
+        raise ScenarioError(f"{path}.xpub_nodrop", f"applies to {' and '.join(names_by_send(DIST))} sockets only, this is a {sock_type}")
     return SocketOptions(**values)
 
 
@@ -638,7 +642,7 @@ def _parse_send(
     sock = _workload_socket(table, path, by_name, proxied)
     wname = _workload_name("send", table, index, unnamed, path, names)
     if sock.type not in CAN_SEND:
-        hint = " (a REP replies from its [[recv]] with reply = true)" if sock.type == "REP" else ""
+        hint = " (a REP replies from its [[recv]] with reply = true)" if TYPES[sock.type].reply else ""
         raise ScenarioError(f"{path}.socket", f"a {sock.type} socket cannot send application messages{hint}")
     count = _int(table["count"], f"{path}.count", 0) if "count" in table else None
     duration = _opt_time(table, "duration_s", path)
@@ -664,9 +668,9 @@ def _parse_send(
     if pacing not in PACINGS:
         raise ScenarioError(f"{path}.pacing", f"must be one of {', '.join(repr(p) for p in PACINGS)}, got {pacing!r}")
     to = _str_list(table.get("to", []), f"{path}.to")
-    if sock.type == "ROUTER" and not to:
+    if TYPES[sock.type].addresses_peers and not to:
         raise ScenarioError(f"{path}.to", "a ROUTER send needs to = [peer routing ids] (the peer socket names unless they set routing_id)")
-    if to and sock.type != "ROUTER":
+    if to and not TYPES[sock.type].addresses_peers:
         raise ScenarioError(f"{path}.to", f"only a ROUTER addresses peers by routing id, this is a {sock.type}")
     if sock.options.conflate and parts > 1:
         raise ScenarioError(f"{path}.parts", "a conflating socket does not support multipart messages")
@@ -701,14 +705,15 @@ def _parse_recv(
     wname = _workload_name("recv", table, index, unnamed, path, names)
     if sock.type not in CAN_RECEIVE:
         raise ScenarioError(f"{path}.socket", f"a {sock.type} socket cannot receive")
-    if sock.type == "REQ":
+    if TYPES[sock.type].request:
         raise ScenarioError(f"{path}.socket", "a REQ receives its replies inside its [[send]] workload (send, then recv); give no [[recv]]")
-    reply_default = sock.type == "REP"
+    reply_default = TYPES[sock.type].reply
     reply = _bool(table.get("reply", reply_default), f"{path}.reply")
-    if sock.type == "REP" and not reply:
+    if reply_default and not reply:
         raise ScenarioError(f"{path}.reply", "a REP must reply to every request (REQ/REP lockstep)")
-    if reply and sock.type not in ("REP", "ROUTER", "DEALER"):
-        raise ScenarioError(f"{path}.reply", f"only REP, ROUTER and DEALER reply to the sender of a request, this is a {sock.type}")
+    if reply and not TYPES[sock.type].replies_to_sender:
+        repliers = ", ".join(type_names("replies_to_sender"))
+        raise ScenarioError(f"{path}.reply", f"only {repliers} reply to the sender of a request, this is a {sock.type}")
     reply_size = (
         parse_distribution(table["reply_size_bytes"], f"{path}.reply_size_bytes", "bytes") if "reply_size_bytes" in table else None
     )
@@ -731,8 +736,8 @@ def _parse_recv(
         if target.process != sock.process:
             raise ScenarioError(f"{path}.forward_to", f"socket {forward_to!r} is in process {target.process!r}, not {sock.process!r}: a "
                                                       "stage forwards inside its own process")
-        if target.type not in CAN_SEND or target.type in ("ROUTER", "REQ"):
-            raise ScenarioError(f"{path}.forward_to", f"a stage forwards with PUSH, PUB, XPUB, DEALER or PAIR, not {target.type}")
+        if not TYPES[target.type].forward_target:
+            raise ScenarioError(f"{path}.forward_to", f"a stage forwards with {', '.join(type_names('forward_target'))}, not {target.type}")
         if forward_to in proxied:
             raise ScenarioError(f"{path}.forward_to", f"socket {forward_to!r} belongs to {proxied[forward_to]}")
         if reply:
@@ -760,7 +765,7 @@ def _check_one_send_per_req(sends: list[SendSpec], by_name: Mapping[str, SocketS
     """A REQ alternates send and recv: two workloads on one REQ would break the lockstep."""
     seen: dict[str, str] = {}
     for send in sends:
-        if by_name[send.socket].type != "REQ":
+        if not TYPES[by_name[send.socket].type].request:
             continue
         if send.socket in seen:
             raise ScenarioError(
@@ -841,21 +846,22 @@ def _check_topology(sockets: list[SocketSpec]) -> None:
             peer = bound[endpoint.key][0]
             if peer is sock:
                 raise ScenarioError(path, f"socket {sock.name!r} connects to its own bind {endpoint.text}")
-            if peer.type not in VALID_PEERS[sock.type]:
-                allowed = ", ".join(sorted(VALID_PEERS[sock.type]))
+            valid_peers = TYPES[sock.type].valid_peers
+            if peer.type not in valid_peers:
+                allowed = ", ".join(sorted(valid_peers))
                 raise ScenarioError(path, f"a {sock.type} cannot talk to the {peer.type} socket {peer.name!r} (ZeroMQ allows {sock.type} "
                                           f"with {allowed})")
             if endpoint.transport == "inproc" and peer.process != sock.process:
                 raise ScenarioError(path, f"inproc works only inside one process: {sock.name!r} is in {sock.process!r}, {peer.name!r} in "
                                           f"{peer.process!r}")
     for sock in sockets:
-        if sock.type == "PAIR" and len(sock.bind) + len(sock.connect) > 1:
+        if TYPES[sock.type].single_peer and len(sock.bind) + len(sock.connect) > 1:
             raise ScenarioError(f"socket[{sock.name}]", "a PAIR socket has exactly one peer: one bind or one connect")
     pair_connects: dict[tuple[str, str], str] = {}
     for sock in sockets:
         for index, endpoint in enumerate(sock.connect):
             peer = bound[endpoint.key][0]
-            if peer.type == "PAIR":
+            if TYPES[peer.type].single_peer:
                 if endpoint.key in pair_connects:
                     raise ScenarioError(
                         f"socket[{sock.name}].connect[{index}]",

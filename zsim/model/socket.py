@@ -11,7 +11,7 @@ Commands from the other end of a pipe (``activate_read``, ``activate_write``, ``
 ``pipe_term``) go to the mailbox; they take effect when the socket processes commands, so
 a busy PUB keeps dropping to a pipe its reader has already emptied, as libzmq does.
 
-Per-type behaviour comes from ``socket_types.TRAITS``; the routing classes are in
+Per-type behaviour comes from ``zsim.socket_types.TYPES``; the routing classes are in
 ``routing``; transport details (sessions, engines) stay in ``transport``.
 """
 
@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..constants import INBOUND_POLL_RATE
+from ..socket_types import DIST, LB, PAIR, REPLY, ROUTE, TYPES, SocketType
 from .pipe import MSG_ENVELOPE, MSG_ID, MSG_TOPIC, SUBSCRIBE_ID, UNSUBSCRIBE_ID, Message, Pipe
 from .routing import (
     AGAIN,
@@ -39,7 +40,6 @@ from .routing import (
     RouteByIdentity,
     Subscriptions,
 )
-from .socket_types import DIST, LB, PAIR, REPLY, ROUTE, TRAITS, SocketTraits
 
 if TYPE_CHECKING:  # pragma: no cover
     from .world import World
@@ -122,7 +122,7 @@ class Socket:
         self.index = index
         self.name = name
         self.type = type_name
-        self.traits: SocketTraits = TRAITS[type_name]
+        self.traits: SocketType = TYPES[type_name]
         self.process = process
         self.options = options
         self.routing_id = routing_id
@@ -135,9 +135,10 @@ class Socket:
         # receiver workload blocked at the same time, as in a poll loop)
         self.waiters: list[Callable[[], None]] = []
         self.wake_pending = False
+        # SUB: options.subscribe; XSUB: the subscriptions its application sends at once
+        # (xsub_t caches them and xattach_pipe replays them into every pipe).
         self.own_subs: Subscriptions | None = (
-            Subscriptions(tuple(options.subscribe)) if self.traits.sends_subscriptions and self.type == "SUB" else
-            Subscriptions() if self.traits.sends_subscriptions else None
+            Subscriptions(tuple(options.subscribe)) if self.traits.sends_subscriptions else None
         )
         self._init_routing()
         # statistics
@@ -207,7 +208,7 @@ class Socket:
         self.waiters = []
         self.wake_pending = False
         if self.traits.sends_subscriptions:
-            self.own_subs = Subscriptions(tuple(self.options.subscribe)) if self.type == "SUB" else Subscriptions()
+            self.own_subs = Subscriptions(tuple(self.options.subscribe))
         self._init_routing()
 
     # ------------------------------------------------------------------------------
@@ -331,7 +332,7 @@ class Socket:
         peer.attached = True
         traits = self.traits
         out_pipe, in_pipe = peer.out_pipe, peer.in_pipe
-        if traits.send == PAIR or (traits.receives and self.type == "PAIR"):
+        if traits.single_peer:
             if self.pair_peer is not None and self.pair_peer is not peer and self.pair_peer.alive:
                 # pair_t::xattach_pipe: a second peer is refused.
                 peer.attached = False

@@ -89,7 +89,7 @@ class InprocConnection:
         self.closed = False
         opts = connector.options
         # get_effective_conflate_option on the connector only, for both directions
-        self.conflate = bool(opts.conflate) and connector.type in ("DEALER", "PULL", "PUSH", "PUB", "SUB")
+        self.conflate = bool(opts.conflate) and connector.traits.conflate
         self.c2b: Pipe | None = None
         self.b2c: Pipe | None = None
         self.c_peer: Peer | None = None
@@ -680,7 +680,7 @@ class StreamConnection:
     def _create_connect_pipes(self, via_command: bool = False) -> None:
         world, c = self.world, self.connector
         remote = _Placeholder(self.endpoint)
-        conflate = bool(c.options.conflate) and c.type in ("DEALER", "PULL", "PUSH", "PUB", "SUB")
+        conflate = bool(c.options.conflate) and c.traits.conflate
         label = f"{self.transport}://{self.endpoint.address}"
         out_pipe = world.new_pipe(f"{c.name}->{label} (send)", c.name, label, "send", -1 if conflate else c.options.sndhwm, c,
                                   self.c_session, conflate, self)
@@ -703,7 +703,7 @@ class StreamConnection:
         world = self.world
         c = self.connector
         session = Session(self, binder, "bind")
-        conflate = bool(binder.options.conflate) and binder.type in ("DEALER", "PULL", "PUSH", "PUB", "SUB")
+        conflate = bool(binder.options.conflate) and binder.traits.conflate
         suffix = f" #{number}" if number > 1 else ""
         out_pipe = world.new_pipe(
             f"{binder.name}->{c.name} ({self.transport} send{suffix})", binder.name, c.name, "send",
