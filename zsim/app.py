@@ -44,8 +44,8 @@ import numpy as np
 import simpy
 
 from .errors import Again, HostUnreachable, NotSupported, ScenarioError, SocketClosed, StateError
+from .model.fates import AGAIN, SENT, UNROUTABLE
 from .model.pipe import MSG_ENVELOPE, MSG_ID, MSG_SIZE, MSG_T0, MSG_TOPIC, SUBSCRIBE_ID, Message
-from .model.routing import AGAIN, SENT, UNROUTABLE
 from .model.socket import NEW, OPEN, Socket
 from .model.workload import ENVELOPE_FRAME_BYTES, message_wire_bytes
 from .socket_types import names
@@ -216,7 +216,7 @@ class AppSocket:
             self._send_done(event, msg, status)
 
         def attempt() -> Callable[[], object] | None:
-            status = sock._xsend(msg)
+            status = sock.xsend(msg)
             return None if status == AGAIN else (lambda: end(status))
 
         def closed(error: Exception) -> None:
@@ -283,7 +283,7 @@ class AppSocket:
         msg = sock.recv()
         if msg is None and sock.mailbox:
             sock.process_commands()
-            msg = sock._xrecv()
+            msg = sock.xrecv()
         if msg is not None:
             self._got(event, msg)
         elif dontwait or sock.options.rcvtimeo == 0:
@@ -307,7 +307,7 @@ class AppSocket:
         sock = self._sock
 
         def attempt() -> Callable[[], object] | None:
-            msg = sock._xrecv()
+            msg = sock.xrecv()
             if msg is None:
                 return None
 

@@ -1,6 +1,6 @@
 """pyzmq-compatible names and libzmq 4.3.5 defaults.
 
-Option names are the ones pyzmq uses (socket types: ``zsim.socket_types``) (``zmq.PUB``, ``sock.sndhwm``),
+Option names are the ones pyzmq uses (``sock.sndhwm``; socket types are in ``zsim.socket_types``),
 option values use pyzmq's units (milliseconds for ``linger``, ``sndtimeo``,
 ``reconnect_ivl``; bytes for ``sndbuf``). Defaults are libzmq 4.3.5's
 (``options_t::options_t`` in libzmq's ``src/options.cpp``, ``socket_base_t::socket_base_t``

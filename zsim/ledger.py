@@ -23,41 +23,14 @@ import numpy as np
 
 from .errors import ConservationError
 
-DELIVERED = 0
-FORWARDED = 1
-DROPPED = 2
-DISCARDED = 3
-LOST = 4
-QUEUED = 5
-
-STATES = ("delivered", "forwarded", "dropped", "discarded", "lost_on_close", "queued_at_end")
-
-#: rule codes (zsim.model.routing.RULE_*) -> names used in results
-RULES = {
-    0: "",
-    1: "hwm",
-    2: "not_connected",
-    3: "not_subscribed_yet",
-    4: "unroutable",
-    5: "conflated",
-    6: "filtered",
-    7: "no_peer",
-    8: "disconnect",
-    9: "close_linger",
-    10: "engine_hup",
-    11: "crash",
-    12: "req_state",
-    13: "kernel_lost",
-}
-
-#: where a queued-at-end message sits (zsim.model.world.WHERE_*)
-WHERE = {0: "pipe", 1: "engine", 2: "kernel"}
+# codes and names: one module for the model and the results (zsim.model.fates)
+from .model.fates import DELIVERED, DISCARDED, DROPPED, FORWARDED, LOST, QUEUED, RULES, STATES, WHERE  # noqa: E402,F401
 
 _FIELDS = 9  # msg_id, state, socket, pipe, rule, time, t0, size, origin
 
 
 class Ledger:
-    """Implements ``zsim.model.world.LedgerSink``.
+    """Implements ``zsim.model.fates.LedgerSink``.
 
     One flat ``array('d')`` of 9-field records, one record per copy when its fate is
     decided (the message tuple carries its send time, size and origin, so nothing is

@@ -20,6 +20,7 @@ import numpy as np
 from . import steady
 from .files import atomic_write, prepare_output_dir
 from .ledger import DELIVERED, RULES, STATES, WHERE
+from .model.fates import RULE_FILTERED  # a SUB's own filter threw the copy away (not wanted)
 
 if TYPE_CHECKING:  # pragma: no cover
     from .build import Model
@@ -54,8 +55,6 @@ def _percentiles(values: np.ndarray) -> dict[str, float | int | None]:
     }
 
 
-#: ``zsim.model.routing.RULE_FILTERED``: a SUB's own filter threw the copy away (not wanted)
-_RULE_FILTERED = 6
 
 
 def _destinations(world: Any, table: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -69,7 +68,7 @@ def _destinations(world: Any, table: dict[str, np.ndarray]) -> tuple[np.ndarray,
     by_pipe = destinations[np.where(pipe >= 0, pipe, len(destinations) - 1)]
     at_reader = (state == DELIVERED) | (state == 1) | (state == 3)
     dest = np.where(at_reader, socket, by_pipe)
-    wanted = (dest >= 0) & ~((state == 3) & (rule == _RULE_FILTERED))
+    wanted = (dest >= 0) & ~((state == 3) & (rule == RULE_FILTERED))
     return dest, wanted
 
 

@@ -21,31 +21,9 @@ Send results: ``SENT``, ``AGAIN`` (would block), ``UNROUTABLE`` (EHOSTUNREACH).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from .fates import AGAIN, SENT
+from .peer import Peer
 from .pipe import MSG_ENVELOPE, MSG_TOPIC, Message, Pipe
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .socket import Peer
-
-SENT = 0
-AGAIN = 1
-UNROUTABLE = 2
-
-# Drop rules recorded in the ledger (stable codes; names in zsim.ledger.RULES).
-RULE_HWM = 1  # pipe at HWM (writer's view)
-RULE_NOT_CONNECTED = 2  # the peer's pipe is not attached at the sender yet
-RULE_NOT_SUBSCRIBED = 3  # peer subscribed, subscription not applied at the sender yet
-RULE_UNROUTABLE = 4  # ROUTER: unknown identity
-RULE_CONFLATED = 5  # replaced in a conflating pipe by a newer message
-RULE_FILTERED = 6  # SUB discarded on receive: no matching subscription
-RULE_NO_PEERS = 7  # REP reply / ROUTER reply to a peer that is gone
-RULE_DISCONNECT = 8  # queued in a pipe or engine of a connection that went away
-RULE_LINGER = 9  # discarded at close: linger expired or 0
-RULE_ENGINE_HUP = 10  # ipc: left in the kernel queue when the engine died (EPOLLHUP)
-RULE_CRASH = 11  # the process crashed
-RULE_REQ_STATE = 12  # REQ: reply from a pipe it did not send to
-RULE_KERNEL_LOST = 13  # tcp/ipc: in the kernel or in flight when the connection broke
 
 
 class LoadBalance:
@@ -190,56 +168,6 @@ class FairQueue:
             if self.current == self.active:
                 self.current = 0
         return False
-
-
-class Subscriptions:
-    """A set of topic prefixes (libzmq's mtrie for one pipe, or a SUB's own list)."""
-
-    __slots__ = ("prefixes", "all")
-
-    def __init__(self, prefixes: tuple[str, ...] = ()) -> None:
-        self.prefixes: dict[str, int] = {}
-        self.all = False
-        for prefix in prefixes:
-            self.add(prefix)
-
-    def add(self, prefix: str) -> bool:
-        """Add one reference; true if the prefix is new."""
-        count = self.prefixes.get(prefix, 0)
-        self.prefixes[prefix] = count + 1
-        if prefix == "":
-            self.all = True
-        return count == 0
-
-    def remove(self, prefix: str) -> bool:
-        """Remove one reference; true if the prefix is gone."""
-        count = self.prefixes.get(prefix, 0)
-        if count <= 0:
-            return False
-        if count == 1:
-            del self.prefixes[prefix]
-            if prefix == "":
-                self.all = False
-            return True
-        self.prefixes[prefix] = count - 1
-        return False
-
-    def set_once(self, prefix: str) -> bool:
-        """mtrie per pipe: a pipe is in a prefix's set at most once."""
-        if prefix in self.prefixes:
-            return False
-        return self.add(prefix)
-
-    def matches(self, topic: str) -> bool:
-        if self.all:
-            return True
-        for prefix in self.prefixes:
-            if topic.startswith(prefix):
-                return True
-        return False
-
-    def __bool__(self) -> bool:
-        return bool(self.prefixes)
 
 
 class Distribute:

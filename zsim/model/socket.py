@@ -18,12 +18,12 @@ Per-type behaviour comes from ``zsim.socket_types.TYPES``; the routing classes a
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
 from ..constants import INBOUND_POLL_RATE
 from ..socket_types import DIST, LB, PAIR, REPLY, ROUTE, TYPES, SocketType
-from .pipe import MSG_ENVELOPE, MSG_ID, MSG_TOPIC, SUBSCRIBE_ID, UNSUBSCRIBE_ID, Message, Pipe
-from .routing import (
+from .context import Context
+from .fates import (
     AGAIN,
     RULE_FILTERED,
     RULE_HWM,
@@ -34,82 +34,31 @@ from .routing import (
     RULE_UNROUTABLE,
     SENT,
     UNROUTABLE,
-    Distribute,
-    FairQueue,
-    LoadBalance,
-    RouteByIdentity,
-    Subscriptions,
 )
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .world import World
+from .peer import Peer, Subscriptions
+from .pipe import MSG_ENVELOPE, MSG_ID, MSG_TOPIC, SUBSCRIBE_ID, UNSUBSCRIBE_ID, Message, Pipe
+from .routing import Distribute, FairQueue, LoadBalance, RouteByIdentity
 
 NEW = 0
 OPEN = 1
 CLOSED = 2
 
 
-class RemoteEnd(Protocol):
-    """The far end of a connection as a ``Peer`` sees it: a ``Socket``, or the stand-in
-    for the binder of an inproc connect that nobody has bound yet."""
-
-    name: str
-    routing_id: str
-    own_subs: Subscriptions | None
-
-
-class Peer:
-    """What one socket knows about one connection: its two pipes and routing state."""
-
-    __slots__ = (
-        "socket",
-        "remote",
-        "conn",
-        "out_pipe",
-        "in_pipe",
-        "attached",
-        "applied",
-        "remote_subs",
-        "routing_key",
-        "alive",
-        "in_fq",
-        "listed",
-    )
-
-    def __init__(self, socket: Socket, remote: RemoteEnd, conn: Any) -> None:
-        self.socket = socket
-        self.remote: RemoteEnd = remote
-        self.conn = conn
-        self.out_pipe: Pipe | None = None
-        self.in_pipe: Pipe | None = None
-        self.attached = False
-        self.listed = False  # in its socket's ``peers`` (a flag: a list scan is O(peers))
-        self.applied = Subscriptions()  # subscriptions received from this peer (PUB side)
-        # What the subscriber wants, to tell "not subscribed yet" from "not wanted".
-        self.remote_subs: Subscriptions | None = remote.own_subs
-        self.routing_key = remote.routing_id
-        self.alive = True
-        self.in_fq = False
-
-    def __repr__(self) -> str:
-        return f"<Peer {self.socket.name}->{self.remote.name} attached={self.attached}>"
-
-
 class Socket:
     """One simulated ZeroMQ socket."""
 
     __slots__ = (
-        "world", "env", "index", "name", "type", "traits", "process", "options", "routing_id", "state", "peers",
+        "ctx", "env", "index", "name", "type", "traits", "process", "options", "routing_id", "state", "peers",
         "mailbox", "last_command_time", "ticks", "waiters", "wake_pending", "own_subs", "lb", "fq", "dist", "router",
         "pair_peer", "all_subs", "pending_subscriptions", "reply_pipe", "awaiting_reply", "reply_peer",
         "reply_envelope", "sent", "send_again", "send_unroutable", "received", "recv_again", "dropped", "discarded",
-        "copies", "blocked_s", "blocked_count", "lost_on_close", "last_pipe_index", "_xsend", "_xrecv",
+        "copies", "blocked_s", "blocked_count", "lost_on_close", "last_pipe_index", "xsend", "xrecv",
         "throttle_s", "ledger", "wake_sampler", "__weakref__",
     )
 
     def __init__(
         self,
-        world: World,
+        ctx: Context,
         index: int,
         name: str,
         type_name: str,
@@ -117,8 +66,8 @@ class Socket:
         options: Any,
         routing_id: str,
     ) -> None:
-        self.world = world
-        self.env = world.env
+        self.ctx = ctx
+        self.env = ctx.env
         self.index = index
         self.name = name
         self.type = type_name
@@ -154,32 +103,34 @@ class Socket:
         self.blocked_count = 0
         self.lost_on_close = 0
         self.last_pipe_index = -1
-        # send dispatch, chosen once
+        # xsend/xrecv: the type's own send and recv (libzmq's socket_base_t::xsend/xrecv),
+        # without the command processing of send()/recv(); chosen once. Workloads call
+        # them directly when they have just processed commands themselves.
         traits = self.traits
         send = traits.send
-        self._xsend: Callable[[Message], int]
+        self.xsend: Callable[[Message], int]
         if send == DIST:
-            self._xsend = self._send_dist
+            self.xsend = self._send_dist
         elif send == LB:
-            self._xsend = self._send_request if traits.request else self._send_lb
+            self.xsend = self._send_request if traits.request else self._send_lb
         elif send == ROUTE:
-            self._xsend = self._send_route
+            self.xsend = self._send_route
         elif send == REPLY:
-            self._xsend = self._send_reply
+            self.xsend = self._send_reply
         elif send == PAIR:
-            self._xsend = self._send_pair
+            self.xsend = self._send_pair
         else:
-            self._xsend = self._send_unsupported
+            self.xsend = self._send_unsupported
         # A SUB subscribed to everything never filters on receive: same path as PULL.
         filters = traits.filters_on_recv and not (self.own_subs is not None and self.own_subs.all)
         plain = traits.receives and not (
             traits.app_sees_subscriptions or traits.request or traits.reply or filters or traits.prepends_identity
         )
-        self._xrecv = self._xrecv_plain if plain else self._xrecv_typed
-        self.throttle_s = world.params.command_throttle_s
-        self.ledger = world.ledger
-        wake = world.params.app_wake
-        self.wake_sampler = wake.sampler(None if wake.is_constant else world.stream(f"wake.{name}")) if wake is not None else None
+        self.xrecv = self._xrecv_plain if plain else self._xrecv_typed
+        self.throttle_s = ctx.params.command_throttle_s
+        self.ledger = ctx.ledger
+        wake = ctx.params.app_wake
+        self.wake_sampler = wake.sampler(None if wake.is_constant else ctx.stream(f"wake.{name}")) if wake is not None else None
 
     def _init_routing(self) -> None:
         traits, options = self.traits, self.options
@@ -256,15 +207,15 @@ class Socket:
         if delay > 0:
             self.env.call_later(delay, self._wake)
             return
-        world = self.world
-        if world.waking:
+        ctx = self.ctx
+        if ctx.waking:
             self.env.call_soon(self._wake)
             return
-        world.waking = True
+        ctx.waking = True
         try:
             self._wake()
         finally:
-            world.waking = False
+            ctx.waking = False
 
     def _wake(self) -> None:
         self.wake_pending = False
@@ -305,11 +256,33 @@ class Socket:
             if self.lb is not None and pipe in self.lb.peer_of:
                 self.lb.activated(pipe)
 
-    def _cmd_attach(self, peer: Peer) -> None:
-        self.attach(peer)
+    def post_attach(self, peer: Peer) -> None:
+        """``bind`` command: a connection's pipes reach this socket (attached when it
+        processes commands)."""
+        self.post(self.attach, peer)
 
-    def _cmd_detach(self, peer: Peer) -> None:
-        self.detach(peer)
+    def post_detach(self, peer: Peer) -> None:
+        """``pipe_term`` reached this socket: forget the peer when it processes commands."""
+        self.post(self.detach, peer)
+
+    def post_peer_closing(self, peer: Peer) -> None:
+        """``pipe_term`` from the peer's side while its messages are still queued here."""
+        self.post(self.peer_closing, peer)
+
+    def peer_closing(self, peer: Peer) -> None:
+        """``pipe_t::process_pipe_term`` at the surviving end: stop routing to the peer,
+        keep reading what it already sent (the peer is detached once its inbound pipe is
+        drained, or now if it has none)."""
+        if self.lb is not None and peer.out_pipe is not None and peer.out_pipe in self.lb.peer_of:
+            self.lb.terminated(peer.out_pipe)
+        if self.dist is not None:
+            self.dist.remove(peer)
+        if self.router is not None:
+            self.router.remove(peer.routing_key, peer)
+        if self.pair_peer is peer:
+            self.pair_peer = None
+        if peer.in_pipe is None or not peer.in_fq:
+            self.detach(peer)
 
     # ------------------------------------------------------------------------------
     # peers and pipes
@@ -354,7 +327,7 @@ class Socket:
             # xsub_t::xattach_pipe: send every cached subscription into the new pipe;
             # one that does not fit is silently lost (xsub_t::send_subscription).
             for prefix in list(self.own_subs.prefixes):
-                self._write_subscription(out_pipe, prefix, True)
+                self.write_subscription(out_pipe, prefix, True)
 
     def detach(self, peer: Peer) -> None:
         """The connection is gone: forget its pipes (``pipe_terminated``)."""
@@ -390,7 +363,7 @@ class Socket:
     # ------------------------------------------------------------------------------
     # subscriptions
 
-    def _write_subscription(self, pipe: Pipe, prefix: str, subscribe: bool) -> None:
+    def write_subscription(self, pipe: Pipe, prefix: str, subscribe: bool) -> None:
         if pipe.check_write():
             wire = len(prefix.encode()) + 1 + 2
             pipe.write((SUBSCRIBE_ID if subscribe else UNSUBSCRIBE_ID, self.env._now, 0, wire, prefix, (), self.index))
@@ -405,7 +378,7 @@ class Socket:
             return SENT
         for peer in self.peers:
             if peer.attached and peer.out_pipe is not None:
-                self._write_subscription(peer.out_pipe, prefix, subscribe)
+                self.write_subscription(peer.out_pipe, prefix, subscribe)
         return SENT
 
     def _read_subscriptions(self, pipe: Pipe, peer: Peer | None = None) -> None:
@@ -456,7 +429,7 @@ class Socket:
             self.last_command_time = now
             if self.mailbox:
                 self.process_commands()
-        return self._xsend(msg)
+        return self.xsend(msg)
 
     def _send_unsupported(self, msg: Message) -> int:  # pragma: no cover - spec forbids it
         raise RuntimeError(f"{self.type} sockets do not send application messages")
@@ -600,13 +573,13 @@ class Socket:
         if self.ticks >= INBOUND_POLL_RATE:
             self.process_commands()
             self.ticks = 0
-        msg = self._xrecv()
+        msg = self.xrecv()
         if msg is not None:
             return msg
         if self.mailbox:
             self.process_commands()
         self.ticks = 0
-        return self._xrecv()
+        return self.xrecv()
 
     def has_in(self) -> bool:
         """ZMQ_POLLIN (``zmq_poll`` processes commands first)."""

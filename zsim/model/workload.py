@@ -18,8 +18,8 @@ from array import array
 from typing import TYPE_CHECKING
 
 from ..constants import INBOUND_POLL_RATE, frame_wire_bytes
+from .fates import AGAIN, RULE_UNROUTABLE, SENT, UNROUTABLE
 from .pipe import MSG_ENVELOPE, MSG_ID, MSG_TOPIC, SUBSCRIBE_ID, Message
-from .routing import AGAIN, RULE_UNROUTABLE, SENT, UNROUTABLE
 from .socket import OPEN, Socket
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -308,7 +308,7 @@ class Sender:
         if sock.state != OPEN:
             self._finish()
             return
-        status = sock._xsend(msg)
+        status = sock.xsend(msg)
         if status == AGAIN:
             sock.wait(self._retry)
             return
@@ -344,7 +344,7 @@ class Sender:
     def _reply_woken(self) -> None:
         if self.done:
             return
-        msg = self.socket._xrecv()
+        msg = self.socket.xrecv()
         if msg is None:
             self.socket.wait(self._reply_woken)
             return
@@ -405,7 +405,7 @@ class Receiver:
         self.send_cost = world.params.send_call_s
         self.jitter = _jitter_sampler(world, name)
         self.ledger = world.ledger
-        self.records = world.ledger.records
+        self.delivered = world.ledger.delivered
         self.next_pause_at = float("inf")
         self.paused_s = 0.0
         self.pending_reply: Message | None = None
@@ -459,12 +459,12 @@ class Receiver:
         if sock.ticks >= INBOUND_POLL_RATE:
             sock.process_commands()
             sock.ticks = 0
-        msg = sock._xrecv()
+        msg = sock.xrecv()
         if msg is None:
             if sock.mailbox:
                 sock.process_commands()
             sock.ticks = 0
-            msg = sock._xrecv()
+            msg = sock.xrecv()
         if msg is None:
             self.waiting = True
             sock.wait(self._woken)
@@ -479,7 +479,7 @@ class Receiver:
     def _woken(self) -> None:
         if self.done:
             return
-        msg = self.socket._xrecv()
+        msg = self.socket.xrecv()
         if msg is None:
             self.socket.wait(self._woken)
             return
@@ -512,8 +512,7 @@ class Receiver:
         self.received += 1
         sock.received += 1
         if msg[0] >= 0:
-            # Ledger.delivered, inlined: (msg_id, state, socket, pipe, rule, time, t0, size, origin)
-            self.records.extend((msg[0], 0.0, sock.index, sock.last_pipe_index, 0.0, now, msg[1], msg[2], msg[6]))
+            self.delivered(msg, sock.index, sock.last_pipe_index, now)
         service = self.service.next()
         if service > 0 and self.jitter is not None:
             service += self.jitter.next()

@@ -12,52 +12,17 @@ keeps no per-message records of its own.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
+from .context import Context
+from .fates import RULE_CRASH, RULE_LINGER, WHERE_PIPE, LedgerSink
 from .kernel import Environment
 from .params import ModelParams
-from .pipe import Message, Pipe, WakeGroup
-from .routing import RULE_CRASH, RULE_LINGER
+from .pipe import Message, Pipe
 from .socket import CLOSED, OPEN, Socket
-from .transport import IN_KERNEL, InprocConnection, Session, StreamConnection, in_flight
-
-
-class LedgerSink(Protocol):
-    """Where the model reports every message's fate (implemented by ``zsim.ledger``)."""
-
-    def sent(self, msg: Message, socket_index: int) -> None: ...
-
-    def delivered(self, msg: Message, socket_index: int, pipe_index: int, now: float) -> None: ...
-
-    def forwarded(self, msg: Message, socket_index: int, pipe_index: int, now: float) -> None: ...
-
-    def dropped(self, msg: Message, socket_index: int, pipe_index: int, rule: int, now: float) -> None: ...
-
-    def discarded(self, msg: Message, socket_index: int, pipe_index: int, rule: int, now: float) -> None: ...
-
-    def lost(self, msg: Message, socket_index: int, pipe_index: int, rule: int, now: float) -> None: ...
-
-    def queued(self, msg: Message, socket_index: int, pipe_index: int, where: int, now: float) -> None: ...
-
-    #: messages sent (the hot path counts in place instead of calling ``sent``)
-    n_sent: int
-    #: the flat record array (its length bounds a run's memory, see ``zsim.runner.Guard``)
-    records: Any
-
-
-class PipeInfo:
-    """Static description of a pipe for results (``from``, ``to``, kind)."""
-
-    __slots__ = ("pipe", "name", "frm", "to", "kind")
-
-    def __init__(self, pipe: Pipe, name: str, frm: str, to: str, kind: str) -> None:
-        self.pipe = pipe
-        self.name = name
-        self.frm = frm
-        self.to = to
-        self.kind = kind
+from .transport import InprocConnection, Session, StreamConnection, in_flight
 
 
 class Process:
@@ -121,31 +86,16 @@ class Process:
         return self.exiting and self.alive
 
 
-class World:
-    """Registries and lifecycles of one simulation run."""
+class World(Context):
+    """Processes, sockets and their lifecycles, over the shared ``Context``."""
 
     def __init__(self, env: Environment, params: ModelParams, ledger: LedgerSink, streams: Callable[[str], np.random.Generator]) -> None:
-        self.env = env
-        self.params = params
-        self.ledger = ledger
-        self.stream = streams
+        super().__init__(env, params, ledger, streams)
         self.sockets: list[Socket] = []
-        self.pipes: list[Pipe] = []
-        self.pipe_info: list[PipeInfo] = []
         self.processes: list[Process] = []
         self.connections: list[Any] = []
-        self.links: list[Any] = []
-        self.listeners: dict[tuple[str, str], Socket] = {}
-        self.pending_inproc: dict[tuple[str, str], list[InprocConnection]] = {}
-        self.waiting_connects: dict[tuple[str, str], list[StreamConnection]] = {}
         self.socket_connections: dict[Socket, list[Any]] = {}
         self.socket_endpoints: dict[Socket, tuple[tuple[Any, ...], tuple[Any, ...]]] = {}
-        self.next_message_id = 0
-        self.trace_depth = False
-        self.waking = False  # an application thread's wake-up is running (no recursion)
-        self.wake_debt = 0.0
-        self.wake_groups: dict[Any, WakeGroup] = {}  # time the running application call owes for waking threads
-        self.until_s: float | None = None
 
     # -- construction ---------------------------------------------------------------------
 
@@ -162,48 +112,6 @@ class World:
         self.socket_endpoints[sock] = (bind, connect)
         self.socket_connections[sock] = []
         return sock
-
-    def new_pipe(self, name: str, frm: str, to: str, kind: str, hwm: int, writer: Any, reader: Any, conflate: bool, owner: Any) -> Pipe:
-        pipe = Pipe(self.env, name, hwm, writer, reader, conflate, index=len(self.pipes))
-        pipe.owner = owner
-        # an application thread writing to a pipe whose reader is another thread pays for
-        # waking it: inproc (the peer's application thread), tcp/ipc "send" pipes (the I/O
-        # thread); an I/O thread writing a "recv" pipe is not charged. The pipes one
-        # thread reads share its sleep state (see Pipe.wake_group):
-        # an inproc pipe is read by its reading socket's thread, a "send" pipe by the
-        # writer's process's I/O thread (one per context, libzmq's default io_threads=1)
-        if kind == "inproc":
-            pipe.wake_cost = self.params.transport("inproc").wake_cost
-            group_key: Any = ("app", id(reader))
-        elif kind == "send":
-            transport = getattr(owner, "transport", None)
-            if transport in ("tcp", "ipc"):
-                pipe.wake_cost = self.params.transport(transport).wake_cost
-            group_key = ("io", getattr(writer, "process", None))
-        if pipe.wake_cost is not None:
-            pipe.debt = self
-            group = self.wake_groups.get(group_key)
-            if group is None:
-                group = self.wake_groups[group_key] = WakeGroup()
-            pipe.wake_group = group
-        if self.trace_depth:
-            pipe.trace = []
-        self.pipes.append(pipe)
-        self.pipe_info.append(PipeInfo(pipe, name, frm, to, kind))
-        return pipe
-
-    def rename_pipe(self, pipe: Pipe, name: str, frm: str | None = None, to: str | None = None) -> None:
-        info = self.pipe_info[pipe.index]
-        pipe.name = info.name = name
-        if frm is not None:
-            info.frm = frm
-        if to is not None:
-            info.to = to
-
-    def new_message(self, t0: float, size: int, wire: int, topic: str, envelope: tuple = (), origin: int = -1) -> Message:
-        mid = self.next_message_id
-        self.next_message_id = mid + 1
-        return (mid, t0, size, wire, topic, envelope, origin)
 
     # -- socket lifecycle ------------------------------------------------------------------
 
@@ -319,9 +227,6 @@ class World:
             sessions.append(conn.b_session)
         return sessions
 
-    def session_closed(self, session: Session) -> None:
-        session.socket.process.session_closed(session)
-
     def quiescent(self) -> bool:
         """No sender has work left and no message is anywhere on its way."""
         for process in self.processes:
@@ -361,7 +266,7 @@ class World:
                 continue
             for engine, wire in ((link.c_engine, link.c2b), (link.b_engine, link.b2c)):
                 for msg, sock, pipe_index, place in in_flight(engine, wire):
-                    items.append((msg, sock.index, pipe_index, WHERE_KERNEL if place == IN_KERNEL else WHERE_ENGINE))
+                    items.append((msg, sock.index, pipe_index, place))
         return [item for item in items if item[0][0] >= 0]
 
 
@@ -396,11 +301,6 @@ class World:
             else:
                 destinations.append(-1)
         return destinations
-
-
-WHERE_PIPE = 0
-WHERE_ENGINE = 1
-WHERE_KERNEL = 2
 
 
 def _socket_of(pipe: Pipe) -> int:

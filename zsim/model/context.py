@@ -1,0 +1,102 @@
+"""The services every socket, connection and workload of one run shares: ``ctx_t``'s part.
+
+libzmq's ``ctx_t`` owns the endpoint registry (``register_endpoint``, pending inproc
+connects) and gives each socket its mailbox and I/O threads; the OS owns the listening
+sockets. ``Context`` is that part of the simulated world: the clock, the parameters, the
+ledger and random streams, the registry of pipes (their index in the records), of
+listeners and of connects waiting for one, message ids, and the wake-up bookkeeping of
+threads. Sockets and transports are given a ``Context``; only ``World`` (processes and
+socket lifecycles, above them) knows every socket.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .fates import LedgerSink
+from .kernel import Environment
+from .params import ModelParams
+from .pipe import Message, Pipe, WakeGroup
+
+
+class PipeInfo:
+    """Static description of a pipe for results (``from``, ``to``, kind)."""
+
+    __slots__ = ("pipe", "name", "frm", "to", "kind")
+
+    def __init__(self, pipe: Pipe, name: str, frm: str, to: str, kind: str) -> None:
+        self.pipe = pipe
+        self.name = name
+        self.frm = frm
+        self.to = to
+        self.kind = kind
+
+
+class Context:
+    """Shared services of one simulation run (see the module docstring)."""
+
+    def __init__(self, env: Environment, params: ModelParams, ledger: LedgerSink, streams: Callable[[str], np.random.Generator]) -> None:
+        self.env = env
+        self.params = params
+        self.ledger = ledger
+        self.stream = streams
+        self.pipes: list[Pipe] = []
+        self.pipe_info: list[PipeInfo] = []
+        self.links: list[Any] = []  # tcp/ipc links (zsim.model.transport.Link), for results
+        # endpoint key -> the socket listening there (ctx_t endpoints / the OS's listeners)
+        self.listeners: dict[tuple[str, str], Any] = {}
+        # inproc connects made before anybody bound the name (ctx_t::pending_connections)
+        self.pending_inproc: dict[tuple[str, str], list[Any]] = {}
+        # tcp/ipc connects retrying until a listener appears
+        self.waiting_connects: dict[tuple[str, str], list[Any]] = {}
+        self.next_message_id = 0
+        self.trace_depth = False
+        self.waking = False  # an application thread's wake-up is running (no recursion)
+        self.wake_debt = 0.0  # time the running application call owes for waking threads
+        self.wake_groups: dict[Any, WakeGroup] = {}
+        self.until_s: float | None = None
+
+    def new_pipe(self, name: str, frm: str, to: str, kind: str, hwm: int, writer: Any, reader: Any, conflate: bool, owner: Any) -> Pipe:
+        pipe = Pipe(self.env, name, hwm, writer, reader, conflate, index=len(self.pipes))
+        pipe.owner = owner
+        # an application thread writing to a pipe whose reader is another thread pays for
+        # waking it: inproc (the peer's application thread), tcp/ipc "send" pipes (the I/O
+        # thread); an I/O thread writing a "recv" pipe is not charged. The pipes one
+        # thread reads share its sleep state (see Pipe.wake_group):
+        # an inproc pipe is read by its reading socket's thread, a "send" pipe by the
+        # writer's process's I/O thread (one per context, libzmq's default io_threads=1)
+        if kind == "inproc":
+            pipe.wake_cost = self.params.transport("inproc").wake_cost
+            group_key: Any = ("app", id(reader))
+        elif kind == "send":
+            transport = getattr(owner, "transport", None)
+            if transport in ("tcp", "ipc"):
+                pipe.wake_cost = self.params.transport(transport).wake_cost
+            group_key = ("io", getattr(writer, "process", None))
+        if pipe.wake_cost is not None:
+            pipe.debt = self
+            group = self.wake_groups.get(group_key)
+            if group is None:
+                group = self.wake_groups[group_key] = WakeGroup()
+            pipe.wake_group = group
+        if self.trace_depth:
+            pipe.trace = []
+        self.pipes.append(pipe)
+        self.pipe_info.append(PipeInfo(pipe, name, frm, to, kind))
+        return pipe
+
+    def rename_pipe(self, pipe: Pipe, name: str, frm: str | None = None, to: str | None = None) -> None:
+        info = self.pipe_info[pipe.index]
+        pipe.name = info.name = name
+        if frm is not None:
+            info.frm = frm
+        if to is not None:
+            info.to = to
+
+    def new_message(self, t0: float, size: int, wire: int, topic: str, envelope: tuple = (), origin: int = -1) -> Message:
+        mid = self.next_message_id
+        self.next_message_id = mid + 1
+        return (mid, t0, size, wire, topic, envelope, origin)

@@ -1,0 +1,95 @@
+"""What can happen to a message, as codes, and the protocol that reports it: one module.
+
+The model reports every message copy's fate to a ``LedgerSink`` (``zsim.ledger.Ledger``)
+exactly once: delivered, forwarded, dropped (by a routing rule), discarded (received and
+thrown away), lost (close, linger, crash, a broken connection) or queued at the end of the
+run (in a pipe, an engine or the kernel). The codes below are stable: they are written into
+ledgers, Parquet sweeps and fingerprints. Names for results are here too, so a code and
+its name can never drift apart.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+# -- zmq_send outcomes (what a socket's send returns to its application) --------------------
+SENT = 0
+AGAIN = 1  # would block: EAGAIN
+UNROUTABLE = 2  # EHOSTUNREACH (ROUTER_MANDATORY)
+
+# -- final states of a copy ----------------------------------------------------------------
+DELIVERED = 0
+FORWARDED = 1
+DROPPED = 2
+DISCARDED = 3
+LOST = 4
+QUEUED = 5
+
+STATES = ("delivered", "forwarded", "dropped", "discarded", "lost_on_close", "queued_at_end")
+
+# -- the rule behind a drop, discard or loss ------------------------------------------------
+RULE_HWM = 1  # pipe at HWM (writer's view)
+RULE_NOT_CONNECTED = 2  # the peer's pipe is not attached at the sender yet
+RULE_NOT_SUBSCRIBED = 3  # peer subscribed, subscription not applied at the sender yet
+RULE_UNROUTABLE = 4  # ROUTER: unknown identity
+RULE_CONFLATED = 5  # replaced in a conflating pipe by a newer message
+RULE_FILTERED = 6  # SUB discarded on receive: no matching subscription
+RULE_NO_PEERS = 7  # REP reply / ROUTER reply to a peer that is gone
+RULE_DISCONNECT = 8  # queued in a pipe or engine of a connection that went away
+RULE_LINGER = 9  # discarded at close: linger expired or 0
+RULE_ENGINE_HUP = 10  # ipc: left in the kernel queue when the engine died (EPOLLHUP)
+RULE_CRASH = 11  # the process crashed
+RULE_REQ_STATE = 12  # REQ: reply from a pipe it did not send to
+RULE_KERNEL_LOST = 13  # tcp/ipc: in the kernel or in flight when the connection broke
+
+RULES = {
+    0: "",
+    RULE_HWM: "hwm",
+    RULE_NOT_CONNECTED: "not_connected",
+    RULE_NOT_SUBSCRIBED: "not_subscribed_yet",
+    RULE_UNROUTABLE: "unroutable",
+    RULE_CONFLATED: "conflated",
+    RULE_FILTERED: "filtered",
+    RULE_NO_PEERS: "no_peer",
+    RULE_DISCONNECT: "disconnect",
+    RULE_LINGER: "close_linger",
+    RULE_ENGINE_HUP: "engine_hup",
+    RULE_CRASH: "crash",
+    RULE_REQ_STATE: "req_state",
+    RULE_KERNEL_LOST: "kernel_lost",
+}
+
+# -- where a message queued at the end sits -------------------------------------------------
+WHERE_PIPE = 0
+WHERE_ENGINE = 1  # a stream engine's batch or decoded buffer
+WHERE_KERNEL = 2  # the kernel's socket buffers
+
+WHERE = {WHERE_PIPE: "pipe", WHERE_ENGINE: "engine", WHERE_KERNEL: "kernel"}
+
+
+class LedgerSink(Protocol):
+    """Where the model reports every message's fate (implemented by ``zsim.ledger.Ledger``).
+
+    Every record is written through one of these methods; no model code appends records
+    itself. ``msg`` is a message tuple (``zsim.model.pipe``); ``pipe_index`` is -1 when the
+    copy never reached a pipe.
+    """
+
+    def sent(self, msg: Any, socket_index: int) -> None: ...
+
+    def delivered(self, msg: Any, socket_index: int, pipe_index: int, now: float) -> None: ...
+
+    def forwarded(self, msg: Any, socket_index: int, pipe_index: int, now: float) -> None: ...
+
+    def dropped(self, msg: Any, socket_index: int, pipe_index: int, rule: int, now: float) -> None: ...
+
+    def discarded(self, msg: Any, socket_index: int, pipe_index: int, rule: int, now: float) -> None: ...
+
+    def lost(self, msg: Any, socket_index: int, pipe_index: int, rule: int, now: float) -> None: ...
+
+    def queued(self, msg: Any, socket_index: int, pipe_index: int, where: int, now: float) -> None: ...
+
+    #: messages sent (the hot path counts in place instead of calling ``sent``)
+    n_sent: int
+    #: the flat record array (its length bounds a run's memory, see ``zsim.runner.Guard``)
+    records: Any

@@ -1,0 +1,369 @@
+"""The byte path of a tcp/ipc connection: kernel buffers (``Wire``) and the ZMTP stream
+engine at each end (``stream_engine_base_t``, ``zmtp_engine_t``).
+
+The sending engine pulls whole messages from its pipe only when its batch is empty, up to
+8 KB (or one large message), and writes as much as the kernel takes. The receiving engine
+reads up to 8 KB (or the rest of a large message) per event and pushes decoded messages
+into its pipe; when a push fails it keeps that message, keeps the rest of its buffer, and
+stops reading until the socket has read LWM messages (``restart_input``). Pressure
+therefore travels back through the kernel to the sender's pipe, where PUB drops and PUSH
+blocks.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ...constants import IN_BATCH_SIZE, OUT_BATCH_SIZE
+from ..occupancy import Occupancy
+from ..pipe import MSG_WIRE, Message
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..context import Context
+    from ..params import TransportParams
+    from ..pipe import Pipe
+
+
+class EngineSession(Protocol):
+    """What an engine needs from its session (``session_base_t`` as ``i_engine`` sees it)."""
+
+    socket: Any
+    out_pipe: Pipe | None
+    in_pipe: Pipe | None
+
+    def push(self, msg: Message) -> bool: ...
+
+    def delimiter_reached(self) -> None: ...
+
+
+class EngineLink(Protocol):
+    """What an engine needs from its connection: the shared services, the transport's
+    parameters and latency, and where to report an EOF or EPOLLHUP."""
+
+    ctx: Context
+    params: TransportParams
+    latency_sampler: Any
+
+    def engine_error(self, engine: Engine, reason: str) -> None: ...
+
+
+
+class Wire:
+    """One direction of a stream socket pair: kernel send buffer + receive buffer, in bytes.
+
+    Entries are ``[msg, nbytes, last, overhead]``: a large message may cross in several
+    segments; it is complete at the reader when its ``last`` segment has been read. Each
+    ``write()`` is one skb whose bookkeeping (``overhead``, charged on its first entry)
+    counts against the buffer until the reader has consumed it: on unix sockets that is
+    what limits many small writes (reference section 6.2, ``wmem_default`` in truesize).
+    """
+
+    __slots__ = ("queue", "bytes", "msgs", "charged", "capacity_fn", "sndbuf", "rcvbuf", "sndhwm", "writer", "reader", "peer_closed",
+                 "name", "occupancy")
+
+    def __init__(self, name: str, capacity_fn: Any, sndbuf: int, rcvbuf: int, sndhwm: int, now: float) -> None:
+        self.name = name
+        self.queue: deque[list[Any]] = deque()
+        self.bytes = 0  # payload bytes in the kernel
+        self.msgs = 0  # messages whose last byte is in the kernel
+        self.charged = 0  # what the kernel counts against the buffer: bytes + per-write overhead
+        self.capacity_fn = capacity_fn
+        self.sndbuf = sndbuf
+        self.rcvbuf = rcvbuf
+        self.sndhwm = sndhwm
+        self.writer: Engine | None = None
+        self.reader: Engine | None = None
+        self.peer_closed = False  # the writer closed its end: EOF after the data
+        self.occupancy = Occupancy(now)
+
+    def observe(self, now: float) -> None:
+        """Record this direction's levels after a change (kernel, both engines)."""
+        writer, reader = self.writer, self.reader
+        out_msgs = len(writer.out_batch) if writer is not None else 0
+        out_bytes = writer.out_bytes if writer is not None else 0
+        in_msgs = in_bytes = 0
+        if reader is not None:
+            if reader.held is not None:
+                in_msgs, in_bytes = 1, reader.held[MSG_WIRE]
+            if reader.in_buffer:
+                in_msgs += len(reader.in_buffer)
+                in_bytes += sum(msg[MSG_WIRE] for msg in reader.in_buffer)
+        self.occupancy.update(now, (self.msgs, self.bytes, out_msgs, out_bytes, in_msgs, in_bytes))
+
+    def capacity(self, wire_size: int) -> int:
+        return self.capacity_fn(wire_size, self.sndbuf, self.rcvbuf, self.sndhwm)
+
+    def messages(self) -> list[Message]:
+        """Messages that have at least one byte in the kernel (each once)."""
+        seen: list[Message] = []
+        for msg, _nbytes, last, _overhead in self.queue:
+            if last:
+                seen.append(msg)
+        # a message whose last segment is still in the sender's batch is counted there
+        return seen
+
+
+class Engine:
+    """``stream_engine_base_t`` for one side of one link: out batch and in buffer."""
+
+    def __init__(self, link: EngineLink, session: EngineSession, out_wire: Wire, in_wire: Wire) -> None:
+        self.link = link
+        self.session = session
+        self.ctx = link.ctx
+        self.env = link.ctx.env
+        self.params: TransportParams = link.params
+        self.out_wire = out_wire
+        self.in_wire = in_wire
+        out_wire.writer = self
+        in_wire.reader = self
+        # output
+        self.out_batch: deque[list[Any]] = deque()  # [msg, bytes not yet written]
+        self.out_bytes = 0
+        self.out_waiting_space = False
+        self.out_timer = self.env.timer(self._out_event)
+        self.out_free_at = 0.0
+        # input
+        self.in_buffer: deque[Message] = deque()  # decoded, not yet pushed
+        self.partial: Message | None = None  # message whose bytes are arriving
+        self.held: Message | None = None  # decoded message whose push failed
+        self.input_stopped = False
+        self.io_error = False
+        self.in_timer = self.env.timer(self._in_event)
+        self.in_free_at = 0.0
+        self.closed = False
+        self.latency = link.latency_sampler
+
+    # -- output ------------------------------------------------------------------------
+
+    def kick_out(self, delay: float = 0.0) -> None:
+        """POLLOUT / activate_read from the socket: run ``out_event`` when the engine is free."""
+        if self.closed or self.out_timer.armed:
+            return
+        now = self.env._now
+        when = max(now + delay, self.out_free_at)
+        self.out_timer.arm(when - now)
+
+    def _out_event(self) -> None:
+        if self.closed:
+            return
+        session = self.session
+        pipe = session.out_pipe
+        params = self.params
+        if not self.out_batch:
+            if pipe is None:
+                return
+            # stream_engine_base_t::out_event: pull whole messages only when empty.
+            pulled = 0
+            while self.out_bytes < OUT_BATCH_SIZE:
+                msg = pipe.read()
+                if msg is None:
+                    break
+                self.out_batch.append([msg, msg[MSG_WIRE]])
+                self.out_bytes += msg[MSG_WIRE]
+                pulled += 1
+            if not self.out_batch:
+                if pipe.delimited:
+                    session.delimiter_reached()
+                return
+            cost = params.engine_s_per_msg * pulled + params.engine_s_per_byte * self.out_bytes
+            self.out_free_at = self.env._now + cost
+        self._write()
+
+    def _write(self) -> None:
+        wire = self.out_wire
+        batch = self.out_batch
+        params = self.params
+        charge_fn = params.write_charge
+        capacity = wire.capacity(batch[0][0][MSG_WIRE])
+        if charge_fn is None:
+            overhead = params.write_overhead_bytes
+            free = capacity - wire.charged - overhead
+        else:
+            # unix sockets: a write is allowed while the kernel memory charged to the
+            # sender is below its buffer; each skb costs its kmalloc'd truesize.
+            free = self.out_bytes if wire.charged < capacity else 0
+            chunk = params.max_skb_bytes(capacity)
+            free = min(free, chunk)
+            overhead = charge_fn(free) - free if free > 0 else 0
+        if free <= 0:
+            self._wait_for_space()
+            wire.observe(self.env._now)  # the batch just pulled waits in the engine
+            return
+        moved = 0
+        completed = 0
+        first = True
+        while batch and free > 0:
+            entry = batch[0]
+            msg, remaining = entry
+            n = remaining if remaining <= free else free
+            last = n == remaining
+            wire.queue.append([msg, n, last, overhead if first else 0])
+            first = False
+            moved += n
+            free -= n
+            if last:
+                batch.popleft()
+                completed += 1
+            else:
+                entry[1] = remaining - n
+        wire.bytes += moved
+        wire.msgs += completed
+        wire.charged += moved + overhead
+        self.out_bytes -= moved
+        wire.observe(self.env._now)
+        reader = wire.reader
+        if reader is not None and moved:
+            reader.kick_in(self.latency.next())
+        if self.out_bytes > 0:
+            if charge_fn is not None and wire.charged < capacity:
+                self._write()  # the same sendmsg() goes on with the next skb
+                return
+            self._wait_for_space()
+        else:
+            # POLLOUT stays set: pull again once this batch's processing is done.
+            self.kick_out()
+        if self.session.out_pipe is not None and self.session.out_pipe.delimited and not self.out_batch and not self.session.out_pipe.queue:
+            self.session.delimiter_reached()
+
+    def _wait_for_space(self) -> None:
+        """The kernel is full: wait for POLLOUT; meanwhile the I/O thread may sleep."""
+        self.out_waiting_space = True
+        pipe = self.session.out_pipe
+        if pipe is not None and pipe.wake_counted:
+            pipe.reader_idle()
+
+    def space_freed(self) -> None:
+        """The reader took bytes out of the kernel: POLLOUT once there is enough room.
+
+        Linux reports a stream socket writable only with a margin of free space (tcp:
+        ``sk_stream_is_writeable``, free >= a third; unix: ``unix_writable``, free >= three
+        quarters), so a stalled engine resumes in chunks, not byte by byte.
+        """
+        if self.out_waiting_space and not self.closed:
+            if self.out_batch:
+                wire = self.out_wire
+                capacity = wire.capacity(self.out_batch[0][0][MSG_WIRE])
+                if capacity - wire.charged < self.params.pollout_free_fraction * capacity:
+                    return
+            self.out_waiting_space = False
+            if self.out_batch:
+                now = self.env._now
+                when = max(now, self.out_free_at)
+                if not self.out_timer.armed:
+                    self.out_timer.arm(when - now)
+
+    # -- input -------------------------------------------------------------------------
+
+    def kick_in(self, delay: float = 0.0) -> None:
+        if self.closed or self.input_stopped:
+            return
+        now = self.env._now
+        when = max(now + delay, self.in_free_at)
+        if self.in_timer.armed:
+            return
+        self.in_timer.arm(when - now)
+
+    def _in_event(self) -> None:
+        if self.closed or self.input_stopped:
+            return
+        wire = self.in_wire
+        if not wire.queue:
+            if wire.peer_closed:
+                # recv() returned 0: the peer closed cleanly after its data (EOF).
+                self.link.engine_error(self, "eof")
+            return
+        # One recv(): up to 8 KB, or straight into a large message's own buffer.
+        head_msg = wire.queue[0][0]
+        budget = IN_BATCH_SIZE
+        if head_msg[MSG_WIRE] >= IN_BATCH_SIZE:
+            budget = max(budget, wire.queue[0][1] if self.partial is head_msg else head_msg[MSG_WIRE])
+        decoded: list[Message] = []
+        taken = 0
+        freed = 0
+        queue = wire.queue
+        while queue and taken < budget:
+            entry = queue[0]
+            msg, nbytes, last, overhead = entry
+            room = budget - taken
+            if nbytes <= room:
+                queue.popleft()
+                taken += nbytes
+                freed += nbytes + overhead
+                if last:
+                    decoded.append(msg)
+                    self.partial = None
+                else:
+                    self.partial = msg
+            else:
+                entry[1] = nbytes - room
+                taken += room
+                freed += room
+                self.partial = msg
+        wire.bytes -= taken
+        wire.msgs -= len(decoded)
+        wire.charged -= freed
+        writer = wire.writer
+        if writer is not None:
+            writer.space_freed()
+        params = self.params
+        self.in_free_at = self.env._now + params.engine_s_per_msg * len(decoded) + params.engine_s_per_byte * taken
+        session = self.session
+        for i, msg in enumerate(decoded):
+            if not session.push(msg):
+                self.held = msg
+                self.in_buffer.extend(decoded[i + 1 :])
+                self._stop_input()
+                wire.observe(self.env._now)
+                return
+        wire.observe(self.env._now)
+        if wire.queue or wire.peer_closed:
+            self.kick_in()
+
+    def _stop_input(self) -> None:
+        self.input_stopped = True
+        if self.in_wire.peer_closed and self.params.hup_loses_kernel_data:
+            # epoll reports EPOLLHUP although pollin is off; in_event_internal on a
+            # stopped engine removes the fd and sets _io_error (section 7.3).
+            self.io_error = True
+
+    def peer_closed(self) -> None:
+        """The other end closed its fd after writing everything."""
+        if self.closed:
+            return
+        self.in_wire.peer_closed = True
+        if self.input_stopped:
+            if self.params.hup_loses_kernel_data:
+                self.io_error = True
+        else:
+            self.kick_in()
+
+    def restart_input(self) -> None:
+        """``stream_engine_base_t::restart_input``: after the socket read LWM messages."""
+        if self.closed or not self.input_stopped:
+            return
+        session = self.session
+        if self.held is not None:
+            if not session.push(self.held):
+                return
+            self.held = None
+        while self.in_buffer:
+            msg = self.in_buffer.popleft()
+            if not session.push(msg):
+                self.held = msg
+                self.in_wire.observe(self.env._now)
+                return
+        self.in_wire.observe(self.env._now)
+        if self.io_error:
+            # Everything decoded is in the pipe; what is still in the kernel is lost.
+            self.link.engine_error(self, "hup")
+            return
+        self.input_stopped = False
+        self.kick_in()  # speculative read
+
+    # -- teardown ----------------------------------------------------------------------
+
+    def shutdown(self) -> None:
+        self.closed = True
+        self.out_timer.cancel()
+        self.in_timer.cancel()

@@ -1,0 +1,150 @@
+"""inproc connections (``socket_base_t::connect_internal``, ``ctx_t::connect_inproc_sockets``).
+
+One pipe per direction shared by both sockets; its HWM is the connector's SNDHWM plus the
+binder's RCVHWM (0 = unlimited if either is 0). Connect-before-bind makes the pipes with
+the connector's own HWMs and raises them to the sums at bind time. The binder learns of
+the pipe through a ``bind`` command at its next command processing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...constants import compute_lwm
+from ..context import Context
+from ..fates import RULE_LINGER
+from ..peer import Peer, UnboundEnd
+from ..pipe import Message, Pipe
+from ..socket import Socket
+from .losses import drop_displaced, record_lost
+
+
+def _sum_hwm(a: int, b: int) -> int:
+    """``pipe_t::set_hwms`` with boost: unlimited if either side is unlimited."""
+    if a <= 0 or b <= 0:
+        return 0
+    return a + b
+
+
+class InprocConnection:
+    """An inproc connection: two shared pipes, no session, no engine."""
+
+    transport = "inproc"
+
+    def __init__(self, ctx: Context, connector: Socket, endpoint: Any, binder: Socket | None) -> None:
+        self.ctx = ctx
+        self.endpoint = endpoint
+        self.connector = connector
+        self.binder: Socket | None = None
+        self.closed = False
+        opts = connector.options
+        # get_effective_conflate_option on the connector only, for both directions
+        self.conflate = bool(opts.conflate) and connector.traits.conflate
+        self.c2b: Pipe | None = None
+        self.b2c: Pipe | None = None
+        self.c_peer: Peer | None = None
+        self.b_peer: Peer | None = None
+        if binder is not None:
+            self._create(binder, pending=False)
+            binder.add_pending_peer(self.b_peer)  # type: ignore[arg-type]
+            connector.attach(self.c_peer)  # type: ignore[arg-type]
+            binder.post_attach(self.b_peer)  # type: ignore[arg-type]
+        else:
+            self._create(None, pending=True)
+            connector.attach(self.c_peer)  # type: ignore[arg-type]
+            ctx.pending_inproc.setdefault(endpoint.key, []).append(self)
+
+    def _create(self, binder: Socket | None, pending: bool) -> None:
+        ctx = self.ctx
+        c = self.connector
+        if pending or binder is None:
+            c2b_hwm, b2c_hwm = c.options.sndhwm, c.options.rcvhwm
+        else:
+            c2b_hwm = _sum_hwm(c.options.sndhwm, binder.options.rcvhwm)
+            b2c_hwm = _sum_hwm(binder.options.sndhwm, c.options.rcvhwm)
+        to_name = binder.name if binder is not None else self.endpoint.text
+        self.c2b = ctx.new_pipe(f"{c.name}->{to_name}", c.name, to_name, "inproc", c2b_hwm, c, binder, self.conflate, self)
+        self.b2c = ctx.new_pipe(f"{to_name}->{c.name}", to_name, c.name, "inproc", b2c_hwm, binder, c, self.conflate, self)
+        if self.conflate:
+            drop_displaced(self.ctx, self.c2b, c)
+            if binder is not None:
+                drop_displaced(self.ctx, self.b2c, binder)
+        self.c_peer = Peer(c, binder if binder is not None else UnboundEnd(self.endpoint), self)
+        self.c_peer.out_pipe, self.c_peer.in_pipe = self.c2b, self.b2c
+        if binder is not None:
+            self._make_binder_peer(binder)
+
+    def _make_binder_peer(self, binder: Socket) -> None:
+        self.binder = binder
+        c = self.connector
+        self.b_peer = Peer(binder, c, self)
+        self.b_peer.out_pipe, self.b_peer.in_pipe = self.b2c, self.c2b
+        # Now that the binder is known, the connector's peer can see its routing id.
+        peer = self.c_peer
+        assert peer is not None  # _create made it before any binder could appear
+        peer.remote = binder
+        peer.routing_key = binder.routing_id
+        peer.remote_subs = binder.own_subs
+
+    def bound(self, binder: Socket) -> None:
+        """``ctx_t::connect_inproc_sockets`` for a connection made before the bind."""
+        c = self.connector
+        assert self.c2b is not None and self.b2c is not None
+        self.c2b.hwm = _sum_hwm(c.options.sndhwm, binder.options.rcvhwm)
+        self.c2b.lwm = compute_lwm(self.c2b.hwm)
+        self.b2c.hwm = _sum_hwm(binder.options.sndhwm, c.options.rcvhwm)
+        self.b2c.lwm = compute_lwm(self.b2c.hwm)
+        self.c2b.reader = binder
+        self.b2c.writer = binder
+        self.ctx.rename_pipe(self.c2b, f"{c.name}->{binder.name}", to=binder.name)
+        self.ctx.rename_pipe(self.b2c, f"{binder.name}->{c.name}", frm=binder.name)
+        if self.conflate:
+            drop_displaced(self.ctx, self.b2c, binder)
+        self._make_binder_peer(binder)
+        # The bind side processes the bind command inside its own bind() call.
+        binder.attach(self.b_peer)  # type: ignore[arg-type]
+
+    def refuse(self, peer: Peer) -> None:
+        self.close_side(peer.socket, discard=True)
+
+    # -- termination -------------------------------------------------------------------
+
+    def close_side(self, sock: Socket, discard: bool = False, rule: int = RULE_LINGER) -> None:
+        """``sock`` closed: its unread inbound messages are lost; its outbound ones stay
+        readable by the peer until the delimiter (inproc has no linger: no session)."""
+        if self.closed:
+            return
+        ctx = self.ctx
+        mine = self.c_peer if sock is self.connector else self.b_peer
+        other = self.b_peer if sock is self.connector else self.c_peer
+        if mine is None:
+            return
+        out_pipe, in_pipe = mine.out_pipe, mine.in_pipe
+        sock.detach(mine)
+        if in_pipe is not None:
+            lost = record_lost(ctx, in_pipe.drain(), sock.index, in_pipe.index, rule)
+            sock.lost_on_close += lost
+        if other is None or not other.socket.is_open or discard:
+            if out_pipe is not None:
+                lost = record_lost(ctx, out_pipe.drain(), sock.index, out_pipe.index, rule)
+                sock.lost_on_close += lost
+            if other is not None:
+                other.socket.detach(other)
+            self.closed = True
+            return
+        if out_pipe is not None:
+            out_pipe.mark_delimited()
+            if not out_pipe.queue:
+                self.on_delimiter(out_pipe)
+        # The peer can no longer write to us; it learns so at its next command processing.
+        other.socket.post_peer_closing(other)
+
+    def on_delimiter(self, pipe: Pipe) -> None:
+        """The reader consumed everything up to the delimiter: the pipe pair is gone."""
+        other = self.b_peer if pipe is self.c2b else self.c_peer
+        if other is not None and other.alive:
+            other.socket.post_detach(other)
+        self.closed = True
+
+    def queued_messages(self) -> list[tuple[Pipe, list[Message]]]:
+        return [(p, list(p.queue)) for p in (self.c2b, self.b2c) if p is not None]

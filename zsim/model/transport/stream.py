@@ -1,0 +1,571 @@
+"""tcp and ipc connections (``session_base_t``, ``tcp_connecter_t``/``ipc_connecter_t``).
+
+socket --pipe(SNDHWM)--> session/engine --kernel bytes--> engine/session --pipe(RCVHWM)-->
+socket. The connect side gets its pipes at ``connect()`` (unless ``immediate``), the bind
+side after the handshake. Disconnects, reconnects (``reconnect_ivl`` plus jitter), linger
+and the ipc EPOLLHUP loss of docs/model.md are modelled here; the engines and kernel
+buffers are in ``engine``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, cast
+
+from ..context import Context
+from ..fates import (
+    RULE_CRASH,
+    RULE_DISCONNECT,
+    RULE_ENGINE_HUP,
+    RULE_KERNEL_LOST,
+    RULE_LINGER,
+    WHERE_KERNEL,
+)
+from ..peer import Peer, UnboundEnd
+from ..pipe import MSG_ID, Message, Pipe
+from ..socket import Socket
+from .engine import Engine, Wire
+from .losses import drop_displaced, in_flight, record_discarded, record_lost, wire_messages
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ...distributions import Sampler
+    from ..params import TransportParams
+
+
+
+class Session:
+    """``session_base_t``: the I/O-thread end of one socket's two pipes on a connection."""
+
+    def __init__(self, conn: StreamConnection, socket: Socket, role: str) -> None:
+        self.conn = conn
+        self.ctx = conn.ctx
+        self.socket = socket
+        self.role = role  # "connect" | "bind"
+        self.peer: Peer | None = None
+        self.out_pipe: Pipe | None = None  # socket -> session
+        self.in_pipe: Pipe | None = None  # session -> socket
+        self.engine: Engine | None = None
+        self.terminating = False
+        self.linger_timer: Any = None
+        self.done = False
+
+    # pipe endpoint protocol (I/O thread: commands take effect after a wake-up latency)
+    def post_activate_read(self, pipe: Pipe) -> None:
+        engine = self.engine
+        if engine is not None:
+            engine.kick_out(self.conn.io_wakeup.next())
+        elif self.terminating and pipe.delimited and not pipe.queue:
+            self.delimiter_reached()
+
+    def post_activate_write(self, pipe: Pipe, read_count: int) -> None:
+        delay = self.conn.io_wakeup.next()
+        self.ctx.env.call_later(delay, lambda: self._activate_write(pipe, read_count))
+
+    def _activate_write(self, pipe: Pipe, read_count: int) -> None:
+        if pipe.apply_activate_write(read_count) and self.engine is not None:
+            self.engine.restart_input()
+
+    def push(self, msg: Message) -> bool:
+        """``session_base_t::push_msg``: into the session->socket pipe, or fail (EAGAIN)."""
+        pipe = self.in_pipe
+        if pipe is None or not pipe.check_write():
+            return False
+        pipe.write(msg)
+        return True
+
+    def delimiter_reached(self) -> None:
+        """The engine pulled the delimiter: everything queued went to the engine/kernel."""
+        if self.terminating and not self.done:
+            self.conn.session_finished(self)
+
+
+class Link:
+    """One established tcp/ipc connection: two engines and two kernel directions."""
+
+    def __init__(self, conn: StreamConnection, c_session: Session, b_session: Session, number: int) -> None:
+        self.conn = conn
+        self.ctx = conn.ctx
+        self.params: TransportParams = conn.params
+        self.number = number
+        c_sock, b_sock = c_session.socket, b_session.socket
+        name = f"{c_sock.name}<->{b_sock.name}"
+        fn = self.params.kernel_capacity
+        transport = conn.transport
+        c_snd = c_sock.options.sndbuf if transport == "tcp" else -1
+        c_rcv = c_sock.options.rcvbuf if transport == "tcp" else -1
+        b_snd = b_sock.options.sndbuf if transport == "tcp" else -1
+        b_rcv = b_sock.options.rcvbuf if transport == "tcp" else -1
+        self.c2b = Wire(f"{c_sock.name}->{b_sock.name}", fn, c_snd, b_rcv, c_sock.options.sndhwm, self.ctx.env._now)
+        self.b2c = Wire(f"{b_sock.name}->{c_sock.name}", fn, b_snd, c_rcv, b_sock.options.sndhwm, self.ctx.env._now)
+        # conn.rng also draws the handshake time and the reconnect jitter (one stream per
+        # sampler would change every tcp/ipc ledger and needs the kernel tables re-fitted)
+        self.latency_sampler: Sampler = self.params.hop_latency.sampler(conn.rng, shared_stream=True)
+        self.c_session, self.b_session = c_session, b_session
+        self.c_engine = Engine(self, c_session, self.c2b, self.b2c)
+        self.b_engine = Engine(self, b_session, self.b2c, self.c2b)
+        c_session.engine = self.c_engine
+        b_session.engine = self.b_engine
+        self.broken = False
+        self.name = name
+
+    def engines(self) -> tuple[Engine, Engine]:
+        return self.c_engine, self.b_engine
+
+    def engine_error(self, engine: Engine, reason: str) -> None:
+        """``stream_engine_base_t::error``: the engine is deleted, the link is gone."""
+        self.conn.link_broken(self, reason, engine)
+
+
+class StreamConnection:
+    """A ``connect()`` to a tcp or ipc endpoint: the connect-side session, its reconnects,
+    and the current link with its bind-side session."""
+
+    def __init__(self, ctx: Context, connector: Socket, endpoint: Any, index: int) -> None:
+        self.ctx = ctx
+        self.env = ctx.env
+        self.endpoint = endpoint
+        self.transport = endpoint.transport
+        self.params = ctx.params.transport(self.transport)
+        self.connector = connector
+        self.index = index
+        self.rng = ctx.stream(f"conn.{connector.name}.{endpoint.text}")
+        self.handshake = self.params.handshake.sampler(self.rng, shared_stream=True)
+        wakeup = self.params.io_wakeup
+        self.io_wakeup = wakeup.sampler(None if wakeup.is_constant else ctx.stream(f"io.{connector.name}.{endpoint.text}"))
+        self.c_session = Session(self, connector, "connect")
+        self.b_session: Session | None = None
+        self.link: Link | None = None
+        self.links = 0
+        self.closed = False
+        self.attempt_timer = self.env.timer(self._attempt)
+        self.handshake_timer = self.env.timer(self._handshake_done)
+        self.handshake_binder: Socket | None = None
+        self.last_attempt = self.env._now
+        self.waiting_for_listener = False
+        self.c_peer: Peer | None = None
+        self.b_peer: Peer | None = None
+        self.immediate = bool(connector.options.immediate)
+        self.backoff_ms = 0
+        if not self.immediate:
+            self._create_connect_pipes()
+        self._attempt()
+
+    # -- pipes ---------------------------------------------------------------------------
+
+    def _create_connect_pipes(self, via_command: bool = False) -> None:
+        ctx, c = self.ctx, self.connector
+        remote = UnboundEnd(self.endpoint)
+        conflate = bool(c.options.conflate) and c.traits.conflate
+        label = f"{self.transport}://{self.endpoint.address}"
+        out_pipe = ctx.new_pipe(f"{c.name}->{label} (send)", c.name, label, "send", -1 if conflate else c.options.sndhwm, c,
+                                  self.c_session, conflate, self)
+        in_pipe = ctx.new_pipe(f"{label}->{c.name} (recv)", label, c.name, "recv", -1 if conflate else c.options.rcvhwm,
+                                 self.c_session, c, conflate, self)
+        if conflate:
+            drop_displaced(ctx, out_pipe, c)
+            drop_displaced(ctx, in_pipe, c)
+        peer = Peer(c, remote, self)  # type: ignore[arg-type]
+        peer.out_pipe, peer.in_pipe = out_pipe, in_pipe
+        self.c_peer = peer
+        self.c_session.peer = peer
+        self.c_session.out_pipe, self.c_session.in_pipe = out_pipe, in_pipe
+        if via_command:
+            c.post_attach(peer)  # session_base_t::engine_ready -> send_bind
+        else:
+            c.attach(peer)  # connect_internal attaches in the application thread
+
+    def _create_bind_pipes(self, binder: Socket, number: int) -> Session:
+        ctx = self.ctx
+        c = self.connector
+        session = Session(self, binder, "bind")
+        conflate = bool(binder.options.conflate) and binder.traits.conflate
+        suffix = f" #{number}" if number > 1 else ""
+        out_pipe = ctx.new_pipe(
+            f"{binder.name}->{c.name} ({self.transport} send{suffix})", binder.name, c.name, "send",
+            -1 if conflate else binder.options.sndhwm, binder, session, conflate, self,
+        )
+        in_pipe = ctx.new_pipe(
+            f"{c.name}->{binder.name} ({self.transport} recv{suffix})", c.name, binder.name, "recv",
+            -1 if conflate else binder.options.rcvhwm, session, binder, conflate, self,
+        )
+        if conflate:
+            drop_displaced(ctx, out_pipe, binder)
+            drop_displaced(ctx, in_pipe, binder)
+        peer = Peer(binder, c, self)
+        peer.out_pipe, peer.in_pipe = out_pipe, in_pipe
+        session.peer = peer
+        session.out_pipe, session.in_pipe = out_pipe, in_pipe
+        self.b_peer = peer
+        return session
+
+    # -- connecting ----------------------------------------------------------------------
+
+    def _attempt(self) -> None:
+        """``tcp_connecter_t::start_connecting``: the listener is there or it is not."""
+        if self.closed or not self.connector.is_open:
+            return
+        self.last_attempt = self.env._now
+        binder = self.ctx.listeners.get(self.endpoint.key)
+        if binder is None or not binder.is_open:
+            self._schedule_retry()
+            return
+        # TCP connect + ZMTP greeting + READY: engine_ready on both sides.
+        self.handshake_binder = binder
+        if self.b_peer is None or not self.b_peer.alive:
+            # For loss accounting the binder knows a subscriber is on its way.
+            provisional = Peer(binder, self.connector, self)
+            binder.add_pending_peer(provisional)
+            self.b_peer = provisional
+        self.handshake_timer.arm(self.handshake.next())
+
+    def _reconnect_delay(self) -> float | None:
+        """``stream_connecter_base_t::get_new_reconnect_ivl``, in seconds."""
+        opts = self.connector.options
+        ivl = opts.reconnect_ivl
+        if ivl <= 0:
+            return None
+        if opts.reconnect_ivl_max > 0:
+            # exponential backoff up to the maximum, no jitter
+            current = self.backoff_ms if self.backoff_ms else ivl
+            self.backoff_ms = min(current * 2, opts.reconnect_ivl_max)
+            return current / 1000.0
+        return (ivl + int(self.rng.integers(0, ivl))) / 1000.0
+
+    def _schedule_retry(self) -> None:
+        delay = self._reconnect_delay()
+        if delay is None:
+            self.closed = True  # RECONNECT_IVL <= 0: the endpoint is given up
+            return
+        if self.ctx.listeners.get(self.endpoint.key) is None:
+            # Nobody listens: do not fill the schedule with failing attempts; the next
+            # attempt is computed when a listener appears (World.open_binds).
+            self.waiting_for_listener = True
+            self.ctx.waiting_connects.setdefault(self.endpoint.key, []).append(self)
+            self._pending_delay = delay
+            return
+        self.attempt_timer.arm(delay)
+
+    def listener_appeared(self) -> None:
+        """A socket bound the endpoint: the next reconnect attempt after now happens."""
+        if not self.waiting_for_listener or self.closed:
+            return
+        self.waiting_for_listener = False
+        attempt = self.last_attempt + self._pending_delay
+        now = self.env._now
+        while attempt < now:
+            delay = self._reconnect_delay()
+            if delay is None:
+                self.closed = True
+                return
+            attempt += delay
+        self.attempt_timer.arm(attempt - now)
+
+    def _handshake_done(self) -> None:
+        binder = self.handshake_binder
+        if self.closed or not self.connector.is_open:
+            return
+        listening: Socket | None = self.ctx.listeners.get(self.endpoint.key)
+        if binder is None or not binder.is_open or listening is not binder:
+            self._schedule_retry()
+            return
+        self.links += 1
+        provisional = self.b_peer
+        b_session = self._create_bind_pipes(binder, self.links)
+        if provisional is not None and provisional is not self.b_peer:
+            if provisional.listed:
+                provisional.listed = False
+                binder.peers.remove(provisional)
+            if binder.dist is not None:
+                binder.dist.remove(provisional)
+        binder.add_pending_peer(self.b_peer)  # type: ignore[arg-type]
+        self.b_session = b_session
+        if self.immediate:
+            self._create_connect_pipes(via_command=True)
+        elif self.connector.traits.sends_subscriptions and self.links > 1:
+            # session_base_t::reconnect hiccups a SUB's pipe: unsent (un)subscriptions
+            # are dropped and xsub_t::xhiccuped sends every subscription again.
+            self._hiccup_subscriptions()
+        peer = self.c_peer
+        assert peer is not None
+        peer.remote = binder
+        peer.routing_key = binder.routing_id
+        peer.remote_subs = binder.own_subs
+        if self.links == 1 and peer.out_pipe is not None and peer.in_pipe is not None:
+            c = self.connector
+            self.ctx.rename_pipe(peer.out_pipe, f"{c.name}->{binder.name} ({self.transport} send)", to=binder.name)
+            self.ctx.rename_pipe(peer.in_pipe, f"{binder.name}->{c.name} ({self.transport} recv)", frm=binder.name)
+        self.link = Link(self, self.c_session, b_session, self.links)
+        # The binder attaches the pipe when it processes the bind command.
+        binder.post_attach(self.b_peer)  # type: ignore[arg-type]
+        # Both engines start: anything queued on either side flows.
+        self.link.c_engine.kick_out()
+        self.link.b_engine.kick_out()
+        self.ctx.links.append(self.link)
+
+    def _hiccup_subscriptions(self) -> None:
+        peer = self.c_peer
+        if peer is None or peer.out_pipe is None:
+            return
+        pipe = peer.out_pipe
+        pipe.drain()
+        pipe.state = 0
+        pipe.out_active = True
+        pipe.peers_read = pipe.written = pipe.read_count = 0
+        own = self.connector.own_subs
+        if own:
+            for prefix in list(own.prefixes):
+                self.connector.write_subscription(pipe, prefix, True)
+
+    def refuse(self, peer: Peer) -> None:
+        if self.link is not None:
+            self.link_broken(self.link, "refused", None)
+
+    # -- breaking --------------------------------------------------------------------------
+
+    def link_broken(self, link: Link, reason: str, by: Engine | None, rule: int | None = None) -> None:
+        """The connection is gone. Engines and kernel buffers lose what they hold; the
+        bind side's session terminates; the connect side reconnects (section 5.4)."""
+        if link.broken:
+            return
+        link.broken = True
+        ctx = self.ctx
+        c_engine, b_engine = link.c_engine, link.b_engine
+        kernel_rule = rule if rule is not None else (RULE_ENGINE_HUP if reason == "hup" else RULE_KERNEL_LOST)
+        engine_rule = rule if rule is not None else RULE_DISCONNECT
+        for engine, wire in ((c_engine, link.c2b), (b_engine, link.b2c)):
+            # One direction: sender's unwritten batch, the kernel, the reader's buffers.
+            # A message can straddle them; each is recorded once, where its first byte is.
+            reader = wire.reader
+            losses = [(msg, sock, pipe_index, kernel_rule if place == WHERE_KERNEL else engine_rule)
+                      for msg, sock, pipe_index, place in in_flight(engine, wire)]
+            now = ctx.env._now
+            for msg, where, pipe_index, why in losses:
+                if msg[MSG_ID] >= 0:
+                    ctx.ledger.lost(msg, where.index, pipe_index, why, now)
+            engine.out_batch.clear()
+            engine.out_bytes = 0
+            wire.queue.clear()
+            wire.bytes = 0
+            wire.msgs = 0
+            wire.charged = 0
+            if reader is not None:
+                reader.held = None
+                reader.in_buffer.clear()
+                reader.partial = None
+            wire.observe(now)
+        for engine, session in ((c_engine, link.c_session), (b_engine, link.b_session)):
+            engine.shutdown()
+            session.engine = None
+        if self.link is link:
+            self.link = None
+        # bind side: session_base_t::engine_error -> terminate
+        b_session = link.b_session
+        self._terminate_bind_session(b_session, RULE_DISCONNECT)
+        # connect side
+        c_session = link.c_session
+        if c_session.terminating:
+            self.conn_session_gone(c_session)
+            return
+        if self.immediate:
+            peer = self.c_peer
+            if peer is not None:
+                self._drop_connect_pipes(RULE_DISCONNECT)
+        if self.connector.is_open and not self.closed:
+            self.last_attempt = self.env._now
+            self._schedule_retry()
+
+    def _terminate_bind_session(self, session: Session, rule: int) -> None:
+        peer = session.peer
+        if peer is None or session.done:
+            return
+        session.done = True
+        binder = session.socket
+        out_pipe, in_pipe = session.out_pipe, session.in_pipe
+        if out_pipe is not None:
+            n = record_discarded(self.ctx, out_pipe.drain(), binder.index, out_pipe.index, rule)
+            binder.discarded += n
+        if in_pipe is not None and in_pipe.queue and binder.is_open:
+            # readable until the delimiter
+            in_pipe.mark_delimited()
+            binder.post_peer_closing(peer)
+        else:
+            if in_pipe is not None and in_pipe.queue:
+                record_lost(self.ctx, in_pipe.drain(), binder.index, in_pipe.index, RULE_LINGER)
+            binder.post_detach(peer)
+        if self.b_session is session:
+            self.b_session = None
+
+    def _drop_connect_pipes(self, rule: int) -> None:
+        peer = self.c_peer
+        if peer is None:
+            return
+        c = self.connector
+        if peer.out_pipe is not None:
+            n = record_discarded(self.ctx, peer.out_pipe.drain(), c.index, peer.out_pipe.index, rule)
+            c.discarded += n
+        if peer.in_pipe is not None and peer.in_pipe.queue:
+            peer.in_pipe.mark_delimited()
+            c.post_peer_closing(peer)
+        else:
+            c.post_detach(peer)
+        self.c_peer = None
+
+    def on_delimiter(self, pipe: Pipe) -> None:
+        """A socket read its inbound pipe up to the delimiter."""
+        for peer in (self.c_peer, self.b_peer):
+            if peer is not None and peer.in_pipe is pipe and peer.alive:
+                peer.socket.post_detach(peer)
+
+    # -- close / linger ----------------------------------------------------------------------
+
+    def close_side(self, sock: Socket, discard: bool = False, rule: int = RULE_LINGER) -> None:
+        """``sock`` closed (``zmq_close``): honour its LINGER on this connection."""
+        ctx = self.ctx
+        if sock is self.connector:
+            session = self.c_session
+            self.attempt_timer.cancel()
+            self.handshake_timer.cancel()
+            if self.waiting_for_listener:
+                lst = ctx.waiting_connects.get(self.endpoint.key, [])
+                if self in lst:
+                    lst.remove(self)
+                self.waiting_for_listener = False
+            self.closed = True
+            provisional = self.b_peer
+            if provisional is not None and not provisional.attached and (self.link is None):
+                provisional.socket.detach(provisional)
+        else:
+            session = self.b_session  # type: ignore[assignment]
+            if session is None:
+                # no established link on this connection; forget any provisional peer
+                if self.b_peer is not None and self.b_peer.socket is sock:
+                    sock.detach(self.b_peer)
+                self.handshake_timer.cancel()
+                return
+        self._linger(session, sock, discard, rule)
+
+    def _linger(self, session: Session, sock: Socket, discard: bool, rule: int) -> None:
+        ctx = self.ctx
+        if session.terminating:
+            return
+        session.terminating = True
+        peer = session.peer
+        # Inbound messages the application never read are gone with the socket.
+        if session.in_pipe is not None:
+            n = record_lost(ctx, session.in_pipe.drain(), sock.index, session.in_pipe.index, rule)
+            sock.lost_on_close += n
+        if peer is not None:
+            sock.detach(peer)
+        out_pipe = session.out_pipe
+        linger = sock.options.linger
+        if out_pipe is None:
+            self.session_finished(session)
+            return
+        out_pipe.mark_delimited()
+        engine = session.engine
+        if discard or linger == 0 or (engine is None and linger == 0):
+            self._discard_out(session, sock, rule)
+            return
+        if not out_pipe.queue and (engine is None or not engine.out_batch):
+            self.session_finished(session)
+            return
+        if engine is not None:
+            engine.kick_out()
+        if linger > 0:
+            session.linger_timer = ctx.env.timer(lambda: self._linger_expired(session, sock, rule))
+            session.linger_timer.arm(linger / 1000.0)
+
+    def _discard_out(self, session: Session, sock: Socket, rule: int) -> None:
+        out_pipe = session.out_pipe
+        if out_pipe is not None:
+            n = record_lost(self.ctx, out_pipe.drain(), sock.index, out_pipe.index, rule)
+            sock.lost_on_close += n
+        self.session_finished(session)
+
+    def _linger_expired(self, session: Session, sock: Socket, rule: int) -> None:
+        if session.done:
+            return
+        self._discard_out(session, sock, rule)
+
+    def session_finished(self, session: Session) -> None:
+        """The closing side's engine has everything (or linger gave up): close the fd."""
+        if session.done:
+            return
+        session.done = True
+        if session.linger_timer is not None:
+            session.linger_timer.cancel()
+        engine = session.engine
+        link = cast(Link, engine.link) if engine is not None else None
+        if engine is not None and link is not None and not link.broken:
+            # The last batch goes to the kernel; the fd is closed after it (FIN).
+            out_wire = engine.out_wire
+            if engine.out_batch:
+                for msg, remaining in engine.out_batch:
+                    out_wire.queue.append([msg, remaining, True, 0])
+                    out_wire.bytes += remaining
+                    out_wire.charged += remaining
+                out_wire.msgs += len(engine.out_batch)
+                engine.out_batch.clear()
+                engine.out_bytes = 0
+                out_wire.observe(self.env._now)
+            engine.shutdown()
+            session.engine = None
+            # Whatever the peer sent us and we never decoded is lost.
+            sock = session.socket
+            in_index = session.in_pipe.index if session.in_pipe is not None else -1
+            held = ([engine.held] if engine.held is not None else []) + list(engine.in_buffer)
+            if engine.partial is not None:
+                held.append(engine.partial)
+            lost = held + wire_messages(engine.in_wire, engine)
+            sock.lost_on_close += record_lost(self.ctx, lost, sock.index, in_index, RULE_LINGER)
+            engine.in_wire.queue.clear()
+            engine.in_wire.bytes = 0
+            engine.in_wire.msgs = 0
+            engine.in_wire.charged = 0
+            engine.held = None
+            engine.in_buffer.clear()
+            engine.partial = None
+            engine.in_wire.observe(self.env._now)
+            other = link.b_engine if engine is link.c_engine else link.c_engine
+            other.out_wire_closed = True  # type: ignore[attr-defined]
+            other.peer_closed()
+            if self.link is link:
+                # The link lives on until the other side reads EOF.
+                pass
+        session.socket.process.session_closed(session)
+
+    def conn_session_gone(self, session: Session) -> None:
+        session.socket.process.session_closed(session)
+
+    def crash_side(self, sock: Socket) -> None:
+        """The process of ``sock`` died: no linger, its kernel data is gone, the peer sees a reset."""
+        ctx = self.ctx
+        link = self.link
+        if link is not None and not link.broken:
+            self.link_broken(link, "crash", None, rule=RULE_CRASH)
+        session = self.c_session if sock is self.connector else self.b_session
+        if sock is self.connector:
+            self.closed = True
+            self.attempt_timer.cancel()
+            self.handshake_timer.cancel()
+            if self.waiting_for_listener:
+                lst = ctx.waiting_connects.get(self.endpoint.key, [])
+                if self in lst:
+                    lst.remove(self)
+        if session is not None:
+            for pipe in (session.out_pipe, session.in_pipe):
+                if pipe is not None and pipe.queue:
+                    sock.lost_on_close += record_lost(ctx, pipe.drain(), sock.index, pipe.index, RULE_CRASH)
+            session.done = True
+            session.terminating = True
+            if session.peer is not None:
+                sock.detach(session.peer)
+
+    def queued_messages(self) -> list[tuple[Pipe, list[Message]]]:
+        out = []
+        for session in (self.c_session, self.b_session):
+            if session is None:
+                continue
+            for pipe in (session.out_pipe, session.in_pipe):
+                if pipe is not None:
+                    out.append((pipe, list(pipe.queue)))
+        return out
