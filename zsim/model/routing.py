@@ -21,9 +21,22 @@ Send results: ``SENT``, ``AGAIN`` (would block), ``UNROUTABLE`` (EHOSTUNREACH).
 
 from __future__ import annotations
 
-from .fates import AGAIN, SENT
+from typing import Any, Protocol
+
+from .fates import AGAIN, RULE_HWM, RULE_NOT_CONNECTED, RULE_NOT_SUBSCRIBED, RULE_UNROUTABLE, SENT, UNROUTABLE, LedgerSink
 from .peer import Peer
 from .pipe import MSG_ENVELOPE, MSG_TOPIC, Message, Pipe
+
+
+class SendOwner(Protocol):
+    """The socket a dropping policy sends for: it counts the copies it makes and drops,
+    and records each drop in the ledger under the socket's index."""
+
+    index: int
+    copies: int
+    dropped: int
+    ledger: LedgerSink
+    env: Any  # zsim.model.kernel.Environment: ``_now`` is read on the hot path
 
 
 class LoadBalance:
@@ -173,15 +186,17 @@ class FairQueue:
 class Distribute:
     """``dist_t`` + ``xpub_t::xsend`` matching: PUB, XPUB.
 
-    Peers are kept in the order they were added. A pipe is eligible while its writer side is active (libzmq
-    eligible set: false after a failed write until ``write_activated``), ``applied``
-    (the subscriptions this side has received from it) and ``remote_subs`` (what the
-    subscriber itself wants: used only to tell the user *why* a copy was lost).
+    Peers are kept in the order they were added (the order copies are made). A pipe is
+    eligible while its writer side is active (libzmq's eligible set: false after a failed
+    write until ``write_activated``), ``applied`` (the subscriptions this side has
+    received from it) and ``remote_subs`` (what the subscriber itself wants: used only to
+    tell the user *why* a copy was lost).
     """
 
-    __slots__ = ("peers", "nodrop", "_members")
+    __slots__ = ("owner", "peers", "nodrop", "_members")
 
-    def __init__(self, nodrop: bool = False) -> None:
+    def __init__(self, owner: SendOwner, nodrop: bool = False) -> None:
+        self.owner = owner
         self.peers: list[Peer] = []  # in attach order: the order copies are made
         self.nodrop = nodrop
         self._members: set[int] = set()  # id(peer): membership in O(1) for large fan-outs
@@ -205,13 +220,57 @@ class Distribute:
                     return False
         return True
 
+    def has_out(self) -> bool:
+        """``dist_t::has_out``: always, even with ``xpub_nodrop`` [measured]."""
+        return True
+
+    def send(self, msg: Message) -> int:
+        """``xpub_t::xsend`` + ``dist_t::send_to_matching``: a copy to every matching pipe,
+        dropped per full pipe; SENT (or AGAIN with ``xpub_nodrop`` when one is full).
+
+        A subscriber whose subscription has not reached this side yet (or whose pipe is
+        not attached yet) also costs a copy, dropped as ``not_subscribed_yet`` /
+        ``not_connected``: the slow joiner, which libzmq drops without a trace.
+        """
+        topic = msg[MSG_TOPIC]
+        if self.nodrop and not self.check_hwm(topic):
+            return AGAIN
+        owner = self.owner
+        now = owner.env._now
+        ledger = owner.ledger
+        index = owner.index
+        for peer in self.peers:
+            applied = peer.applied
+            if peer.attached and (applied.all or applied.matches(topic)):
+                pipe = peer.out_pipe
+                owner.copies += 1
+                # pipe_t::check_write, inlined (the hot path of every PUB)
+                hwm = pipe.hwm  # type: ignore[union-attr]
+                if pipe.out_active and pipe.state == 0 and (hwm <= 0 or pipe.written - pipe.peers_read < hwm):  # type: ignore[union-attr]
+                    pipe.write(msg)  # type: ignore[union-attr]
+                elif pipe.check_write():  # type: ignore[union-attr]  # pragma: no cover - same test
+                    pipe.write(msg)  # type: ignore[union-attr]
+                else:
+                    owner.dropped += 1
+                    pipe.dropped += 1  # type: ignore[union-attr]
+                    ledger.dropped(msg, index, pipe.index, RULE_HWM, now)  # type: ignore[union-attr]
+            elif peer.alive and peer.remote_subs is not None and peer.remote_subs.matches(topic):
+                # The subscriber wants it, but this side cannot know yet: the slow joiner.
+                owner.copies += 1
+                owner.dropped += 1
+                pipe_index = peer.out_pipe.index if peer.out_pipe is not None else -1
+                rule = RULE_NOT_SUBSCRIBED if peer.attached else RULE_NOT_CONNECTED
+                ledger.dropped(msg, index, pipe_index, rule, now)
+        return SENT
+
 
 class RouteByIdentity:
-    """``router_t``: ROUTER (and the reply half of REP)."""
+    """``router_t``: ROUTER."""
 
-    __slots__ = ("by_key", "mandatory")
+    __slots__ = ("owner", "by_key", "mandatory")
 
-    def __init__(self, mandatory: bool = False) -> None:
+    def __init__(self, owner: SendOwner, mandatory: bool = False) -> None:
+        self.owner = owner
         self.by_key: dict[object, Peer] = {}
         self.mandatory = mandatory
 
@@ -229,6 +288,42 @@ class RouteByIdentity:
         if not envelope:
             return None
         return self.by_key.get(envelope[0])
+
+    def has_out(self) -> bool:
+        """``router_t::xhas_out``: always, unless ``router_mandatory`` and no pipe has room."""
+        if not self.mandatory:
+            return True
+        return any(p.out_pipe is not None and p.out_pipe.check_hwm() for p in self.by_key.values())
+
+    def send(self, msg: Message) -> int:
+        """``router_t::xsend``: the first envelope entry names the peer; it is stripped.
+
+        An unknown peer or a full pipe drops the message (rules ``unroutable``, ``hwm``),
+        or with ``router_mandatory`` returns UNROUTABLE (EHOSTUNREACH) / AGAIN.
+        """
+        owner = self.owner
+        envelope = msg[MSG_ENVELOPE]
+        peer = self.by_key.get(envelope[0]) if envelope else None
+        now = owner.env._now
+        if peer is None or peer.out_pipe is None:
+            if self.mandatory:
+                return UNROUTABLE
+            owner.copies += 1
+            owner.dropped += 1
+            owner.ledger.dropped(msg, owner.index, -1, RULE_UNROUTABLE, now)
+            return SENT
+        pipe = peer.out_pipe
+        if not pipe.check_write():
+            if self.mandatory:
+                return AGAIN if not pipe.check_hwm() else UNROUTABLE
+            owner.copies += 1
+            owner.dropped += 1
+            pipe.dropped += 1
+            owner.ledger.dropped(msg, owner.index, pipe.index, RULE_HWM, now)
+            return SENT
+        owner.copies += 1
+        pipe.write(msg[:MSG_ENVELOPE] + (envelope[1:],) + msg[MSG_ENVELOPE + 1 :])
+        return SENT
 
 
 def topic_of(msg: Message) -> str:

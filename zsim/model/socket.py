@@ -28,12 +28,8 @@ from .fates import (
     RULE_FILTERED,
     RULE_HWM,
     RULE_NO_PEERS,
-    RULE_NOT_CONNECTED,
-    RULE_NOT_SUBSCRIBED,
     RULE_REQ_STATE,
-    RULE_UNROUTABLE,
     SENT,
-    UNROUTABLE,
 )
 from .peer import Peer, Subscriptions
 from .pipe import MSG_ENVELOPE, MSG_ID, MSG_TOPIC, SUBSCRIBE_ID, UNSUBSCRIBE_ID, Message, Pipe
@@ -103,24 +99,10 @@ class Socket:
         self.blocked_count = 0
         self.lost_on_close = 0
         self.last_pipe_index = -1
-        # xsend/xrecv: the type's own send and recv (libzmq's socket_base_t::xsend/xrecv),
-        # without the command processing of send()/recv(); chosen once. Workloads call
+        # xrecv: the type's own recv (libzmq's socket_base_t::xrecv; xsend is chosen with
+        # the routing policy), without the command processing of recv(). Workloads call
         # them directly when they have just processed commands themselves.
         traits = self.traits
-        send = traits.send
-        self.xsend: Callable[[Message], int]
-        if send == DIST:
-            self.xsend = self._send_dist
-        elif send == LB:
-            self.xsend = self._send_request if traits.request else self._send_lb
-        elif send == ROUTE:
-            self.xsend = self._send_route
-        elif send == REPLY:
-            self.xsend = self._send_reply
-        elif send == PAIR:
-            self.xsend = self._send_pair
-        else:
-            self.xsend = self._send_unsupported
         # A SUB subscribed to everything never filters on receive: same path as PULL.
         filters = traits.filters_on_recv and not (self.own_subs is not None and self.own_subs.all)
         plain = traits.receives and not (
@@ -134,10 +116,28 @@ class Socket:
 
     def _init_routing(self) -> None:
         traits, options = self.traits, self.options
-        self.lb = LoadBalance() if traits.send == LB else None
-        self.fq = FairQueue() if traits.receives else None
-        self.dist = Distribute(bool(options.xpub_nodrop)) if traits.send == DIST else None
-        self.router = RouteByIdentity(bool(options.router_mandatory)) if traits.send == ROUTE else None
+        send = traits.send
+        self.lb: LoadBalance | None = LoadBalance() if send == LB else None
+        self.fq: FairQueue | None = FairQueue() if traits.receives else None
+        self.dist: Distribute | None = None
+        self.router: RouteByIdentity | None = None
+        # xsend: the type's own send (socket_base_t::xsend): a dropping policy's own send,
+        # or the socket type's on top of lb_t (REQ's lockstep) or its single pipe.
+        self.xsend: Callable[[Message], int]
+        if send == DIST:
+            self.dist = Distribute(self, bool(options.xpub_nodrop))
+            self.xsend = self.dist.send
+        elif send == ROUTE:
+            self.router = RouteByIdentity(self, bool(options.router_mandatory))
+            self.xsend = self.router.send
+        elif send == LB:
+            self.xsend = self._send_request if traits.request else self._send_lb
+        elif send == REPLY:
+            self.xsend = self._send_reply
+        elif send == PAIR:
+            self.xsend = self._send_pair
+        else:
+            self.xsend = self._send_unsupported
         self.pair_peer: Peer | None = None
         self.all_subs = Subscriptions()  # XPUB: union over peers, to pass only new ones up
         self.pending_subscriptions: list[Message] = []  # XPUB: for the application's recv
@@ -434,39 +434,6 @@ class Socket:
     def _send_unsupported(self, msg: Message) -> int:  # pragma: no cover - spec forbids it
         raise RuntimeError(f"{self.type} sockets do not send application messages")
 
-    def _send_dist(self, msg: Message) -> int:
-        """``xpub_t::xsend`` + ``dist_t``: every matching pipe, drop per full pipe."""
-        dist = self.dist
-        assert dist is not None
-        topic = msg[MSG_TOPIC]
-        if dist.nodrop and not dist.check_hwm(topic):
-            return AGAIN
-        now = self.env._now
-        ledger = self.ledger
-        for peer in dist.peers:
-            applied = peer.applied
-            if peer.attached and (applied.all or applied.matches(topic)):
-                pipe = peer.out_pipe
-                self.copies += 1
-                # pipe_t::check_write, inlined (the hot path of every PUB)
-                hwm = pipe.hwm  # type: ignore[union-attr]
-                if pipe.out_active and pipe.state == 0 and (hwm <= 0 or pipe.written - pipe.peers_read < hwm):  # type: ignore[union-attr]
-                    pipe.write(msg)  # type: ignore[union-attr]
-                elif pipe.check_write():  # type: ignore[union-attr]  # pragma: no cover - same test
-                    pipe.write(msg)  # type: ignore[union-attr]
-                else:
-                    self.dropped += 1
-                    pipe.dropped += 1  # type: ignore[union-attr]
-                    ledger.dropped(msg, self.index, pipe.index, RULE_HWM, now)  # type: ignore[union-attr]
-            elif peer.alive and peer.remote_subs is not None and peer.remote_subs.matches(topic):
-                # The subscriber wants it, but this side cannot know yet: the slow joiner.
-                self.copies += 1
-                self.dropped += 1
-                pipe_index = peer.out_pipe.index if peer.out_pipe is not None else -1
-                rule = RULE_NOT_SUBSCRIBED if peer.attached else RULE_NOT_CONNECTED
-                ledger.dropped(msg, self.index, pipe_index, rule, now)
-        return SENT
-
     def _send_lb(self, msg: Message) -> int:
         status, _pipe = self.lb.send(msg)  # type: ignore[union-attr]
         if status == SENT:
@@ -484,33 +451,6 @@ class Socket:
             self.reply_pipe = self.lb.peer_of[pipe].in_pipe  # type: ignore[union-attr,index]
             self.awaiting_reply = True
         return status
-
-    def _send_route(self, msg: Message) -> int:
-        """``router_t::xsend``: the first envelope entry names the peer."""
-        router = self.router
-        assert router is not None
-        envelope = msg[MSG_ENVELOPE]
-        peer = router.by_key.get(envelope[0]) if envelope else None
-        now = self.env._now
-        if peer is None or peer.out_pipe is None:
-            if router.mandatory:
-                return UNROUTABLE
-            self.copies += 1
-            self.dropped += 1
-            self.ledger.dropped(msg, self.index, -1, RULE_UNROUTABLE, now)
-            return SENT
-        pipe = peer.out_pipe
-        if not pipe.check_write():
-            if router.mandatory:
-                return AGAIN if not pipe.check_hwm() else UNROUTABLE
-            self.copies += 1
-            self.dropped += 1
-            pipe.dropped += 1
-            self.ledger.dropped(msg, self.index, pipe.index, RULE_HWM, now)
-            return SENT
-        self.copies += 1
-        pipe.write(msg[:MSG_ENVELOPE] + (envelope[1:],) + msg[MSG_ENVELOPE + 1 :])
-        return SENT
 
     def _send_reply(self, msg: Message) -> int:
         """REP: back to the pipe the request came from; dropped if full or gone."""
@@ -546,15 +486,13 @@ class Socket:
         """ZMQ_POLLOUT."""
         send = self.traits.send
         if send == DIST:
-            return True  # dist_t::has_out, even with xpub_nodrop [measured]
+            return self.dist.has_out()  # type: ignore[union-attr]
         if send == LB:
             if self.traits.request and self.awaiting_reply:
                 return False
             return self.lb.has_out()  # type: ignore[union-attr]
         if send == ROUTE:
-            if not self.router.mandatory:  # type: ignore[union-attr]
-                return True
-            return any(p.out_pipe is not None and p.out_pipe.check_hwm() for p in self.router.by_key.values())  # type: ignore[union-attr]
+            return self.router.has_out()  # type: ignore[union-attr]
         if send == PAIR:
             peer = self.pair_peer
             return peer is not None and peer.out_pipe is not None and peer.out_pipe.check_write()
