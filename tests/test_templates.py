@@ -110,6 +110,9 @@ def test_placeholders_are_linear_forms_of_i_and_braces_can_be_literal():
     assert text.render(0) == "a0b1c5600d-1e{x}" and text.render(7) == "a7b8c5607d13e{x}"
     assert text.stripped() == "abcde{x}"
     assert templates.template_name("w{i+1}_in") == "w_in" and templates.template_name("plain") is None
+    # outside a template, {i} is a mistake; an escaped {{i}} or another {word} is text
+    assert templates.uses_index("port {5600+i}") and not templates.uses_index("{{i}}")
+    assert not templates.uses_index('{"json": 1}') and not templates.uses_index("{j}")
 
 
 def test_count_zero_makes_no_members_and_their_workloads_vanish_with_them():

@@ -63,7 +63,8 @@ MAX_MEMBERS = 100_000
 _EXAMPLES = "{i}, {i+1}, {5600+i}, {2*i+1}"
 #: ``{{``, ``}}``, a placeholder ``{...}``, or a stray brace.
 _TOKEN = re.compile(r"\{\{|\}\}|\{([^{}]*)\}|[{}]")
-_TERM = re.compile(r"([+-]?)(\d+\*i|i\*\d+|\d+|i)")
+#: One term of a placeholder: ``K*i``, ``i*K``, ``K`` or ``i`` (K of at most 9 digits).
+_TERM = re.compile(r"([+-]?)(\d{1,9}\*i|i\*\d{1,9}|\d{1,9}|i)")
 #: Indices at which two name patterns are compared (``worker{i}`` is not ``worker{i+1}``).
 _PROBES = (0, 1, 2, 3, 10)
 
@@ -153,7 +154,7 @@ def parse_text(text: str, path: str) -> Text:
 def uses_index(text: str) -> bool:
     """Whether an ordinary string holds something meant as a member placeholder (``{i}``,
     ``{i+1}``, ``{5600+i}``): in a block that is not a member that is a mistake."""
-    for match in re.finditer(r"\{([^{}]*)\}", text):
+    for match in re.finditer(r"\{([^{}]*)\}", text.replace("{{", "").replace("}}", "")):
         if _linear(match.group(1)) is not None:
             return True
     return False
