@@ -1,5 +1,5 @@
 """The studies in experiments/ (issue 9): their sweep files plan and check as written, and
-the trick the task-pipeline study uses for its worker count does what it says."""
+the task-pipeline study's worker count (a template's count, issue 11) makes that many workers."""
 
 from __future__ import annotations
 
@@ -26,16 +26,16 @@ def test_task_pipeline_workers_axis_gives_four_or_eight_workers():
     plan = make_plan(ROOT / "task_pipeline" / "study.toml")
     by_workers = {}
     for point in plan.points:
-        service = point.values["recv.w1_in.service_s"]
+        service = point.values["recv.w_in.service_s"]
         if service["dist"] == "uniform":
-            by_workers[point.values["socket.w5_in.open_at_s"]] = point
+            by_workers[point.values["process.worker.count"]] = point
     delivered = {}
-    for opening, point in by_workers.items():
+    for workers, point in by_workers.items():
         scenario = plan.scenario(point.id)
         result = zsim.run(scenario, 1)
         row = flat_metrics(result.summary, result, scenario)
-        delivered[opening] = [row.get(f"socket.w{i}_in.delivered", 0) for i in range(1, 9)]
+        delivered[workers] = [row.get(f"socket.w{i}_in.delivered", 0) for i in range(1, 9)]
         assert row["socket.sink.delivered"] == 2000  # the whole batch arrives either way
-    # workers 5-8 never open with 100 s (after the 8 s horizon): four workers take 500 each
-    assert delivered[100.0] == [500] * 4 + [0] * 4
-    assert delivered[0.05] == [250] * 8
+    # four workers (no w5_in .. w8_in at all) take 500 each, eight 250 each
+    assert delivered[4] == [500] * 4 + [0] * 4
+    assert delivered[8] == [250] * 8

@@ -353,6 +353,8 @@ def summarise(model: Model, wall_s: float) -> RunResult:
         "processes": processes,
         "versions": versions(),
     }
+    if getattr(scenario, "templates", None):
+        summary["templates"] = template_members(scenario)
     from .checks import run_warnings, static_warnings
 
     summary["warnings"] = static_warnings(scenario) + run_warnings(scenario, summary)
@@ -397,6 +399,52 @@ LOAD_FIELDS = ("offered_utilisation", "overloaded", "backlog_at_end", "latency_n
 TIME_FIELDS = ("first_recv_s", "last_recv_s")
 PIPE_FIELDS = ("dropped", "max_depth", "mean_depth")
 SENDER_FIELDS = ("sent", "again", "requested_rate_per_s", "achieved_rate_per_s", "blocked_s", "finished_at_s")
+#: Every ``socket.<name>.<field>`` a row can have.
+PER_SOCKET = (*SOCKET_FIELDS, *INBOUND_FIELDS, *(f"latency_{p}_s" for p in SOCKET_LATENCY),
+              *(f"steady_latency_{p}_s" for p in SOCKET_LATENCY), "warmup_end_s", *LOAD_FIELDS, *TIME_FIELDS)
+#: Over the members of a template: ``socket.<template>.<stat>_<field>`` (``zsim.templates``).
+#: The statistic comes first so that the name still ends with the field's unit (``_s``,
+#: ``_fraction``, ``_per_s``), from which reports choose units; no per-entity field starts so.
+MEMBER_STATS = ("sum", "min", "mean", "max")
+#: Per-socket counts that a member nothing was meant for has none of in its row: 0, exactly.
+_ZERO_WHEN_ABSENT = frozenset(INBOUND_FIELDS) - {"loss_fraction"}
+
+
+def template_members(scenario: Any) -> dict[str, dict[str, dict[str, Any]]]:
+    """``summary["templates"]``: per kind (process, socket, send, recv), per template name,
+    its name pattern, count, the block whose count made it, and its members in order."""
+    found: dict[str, dict[str, dict[str, Any]]] = {}
+    for template in scenario.templates:
+        found.setdefault(template.kind, {})[template.name] = {
+            "pattern": template.pattern, "count": template.count, "root": template.root, "members": list(template.members)}
+    return found
+
+
+def _member_aggregates(row: dict[str, Any], templates: dict[str, Any]) -> None:
+    """Per socket and sender template: each metric of its members summed and as min, mean
+    and max over them (``socket.w_in.sum_delivered``, ``socket.w_in.max_last_recv_s``), and
+    the number of members
+    (``socket.w_in.members``). Members without a value (NaN: a latency of a socket that got
+    nothing) are left out; a count a member has no column for (nothing was meant for it) is
+    0; a field no member has gets no aggregate, nor does any field of a template with no
+    members."""
+    for kind, prefix, fields in (("socket", "socket", PER_SOCKET), ("send", "sender", SENDER_FIELDS)):
+        for name, info in (templates.get(kind) or {}).items():
+            members = list(info.get("members") or ())
+            row[f"{prefix}.{name}.members"] = len(members)
+            for key in fields:
+                values = [row.get(f"{prefix}.{member}.{key}") for member in members]
+                if all(value is None for value in values):
+                    continue
+                if prefix == "socket" and key in _ZERO_WHEN_ABSENT:
+                    values = [0 if value is None else value for value in values]
+                numbers = [float(value) for value in values if value is not None and value == value]
+                stats: tuple[float, ...] = (math.nan,) * len(MEMBER_STATS)
+                if numbers:
+                    total = math.fsum(numbers)
+                    stats = (total, min(numbers), total / len(numbers), max(numbers))
+                for stat, value in zip(MEMBER_STATS, stats, strict=True):
+                    row[f"{prefix}.{name}.{stat}_{key}"] = value
 
 
 def _number(value: Any) -> float:
@@ -494,7 +542,12 @@ def flat_metrics(summary: dict[str, Any], result: RunResult | None = None, scena
       name, after reconnects: the largest max, the summed time averages);
     - ``sender.<name>.{sent,again,requested_rate_per_s,achieved_rate_per_s,blocked_s,finished_at_s}``
       (NaN where the summary has none: back-to-back senders ask no rate);
-    - ``warnings`` (how many) and ``warning.<code>`` for every code of ``WARNING_CODES``.
+    - ``warnings`` (how many) and ``warning.<code>`` for every code of ``WARNING_CODES``;
+    - for a scenario written with templates (``zsim.templates``; ``summary["templates"]``,
+      else ``scenario.templates``): ``socket.<template>.{sum,min,mean,max}_<field>`` over
+      its members for every per-socket field above (``socket.w_in.max_last_recv_s``),
+      ``sender.<template>.<stat>_<field>`` likewise, and ``socket.<template>.members``, ``sender.<template>.members`` (how many;
+      see ``_member_aggregates`` for members without a value).
     """
     ledger = summary["ledger"]
     copies = ledger["copies"] or 0
@@ -577,6 +630,11 @@ def flat_metrics(summary: dict[str, Any], result: RunResult | None = None, scena
         codes[code] = codes.get(code, 0) + 1
     for code, count in codes.items():
         row[f"warning.{code}"] = count
+    templates = summary.get("templates")
+    if templates is None and getattr(scenario, "templates", None):
+        templates = template_members(scenario)
+    if templates:
+        _member_aggregates(row, templates)
     return row
 
 

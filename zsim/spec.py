@@ -9,6 +9,7 @@ dict. The format is documented in ``docs/scenario-format.md``.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 import hashlib
 import json
@@ -25,6 +26,7 @@ from .distributions import Distribution, parse_distribution
 from .errors import ScenarioError, UnsupportedOption
 from .socket_types import DIST, ROUTE, SOCKET_TYPES, TYPES, names_by_send
 from .socket_types import names as type_names
+from .templates import Template, expand_templates, member_pattern, template_name
 
 DEFAULT_PROCESS = "main"
 
@@ -174,6 +176,8 @@ class Scenario:
     base_dir: str = field(default=".", compare=False, repr=False)
     source: str = field(default="<dict>", compare=False, repr=False)
     apps: tuple[AppSpec, ...] = ()
+    #: the templates the scenario was written with and their members (``zsim.templates``)
+    templates: tuple[Template, ...] = ()
 
     def socket(self, name: str) -> SocketSpec:
         return self._sockets_by_name[name]
@@ -413,11 +417,29 @@ def _label(kind: str, index: int, table: Mapping[str, Any], key: str = "name") -
 
 
 def from_dict(raw: Mapping[str, Any], *, base_dir: str = ".", source: str = "<dict>") -> Scenario:
-    """Validate a scenario given as a dict (the TOML structure) and freeze it."""
-    raw = _table(raw, "")
-    raw = copy.deepcopy(dict(raw))
-    _check_keys(raw, _TOP_KEYS, "")
+    """Validate a scenario given as a dict (the TOML structure) and freeze it.
 
+    Templates (``count`` on a ``[[process]]`` or ``[[socket]]``, ``copies`` on a
+    ``[[send]]`` or ``[[recv]]``) are expanded first (``zsim.templates``): the scenario's
+    blocks, ``raw`` and digest are those of the expanded scenario, ``templates`` says which
+    blocks are members of which template. An error in a member names its template.
+    """
+    data: dict[str, Any] = copy.deepcopy(dict(_table(raw, "")))
+    _check_keys(data, _TOP_KEYS, "")
+    expansion = expand_templates(data, lambda name: bool(_NAME_RE.match(name)))
+    if not any(expansion.templates.values()):
+        return _from_expanded(data, base_dir, source)
+    try:
+        scenario = _from_expanded(expansion.raw, base_dir, source)
+    except ScenarioError as exc:
+        raise expansion.explain(exc) from None
+    names = {"process": [p.name for p in scenario.processes], "socket": [s.name for s in scenario.sockets],
+             "send": [s.name for s in scenario.sends], "recv": [r.name for r in scenario.recvs]}
+    return dataclasses.replace(scenario, templates=expansion.finish(names))
+
+
+def _from_expanded(raw: dict[str, Any], base_dir: str, source: str) -> Scenario:
+    """``from_dict`` of a scenario without templates."""
     head = _table(raw.get("scenario", {}), "scenario")
     _check_keys(head, _SCENARIO_KEYS, "scenario")
     name = _str(head.get("name", Path(source).stem if source != "<dict>" else "scenario"), "scenario.name")
@@ -906,7 +928,10 @@ def set_path(raw: dict[str, Any], path: str, value: Any) -> None:
     ``send.<name or socket>.rate_per_s``, ``recv.<name or socket>.service_s.mean_s``,
     ``process.<name>.exit_at_s``. An array entry is chosen by its ``name``, or, for
     ``send``/``recv`` entries without a name, by the socket it uses when only one does.
-    A path that selects nothing raises ``ScenarioError`` naming the path.
+    A template is chosen by its template name (``process.worker.count`` for ``name =
+    "worker{i+1}"``, ``recv.w_in.service_s`` for a ``[[recv]]`` on ``w{i+1}_in``): the
+    value applies to every member. A path that selects nothing raises ``ScenarioError``
+    naming the path (and, for a member such as ``w3_in``, the template's path).
     """
     parts = path.split(".")
     if len(parts) < 2:
@@ -925,10 +950,14 @@ def set_path(raw: dict[str, Any], path: str, value: Any) -> None:
         matches = [e for e in entries if isinstance(e, dict) and e.get("name") == key]
         if not matches and section in ("send", "recv"):
             matches = [e for e in entries if isinstance(e, dict) and e.get("socket") == key and "name" not in e]
+        if not matches:  # a template, by its name without placeholders (zsim.templates)
+            matches = [e for e in entries if isinstance(e, dict) and template_name(e.get("name")) == key]
+            if not matches and section in ("send", "recv"):
+                matches = [e for e in entries if isinstance(e, dict) and "name" not in e and template_name(e.get("socket")) == key]
         if not matches and key.isdigit() and int(key) < len(entries):
             matches = [entries[int(key)]]
         if not matches:
-            raise ScenarioError(path, f"no [[{section}]] entry named {key!r}")
+            raise ScenarioError(path, f"no [[{section}]] entry named {key!r}{_member_hint(raw, section, key, parts)}")
         if len(matches) > 1:
             raise ScenarioError(path, f"{len(matches)} [[{section}]] entries match {key!r}; give them names")
         target = matches[0]
@@ -946,6 +975,26 @@ def set_path(raw: dict[str, Any], path: str, value: Any) -> None:
             raise ScenarioError(path, f"{'.'.join(parts[: depth + 2 + (section != 'scenario')])} is {child!r}, not a table")
         target = child
     target[rest[-1]] = value
+
+
+def _member_hint(raw: Mapping[str, Any], section: str, key: str, parts: list[str]) -> str:
+    """When ``key`` is a member of a template (``w3_in`` of ``w{i+1}_in``): which one, and
+    the path that sets the template (its members are made when the scenario is parsed)."""
+    sockets = {template_name(e.get("name")): e.get("name") for e in raw.get("socket", []) if isinstance(e, dict)}
+    for entry in raw.get(section, []):
+        if not isinstance(entry, dict):
+            continue
+        pattern, template = entry.get("name"), template_name(entry.get("name"))
+        if section in ("send", "recv") and "name" not in entry:
+            # a workload without a name goes by its socket, written as a pattern or a template name
+            socket = entry.get("socket")
+            pattern = socket if template_name(socket) is not None else sockets.get(socket) if isinstance(socket, str) else None
+            template = template_name(pattern)
+        regex = member_pattern(pattern) if isinstance(pattern, str) else None
+        if regex is not None and regex.fullmatch(key):
+            return (f"; {key!r} is a member of the template {pattern!r}, made when the scenario is parsed: set the template, "
+                    f"{section}.{template}.{'.'.join(parts[2:])}")
+    return ""
 
 
 def with_overrides(raw: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:

@@ -566,15 +566,24 @@ class MetricNames(set):  # type: ignore[type-arg]
     ``pipe.<a>-><b>...<.dropped|.max_depth>`` between two of the scenario's sockets (pipe
     names are made by the model when it connects, so they are matched, not listed)."""
 
-    def __init__(self, names: Iterable[str], sockets: Iterable[str] = ()) -> None:
+    def __init__(self, names: Iterable[str], sockets: Iterable[str] = (),
+                 members: Iterable[tuple[str, re.Pattern[str], tuple[str, ...]]] = ()) -> None:
         super().__init__(names)
         self.sockets = sorted(set(sockets), key=len, reverse=True)
+        #: (prefix, member name pattern, fields): a member of a template, whatever the count
+        #: of a point (``socket.w12_in.delivered`` exists where an axis makes 16 workers)
+        self.members = list(members)
 
     def __contains__(self, name: object) -> bool:
         if super().__contains__(name):
             return True
         if not isinstance(name, str):
             return False
+        for prefix, pattern, fields in self.members:
+            if name.startswith(prefix):
+                entity, _, key = name[len(prefix):].rpartition(".")
+                if key in fields and pattern.fullmatch(entity):
+                    return True
         if name.startswith("link.") and name.endswith(LINK_SUFFIXES):
             direction = name[len("link."):name.rindex(".")]
             return any(direction.startswith(first + "->") and direction[len(first) + 2:] in self.sockets for first in self.sockets)
@@ -596,26 +605,40 @@ LINK_SUFFIXES = tuple(f".{stat}_{place}_{unit}" for stat in ("max", "mean")
 
 def known_metrics(base: Mapping[str, Any]) -> MetricNames | None:
     """The metric columns a run of ``base`` can have (``zsim.results.flat_metrics``), or
-    None when they cannot be told (then metric names are not checked)."""
-    from .. import results
+    None when they cannot be told (then metric names are not checked). For a template
+    (``zsim.templates``): the members' metrics, for any count, and the aggregates over them
+    (``socket.w_in.sum_delivered``, ``socket.w_in.members``)."""
+    from .. import results, templates
 
     sockets = base.get("socket", [])
     if not isinstance(sockets, list):
         return None
     names = [str(s["name"]) for s in sockets if isinstance(s, Mapping) and isinstance(s.get("name"), str)]
+    found: tuple[templates.Template, ...] = ()
     try:
-        senders = [send.name for send in scenario_spec.from_dict(copy.deepcopy(dict(base))).sends]
+        scenario = scenario_spec.from_dict(copy.deepcopy(dict(base)))
+        names = [sock.name for sock in scenario.sockets]
+        senders = [send.name for send in scenario.sends]
+        found = scenario.templates
     except Exception:  # noqa: BLE001 - an invalid base is reported by expand; name senders as zsim would
         senders = [f"send.{s.get('socket')}" for s in base.get("send", []) if isinstance(s, Mapping)]
     pooled = ["sent", "copies", "delivered", "forwarded", "dropped", "discarded", "lost_on_close", "queued_at_end", "sim_time_s",
               "wall_s", "warnings", *results.POOLED_ALIASES, *results.POOLED_ALIASES.values(),
               *(f"warning.{code}" for code in results.WARNING_CODES)]
-    per_socket = (*results.SOCKET_FIELDS, *results.INBOUND_FIELDS, *(f"latency_{p}_s" for p in results.SOCKET_LATENCY),
-                  *(f"steady_latency_{p}_s" for p in results.SOCKET_LATENCY), "warmup_end_s",
-                  *results.LOAD_FIELDS, *results.TIME_FIELDS)
+    per_socket = results.PER_SOCKET
     listed = pooled + [f"socket.{n}.{f}" for n in names for f in per_socket]
     listed += [f"sender.{n}.{f}" for n in senders for f in results.SENDER_FIELDS]
-    return MetricNames(listed, names)
+    members: list[tuple[str, re.Pattern[str], tuple[str, ...]]] = []
+    for template in found:
+        if template.kind not in ("socket", "send"):
+            continue
+        prefix, fields = ("socket.", per_socket) if template.kind == "socket" else ("sender.", results.SENDER_FIELDS)
+        listed.append(f"{prefix}{template.name}.members")
+        listed += [f"{prefix}{template.name}.{stat}_{f}" for f in fields for stat in results.MEMBER_STATS]
+        pattern = templates.member_pattern(template.pattern)
+        if pattern is not None:
+            members.append((prefix, pattern, tuple(fields)))
+    return MetricNames(listed, names, members)
 
 
 def _check_metric(value: Any, where: str, known: set[str] | None) -> None:
@@ -630,7 +653,7 @@ def _check_metric(value: Any, where: str, known: set[str] | None) -> None:
     main = ", ".join(m for m in sorted(known) if "." not in m)
     raise ScenarioError(where, f"unknown metric {value!r}{hint}; metrics: {main}, socket.<name>.<field>, sender.<name>.<field>, "
                                "pipe.<pipe name>.<dropped|max_depth|mean_depth>, link.<a>-><b>.<max|mean>_<place>_<messages|bytes>, "
-                               "warning.<code>, a name of [report.derived]")
+                               "warning.<code>, socket.<template>.<sum|min|mean|max>_<field>, a name of [report.derived]")
 
 
 def _check_axis_key(axes: Sequence[Axis], value: Any, where: str) -> None:
