@@ -236,14 +236,12 @@ class Distribute:
         if self.nodrop and not self.check_hwm(topic):
             return AGAIN
         owner = self.owner
-        now = owner.env._now
-        ledger = owner.ledger
-        index = owner.index
+        copies = dropped = 0  # counted locally, added to the socket once
         for peer in self.peers:
             applied = peer.applied
             if peer.attached and (applied.all or applied.matches(topic)):
                 pipe = peer.out_pipe
-                owner.copies += 1
+                copies += 1
                 # pipe_t::check_write, inlined (the hot path of every PUB)
                 hwm = pipe.hwm  # type: ignore[union-attr]
                 if pipe.out_active and pipe.state == 0 and (hwm <= 0 or pipe.written - pipe.peers_read < hwm):  # type: ignore[union-attr]
@@ -251,16 +249,19 @@ class Distribute:
                 elif pipe.check_write():  # type: ignore[union-attr]  # pragma: no cover - same test
                     pipe.write(msg)  # type: ignore[union-attr]
                 else:
-                    owner.dropped += 1
+                    dropped += 1
                     pipe.dropped += 1  # type: ignore[union-attr]
-                    ledger.dropped(msg, index, pipe.index, RULE_HWM, now)  # type: ignore[union-attr]
+                    owner.ledger.dropped(msg, owner.index, pipe.index, RULE_HWM, owner.env._now)  # type: ignore[union-attr]
             elif peer.alive and peer.remote_subs is not None and peer.remote_subs.matches(topic):
                 # The subscriber wants it, but this side cannot know yet: the slow joiner.
-                owner.copies += 1
-                owner.dropped += 1
+                copies += 1
+                dropped += 1
                 pipe_index = peer.out_pipe.index if peer.out_pipe is not None else -1
                 rule = RULE_NOT_SUBSCRIBED if peer.attached else RULE_NOT_CONNECTED
-                ledger.dropped(msg, index, pipe_index, rule, now)
+                owner.ledger.dropped(msg, owner.index, pipe_index, rule, owner.env._now)
+        owner.copies += copies
+        if dropped:
+            owner.dropped += dropped
         return SENT
 
 
