@@ -292,11 +292,6 @@ def test_req_lockstep_efsm_and_a_reply_from_another_pipe_is_discarded():
     assert [m[MSG_ID] for m in net.pipe("req->b").queue] == [reply[MSG_ID] + 1]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "req_t::xsend (libzmq src/req.cpp) eats every message currently readable when a request "
-    "begins ('REQ sends request to A, A replies, B replies too ... B's old reply is used'); "
-    "Socket._send_request does not, so B's stale reply is returned as the answer to the "
-    "next request sent to B"))
 def test_req_discards_stale_replies_when_it_sends_the_next_request():
     net = Net()
     rep = net.socket("a", "REP", bind=("inproc://a",))

@@ -450,6 +450,16 @@ class Socket:
             # req_t remembers the peer; its reply arrives on that peer's inbound pipe
             self.reply_pipe = self.lb.peer_of[pipe].in_pipe  # type: ignore[union-attr,index]
             self.awaiting_reply = True
+            # req_t::xsend "eats all currently available messages" once the request has a
+            # pipe: a late reply to an earlier request (another peer answered too, or the
+            # application gave up waiting) must not pose as the answer to this one.
+            fq = self.fq
+            while True:
+                stale, from_pipe = fq.recv()  # type: ignore[union-attr]
+                if stale is None:
+                    break
+                self.discarded += 1
+                self.ledger.discarded(stale, self.index, from_pipe.index, RULE_REQ_STATE, self.env._now)  # type: ignore[union-attr]
         return status
 
     def _send_reply(self, msg: Message) -> int:
