@@ -262,7 +262,8 @@ def scatter_figure(x: Sequence[float], y: Sequence[float], path: str | Path, *, 
 #: where a message waits on its way from a writer to a reader, in the order it passes them
 PLACE_COLOURS = {"pipe": "tab:blue", "send pipe": "tab:blue", "out batch": "tab:orange", "kernel": "tab:green",
                  "in engine": "tab:purple", "recv pipe": "tab:red"}
-PLACE_LEGEND = (("send pipe", "writer's pipe (inproc: the one pipe)"), ("out batch", "writer's engine: batch not yet in the kernel"),
+PLACE_LEGEND = (("send pipe", "writer's pipe (inproc: the one pipe between them)"),
+                ("out batch", "writer's engine: batch not yet in the kernel"),
                 ("kernel", "kernel buffers (send + receive)"), ("in engine", "reader's engine: decoded, refused by a full pipe"),
                 ("recv pipe", "reader's pipe"))
 #: warning codes as a figure says them
@@ -410,7 +411,7 @@ def depth_figure(panels: Sequence[DepthPanel], path: str | Path, *, title: str, 
             ax.step(times, hi, where="post", color=colour, linewidth=1.0)
             top = max(top, int(hi.max()))
             peaks.append(f"{line.label}: {int(hi.max()):,}")
-        ax.text(0.005, 0.97, "peak " + "\n".join(peaks), transform=ax.transAxes, ha="left", va="top", fontsize=6.3, color="0.2",
+        ax.text(0.005, 0.97, "peaks:\n" + "\n".join(peaks), transform=ax.transAxes, ha="left", va="top", fontsize=6.3, color="0.2",
                 bbox={"boxstyle": "round,pad=0.2", "facecolor": "white", "edgecolor": "0.8", "alpha": 0.85})
         for line in panel.lines:
             if line.hwm and line.hwm > 0 and line.hwm <= 1.6 * max(top, 1) and line.levels.hi[:, line.channel].any():
@@ -435,9 +436,12 @@ def depth_figure(panels: Sequence[DepthPanel], path: str | Path, *, title: str, 
         axes[index // cols][index % cols].set_visible(False)
     from matplotlib.lines import Line2D
 
-    handles = [Line2D([0], [0], color=PLACE_COLOURS[place], linewidth=2) for place, _ in PLACE_LEGEND]
+    drawn = {"send pipe" if line.place == "pipe" else line.place for panel in panels for line in panel.lines
+             if line.levels.hi[:, line.channel].any()}
+    legend = [(place, text) for place, text in PLACE_LEGEND if place in drawn]
+    handles = [Line2D([0], [0], color=PLACE_COLOURS[place], linewidth=2) for place, _ in legend]
     handles.append(Line2D([0], [0], color="0.3", linestyle=":", linewidth=1))
-    labels = [text for _, text in PLACE_LEGEND] + ["a pipe's HWM (dotted, in its colour)"]
+    labels = [text for _, text in legend] + ["a pipe's HWM (dotted, in its colour)"]
     fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=7.5, frameon=False, bbox_to_anchor=(0.5, 0.0))
     fig.suptitle(title, fontsize=11)
     fig.text(0.5, 0.955 if rows > 1 else 0.92, note, fontsize=7.5, color="0.35", ha="center", va="top", wrap=True)

@@ -110,7 +110,7 @@ def write_report(result: Any, series: RunSeries | None, scenario: Scenario, out_
         else:
             shown["latency.png"] = "No copy was delivered to an application during the run."
 
-        drops = data.drops_over_time(result, end_s)
+        drops = data.drops_over_time(result, end_s, bins=100)
         if drops.lines:
             total = sum(line.total for line in drops.lines)
             note = (f"Copies dropped per {seconds(drops.bin_s)} of simulated time, at the time the rule refused them; "
@@ -250,8 +250,9 @@ def _pipes(result: Any) -> str:
             Cell(f"{pipe['mean_depth']:.3g}", True), Cell(count(pipe["dropped"]), True, pipe["dropped"] > 0), Cell(by_rule or "-"),
             Cell(count(pipe["depth_at_end"]), True),
         ], pipe["dropped"] > 0))
-    note = (f'<p class="note">Sorted by direction (writer->reader). {idle} pipes carried no message copy and are left out (the '
-            "subscriber->publisher pipes of PUB/SUB carry only subscriptions). Written and read count subscriptions too; kind: "
+    note = (f'<p class="note">Sorted by direction (writer->reader). Left out: {idle} pipe{"s" if idle != 1 else ""} that carried no '
+            "message copy (the subscriber->publisher pipes of PUB/SUB carry only subscriptions). Written and read count "
+            "subscriptions too; kind: "
             "send = the writer's pipe to its engine, recv = the reader's pipe from its engine.</p>") if idle else ""
     return page.table(["pipe", "kind", "HWM", "written", "read", "max depth", "mean depth", "dropped", "dropped by rule", "at end"],
                       rows) + note
@@ -284,7 +285,8 @@ def _links(result: Any) -> str:
         ["direction (writer->reader)", "transport", "kernel max", "kernel time-average", "kernel at end", "writer's out batch max",
          "reader's engine max"], rows) + '<p class="note">messages / bytes. Kernel: the writer\'s send buffer and the reader\'s '
         "receive buffer together. Out batch: written by the writer's engine, not yet in the kernel. Reader's engine: decoded, "
-        f"refused by its full pipe. {left_out} directions that carried no message copy (subscriptions only) are left out.</p>")
+        f"refused by its full pipe. Left out: {left_out} direction{'s' if left_out != 1 else ''} that carried no message copy "
+        "(subscriptions only).</p>")
 
 
 def _drops_table(drops: data.Drops) -> str:
@@ -351,7 +353,9 @@ def _html(result: Any, scenario: Scenario, topo: data.Topology, panels: Sequence
             f"Per direction of data (writer->reader): messages in the writer's pipe, its engine's unwritten batch, the kernel "
             f"buffers, the reader's engine and the reader's pipe, over simulated time. Recorded in buckets of "
             f"{seconds(series.width_s) if series else '-'}: the line is the most held in each bucket, the band goes down to the "
-            f"fewest. {min(len(panels), MAX_PANELS)} of {len(panels)} directions that held a message, largest backlog first.",
+            f"fewest. {min(len(panels), MAX_PANELS)} of {len(panels)} directions that held a message, largest backlog first. A pipe "
+            "can drop below its HWM: its writer counts the messages the reader took only when the reader reports them, every LWM "
+            "= (HWM + 1) / 2 reads (pipe_t::check_hwm), so the writer's view of the depth lags the depth drawn here.",
             "depth"),
         '<h2 id="pipes">Pipes and link directions</h2>',
         _pipes(result),

@@ -145,11 +145,12 @@ def meant_for(result: Any) -> tuple[np.ndarray, np.ndarray]:
     return dest, wanted
 
 
-def latency_by_receiver(result: Any, end_s: float, bins: int = 200) -> list[LatencyPanel]:
+def latency_by_receiver(result: Any, end_s: float, bins: int = 200, loss_bins: int = 50) -> list[LatencyPanel]:
     """Per receiving socket: latency (delivery - send time) of its deliveries against their
-    send time, as the lowest, median and highest per send-time bin, and the share of the
-    copies sent in each bin that it did not get. Sockets that only forward (a proxy's
-    frontend) and lost nothing have no panel."""
+    send time, as the lowest, median and highest per send-time bin (``bins`` over the
+    run), and the share of the copies sent in each of ``loss_bins`` wider bins that it lost
+    or still held at the end (a share of a few copies jumps between 0 and 100 %). Sockets
+    that only forward (a proxy's frontend) and lost nothing have no panel."""
     table = result.messages
     state = table["state"]
     edges = _bins(end_s, bins)
@@ -163,13 +164,17 @@ def latency_by_receiver(result: Any, end_s: float, bins: int = 200) -> list[Late
     dest, wanted = meant_for(result)
     n = len(result.socket_names)
     taken = (state == DELIVERED) | (state == FORWARDED)
-    sent_bin = np.clip(np.searchsorted(edges, table["t0"], side="right") - 1, 0, bins - 1)
-    meant_counts = np.bincount(dest[wanted] * bins + sent_bin[wanted], minlength=n * bins).reshape(n, bins)
+    loss_edges = _bins(end_s, loss_bins)
+    sent_bin = np.clip(np.searchsorted(loss_edges, table["t0"], side="right") - 1, 0, loss_bins - 1)
+
+    def per_bin(mask: np.ndarray) -> np.ndarray:
+        return np.bincount(dest[mask] * loss_bins + sent_bin[mask], minlength=n * loss_bins).reshape(n, loss_bins)
+
     queued = wanted & (state == QUEUED)
     missed = wanted & ~taken & ~queued
-    missed_counts = np.bincount(dest[missed] * bins + sent_bin[missed], minlength=n * bins).reshape(n, bins)
-    queued_counts = np.bincount(dest[queued] * bins + sent_bin[queued], minlength=n * bins).reshape(n, bins)
+    meant_counts, missed_counts, queued_counts = per_bin(wanted), per_bin(missed), per_bin(queued)
     centres_all = (edges[:-1] + edges[1:]) / 2
+    loss_centres = (loss_edges[:-1] + loss_edges[1:]) / 2
     flags = warning_flags(result.summary)
     panels = []
     for s in range(n):
@@ -198,7 +203,7 @@ def latency_by_receiver(result: Any, end_s: float, bins: int = 200) -> list[Late
             p50=float(np.percentile(mine_latency, 50)) if hi > lo else None,
             p99=float(np.percentile(mine_latency, 99)) if hi > lo else None,
             max=float(mine_latency.max()) if hi > lo else None,
-            loss_centres=centres_all[some],
+            loss_centres=loss_centres[some],
             loss_share=missed_counts[s][some] / meant_counts[s][some],
             queued_share=queued_counts[s][some] / meant_counts[s][some],
             meant=meant,
