@@ -188,23 +188,51 @@ def format_summary(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _run_command(args: argparse.Namespace, seed: int) -> str:
+    """The command line that gives this report again (paths as the user gave them)."""
+    import shlex
+
+    from .files import shown_path
+
+    words = ["zsim", "run", shown_path(args.scenario), "--seed", str(seed), "--report", shown_path(args.report)]
+    return " ".join(shlex.quote(word) for word in words)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
+    from . import spec
     from .files import prepare_output_dir
     from .runner import run
 
     if args.out:
         prepare_output_dir(args.out, "--out")  # before the work, not after
+    if args.report:
+        prepare_output_dir(args.report, "--report")
     limits = {key: getattr(args, key) for key in ("max_events", "max_messages", "max_wall_s") if getattr(args, key) is not None}
     progress = sys.stderr if sys.stderr.isatty() else None
-    result = run(args.scenario, args.seed, trace=bool(args.out), limits=limits, progress=progress)
+    recorder = None
+    scenario: Any = args.scenario
+    if args.report:
+        from .report_run import SeriesRecorder
+
+        scenario = spec.load(args.scenario)  # the report draws its topology
+        recorder = SeriesRecorder(keep_traces=bool(args.out))
+    result = run(scenario, args.seed, trace=bool(args.out), limits=limits, progress=progress, recorder=recorder)
     if args.out:
         result.write_parquet(args.out)
+    written = []
+    if args.report and recorder is not None:
+        from .report_run import write_report
+
+        written = write_report(result, recorder.result, scenario, args.report, command=_run_command(args, result.summary["seed"]))
     if args.json:
         print(result.to_json())
     else:
         print(format_summary(result.summary))
         if args.out:
             print(f"\nwrote {args.out}/messages.parquet, depth.parquet, summary.json")
+        if written:
+            print(f"\nwrote {os.path.join(args.report, 'report.html')} (self-contained) and "
+                  f"{', '.join(path.name for path in written if path.suffix == '.png')}")
     return EXIT_OK
 
 
@@ -282,6 +310,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=seed_arg, default=None, help="random seed (default: scenario.seed or 0)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     p.add_argument("--out", metavar="DIR", help="write per-message records and depth time series as Parquet")
+    p.add_argument("--report", metavar="DIR", help="write DIR/report.html (self-contained: tables and figures inline) and the "
+                   "figures as PNGs: topology, depth over time, latency against send time, drops over time")
     add_limit_args(p)
     p.set_defaults(func=cmd_run)
 

@@ -1,9 +1,11 @@
-"""Figures for sweep reports (the only module importing matplotlib, imported lazily).
+"""Figures for sweep reports and run reports (the only module importing matplotlib,
+imported lazily).
 
 The functions draw what they are given: the numbers (means, interval bounds, grids) are
-computed by ``zsim.sweep.report``; here are only axes, bands, colours and files. Every
-function writes one PNG and returns its path. matplotlib runs with the Agg backend (no
-display needed).
+computed by ``zsim.sweep.report``, a run's (topology, depth, latency and drops over time)
+by ``zsim.report_run.data``; here are only axes, bands, colours and files. Every function
+writes one PNG and returns its path. matplotlib runs with the Agg backend (no display
+needed).
 """
 
 from __future__ import annotations
@@ -12,9 +14,14 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from .units import human_bytes, human_time, time_unit
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .report_run.data import DepthPanel, Drops, LatencyPanel, Topology
 
 
 def _pyplot() -> Any:
@@ -248,3 +255,282 @@ def scatter_figure(x: Sequence[float], y: Sequence[float], path: str | Path, *, 
     fig.savefig(out, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return out
+
+
+# -- run reports (zsim run --report) --------------------------------------------------------
+
+#: where a message waits on its way from a writer to a reader, in the order it passes them
+PLACE_COLOURS = {"pipe": "tab:blue", "send pipe": "tab:blue", "out batch": "tab:orange", "kernel": "tab:green",
+                 "in engine": "tab:purple", "recv pipe": "tab:red"}
+PLACE_LEGEND = (("send pipe", "writer's pipe (inproc: the one pipe between them)"),
+                ("out batch", "writer's engine: batch not yet in the kernel"),
+                ("kernel", "kernel buffers (send + receive)"), ("in engine", "reader's engine: decoded, refused by a full pipe"),
+                ("recv pipe", "reader's pipe"))
+#: warning codes as a figure says them
+FLAG_TEXT = {"overloaded": "overloaded", "backlog_at_end": "backlog at end", "latency_not_settled": "latency not settled",
+             "loss_not_settled": "loss not settled", "rate_not_achieved": "rate not achieved", "no_subscription": "subscribes to nothing",
+             "subscription_matches_nothing": "subscription matches nothing", "starts_after_horizon": "starts after horizon"}
+
+
+def flag_text(codes: Sequence[str]) -> str:
+    return ", ".join(FLAG_TEXT.get(code, code) for code in codes)
+
+
+def _save(fig: Any, path: str | Path) -> Path:
+    plt = _pyplot()
+    out = Path(path)
+    fig.savefig(out, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return out
+
+
+def topology_figure(topo: Topology, path: str | Path, *, title: str) -> Path:
+    """Processes as boxes holding their sockets, connections as arrows in the direction
+    data flows, labelled with transport and HWMs; connections that dropped in red."""
+    plt = _pyplot()
+    from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+
+    from .report_run.data import BOX_WIDTH, HEADER, ROW
+
+    inch = 0.4  # one layout unit
+    width = max(topo.width, BOX_WIDTH * 2)
+    fig = plt.figure(figsize=(width * inch + 0.6, (topo.height + 3.6) * inch))
+    ax = fig.add_axes((0.0, 0.0, 1.0, 1.0))
+    ax.set_xlim(-0.3, width + 0.3)
+    ax.set_ylim(topo.height + 2.4, -1.2)
+    ax.axis("off")
+    ax.text(0, -0.6, title, fontsize=10, fontweight="bold", va="center")
+    by_name = {}
+    for proc in topo.processes:
+        ax.add_patch(FancyBboxPatch((proc.x, proc.y), BOX_WIDTH, proc.height, boxstyle="round,pad=0.02,rounding_size=0.2",
+                                    facecolor="0.93" if not proc.folded else "0.97", edgecolor="0.55",
+                                    linestyle="-" if not proc.folded else "--", linewidth=0.9))
+        label = f"process {proc.name}" if not proc.folded else proc.name
+        ax.text(proc.x + 0.2, proc.y + HEADER * 0.5, label, fontsize=7.5, color="0.25", va="center", style="italic")
+        for sock in proc.sockets:
+            by_name[sock.name] = sock
+            flagged = bool(sock.flags) or sock.dropped_no_pipe > 0
+            ax.add_patch(FancyBboxPatch((sock.x + 0.2, sock.y - ROW * 0.42), BOX_WIDTH - 0.4, ROW * 0.84,
+                                        boxstyle="round,pad=0.0,rounding_size=0.1", facecolor="white",
+                                        edgecolor="crimson" if flagged else "0.35", linewidth=1.4 if flagged else 0.8))
+            head = f"{sock.type} {sock.name}" if sock.type else sock.name
+            ax.text(sock.x + 0.35, sock.y - ROW * 0.2, head, fontsize=8, fontweight="bold", va="center")
+            detail = ", ".join(sock.endpoints)
+            ax.text(sock.x + 0.35, sock.y + ROW * 0.05, detail, fontsize=6.3, color="0.3", va="center")
+            notes = []
+            if sock.flags:
+                notes.append(flag_text(sock.flags))
+            if sock.dropped_no_pipe:
+                notes.append(f"{sock.dropped_no_pipe:,} dropped with no pipe")
+            if notes:
+                ax.text(sock.x + 0.35, sock.y + ROW * 0.27, "; ".join(notes), fontsize=6.3, color="crimson", va="center")
+    degree: dict[str, int] = {}
+    for edge in topo.edges:
+        degree[edge.a] = degree.get(edge.a, 0) + 1
+        degree[edge.b] = degree.get(edge.b, 0) + 1
+    # a socket with many connections of the same kind: one label for them all, on the
+    # middle one (connections that dropped keep their own)
+    groups: dict[tuple[str, str], list[Any]] = {}
+    for edge in topo.edges:
+        if not edge.dropped:
+            hub, other = (edge.a, edge.b) if degree.get(edge.a, 0) >= degree.get(edge.b, 0) else (edge.b, edge.a)
+            groups.setdefault((hub, edge.label), []).append((by_name[other].y if other in by_name else 0.0, id(edge)))
+    labelled: dict[int, str] = {}
+    silent: set[int] = set()
+    for (_hub, label), members in groups.items():
+        if len(members) >= 3:
+            members.sort()
+            for _, key in members:
+                silent.add(key)
+            labelled[members[len(members) // 2][1]] = f"{label} (each of {len(members)})"
+    for edge in topo.edges:
+        a, b = by_name.get(edge.a), by_name.get(edge.b)
+        if a is None or b is None:
+            continue
+        same_column = abs(a.x - b.x) < 1e-9
+        if same_column:
+            pa, pb = (a.x + BOX_WIDTH - 0.2, a.y), (b.x + BOX_WIDTH - 0.2, b.y)
+            style = f"arc3,rad={-0.6 if a.y < b.y else 0.6}"
+        else:
+            left, right = (a, b) if a.x < b.x else (b, a)
+            pl, pr = (left.x + BOX_WIDTH - 0.2, left.y), (right.x + 0.2, right.y)
+            pa, pb = (pl, pr) if left is a else (pr, pl)
+            style = "arc3,rad=0"
+        arrow = {(True, False): "-|>", (False, True): "<|-", (True, True): "<|-|>"}.get((edge.a_to_b, edge.b_to_a), "-")
+        colour = "crimson" if edge.dropped else "0.35"
+        ax.add_patch(FancyArrowPatch(pa, pb, arrowstyle=arrow, mutation_scale=9, color=colour, linewidth=1.8 if edge.dropped else 0.9,
+                                     connectionstyle=style, shrinkA=0, shrinkB=0))
+        # the label goes near the end with fewer connections, where arrows do not crowd
+        if same_column:
+            lx, ly = max(pa[0], pb[0]) + 0.9, (pa[1] + pb[1]) / 2
+            ha = "left"
+        else:
+            near_b = degree.get(edge.b, 0) <= degree.get(edge.a, 0)
+            t = 0.5 if id(edge) in labelled else 0.62 if near_b else 0.38
+            lx, ly = pa[0] + (pb[0] - pa[0]) * t, pa[1] + (pb[1] - pa[1]) * t
+            ha = "center"
+        if id(edge) in silent and id(edge) not in labelled:
+            continue
+        text = labelled.get(id(edge), edge.label)
+        ax.text(lx, ly, text, fontsize=6.2, ha=ha, va="center", color="0.2",
+                bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none", "alpha": 0.85})
+        if edge.dropped:
+            rules = f" ({edge.drop_rules})" if edge.drop_rules else ""
+            ax.text(lx, ly + 0.45, f"{edge.dropped:,} dropped{rules}", fontsize=6.5, ha=ha, va="center", color="crimson",
+                    fontweight="bold", bbox={"boxstyle": "round,pad=0.1", "facecolor": "white", "edgecolor": "none", "alpha": 0.85})
+    ax.text(0, topo.height + 0.7,
+            "Boxes: processes and their sockets (type, name, bind/connect endpoints). Arrows point the way data flows (two heads: "
+            "both ways).\nLabels: transport and HWM (tcp/ipc: writer's SNDHWM + reader's RCVHWM; inproc: the one shared pipe's "
+            "HWM, SNDHWM + RCVHWM).\nRed: copies were dropped on that connection (or by that socket); red text under a socket: "
+            "the run's warnings about it.", fontsize=6.8, color="0.3", va="top")
+    return _save(fig, path)
+
+
+def depth_figure(panels: Sequence[DepthPanel], path: str | Path, *, title: str, note: str) -> Path:
+    """Per direction of data, where its messages wait over time: pipes, engines, kernel
+    (messages), each as the highest level per time bucket with a band down to the lowest."""
+    plt = _pyplot()
+    n = len(panels)
+    cols = 1 if n == 1 else 2
+    rows = math.ceil(n / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(6.4 * cols, 2.5 * rows + 1.2), squeeze=False, sharex=True)
+    end = max((float(line.levels.times[-1]) + (float(line.levels.times[1] - line.levels.times[0]) if len(line.levels.times) > 1 else 0)
+               for panel in panels for line in panel.lines), default=1.0)
+    scale, unit = time_unit([end])
+    for index, panel in enumerate(panels):
+        ax = axes[index // cols][index % cols]
+        top = 0
+        peaks = []
+        for line in panel.lines:
+            times = line.levels.times * scale
+            lo, hi = line.levels.lo[:, line.channel], line.levels.hi[:, line.channel]
+            if not hi.any():
+                continue
+            colour = PLACE_COLOURS.get(line.place, "0.4")
+            ax.fill_between(times, lo, hi, step="post", color=colour, alpha=0.13, linewidth=0)
+            ax.step(times, hi, where="post", color=colour, linewidth=1.0)
+            top = max(top, int(hi.max()))
+            peaks.append(f"{line.label}: {int(hi.max()):,}")
+        ax.text(0.005, 0.97, "peaks:\n" + "\n".join(peaks), transform=ax.transAxes, ha="left", va="top", fontsize=6.3, color="0.2",
+                bbox={"boxstyle": "round,pad=0.2", "facecolor": "white", "edgecolor": "0.8", "alpha": 0.85})
+        for line in panel.lines:
+            if line.hwm and line.hwm > 0 and line.hwm <= 1.6 * max(top, 1) and line.levels.hi[:, line.channel].any():
+                ax.axhline(line.hwm, color=PLACE_COLOURS.get(line.place, "0.4"), linestyle=":", linewidth=1.0)
+        parts = [f"{panel.direction} ({panel.transport})"]
+        if panel.kernel_peak_bytes:
+            parts.append(f"kernel peak {human_bytes(panel.kernel_peak_bytes)}")
+        if panel.dropped:
+            parts.append(f"{panel.dropped:,} dropped")
+        ax.set_title(", ".join(parts), fontsize=9, color="crimson" if panel.dropped else "black", loc="left")
+        if panel.flags:
+            ax.text(1.0, 1.02, f"reader: {flag_text(panel.flags)}", transform=ax.transAxes, ha="right", va="bottom", fontsize=7.5,
+                    color="crimson")
+        ax.set_ylim(bottom=0)
+        ax.grid(True, alpha=0.3)
+        if index % cols == 0:
+            ax.set_ylabel("messages")
+        if index // cols == rows - 1 or index + cols >= n:
+            ax.set_xlabel(f"simulated time ({unit})")
+            ax.tick_params(labelbottom=True)
+    for index in range(n, rows * cols):
+        axes[index // cols][index % cols].set_visible(False)
+    from matplotlib.lines import Line2D
+
+    drawn = {"send pipe" if line.place == "pipe" else line.place for panel in panels for line in panel.lines
+             if line.levels.hi[:, line.channel].any()}
+    legend = [(place, text) for place, text in PLACE_LEGEND if place in drawn]
+    handles = [Line2D([0], [0], color=PLACE_COLOURS[place], linewidth=2) for place, _ in legend]
+    handles.append(Line2D([0], [0], color="0.3", linestyle=":", linewidth=1))
+    labels = [text for _, text in legend] + ["a pipe's HWM (dotted, in its colour)"]
+    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=7.5, frameon=False, bbox_to_anchor=(0.5, 0.0))
+    fig.suptitle(title, fontsize=11)
+    fig.text(0.5, 0.955 if rows > 1 else 0.92, note, fontsize=7.5, color="0.35", ha="center", va="top", wrap=True)
+    fig.tight_layout(rect=(0, 0.06 if rows > 1 else 0.12, 1, 0.94 if rows > 1 else 0.88))
+    return _save(fig, path)
+
+
+def latency_figure(panels: Sequence[LatencyPanel], path: str | Path, *, title: str, note: str, end_s: float) -> Path:
+    """Per receiver, latency against send time: the median per send-time bin, with a band
+    from the lowest to the highest."""
+    plt = _pyplot()
+    n = len(panels)
+    cols = 1 if n == 1 else (2 if n <= 4 else 3)
+    rows = math.ceil(n / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.8 * cols + 0.8, 2.6 * rows + 1.4), squeeze=False, sharex=True, sharey=True)
+    scale, unit = time_unit([p.max for p in panels if p.max is not None])
+    tscale, tunit = time_unit([end_s])
+    positive = [float(v) for p in panels if p.delivered for v in (np.nanmin(p.low), np.nanmax(p.high)) if v > 0]
+    log = bool(positive) and max(positive) / min(positive) > 100
+    for index, panel in enumerate(panels):
+        ax = axes[index // cols][index % cols]
+        x = panel.centres * tscale
+        if panel.delivered:
+            ax.fill_between(x, panel.low * scale, panel.high * scale, color="tab:blue", alpha=0.25, linewidth=0, step="mid")
+            ax.plot(x, panel.median * scale, color="tab:blue", linewidth=1.0, drawstyle="steps-mid")
+            head = f"{panel.receiver}: p50 {human_time(panel.p50 or 0)}, p99 {human_time(panel.p99 or 0)}"
+        else:
+            ax.text(0.5, 0.5, "nothing delivered", transform=ax.transAxes, ha="center", va="center", color="crimson")
+            head = f"{panel.receiver}: nothing delivered"
+        ax.set_title(f"{head}; got {panel.taken:,} of {panel.meant:,}", fontsize=8.5, loc="left",
+                     color="crimson" if panel.flags else "black")
+        if panel.lost or panel.queued:
+            share = ax.twinx()
+            if panel.lost:
+                share.step(panel.loss_centres * tscale, 100 * panel.loss_share, where="mid", color="crimson", linewidth=0.9)
+            if panel.queued:
+                share.step(panel.loss_centres * tscale, 100 * panel.queued_share, where="mid", color="0.45", linewidth=0.9,
+                           linestyle="--")
+            share.set_ylim(0, 105)
+            share.tick_params(axis="y", labelsize=7, colors="crimson")
+            if index % cols == cols - 1 or index == n - 1:
+                share.set_ylabel("% not delivered", fontsize=7.5, color="crimson")
+        if panel.flags:
+            ax.text(0.99, 0.04, flag_text(panel.flags), transform=ax.transAxes, ha="right", va="bottom", fontsize=7.5, color="crimson",
+                    bbox={"boxstyle": "round,pad=0.2", "facecolor": "white", "edgecolor": "crimson", "alpha": 0.9}, zorder=5)
+        ax.grid(True, alpha=0.3)
+        if log:
+            ax.set_yscale("log")
+        if index % cols == 0:
+            ax.set_ylabel(f"latency ({unit})")
+        if index // cols == rows - 1 or index + cols >= n:
+            ax.set_xlabel(f"send time ({tunit})")
+            ax.tick_params(labelbottom=True)
+    for index in range(n, rows * cols):
+        axes[index // cols][index % cols].set_visible(False)
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([0], [0], color="tab:blue", linewidth=1.5), Line2D([0], [0], color="tab:blue", alpha=0.3, linewidth=6),
+               Line2D([0], [0], color="crimson", linewidth=1), Line2D([0], [0], color="0.45", linewidth=1, linestyle="--")]
+    labels = ["median latency (left axis)", "fastest to slowest", "% of the copies sent then that were dropped, discarded or lost "
+              "(right axis)", "% still queued when the run ended (right axis)"]
+    fig.legend(handles, labels, loc="lower center", ncol=2, fontsize=7.5, frameon=False, bbox_to_anchor=(0.5, 0.0))
+    fig.suptitle(title, fontsize=11)
+    fig.text(0.5, 0.955 if rows > 1 else 0.91, note, fontsize=7.5, color="0.35", ha="center", va="top", wrap=True)
+    fig.tight_layout(rect=(0, 0.07 if rows > 1 else 0.14, 1, 0.94 if rows > 1 else 0.86))
+    return _save(fig, path)
+
+
+def drops_figure(drops: Drops, path: str | Path, *, title: str, note: str, top: int = 8) -> Path:
+    """Copies dropped per time bin, one line per pipe and rule (the largest ``top``; the
+    rest summed as one line)."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(10.5, 3.8))
+    edges = drops.edges
+    tscale, tunit = time_unit([float(edges[-1])])
+    shown = drops.lines[:top]
+    rest = drops.lines[top:]
+    series = [(f"{line.label} ({line.total:,})", line.counts) for line in shown]
+    if rest:
+        series.append((f"{len(rest)} more pipes/rules ({sum(line.total for line in rest):,})",
+                       np.sum([line.counts for line in rest], axis=0)))
+    for index, (label, counts) in enumerate(series):
+        ax.stairs(counts, edges * tscale, label=label, color=colour_for(index, len(series)), linewidth=1.3)
+    ax.set_xlabel(f"simulated time ({tunit})")
+    ax.set_ylabel(f"copies dropped per {human_time(drops.bin_s)}")
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7.5, frameon=False, title="pipe: rule (copies)", title_fontsize=7.5)
+    ax.set_title(title, fontsize=11, loc="left")
+    fig.text(0.01, 0.005, note, fontsize=7.5, color="0.35", ha="left", va="bottom")
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
+    return _save(fig, path)

@@ -4,15 +4,21 @@
 limit reached (``LimitExceeded``, see ``zsim.limits``) or on a model fault
 (``ConservationError``); ``run_safe`` never raises and records the fault instead, for
 sweeps where one failed run must not stop the others.
+
+``run(..., recorder=...)`` also records levels over time for a run report (pipe depths,
+link directions' kernel and engine occupancy; ``zsim.report_run.series``): opt-in, the
+model runs the same events either way, and without a recorder nothing is recorded.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 import traceback
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 from . import app as app_module
 from . import profile as profile_module
@@ -32,6 +38,22 @@ def _scenario(scenario: spec.Scenario | Mapping[str, Any] | str | Path) -> spec.
     return spec.load(scenario)  # type: ignore[arg-type]
 
 
+class Recorder(Protocol):
+    """Records levels over time while a run goes on (``zsim.report_run.SeriesRecorder``)."""
+
+    def recording(self) -> AbstractContextManager[None]:
+        """Entered around building and simulating the model."""
+        ...
+
+    def attach(self, model: Model) -> None: ...
+
+    def poll(self) -> None:
+        """Called by the run's monitor every ``monitor_every`` events."""
+        ...
+
+    def finish(self, now: float) -> None: ...
+
+
 def _count(value: float) -> str:
     return f"{value:,.0f}" if value < 1e9 else f"{value:.3g}"
 
@@ -44,8 +66,10 @@ class Guard:
     field of the scenario that made it do so).
     """
 
-    def __init__(self, model: Model, limits: RunLimits, progress: IO[str] | None = None) -> None:
+    def __init__(self, model: Model, limits: RunLimits, progress: IO[str] | None = None,
+                 recorder: Recorder | None = None) -> None:
         self.model = model
+        self.recorder = recorder
         self.limits = limits
         self.progress = progress
         self.started = time.perf_counter()
@@ -117,6 +141,8 @@ class Guard:
     def __call__(self) -> None:
         env = self.model.env
         limits = self.limits
+        if self.recorder is not None:
+            self.recorder.poll()
         events = env.events_processed
         if limits.max_events is not None and events >= limits.max_events:
             raise self._exceeded("max_events", f"the run processed {_count(events)} events (limit {_count(limits.max_events)})")
@@ -237,15 +263,17 @@ def start_apps(model: Model, extra: Sequence[AppFunction | str] | AppFunction = 
         app_module.start(model, label, app_module.resolve(function, scen.base_dir, f"apps[{index}]"))
 
 
-def simulate(model: Model, limits: RunLimits | None = None, progress: IO[str] | None = None) -> None:
+def simulate(model: Model, limits: RunLimits | None = None, progress: IO[str] | None = None,
+             recorder: Recorder | None = None) -> None:
     """Run the event loop to the horizon (or until nothing can move) and close the books.
 
     ``limits`` bound the work (``zsim.limits``; default: the scenario's); ``progress``, a
-    terminal stream, shows simulated time and events/s for runs longer than a few seconds.
+    terminal stream, shows simulated time and events/s for runs longer than a few seconds;
+    ``recorder`` (attached to ``model``) is polled by the monitor and finished at the end.
     """
     if limits is None:
         limits = effective_limits(model.scenario, None)
-    guard = Guard(model, limits, progress)
+    guard = Guard(model, limits, progress, recorder)
     model.env.monitor = guard
     # A limit below the usual check interval is checked as soon as it can be reached.
     model.env.monitor_every = max(1, min(16384, limits.max_events or 16384, limits.max_messages or 16384))
@@ -255,6 +283,8 @@ def simulate(model: Model, limits: RunLimits | None = None, progress: IO[str] | 
         model.env.monitor = None
         guard.finish()
     now = model.env.now
+    if recorder is not None:
+        recorder.finish(now)
     ledger = model.ledger
     for msg, socket_index, pipe_index, where in model.world.unfinished():
         ledger.queued(msg, socket_index, pipe_index, where, now)
@@ -269,6 +299,7 @@ def run(
     limits: RunLimits | Mapping[str, Any] | None = None,
     progress: IO[str] | None = None,
     apps: Sequence[AppFunction | str] | AppFunction = (),
+    recorder: Recorder | None = None,
 ) -> RunResult:
     """Simulate ``scenario`` with ``seed`` (default: the scenario's seed, else 0).
 
@@ -277,6 +308,7 @@ def run(
     ``apps``: SimPy code to run on the scenario's sockets (``zsim.app``), after the
     scenario's own ``[[app]]`` tables: functions taking an ``App``, or ``"module:function"``.
     ``profile``: a ``Profile``, or a profile's name or file as in ``scenario.profile``.
+    ``recorder``: records levels over time while the run goes on (``zsim.report_run``).
     """
     started = time.perf_counter()
     scen = _scenario(scenario)
@@ -287,9 +319,12 @@ def run(
     run_limits = effective_limits(scen, limits)
     if isinstance(profile, str):
         profile = profile_module.load(profile, scen.base_dir)
-    model = build(scen, seed, profile=profile, trace_depth=trace)
-    start_apps(model, apps)
-    simulate(model, run_limits, progress)
+    with recorder.recording() if recorder is not None else contextlib.nullcontext():
+        model = build(scen, seed, profile=profile, trace_depth=trace or recorder is not None)
+        if recorder is not None:
+            recorder.attach(model)
+        start_apps(model, apps)
+        simulate(model, run_limits, progress, recorder)
     wall = time.perf_counter() - started
     return summarise(model, wall)
 

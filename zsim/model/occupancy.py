@@ -8,10 +8,20 @@ engine's decoded messages that its session could not push (the pipe was at its H
 ``stream_engine_base_t::_input_stopped``). ``Occupancy`` integrates the messages and bytes
 in each over simulated time so a run can report their maximum, time average and value at
 the end, next to the pipes' depths.
+
+A run report (``zsim run --report``) also wants the levels over time. That is opt-in and
+costs nothing otherwise: inside ``with recording():`` a new ``Occupancy`` is a
+``RecordedOccupancy``, whose ``update`` also appends ``(time, six levels)`` to a flat list
+(``trace``) that the report's recorder folds into a bounded series while the run goes on
+(``zsim.report_run.series``). Outside it the class and its ``update`` are exactly the plain
+ones: not even a flag is tested per update.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 #: the quantities tracked, in the order of ``Occupancy.values``
@@ -33,6 +43,10 @@ class Occupancy:
     """
 
     __slots__ = ("last_t", "values", "area", "peak")
+
+    def __new__(cls, now: float) -> Occupancy:
+        # read once per link direction, when its connection is made (not per update)
+        return object.__new__(RecordedOccupancy if _RECORDING.get() else cls)
 
     def __init__(self, now: float) -> None:
         self.last_t = now
@@ -77,3 +91,35 @@ class Occupancy:
             mean = (self.area[i] + value * tail) / span if span > 0 else float(value)
             out[name] = {"max": self.peak[i], "mean": mean, "at_end": value}
         return out
+
+
+#: Set by ``recording()``: directions created meanwhile keep their levels over time.
+_RECORDING: ContextVar[bool] = ContextVar("zsim_occupancy_recording", default=False)
+
+
+@contextmanager
+def recording() -> Iterator[None]:
+    """Link directions created inside this block record ``(time, levels)`` (``trace``)."""
+    token = _RECORDING.set(True)
+    try:
+        yield
+    finally:
+        _RECORDING.reset(token)
+
+
+class RecordedOccupancy(Occupancy):
+    """An ``Occupancy`` that also appends ``now`` and the six levels (``FIELDS`` order) to
+    ``trace`` after every change: the raw series a run report folds (and empties) as the
+    run goes on, so it never holds more than a bounded number of points."""
+
+    __slots__ = ("trace",)
+
+    def __init__(self, now: float) -> None:
+        super().__init__(now)
+        self.trace: list[float] = []
+
+    def update(self, now: float, values: tuple[int, int, int, int, int, int]) -> None:
+        Occupancy.update(self, now, values)
+        trace = self.trace
+        trace.append(now)
+        trace.extend(values)

@@ -1,0 +1,378 @@
+"""``zsim run FILE --report DIR``: one run as a page a designer can look at.
+
+``DIR/report.html`` is self-contained (tables, and the figures inlined as ``data:`` URIs;
+it opens offline) and the figures are also written as PNGs beside it:
+
+* ``topology.png``: processes with their sockets, connections in the direction data
+  flows with transport and HWMs, the connections that dropped copies in red;
+* ``depth.png``: per direction of data, where its messages waited over time: the pipes
+  and, over tcp/ipc, the sending engine's batch, the kernel buffers and the receiving
+  engine (``zsim.model.occupancy``), recorded in bounded memory (``series``);
+* ``latency.png``: per receiver, latency against send time;
+* ``drops.png``: copies dropped over time by pipe and rule;
+
+then the per-entity tables (receivers, senders, sockets, pipes, link directions, drops)
+and, first of all, the run's warnings (``zsim.checks``) in a box that cannot be missed.
+
+Use: ``recorder = SeriesRecorder()``, ``result = zsim.runner.run(..., recorder=recorder)``,
+``write_report(result, recorder.result, scenario, DIR)``.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import plotting
+from ..files import atomic_write, prepare_output_dir, shown_path
+from ..results import flat_metrics
+from ..spec import Scenario
+from . import data, page
+from .page import Cell, count, esc, percent, rate, seconds
+from .series import RunSeries, SeriesRecorder
+
+__all__ = ["FIGURES", "SeriesRecorder", "write_report"]
+
+#: the figures a report writes, in the order the page shows them
+FIGURES = ("topology.png", "depth.png", "latency.png", "drops.png")
+#: panels per figure (directions, receivers): the rest are in the tables
+MAX_PANELS = 12
+
+
+def _render(folder: Path, name: str, draw: Callable[[Path], Path]) -> bytes:
+    path = folder / name
+    draw(path)
+    return path.read_bytes()
+
+
+def _empty_figure(text: str) -> Callable[[Path], Path]:
+    def draw(path: Path) -> Path:
+        plt = plotting._pyplot()
+        fig = plt.figure(figsize=(6.0, 1.0))
+        fig.text(0.5, 0.5, text, ha="center", va="center", fontsize=10, wrap=True)
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        return path
+
+    return draw
+
+
+def write_report(result: Any, series: RunSeries | None, scenario: Scenario, out_dir: str | Path, *,
+                 command: str | None = None) -> list[Path]:
+    """Write ``report.html`` and the figures into ``out_dir``; returns the paths written.
+
+    Every file is written whole or not at all (``atomic_write``): a failure leaves the
+    files already in ``out_dir`` as they were.
+    """
+    out = prepare_output_dir(out_dir, "--report")
+    summary = result.summary
+    who = f"{summary['scenario']}, seed {summary['seed']}"
+    end_s = float(summary["sim_time_s"])
+    pngs: dict[str, bytes] = {}
+    shown: dict[str, str] = {}  # figure -> the caption's statement when there is nothing to draw
+    with tempfile.TemporaryDirectory(prefix=".zsim-figures-", dir=out) as scratch:
+        folder = Path(scratch)
+        topo = data.topology(scenario, result)
+        pngs["topology.png"] = _render(folder, "topology.png", lambda p: plotting.topology_figure(
+            topo, p, title=f"Topology of {summary['scenario']} (seed {summary['seed']}, {seconds(end_s)} simulated)"))
+
+        panels = data.depth_panels(result, series) if series is not None else []
+        if panels:
+            width = seconds(series.width_s) if series is not None else "-"
+            chosen = panels[:MAX_PANELS]
+            more = (f"; {len(panels) - len(chosen)} more directions held fewer messages (all pipes are in the tables)"
+                    if len(panels) > len(chosen) else "")
+            note = (f"Per direction of data (writer->reader), largest backlog first{more}. Each line: the most messages held in "
+                    f"that place within each {width} bucket, shaded down to the fewest; the peaks are exact.")
+            pngs["depth.png"] = _render(folder, "depth.png", lambda p: plotting.depth_figure(
+                chosen, p, title=f"Where messages wait over time: {who}", note=note))
+        else:
+            shown["depth.png"] = "No pipe, engine or kernel buffer held a message during the run."
+
+        latency = data.latency_by_receiver(result, end_s)
+        if latency:
+            chosen_latency = latency
+            more = ""
+            if len(latency) > MAX_PANELS:
+                chosen_latency = sorted(latency, key=lambda p: (-(p.p99 or 0.0), -p.lost))[:MAX_PANELS]
+                chosen_latency.sort(key=lambda p: result.socket_names.index(p.receiver))
+                more = f" The {MAX_PANELS} receivers with the highest p99 of {len(latency)}; all are in the receivers table."
+            bin_s = seconds(end_s / 200) if end_s > 0 else "-"
+            note = (f"Median latency (delivery - send) of the copies sent in each {bin_s} bin, shaded from the fastest to the slowest."
+                    " Delivered copies only: the lines on the right axis show the share of copies sent then that never arrived."
+                    f"{more}")
+            pngs["latency.png"] = _render(folder, "latency.png", lambda p: plotting.latency_figure(
+                chosen_latency, p, title=f"Latency against send time, per receiver: {who}", note=note, end_s=end_s))
+        else:
+            shown["latency.png"] = "No copy was delivered to an application during the run."
+
+        drops = data.drops_over_time(result, end_s, bins=100)
+        if drops.lines:
+            total = sum(line.total for line in drops.lines)
+            note = (f"Copies dropped per {seconds(drops.bin_s)} of simulated time, at the time the rule refused them; "
+                    "one line per pipe (or socket, when there was no pipe) and rule.")
+            pngs["drops.png"] = _render(folder, "drops.png", lambda p: plotting.drops_figure(
+                drops, p, title=f"Copies dropped over time: {who}, {total:,} in all", note=note))
+        else:
+            shown["drops.png"] = "No copy was dropped during the run."
+        for name, text in shown.items():
+            pngs[name] = _render(folder, name, _empty_figure(f"{who}: {text}"))
+    written = [atomic_write(out / name, pngs[name]) for name in FIGURES]
+    html_text = _html(result, scenario, topo, panels, latency, drops, pngs, shown, series, command)
+    written.append(atomic_write(out / "report.html", html_text))
+    return written
+
+
+# -- the page --------------------------------------------------------------------------------
+
+
+def _warnings(summary: dict[str, Any]) -> str:
+    warnings = summary.get("warnings") or []
+    if not warnings:
+        return ('<div class="calm" id="warnings">The run raised no warning: no receiver offered more than it can take, no backlog '
+                "left at the end, latency and loss settled, every sender reached its rate, every subscription matches a topic "
+                "sent.</div>")
+    items = "".join(f"<li><b>{esc(w['path'])}</b> <code>{esc(w['code'])}</code>: {esc(w['message'])}</li>" for w in warnings)
+    return (f'<div class="warnings" id="warnings"><h2>{len(warnings)} warning{"s" if len(warnings) != 1 else ""}: read these before '
+            "the numbers</h2><p>Some figures below describe this run's horizon or setup, not a steady state of the design.</p>"
+            f"<ul>{items}</ul></div>")
+
+
+def _run_table(summary: dict[str, Any], scenario: Scenario, command: str | None) -> str:
+    until = scenario.until_s
+    rows: list[tuple[str, str]] = [
+        ("scenario", f"{summary['scenario']} ({shown_path(scenario.source)})"),
+        ("seed", str(summary["seed"])),
+        ("profile", str(summary["profile"])),
+        ("horizon", f"{until:g} s (scenario.until_s)" if until is not None else "none: until no event is left"),
+        ("simulated", f"{seconds(summary['sim_time_s'])} in {summary['wall_s']:.2f} s wall-clock time"),
+        ("messages", f"{summary['ledger']['sent']:,} sent, {summary['ledger']['copies']:,} copies"),
+        ("zsim", f"{summary['versions']['zsim']} (models libzmq {summary['versions']['models_libzmq']}), scenario digest "
+                 f"{summary['scenario_digest'][:16]}"),
+    ]
+    if command:
+        rows.append(("command", command))
+    return page.table([], (([Cell(k), Cell(v)], False) for k, v in rows))
+
+
+def _receivers(summary: dict[str, Any], load: dict[str, Any], flags: dict[str, list[str]]) -> str:
+    rows = []
+    for name, sock in summary["sockets"].items():
+        inbound = sock.get("inbound")
+        if not inbound:
+            continue
+        lat = sock.get("latency_s") or {}
+        util = load.get(f"socket.{name}.offered_utilisation")
+        where = "; ".join(f"{n:,} at {w}" for w, n in inbound["dropped_by"].items())
+        # red: copies the design lost; copies still in flight at the end are the horizon's
+        bad_loss = inbound["dropped"] + inbound["lost_on_close"] + inbound["discarded"] > 0 or "backlog_at_end" in flags.get(name, [])
+        rows.append(([
+            Cell(name), Cell(sock["type"]), Cell(count(inbound["copies"]), True),
+            Cell(count(inbound["delivered"] + inbound["forwarded"]), True),
+            Cell(count(inbound["dropped"]), True, inbound["dropped"] > 0),
+            Cell(count(inbound["lost_on_close"] + inbound["discarded"]), True),
+            Cell(count(inbound["queued_at_end"]), True, "backlog_at_end" in flags.get(name, [])),
+            Cell(percent(inbound["loss_fraction"]), True, bad_loss),
+            Cell("-" if util is None or util != util else f"{util:.2f}", True, "overloaded" in flags.get(name, [])),
+            Cell(seconds(lat.get("p50")), True), Cell(seconds(lat.get("p99")), True), Cell(seconds(lat.get("p99_9")), True),
+            Cell(seconds(lat.get("max")), True), Cell(where or "-"),
+            Cell(plotting.flag_text(flags.get(name, [])) or "-", bad=bool(flags.get(name))),
+        ], bool(flags.get(name))))
+    if not rows:
+        return "<p>No socket received copies.</p>"
+    head = ["receiver", "type", "copies meant for it", "taken (delivered + forwarded)", "dropped", "lost or discarded", "queued at end",
+            "loss %", "offered utilisation", "p50", "p99", "p99.9", "max", "dropped where (pipe: rule)", "warnings"]
+    return (page.table(head, rows) + '<p class="note">loss % counts every copy meant for the receiver that it did not get: dropped, '
+            "lost, discarded, and still queued at the end. Offered utilisation: copies offered per second x mean service time / "
+            "share of time not paused (above 1 it cannot keep up). Latency: delivered copies only.</p>")
+
+
+def _senders(summary: dict[str, Any], flags: dict[str, list[str]]) -> str:
+    senders = summary.get("senders") or {}
+    if not senders:
+        return ""
+    rows = []
+    for name, sender in senders.items():
+        sock_flags = [f for f in flags.get(sender["socket"], []) if f == "rate_not_achieved"]
+        rows.append(([
+            Cell(name), Cell(sender["socket"]), Cell(count(sender["sent"]), True),
+            Cell(count(sender["again"] + sender["unroutable"]), True), Cell(rate(sender.get("requested_rate_per_s")), True),
+            Cell(rate(sender.get("achieved_rate_per_s")) if sender.get("active_s") else "-", True, bool(sock_flags)),
+            Cell(seconds(sender.get("blocked_s")), True), Cell(seconds(sender.get("finished_at_s")), True),
+        ], bool(sock_flags)))
+    return "<h3>Senders</h3>" + page.table(
+        ["sender", "socket", "sent", "EAGAIN / unroutable", "asked", "achieved", "blocked in send", "finished at"], rows)
+
+
+def _sockets(summary: dict[str, Any]) -> str:
+    rows = []
+    for name, sock in summary["sockets"].items():
+        rows.append(([
+            Cell(name), Cell(sock["type"]), Cell(sock["process"]), Cell(count(sock["sent"]), True),
+            Cell(count(sock["send_again"] + sock["send_unroutable"]), True), Cell(count(sock["received"]), True),
+            Cell(count(sock["dropped"]), True, sock["dropped"] > 0), Cell(count(sock["discarded"]), True),
+            Cell(count(sock["lost_on_close"]), True), Cell(seconds(sock["blocked_s"]), True),
+        ], False))
+    return page.table(["socket", "type", "process", "sent", "EAGAIN / unroutable", "received", "dropped (as writer)", "discarded",
+                       "lost on close", "blocked"], rows)
+
+
+def _carried(result: Any) -> np.ndarray:
+    """Per pipe index: the message copies whose fate the ledger recorded on it."""
+    pipe = result.messages["pipe"].astype(np.int64)
+    return np.bincount(pipe[pipe >= 0], minlength=len(result.summary["pipes"]))
+
+
+_KIND_ORDER = {"send": 0, "inproc": 0, "recv": 1}
+
+
+def _pipes(result: Any) -> str:
+    summary = result.summary
+    carried = _carried(result)
+    rows = []
+    idle = 0
+    order = sorted(range(len(summary["pipes"])), key=lambda i: (f"{summary['pipes'][i]['from']}->{summary['pipes'][i]['to']}",
+                                                                 _KIND_ORDER.get(summary["pipes"][i]["kind"], 2), i))
+    for index in order:
+        pipe = summary["pipes"][index]
+        if carried[index] == 0 and pipe["dropped"] == 0:
+            idle += 1
+            continue
+        by_rule = ", ".join(f"{rule} {n:,}" for rule, n in (pipe.get("dropped_by_rule") or {}).items())
+        rows.append(([
+            Cell(pipe["name"]), Cell(pipe["kind"]), Cell("none" if pipe["hwm"] <= 0 else count(pipe["hwm"]), True),
+            Cell(count(pipe["written"]), True), Cell(count(pipe["read"]), True), Cell(count(pipe["max_depth"]), True,
+                                                                                   0 < pipe["hwm"] <= pipe["max_depth"]),
+            Cell(f"{pipe['mean_depth']:.3g}", True), Cell(count(pipe["dropped"]), True, pipe["dropped"] > 0), Cell(by_rule or "-"),
+            Cell(count(pipe["depth_at_end"]), True),
+        ], pipe["dropped"] > 0))
+    note = (f'<p class="note">Sorted by direction (writer->reader). Left out: {idle} pipe{"s" if idle != 1 else ""} that carried no '
+            "message copy (the subscriber->publisher pipes of PUB/SUB carry only subscriptions). Written and read count "
+            "subscriptions too; kind: "
+            "send = the writer's pipe to its engine, recv = the reader's pipe from its engine.</p>") if idle else ""
+    return page.table(["pipe", "kind", "HWM", "written", "read", "max depth", "mean depth", "dropped", "dropped by rule", "at end"],
+                      rows) + note
+
+
+def _links(result: Any) -> str:
+    summary = result.summary
+    carried = _carried(result)
+    with_copies = {f"{pipe['from']}->{pipe['to']}" for pipe, n in zip(summary["pipes"], carried.tolist(), strict=True) if n}
+    rows = []
+    left_out = 0
+    for link in sorted(summary.get("links") or [], key=lambda link: link["name"]):
+        transport = link["transport"] + (f" #{link['number']}" if link["number"] > 1 else "") + (" (broken)" if link["broken"] else "")
+        for name, level in sorted((link.get("directions") or {}).items()):
+            km, kb = level["kernel_messages"], level["kernel_bytes"]
+            if name not in with_copies:
+                left_out += 1
+                continue
+            rows.append(([
+                Cell(name), Cell(transport), Cell(f"{count(km['max'])} / {page.bytes_text(kb['max'])}", True),
+                Cell(f"{count(km['mean'])} / {page.bytes_text(kb['mean'])}", True),
+                Cell(f"{count(km['at_end'])} / {page.bytes_text(kb['at_end'])}", True),
+                Cell(f"{count(level['sender_engine_messages']['max'])} / {page.bytes_text(level['sender_engine_bytes']['max'])}", True),
+                Cell(f"{count(level['receiver_engine_messages']['max'])} / {page.bytes_text(level['receiver_engine_bytes']['max'])}",
+                     True),
+            ], False))
+    if not rows:
+        return ""
+    return ("<h3>Link directions (tcp, ipc)</h3>" + page.table(
+        ["direction (writer->reader)", "transport", "kernel max", "kernel time-average", "kernel at end", "writer's out batch max",
+         "reader's engine max"], rows) + '<p class="note">messages / bytes. Kernel: the writer\'s send buffer and the reader\'s '
+        "receive buffer together. Out batch: written by the writer's engine, not yet in the kernel. Reader's engine: decoded, "
+        f"refused by its full pipe. Left out: {left_out} direction{'s' if left_out != 1 else ''} that carried no message copy "
+        "(subscriptions only).</p>")
+
+
+def _drops_table(drops: data.Drops) -> str:
+    if not drops.lines:
+        return ""
+    rows = [([Cell(line.pipe or line.label.rsplit(":", 1)[0]), Cell(line.rule), Cell(count(line.total), True, True),
+              Cell(seconds(line.first_s), True), Cell(seconds(line.last_s), True)], False) for line in drops.lines]
+    return page.table(["pipe (or socket)", "rule", "copies dropped", "first", "last"], rows)
+
+
+def _processes(summary: dict[str, Any]) -> str:
+    lines = []
+    for name, proc in (summary.get("processes") or {}).items():
+        if proc["term_blocked"]:
+            lines.append(f"process {name}: zmq_ctx_term still blocked at the end (LINGER -1 with messages the peer never took)")
+        elif proc["exit_completed_s"] is not None and proc["exit_started_s"] is not None:
+            lines.append(f"process {name}: exit at {seconds(proc['exit_started_s'])}, context terminated at "
+                         f"{seconds(proc['exit_completed_s'])}")
+        if proc["crashed_s"] is not None:
+            lines.append(f"process {name}: crashed at {seconds(proc['crashed_s'])}")
+    if not lines:
+        return ""
+    return "<h3>Processes</h3><ul>" + "".join(f"<li>{esc(line)}</li>" for line in lines) + "</ul>"
+
+
+def _html(result: Any, scenario: Scenario, topo: data.Topology, panels: Sequence[data.DepthPanel],
+          latency: Sequence[data.LatencyPanel], drops: data.Drops, pngs: dict[str, bytes], shown: dict[str, str],
+          series: RunSeries | None, command: str | None) -> str:
+    summary = result.summary
+    flags = data.warning_flags(summary)
+    load = flat_metrics(summary, scenario=scenario)
+    name = summary["scenario"]
+    who = f"{name}, seed {summary['seed']}"
+
+    def fig(file: str, alt: str, caption: str, anchor: str) -> str:
+        if file in shown:
+            return f'<p id="{anchor}" class="calm">{esc(who)}: {esc(shown[file])}</p>'
+        return page.figure(pngs[file], alt, caption + f' (also <code>{esc(file)}</code> beside this page)', anchor)
+
+    ledger = summary["ledger"]
+    body = [
+        f"<h1>zsim run report: {esc(name)}</h1>",
+        f'<p class="description">{esc(scenario.description)}</p>' if scenario.description else "",
+        '<nav><a href="#warnings">warnings</a><a href="#run">run</a><a href="#topology">topology</a><a href="#receivers">receivers'
+        '</a><a href="#depth">depth</a><a href="#pipes">pipes</a><a href="#latency">latency</a><a href="#drops">drops</a></nav>',
+        _warnings(summary),
+        '<h2 id="run">The run</h2>',
+        _run_table(summary, scenario, command),
+        f"<p>All copies pooled: {ledger['delivered']:,} delivered, {ledger['forwarded']:,} forwarded by proxies or stages, "
+        f"{ledger['dropped']:,} dropped, {ledger['discarded']:,} discarded, {ledger['lost_on_close']:,} lost on close, "
+        f"{ledger['queued_at_end']:,} still queued at the end, of {ledger['copies']:,} copies.</p>",
+        '<h2 id="topology-section">Topology</h2>',
+        fig("topology.png", f"topology of {name}",
+            "Processes and their sockets; arrows point the way data flows, labelled with transport and HWMs. Red: the connection "
+            "dropped copies (count on it), or the socket has warnings (in red under it).", "topology"),
+        '<h2 id="receivers">Receivers, senders, sockets</h2>',
+        _receivers(summary, load, flags),
+        _senders(summary, flags),
+        "<h3>Sockets</h3>",
+        _sockets(summary),
+        _processes(summary),
+        '<h2 id="depth-section">Where messages wait</h2>',
+        fig("depth.png", f"depth over time per direction of data, {name}",
+            f"Per direction of data (writer->reader): messages in the writer's pipe, its engine's unwritten batch, the kernel "
+            f"buffers, the reader's engine and the reader's pipe, over simulated time. Recorded in buckets of "
+            f"{seconds(series.width_s) if series else '-'}: the line is the most held in each bucket, the band goes down to the "
+            f"fewest. {min(len(panels), MAX_PANELS)} of {len(panels)} directions that held a message, largest backlog first. A pipe "
+            "can drop below its HWM: its writer counts the messages the reader took only when the reader reports them, every LWM "
+            "= (HWM + 1) / 2 reads (pipe_t::check_hwm), so the writer's view of the depth lags the depth drawn here.",
+            "depth"),
+        '<h2 id="pipes">Pipes and link directions</h2>',
+        _pipes(result),
+        _links(result),
+        '<h2 id="latency-section">Latency</h2>',
+        fig("latency.png", f"latency against send time per receiver, {name}",
+            "Per receiver: median latency (delivery time - send time) of the copies sent in each bin, shaded from the fastest to "
+            "the slowest. Only delivered copies have a latency: a receiver that lost or still holds copies would look faster than "
+            "it is, so the right axis shows, per send-time bin, the share of copies it lost (red) and the share still queued when "
+            "the run ended (dashed). Red title: the run has warnings about this receiver.", "latency"),
+        '<h2 id="drops">Drops</h2>',
+        fig("drops.png", f"copies dropped over time by pipe and rule, {name}",
+            "Copies dropped per time bin, one line per pipe and rule (hwm: the pipe was full; not_subscribed_yet: the "
+            "subscription had not arrived; ...).", "drops-figure"),
+        _drops_table(drops),
+        f'<p class="note">zsim {esc(summary["versions"]["zsim"])}, Python {esc(summary["versions"]["python"])}, SimPy '
+        f'{esc(summary["versions"]["simpy"])}, numpy {esc(summary["versions"]["numpy"])}. The same scenario and seed give the same '
+        "numbers and figures; only the wall-clock time differs.</p>",
+    ]
+    return page.page(f"zsim run report: {name} (seed {summary['seed']})", [part for part in body if part])

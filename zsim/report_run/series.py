@@ -1,0 +1,305 @@
+"""Levels over time in bounded memory: pipe depths and link-direction occupancy for a run
+report (``zsim run --report``).
+
+A pipe's depth and a link direction's kernel and engine levels are piecewise constant:
+they change at every write and read, millions of times in a long run. The report needs
+them over time, not point by point, so the points are folded as the run goes on into a
+fixed grid of time buckets that keeps, per bucket, the lowest level, the highest level and
+the level at the end of the bucket. When the run outgrows the grid, neighbouring buckets
+merge and the bucket width doubles (``SeriesSet.coarsen``), so a series never holds more
+than ``buckets`` rows whatever the horizon, and the highest level of the run survives
+every merge: ``max(hi)`` of a series is exactly the peak the model saw (a pipe's
+``max_depth``, a direction's ``Occupancy.peak``), not an estimate.
+
+Where the points come from: a pipe with a ``trace`` list (``World.trace_depth``) appends
+``time, depth`` after every write and read (``Pipe.write``/``Pipe.read``); a link direction
+created inside ``zsim.model.occupancy.recording()`` appends ``time`` and its six levels
+(``RecordedOccupancy.update``). ``SeriesRecorder.poll``, called by the run's monitor every
+few thousand events (``zsim.runner.Guard``), folds those lists into the grid and empties
+them once they hold more than ``pending`` values together, so the raw points in memory are
+bounded too. With ``keep_traces`` (``--out`` also asked for every depth change as Parquet)
+the pipes' lists are left whole and folded once at the end.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..model.occupancy import FIELDS as OCCUPANCY_FIELDS
+from ..model.occupancy import recording
+
+#: buckets of a series: a figure 1,000 pixels wide shows each as about two pixels
+BUCKETS = 512
+#: raw values (times and levels) held in the trace lists before they are folded
+PENDING = 400_000
+#: bucket width before anything is known about the horizon (doubles as the run grows)
+FIRST_WIDTH_S = 1e-3
+
+
+class Series:
+    """One piecewise-constant signal of ``channels`` integer levels, folded into buckets.
+
+    Rows are the buckets in which the signal changed (``idx``, sorted), each with the
+    lowest (``lo``), highest (``hi``) and last (``last``) level in it; a bucket without a
+    row holds the last level of the row before (0 before the first).
+    """
+
+    __slots__ = ("channels", "idx", "lo", "hi", "last", "n", "value")
+
+    def __init__(self, channels: int) -> None:
+        self.channels = channels
+        self.idx = np.zeros(8, dtype=np.int64)
+        self.lo = np.zeros((8, channels), dtype=np.int64)
+        self.hi = np.zeros((8, channels), dtype=np.int64)
+        self.last = np.zeros((8, channels), dtype=np.int64)
+        self.n = 0
+        self.value = np.zeros(channels, dtype=np.int64)  # the level after the last point
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.idx.nbytes + self.lo.nbytes + self.hi.nbytes + self.last.nbytes)
+
+    def _grow(self, rows: int) -> None:
+        size = len(self.idx)
+        if rows <= size:
+            return
+        while size < rows:
+            size *= 2
+        for name in ("idx", "lo", "hi", "last"):
+            old = getattr(self, name)
+            new = np.zeros((size, *old.shape[1:]), dtype=old.dtype)
+            new[: self.n] = old[: self.n]
+            setattr(self, name, new)
+
+    def fold(self, times: np.ndarray, values: np.ndarray, width: float) -> None:
+        """Add points (``times`` non-decreasing, ``values`` of shape (n, channels)): the
+        level becomes ``values[i]`` at ``times[i]``."""
+        count = len(times)
+        if count == 0:
+            return
+        bucket = np.floor(times / width).astype(np.int64)
+        change = np.flatnonzero(bucket[1:] != bucket[:-1]) + 1
+        starts = np.concatenate(([0], change))
+        ends = np.concatenate((change, [count])) - 1
+        # the level each group's bucket held before its first point counts too: it was
+        # the level from the bucket's start until that point
+        before = np.empty((len(starts), self.channels), dtype=np.int64)
+        before[0] = self.value
+        before[1:] = values[starts[1:] - 1]
+        lo = np.minimum(np.minimum.reduceat(values, starts, axis=0), before)
+        hi = np.maximum(np.maximum.reduceat(values, starts, axis=0), before)
+        last = values[ends]
+        groups = bucket[starts]
+        first = 0
+        n = self.n
+        if n and self.idx[n - 1] == groups[0]:  # the run's current bucket goes on
+            self.lo[n - 1] = np.minimum(self.lo[n - 1], lo[0])
+            self.hi[n - 1] = np.maximum(self.hi[n - 1], hi[0])
+            self.last[n - 1] = last[0]
+            first = 1
+        added = len(groups) - first
+        if added:
+            self._grow(n + added)
+            self.idx[n : n + added] = groups[first:]
+            self.lo[n : n + added] = lo[first:]
+            self.hi[n : n + added] = hi[first:]
+            self.last[n : n + added] = last[first:]
+            self.n = n + added
+        self.value = values[-1].copy()
+
+    def coarsen(self) -> None:
+        """Merge buckets 2k and 2k+1 into bucket k (the grid's width doubled)."""
+        n = self.n
+        if not n:
+            return
+        idx = self.idx[:n] // 2
+        starts = np.concatenate(([0], np.flatnonzero(idx[1:] != idx[:-1]) + 1))
+        ends = np.concatenate((starts[1:], [n])) - 1
+        m = len(starts)
+        self.lo[:m] = np.minimum.reduceat(self.lo[:n], starts, axis=0)
+        self.hi[:m] = np.maximum.reduceat(self.hi[:n], starts, axis=0)
+        self.last[:m] = self.last[ends]
+        self.idx[:m] = idx[starts]
+        self.n = m
+
+    def dense(self, buckets: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(lo, hi, last)`` for every bucket ``0 .. buckets - 1``, each ``(buckets, channels)``."""
+        n = self.n
+        zeros = np.zeros((buckets, self.channels), dtype=np.int64)
+        if not n:
+            return zeros, zeros.copy(), zeros.copy()
+        idx = self.idx[:n]
+        k = np.arange(buckets)
+        pos = np.searchsorted(idx, k, side="right") - 1
+        safe = np.maximum(pos, 0)
+        touched = (pos >= 0) & (idx[safe] == k)
+        carried = np.where((pos >= 0)[:, None], self.last[safe], 0)
+        lo = np.where(touched[:, None], self.lo[safe], carried)
+        hi = np.where(touched[:, None], self.hi[safe], carried)
+        last = np.where(touched[:, None], self.last[safe], carried)
+        return lo, hi, last
+
+
+class SeriesSet:
+    """Series on one time grid (buckets of ``width`` seconds from t = 0, at most
+    ``buckets`` of them), so that all of a run's series can be drawn and added together."""
+
+    def __init__(self, buckets: int = BUCKETS, horizon_s: float | None = None) -> None:
+        self.buckets = buckets
+        # the last bucket starts before the horizon, so a change at the horizon fits
+        self.width = horizon_s / (buckets - 1) if horizon_s else FIRST_WIDTH_S
+        self.series: list[Series] = []
+
+    def new(self, channels: int) -> Series:
+        series = Series(channels)
+        self.series.append(series)
+        return series
+
+    def coarsen(self) -> None:
+        self.width *= 2
+        for series in self.series:
+            series.coarsen()
+
+    def cover(self, t: float) -> None:
+        """Widen the buckets until time ``t`` falls inside the grid."""
+        while t >= self.width * self.buckets:
+            self.coarsen()
+
+    def count(self, end_s: float) -> int:
+        """Buckets from 0 up to the one holding ``end_s``."""
+        return min(self.buckets, math.floor(end_s / self.width) + 1)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(series.nbytes for series in self.series)
+
+
+@dataclass
+class Levels:
+    """One series made dense for drawing: per bucket starting at ``times[k]`` the lowest,
+    highest and last level of each channel (arrays of shape (buckets, channels))."""
+
+    times: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    last: np.ndarray
+
+
+@dataclass
+class RunSeries:
+    """What a report draws over time: per pipe (by the index of the world's pipe table) its
+    depth, per link direction its six levels (``zsim.model.occupancy.FIELDS``)."""
+
+    width_s: float
+    end_s: float
+    pipes: dict[int, Levels] = field(default_factory=dict)
+    #: (link index in the world's table, direction name "writer->reader", levels)
+    directions: list[tuple[int, str, Levels]] = field(default_factory=list)
+
+
+class SeriesRecorder:
+    """Records a run's levels over time for ``zsim.runner.run(..., recorder=...)``.
+
+    ``recording()`` is entered around building and simulating the model (link directions
+    record only if created inside it), ``attach`` gets the model, ``poll`` is called by the
+    run's monitor, ``finish`` when the run is over; then ``result`` holds the series.
+    """
+
+    def __init__(self, keep_traces: bool = False, buckets: int = BUCKETS, pending: int = PENDING) -> None:
+        self.keep_traces = keep_traces
+        self.buckets = buckets
+        self.pending = pending
+        self.model: Any = None
+        self.grid = SeriesSet(buckets)
+        self.pipe_series: dict[int, Series] = {}
+        self.wire_series: dict[tuple[int, int], Series] = {}
+        self.result: RunSeries | None = None
+        self.folds = 0  # how many times the raw points were folded (tests check it is bounded)
+
+    def recording(self) -> AbstractContextManager[None]:
+        return recording()
+
+    def attach(self, model: Any) -> None:
+        self.model = model
+        self.grid = SeriesSet(self.buckets, model.scenario.until_s)
+
+    # -- the raw points ------------------------------------------------------------------
+
+    def _wires(self) -> Iterator[tuple[tuple[int, int], Any]]:
+        for index, link in enumerate(self.model.world.links):
+            for which, wire in enumerate((link.c2b, link.b2c)):
+                if getattr(wire.occupancy, "trace", None) is not None:
+                    yield (index, which), wire
+
+    def _held(self) -> int:
+        held = 0
+        if not self.keep_traces:
+            for pipe in self.model.world.pipes:
+                if pipe.trace:
+                    held += len(pipe.trace)
+        for _key, wire in self._wires():
+            held += len(wire.occupancy.trace)
+        return held
+
+    def poll(self) -> None:
+        """Fold the raw points if they have grown past ``pending`` values."""
+        if self.model is not None and self._held() >= self.pending:
+            self._fold(pipes=not self.keep_traces)
+
+    def _fold(self, pipes: bool) -> None:
+        """Fold the link directions' points, and the pipes' if ``pipes`` (emptying their
+        lists unless they are kept whole for ``--out``)."""
+        self.folds += 1
+        chunks: list[tuple[Series, np.ndarray]] = []
+        latest = 0.0
+        for pipe in self.model.world.pipes if pipes else ():
+            trace = pipe.trace
+            if not trace:
+                continue
+            points = np.asarray(trace, dtype=np.float64).reshape(-1, 2)
+            if not self.keep_traces:
+                del trace[:]
+            series = self.pipe_series.get(pipe.index)
+            if series is None:
+                series = self.pipe_series[pipe.index] = self.grid.new(1)
+            chunks.append((series, points))
+            latest = max(latest, float(points[-1, 0]))
+        for key, wire in self._wires():
+            trace = wire.occupancy.trace
+            if not trace:
+                continue
+            points = np.asarray(trace, dtype=np.float64).reshape(-1, 1 + len(OCCUPANCY_FIELDS))
+            del trace[:]
+            series = self.wire_series.get(key)
+            if series is None:
+                series = self.wire_series[key] = self.grid.new(len(OCCUPANCY_FIELDS))
+            chunks.append((series, points))
+            latest = max(latest, float(points[-1, 0]))
+        self.grid.cover(latest)
+        width = self.grid.width
+        for series, points in chunks:
+            series.fold(points[:, 0], points[:, 1:].astype(np.int64), width)
+
+    def finish(self, now: float) -> None:
+        """The run is over at ``now``: fold what is left and make the series dense."""
+        if self.model is None:
+            return
+        self._fold(pipes=True)
+        self.grid.cover(now)
+        buckets = self.grid.count(now)
+        times = np.arange(buckets) * self.grid.width
+        result = RunSeries(width_s=self.grid.width, end_s=now)
+        for index, series in self.pipe_series.items():
+            lo, hi, last = series.dense(buckets)
+            result.pipes[index] = Levels(times, lo, hi, last)
+        for (link, which), series in sorted(self.wire_series.items()):
+            wire = (self.model.world.links[link].c2b, self.model.world.links[link].b2c)[which]
+            lo, hi, last = series.dense(buckets)
+            result.directions.append((link, wire.name, Levels(times, lo, hi, last)))
+        self.result = result
