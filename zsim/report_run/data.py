@@ -25,7 +25,7 @@ import numpy as np
 
 from ..ledger import DELIVERED, DISCARDED, DROPPED, FORWARDED, QUEUED, RULES
 from ..model.occupancy import FIELDS as OCCUPANCY_FIELDS
-from ..model.socket_types import TRAITS
+from ..socket_types import TYPES
 from ..spec import Scenario
 from .series import Levels, RunSeries
 
@@ -447,8 +447,8 @@ def topology(scenario: Scenario, result: Any) -> Topology:
         topo_sockets[s.name] = TopoSocket(s.name, s.type, s.process, endpoints, no_pipe.get(s.name, 0), flags.get(s.name, []))
     edges = []
     for a, b, endpoint in connections:
-        a_to_b = TRAITS[sockets[a].type].send is not None and TRAITS[sockets[b].type].receives
-        b_to_a = TRAITS[sockets[b].type].send is not None and TRAITS[sockets[a].type].receives
+        a_to_b = TYPES[sockets[a].type].send is not None and TYPES[sockets[b].type].receives
+        b_to_a = TYPES[sockets[b].type].send is not None and TYPES[sockets[a].type].receives
         notes = drops_by_pair.get((a, b), []) + drops_by_pair.get((b, a), [])
         dropped = sum(count for _, count in notes)
         drop_note = "; ".join(f"{count:,} dropped at {where}" for where, count in sorted(notes, key=lambda item: -item[1]))
