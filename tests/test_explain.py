@@ -10,8 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import scenario
 
+from conftest import scenario
 from zsim import spec
 from zsim.cli import main
 from zsim.explain import Explanation, explain
