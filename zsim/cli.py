@@ -1,4 +1,4 @@
-"""Command line: ``zsim run | validate | calibrate | sweep | report``.
+"""Command line: ``zsim run | explain | validate | calibrate | sweep | report``.
 
 Thin by design: every command parses its arguments and calls one library function. Bad
 input (a scenario error, a missing file) prints one line naming the field and the reason
@@ -236,6 +236,28 @@ def cmd_run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_explain(args: argparse.Namespace) -> int:
+    """``zsim explain FILE``: the run's loss episodes and stalls, one paragraph each."""
+    import json
+
+    from . import spec
+    from .explain import explain
+    from .report_run import SeriesRecorder
+    from .runner import run
+
+    limits = {key: getattr(args, key) for key in ("max_events", "max_messages", "max_wall_s") if getattr(args, key) is not None}
+    scenario = spec.load(args.scenario)
+    recorder = SeriesRecorder()
+    progress = sys.stderr if sys.stderr.isatty() else None
+    result = run(scenario, args.seed, limits=limits, progress=progress, recorder=recorder)
+    found = explain(result, recorder.result, scenario)
+    if args.json:
+        print(json.dumps(found.to_dict(), indent=2))
+    else:
+        print(found.text(), end="")
+    return EXIT_OK
+
+
 def seed_arg(text: str) -> int:
     """``--seed``: an integer >= 0 (numpy's SeedSequence refuses negative seeds)."""
     try:
@@ -314,6 +336,13 @@ def build_parser() -> argparse.ArgumentParser:
                    "figures as PNGs: topology, depth over time, latency against send time, drops over time")
     add_limit_args(p)
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("explain", help="simulate one scenario and explain each loss episode and stall in a paragraph")
+    p.add_argument("scenario", help="scenario TOML file")
+    p.add_argument("--seed", type=seed_arg, default=None, help="random seed (default: scenario.seed or 0)")
+    p.add_argument("--json", action="store_true", help="print one JSON object (episodes with their paragraphs, stalls)")
+    add_limit_args(p)
+    p.set_defaults(func=cmd_explain)
 
     p = sub.add_parser("validate", help="run a scenario in simulation and on real pyzmq, compare metric by metric")
     p.add_argument("scenario")

@@ -327,17 +327,31 @@ def _html(result: Any, scenario: Scenario, topo: data.Topology, panels: Sequence
         return page.figure(pngs[file], alt, caption + f' (also <code>{esc(file)}</code> beside this page)', anchor)
 
     ledger = summary["ledger"]
+    from ..explain import explain
+
+    story = explain(result, series, scenario)
+    paragraphs = [f"<p>{esc(e.paragraph(i))}</p>" for i, e in enumerate(story.episodes, 1)]
+    if story.more_episodes:
+        paragraphs.append(f"<p>... and {story.more_episodes} more loss episodes (the largest {len(story.episodes)} are above).</p>")
+    if not story.episodes:
+        paragraphs.append("<p>No copy was dropped, lost or discarded during the run.</p>")
+    paragraphs += [f"<p>{esc(stall)}</p>" for stall in story.stalls]
     body = [
         f"<h1>zsim run report: {esc(name)}</h1>",
         f'<p class="description">{esc(scenario.description)}</p>' if scenario.description else "",
-        '<nav><a href="#warnings">warnings</a><a href="#run">run</a><a href="#topology">topology</a><a href="#receivers">receivers'
-        '</a><a href="#depth">depth</a><a href="#pipes">pipes</a><a href="#latency">latency</a><a href="#drops">drops</a></nav>',
+        "<nav>" + "".join(f'<a href="#{anchor}">{label}</a>' for anchor, label in (
+            ("warnings", "warnings"), ("run", "run"), ("explain", "what happened"), ("topology", "topology"),
+            ("receivers", "receivers"), ("depth", "depth"), ("pipes", "pipes"), ("latency", "latency"), ("drops", "drops"))) + "</nav>",
         _warnings(summary),
         '<h2 id="run">The run</h2>',
         _run_table(summary, scenario, command),
         f"<p>All copies pooled: {ledger['delivered']:,} delivered, {ledger['forwarded']:,} forwarded by proxies or stages, "
         f"{ledger['dropped']:,} dropped, {ledger['discarded']:,} discarded, {ledger['lost_on_close']:,} lost on close, "
         f"{ledger['queued_at_end']:,} still queued at the end, of {ledger['copies']:,} copies.</p>",
+        '<h2 id="explain">What happened: loss episodes and stalls</h2>',
+        '<p class="note">The same as <code>zsim explain</code>: each statement is read off the run (the ledger, the counters, the '
+        "levels recorded over time).</p>",
+        *paragraphs,
         '<h2 id="topology-section">Topology</h2>',
         fig("topology.png", f"topology of {name}",
             "Processes and their sockets; arrows point the way data flows, labelled with transport and HWMs. Red: the connection "

@@ -1,0 +1,418 @@
+"""``zsim explain FILE``: why copies were lost and senders stalled, one paragraph each.
+
+A *loss episode* is a run of copies that ended the same way at the same place: dropped
+(or lost, or discarded) on one pipe, or by one socket with no pipe, by one rule, with no
+pause between them longer than a fiftieth of the run (or five typical gaps between two of
+them). Each episode says when it started and ended, where, how many copies, and then the
+chain of causes the model can see, reader first:
+
+* the reader the copies were meant for: its offered utilisation (copies offered per
+  second x mean service time / share of time not paused; ``zsim.checks``), its pauses,
+  whether it had started reading, whether it was connected and subscribed yet (the slow
+  joiner: the copies it wanted before its subscription reached the publisher,
+  ``xpub_t``/``dist_t`` match only pipes whose subscription has been applied);
+* the places between the writer and the reader and the most each held during the
+  episode (the levels recorded over time, ``zsim.report_run.series``): the reader's pipe
+  (full at its RCVHWM?), the reader's engine holding decoded messages its pipe refused
+  (``stream_engine_base_t`` stops reading), the kernel buffers, the writer's engine batch;
+* the pipe the copies were dropped at, and whether it was full or the writer dropped on
+  its own stale view of it: the writer counts what the reader took only when the reader
+  reports it, every LWM reads (``pipe_t::check_hwm``, ``activate_write``), so a pipe that
+  never held its HWM during the episode was refused on that lagging count.
+
+Stalls: senders blocked in send (for how long, on which pipes and readers) and REQ
+lockstep waits (each request waits for its reply: the round trip bounds the rate).
+
+Every statement is read off the run: the ledger (when and where each copy ended), the
+summary (counters, utilisation) and the recorded levels. Where the model keeps no record
+(when exactly a reader paused), the paragraph says what the scenario asked for instead
+and says so.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .ledger import DISCARDED, DROPPED, LOST, RULES
+from .model.occupancy import FIELDS as OCCUPANCY_FIELDS
+from .results import flat_metrics
+from .spec import Scenario, workload_label
+from .units import human_bytes, human_time
+
+#: ``zsim.model.routing.RULE_FILTERED``: a SUB's own filter (not a loss: never wanted)
+_RULE_FILTERED = 6
+#: episodes written out in full; the rest are counted
+MAX_EPISODES = 20
+STATE_WORDS = {DROPPED: "dropped", LOST: "lost", DISCARDED: "discarded"}
+
+
+@dataclass
+class Episode:
+    state: str  # "dropped", "lost", "discarded"
+    rule: str
+    where: str  # the pipe's name, or "<socket> (no pipe)"
+    socket: str  # the socket that dropped, lost or discarded them
+    start_s: float
+    end_s: float
+    copies: int
+    causes: list[str] = field(default_factory=list)
+
+    def paragraph(self, number: int) -> str:
+        span = (f"at {human_time(self.start_s)}" if self.end_s == self.start_s
+                else f"from {human_time(self.start_s)} to {human_time(self.end_s)}")
+        head = (f"Loss episode {number}: {span}, {self.copies:,} cop{'y' if self.copies == 1 else 'ies'} {self.state} at "
+                f"{self.where} (rule {self.rule}).")
+        return " ".join([head, *self.causes])
+
+
+@dataclass
+class Explanation:
+    scenario: str
+    seed: int
+    episodes: list[Episode]
+    stalls: list[str]
+    more_episodes: int = 0
+
+    def text(self) -> str:
+        lines = [f"zsim explain: {self.scenario}, seed {self.seed}", ""]
+        if not self.episodes:
+            lines.append("No copy was dropped, lost or discarded during the run.")
+        for number, episode in enumerate(self.episodes, 1):
+            lines += [episode.paragraph(number), ""]
+        if self.more_episodes:
+            lines += [f"... and {self.more_episodes} more loss episodes (the largest {len(self.episodes)} are above).", ""]
+        if self.stalls:
+            lines += ["Stalls:", ""]
+            for stall in self.stalls:
+                lines += [stall, ""]
+        return "\n".join(lines).rstrip() + "\n"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "scenario": self.scenario,
+            "seed": self.seed,
+            "episodes": [{"state": e.state, "rule": e.rule, "where": e.where, "socket": e.socket, "start_s": e.start_s,
+                          "end_s": e.end_s, "copies": e.copies, "paragraph": e.paragraph(i)}
+                         for i, e in enumerate(self.episodes, 1)],
+            "more_episodes": self.more_episodes,
+            "stalls": self.stalls,
+        }
+
+
+# -- finding the episodes ----------------------------------------------------------------------
+
+
+def episodes(result: Any) -> list[tuple[int, int, int, int, np.ndarray]]:
+    """``(state, pipe index or -2 - socket index, rule, socket index, times)`` per episode,
+    the largest first."""
+    table = result.messages
+    state, rule = table["state"], table["rule"].astype(np.int64)
+    loss = ((state == DROPPED) | (state == LOST) | (state == DISCARDED)) & ~((state == DISCARDED) & (rule == _RULE_FILTERED))
+    if not loss.any():
+        return []
+    pipe, sock = table["pipe"][loss].astype(np.int64), table["socket"][loss].astype(np.int64)
+    where = np.where(pipe >= 0, pipe, -2 - sock)
+    keys = np.stack([state[loss].astype(np.int64), where, rule[loss]], axis=1)
+    unique, inverse = np.unique(keys, axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    times_all, socks_all = table["time"][loss], sock
+    span = float(result.summary["sim_time_s"]) or 1.0
+    found = []
+    for k, (s, w, r) in enumerate(unique.tolist()):
+        mine = inverse == k
+        times = np.sort(times_all[mine])
+        owner = int(np.bincount(socks_all[mine][socks_all[mine] >= 0]).argmax()) if (socks_all[mine] >= 0).any() else -1
+        gaps = np.diff(times)
+        typical = float(np.median(gaps[gaps > 0])) if (gaps > 0).any() else 0.0
+        split = max(span / 50, 5 * typical)
+        cuts = np.flatnonzero(gaps > split) + 1
+        for part in np.split(times, cuts):
+            found.append((s, w, r, owner, part))
+    found.sort(key=lambda item: (-len(item[4]), float(item[4][0])))
+    return found
+
+
+# -- what the model saw --------------------------------------------------------------------------
+
+
+class _Context:
+    """The run, indexed for the statements: sockets, pipes, levels, readers."""
+
+    def __init__(self, result: Any, series: Any, scenario: Scenario) -> None:
+        self.result = result
+        self.summary = result.summary
+        self.series = series
+        self.scenario = scenario
+        self.metrics = flat_metrics(self.summary, result=result, scenario=scenario)
+        self.sockets = {s.name: s for s in scenario.sockets}
+        self.recvs: dict[str, list[Any]] = {}
+        for recv in scenario.recvs:
+            self.recvs.setdefault(recv.socket, []).append(recv)
+        self.proxied = {name: proxy for proxy in scenario.proxies for name in (proxy.frontend, proxy.backend)}
+        self.receivers = self.summary.get("receivers") or {}
+        self.pipes = self.summary["pipes"]
+        self.first_delivery = self._first_delivery()
+
+    def _first_delivery(self) -> dict[str, float]:
+        table = self.result.messages
+        delivered = (table["state"] == 0) | (table["state"] == 1)
+        found: dict[str, float] = {}
+        if delivered.any():
+            socks, times = table["socket"][delivered], table["time"][delivered]
+            for index in np.unique(socks).tolist():
+                found[self.result.socket_names[index]] = float(times[socks == index].min())
+        return found
+
+    def levels(self, pipe_index: int, start: float, end: float) -> tuple[int, int] | None:
+        """The fewest and the most messages pipe ``pipe_index`` held in the buckets
+        overlapping ``[start, end]`` (None without a series)."""
+        if self.series is None:
+            return None
+        levels = self.series.pipes.get(pipe_index)
+        if levels is None:
+            return (0, 0)
+        lo, hi = self._window(levels, start, end)
+        return int(levels.lo[lo:hi, 0].min()), int(levels.hi[lo:hi, 0].max())
+
+    def _window(self, levels: Any, start: float, end: float) -> tuple[int, int]:
+        width = self.series.width_s
+        first = max(0, min(len(levels.times) - 1, int(math.floor(start / width))))
+        last = max(first + 1, min(len(levels.times), int(math.floor(end / width)) + 1))
+        return first, last
+
+    def direction(self, name: str, start: float, end: float) -> dict[str, int] | None:
+        """The most each place of link direction ``name`` held during ``[start, end]``."""
+        if self.series is None:
+            return None
+        found: dict[str, int] = {}
+        for _link, direction, levels in self.series.directions:
+            if direction != name:
+                continue
+            lo, hi = self._window(levels, start, end)
+            for channel, field_name in enumerate(OCCUPANCY_FIELDS):
+                found[field_name] = max(found.get(field_name, 0), int(levels.hi[lo:hi, channel].max()))
+        return found or None
+
+    def reader(self, name: str, start: float) -> list[str]:
+        """What the model knows about socket ``name`` as a reader."""
+        sock = self.sockets.get(name)
+        kind = sock.type if sock else "?"
+        out = []
+        recvs = self.recvs.get(name, [])
+        util = self.metrics.get(f"socket.{name}.offered_utilisation")
+        if recvs:
+            service = sum(r.service.expected() for r in recvs) / len(recvs)
+            inbound = (self.summary["sockets"].get(name) or {}).get("inbound") or {}
+            window = inbound.get("offered_window_s") or 0
+            rate = inbound.get("copies", 0) / window if window > 0 else None
+            if util is not None and util == util and math.isfinite(util):
+                verdict = ("too slow for what it is offered: it cannot keep up, so its backlog grows as long as the load lasts"
+                           if util >= 1 else "fast enough on average for the copies it was offered")
+                arrive = f"{rate:,.0f} copies/s arrive, " if rate else ""
+                out.append(f"The reader, {kind} {name}, is {verdict} (offered utilisation {util:.2f}: {arrive}it takes "
+                           f"{human_time(service)} per copy).")
+            for recv in recvs:
+                label = workload_label("recv", recv.name)
+                if recv.pause_every is not None and recv.pause is not None:
+                    paused = (self.receivers.get(recv.name) or {}).get("paused_s")
+                    was = f"; it was paused {human_time(paused)} in all during the run" if paused else ""
+                    out.append(f"{label} pauses for {human_time(recv.pause.expected())} about every "
+                               f"{human_time(recv.pause_every.expected())} (the model keeps no record of when{was}).")
+                begin = max(recv.start_s, sock.open_at_s if sock else 0.0)
+                if begin > start:
+                    out.append(f"{label} had not started reading yet: it starts at {human_time(begin)} (start_s).")
+        elif name in self.proxied:
+            proxy = self.proxied[name]
+            out.append(f"The reader, {kind} {name}, is the frontend of proxy {proxy.name}, which forwards each copy to "
+                       f"{proxy.backend} as fast as that socket takes it.")
+        else:
+            out.append(f"The reader, {kind} {name}, is read by an app or by nobody (no [[recv]] reads it).")
+        return out
+
+    def hwm_word(self, kind: str) -> str:
+        return {"send": "SNDHWM", "recv": "RCVHWM"}.get(kind, "HWM")
+
+
+def _messages(count: int, what: str = "message") -> str:
+    return f"{count:,} {what}{'' if count == 1 else 's'}"
+
+
+def _pipe_chain(ctx: _Context, pipe_index: int, start: float, end: float) -> list[str]:
+    """The places between the pipe's writer and its reader, reader side first."""
+    pipe = ctx.pipes[pipe_index]
+    out = []
+    frm, to = pipe["from"], pipe["to"]
+    direction = f"{frm}->{to}"
+    if pipe["kind"] == "send":  # tcp/ipc: what lies beyond the writer's pipe
+        recv_pipes = [i for i, p in enumerate(ctx.pipes) if p["from"] == frm and p["to"] == to and p["kind"] == "recv"]
+        for index in recv_pipes:
+            held = ctx.levels(index, start, end)
+            hwm = ctx.pipes[index]["hwm"]
+            if held is None:
+                continue
+            full = hwm > 0 and held[1] >= hwm
+            out.append(f"{to}'s own pipe from its engine ({ctx.pipes[index]['name']}) held up to {_messages(held[1])} "
+                       f"(RCVHWM {hwm:,}){': full' if full else ''}.")
+        places = ctx.direction(direction, start, end)
+        if places:
+            if places["receiver_engine_messages"]:
+                out.append(f"{to}'s engine held up to {_messages(places['receiver_engine_messages'], 'decoded message')} "
+                           f"({human_bytes(places['receiver_engine_bytes'])}) its pipe refused, so it stopped reading the socket "
+                           "(stream_engine_base_t: input stopped until the pipe has room).")
+            if places["kernel_messages"]:
+                out.append(f"The kernel buffers of {direction} held up to {_messages(places['kernel_messages'])} "
+                           f"({human_bytes(places['kernel_bytes'])}).")
+            if places["sender_engine_messages"]:
+                out.append(f"{frm}'s engine held up to {_messages(places['sender_engine_messages'])} "
+                           f"({human_bytes(places['sender_engine_bytes'])}) written from its pipe but not yet into the kernel.")
+    return out
+
+
+def _stale_or_full(ctx: _Context, pipe_index: int, start: float, end: float) -> str:
+    pipe = ctx.pipes[pipe_index]
+    writer = pipe["from"]
+    sock = ctx.sockets.get(writer)
+    kind = sock.type if sock else ""
+    hwm = pipe["hwm"]
+    word = ctx.hwm_word(pipe["kind"]) if pipe["kind"] != "inproc" else "HWM"
+    held = ctx.levels(pipe_index, start, end)
+    if held is None or hwm <= 0:
+        return f"{kind} {writer} dropped them because its pipe {pipe['name']} was at its {word} ({hwm:,})."
+    lwm = pipe["lwm"]
+    pipe_reader = f"{writer}'s own engine" if pipe["kind"] == "send" else pipe["to"]
+    if held[1] < hwm:
+        return (f"{kind} {writer}'s pipe {pipe['name']} never held more than {_messages(held[1])} during the episode, below its "
+                f"{word} of {hwm:,}: {writer} dropped on its own stale view of the pipe. The pipe's reader, {pipe_reader}, "
+                f"reports what it took only every LWM = {lwm:,} reads (pipe_t::check_hwm counts written - reported >= {word}), so "
+                f"{writer} still counted copies already taken out of the pipe.")
+    return (f"{kind} {writer}'s pipe {pipe['name']} was full: it held up to {_messages(held[1])}, its {word} is {hwm:,}, and a "
+            f"{kind} drops a copy for a full pipe rather than wait (its mute state is 'drop').")
+
+
+def _slow_joiner(ctx: _Context, reader: str, writer: str) -> list[str]:
+    sock = ctx.sockets.get(reader)
+    first = ctx.first_delivery.get(reader)
+    opened = f"{reader} opened at {human_time(sock.open_at_s)}" if sock else reader
+    got = f" and got its first copy at {human_time(first)}" if first is not None else " and never got a copy"
+    return [f"The reader, {reader}, wanted them, but its subscription had not reached {writer} yet (the slow joiner: a publisher "
+            f"sends only to pipes whose subscription it has applied): {opened}{got}."]
+
+
+def _explain_episode(ctx: _Context, state: int, where: int, rule: int, owner: int, times: np.ndarray) -> Episode:
+    rule_name = RULES.get(rule, str(rule)) or "-"
+    start, end = float(times[0]), float(times[-1])
+    socket = ctx.result.socket_names[owner] if owner >= 0 else "?"
+    if where >= 0:
+        pipe = ctx.pipes[where]
+        episode = Episode(STATE_WORDS[state], rule_name, pipe["name"], socket, start, end, len(times))
+        reader = pipe.get("destination") or pipe["to"]
+        writer = pipe["from"]
+        causes = episode.causes
+        if state == DROPPED and rule_name == "hwm":
+            causes += ctx.reader(reader, start)
+            causes += _pipe_chain(ctx, where, start, end)
+            causes.append(_stale_or_full(ctx, where, start, end))
+        elif state == DROPPED and rule_name in ("not_subscribed_yet", "not_connected"):
+            causes += _slow_joiner(ctx, reader, writer)
+        elif rule_name == "conflated":
+            causes.append(f"{pipe['name']} conflates (CONFLATE): a newer message replaced each of them before {reader} read it.")
+        else:
+            causes += _lost_causes(ctx, rule_name, socket, start, end)
+        return episode
+    socket = ctx.result.socket_names[-2 - where]
+    episode = Episode(STATE_WORDS[state], rule_name, f"{socket} (no pipe)", socket, start, end, len(times))
+    if rule_name == "unroutable":
+        episode.causes += _unroutable(ctx, socket)
+    else:
+        episode.causes += _lost_causes(ctx, rule_name, socket, start, end)
+    return episode
+
+
+def _unroutable(ctx: _Context, socket: str) -> list[str]:
+    known = {s.routing_id for s in ctx.scenario.sockets}
+    unknown: list[str] = []
+    for send in ctx.scenario.sends:
+        if send.socket == socket:
+            unknown += [peer for peer in send.to if peer not in known and peer not in unknown]
+    names = (" The [[send]] addresses " + ", ".join(repr(p) for p in unknown) + ", which no socket of the scenario is called."
+             if unknown else " The peers it addressed had not connected, or had gone.")
+    return [f"ROUTER {socket} had no pipe to the peer named in the envelope, and a ROUTER drops such a copy "
+            f"(router_t::xsend; router_mandatory = true makes the send fail with EHOSTUNREACH instead).{names}"]
+
+
+def _lost_causes(ctx: _Context, rule: str, socket: str, start: float, end: float) -> list[str]:
+    out = []
+    what = {
+        "close_linger": "the socket closed and LINGER let these go",
+        "crash": "the process crashed",
+        "disconnect": "the connection went away with them queued",
+        "engine_hup": "the ipc engine saw EPOLLHUP and left them in the kernel",
+        "kernel_lost": "they were in the kernel or in flight when the connection broke",
+        "req_state": "REQ discards a reply from a pipe it did not send its request to",
+        "no_peer": "the peer to reply to was gone",
+    }.get(rule)
+    if what:
+        out.append(f"Rule {rule}: {what}.")
+    slack = max(1e-3, (end - start) * 0.05)
+    for name, proc in (ctx.summary.get("processes") or {}).items():
+        for key, event in (("crashed_s", "crashed"), ("exit_started_s", "began to exit")):
+            at = proc.get(key)
+            if at is not None and start - slack <= at <= end + slack:
+                out.append(f"Process {name} {event} at {human_time(at)}.")
+    for sock in ctx.scenario.sockets:
+        if sock.close_at_s is not None and start - slack <= sock.close_at_s <= end + slack:
+            out.append(f"Socket {sock.name} closed at {human_time(sock.close_at_s)} (close_at_s).")
+    return out
+
+
+# -- stalls ----------------------------------------------------------------------------------------
+
+
+def _stalls(ctx: _Context) -> list[str]:
+    found = []
+    for name, sender in (ctx.summary.get("senders") or {}).items():
+        socket = sender["socket"]
+        sock = ctx.sockets.get(socket)
+        kind = sock.type if sock else ""
+        label = workload_label("send", name)
+        blocked = sender.get("blocked_s") or 0.0
+        active = sender.get("active_s") or 0.0
+        if blocked > 0:
+            times = (ctx.summary["sockets"].get(socket) or {}).get("blocked_count", 0)
+            parts = [f"{label} on {kind} {socket} was blocked in send for {human_time(blocked)} of its {human_time(active)} "
+                     f"({times:,} times): a {kind} waits when no pipe has room for the message (its mute state is 'block')."]
+            for pipe in ctx.pipes:
+                if pipe["from"] != socket or pipe["kind"] not in ("send", "inproc") or pipe["hwm"] <= 0:
+                    continue
+                # within LWM of its HWM: full in the writer's (lagging) view
+                if pipe["max_depth"] >= pipe["hwm"] - pipe["lwm"]:
+                    reader = pipe.get("destination") or pipe["to"]
+                    places = ctx.direction(f"{socket}->{pipe['to']}", 0.0, ctx.summary["sim_time_s"]) if pipe["kind"] == "send" else None
+                    kernel = (f"; the kernel of {socket}->{pipe['to']} held up to {places['kernel_messages']:,} messages "
+                              f"({human_bytes(places['kernel_bytes'])})" if places and places.get("kernel_messages") else "")
+                    parts.append(f"Its pipe {pipe['name']} reached {pipe['max_depth']:,} of {ctx.hwm_word(pipe['kind'])} "
+                                 f"{pipe['hwm']:,}{kernel}.")
+                    parts += [s for s in ctx.reader(reader, 0.0) if "had not started" in s or "offered utilisation" in s]
+            found.append(" ".join(parts))
+        if kind == "REQ" and sender.get("rtt_s", {}).get("count"):
+            rtt = sender["rtt_s"]
+            waited = rtt["mean"] * rtt["count"]
+            found.append(f"{label} on REQ {socket} works in lockstep: each request waits for its reply before the next is sent. "
+                         f"{rtt['count']:,} round trips took {human_time(rtt['p50'])} at the median and {human_time(rtt['p99'])} at "
+                         f"p99, {human_time(waited)} of waiting in all, so it cannot send faster than one request per round trip "
+                         f"(about {1 / rtt['mean']:,.0f}/s here).")
+    return found
+
+
+def explain(result: Any, series: Any, scenario: Scenario) -> Explanation:
+    """The loss episodes (largest first, at most ``MAX_EPISODES``) and stalls of one run.
+    ``series``: the levels recorded over time (``SeriesRecorder.result``), or None."""
+    ctx = _Context(result, series, scenario)
+    found = episodes(result)
+    shown = [_explain_episode(ctx, *item) for item in found[:MAX_EPISODES]]
+    shown.sort(key=lambda e: (e.start_s, e.where))
+    return Explanation(result.summary["scenario"], result.summary["seed"], shown, _stalls(ctx), max(0, len(found) - MAX_EPISODES))
