@@ -16,7 +16,6 @@ PAIR) has a head at both ends.
 
 from __future__ import annotations
 
-import math
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
@@ -620,7 +619,3 @@ def _place(processes: list[TopoProcess]) -> tuple[float, float]:
 
 #: a process box's width in layout units (the rest of a column is room for arrows)
 BOX_WIDTH = 4.2
-
-
-def humane_count(value: float) -> str:
-    return f"{value:,.0f}" if math.isfinite(value) else str(value)
