@@ -196,8 +196,9 @@ def test_default_selection_shows_what_differs_ranked_and_says_how_many_more(desi
     names = [m.name for m in comparison.metrics]
     assert len(names) == 2 and all(m.differs and m.detectable for m in comparison.metrics)
     assert "wall_s" not in names and "drop_fraction" not in names  # never by default; aliases of pooled names
-    # one metric of each entity and kind first: the losses of sub, not two of its latency percentiles
-    assert names == ["socket.sub.loss_fraction", "pipe.pub->sub.dropped"]
+    # one metric of each entity and kind first, sockets before pipes: the losses of sub and its deliveries, not two of its
+    # latency percentiles or the pipe's drops (the same numbers as the socket's)
+    assert names == ["socket.sub.loss_fraction", "socket.sub.delivered"]
     selection = comparison.selection
     assert selection.detectable == 2 + len(selection.more) and selection.more
     assert selection.differ == selection.detectable + len(selection.noise) and selection.noise
@@ -360,8 +361,8 @@ def test_json_schema(designs, capsys):
     assert data["seeds"] == [seed_for(5, "", 0, True), seed_for(5, "", 1, True)]
     assert data["baseline"] == "hwm1"
     for design in data["designs"]:
-        assert set(design) == {"name", "baseline", "source", "overrides", "scenario_digest", "runs", "failed", "errors", "warnings",
-                               "socket_warnings"}
+        assert set(design) == {"name", "baseline", "source", "overrides", "coords", "scenario_digest", "runs", "failed", "errors",
+                               "warnings", "socket_warnings"}
         assert len(design["scenario_digest"]) == 16 and design["runs"] == 2 and design["failed"] == 0
     dropped, sent = data["metrics"]
     assert set(dropped) == {"name", "label", "prefers", "family", "identical", "same_numbers", "designs"}

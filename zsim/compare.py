@@ -131,6 +131,19 @@ class Design:
     #: what the design sets on top of its source (``--vary``/``--set``/``[link]``, a sweep's point)
     overrides: Mapping[str, Any] = field(default_factory=dict)
     digest: str = ""
+    #: the paths that make it this design (a sweep point's axes; the --vary paths), for tables
+    coords: Mapping[str, Any] = field(default_factory=dict)
+
+    def describe(self) -> str:
+        """``pipeline.toml with socket.w5_in.open_at_s = 0.05 (and 7 linked or fixed paths)``."""
+        shown = self.coords if self.coords else self.overrides
+        text = self.source
+        if shown:
+            text += " with " + ", ".join(f"{p} = {_value_text(v)}" for p, v in shown.items())
+        rest = len(set(self.overrides) - set(shown))
+        if rest:
+            text += f" (and {rest} linked or fixed path{'s' if rest > 1 else ''})"
+        return text
 
 
 def _toml_value(text: str) -> Any:
@@ -236,7 +249,8 @@ def _from_plan(plan: Any, name_of: Callable[[Any], str]) -> list[Design]:
         raw = plan.scenario_raw(point.id)
         designs.append(Design(name=name_of(point), raw=raw, base_dir=sweep.base_dir, source=files.shown_path(sweep.base_source),
                               overrides=json.loads(_canonical(dict(point.overrides))),
-                              digest=scenario_spec.from_dict(copy.deepcopy(raw), base_dir=sweep.base_dir).digest))
+                              digest=scenario_spec.from_dict(copy.deepcopy(raw), base_dir=sweep.base_dir).digest,
+                              coords=json.loads(_canonical(dict(point.coords)))))
     names = _unique_names([d.name for d in designs])
     return [dataclasses.replace(d, name=n) for d, n in zip(designs, names, strict=True)]
 
@@ -511,10 +525,13 @@ class Difference:
 
 def verdict(sample: Sample, identical: bool, prefers: str | None) -> str:
     """``identical``, ``better``/``worse`` (or ``higher``/``lower`` without a preferred
-    direction), ``no detectable difference`` or ``too few replications`` (``paired`` also
-    gives ``no values`` when neither design has a value in any replication)."""
+    direction), ``no detectable difference``, ``too few replications`` or ``no paired
+    values`` (no replication where both have one; ``paired`` says ``no values`` when
+    neither design has a value in any replication)."""
     if identical:
         return "identical"
+    if sample.n == 0:
+        return "no paired values"
     if sample.n < 2 or sample.mean is None or sample.low is None or sample.high is None:
         return "too few replications"
     if sample.low <= 0.0 <= sample.high:
@@ -652,12 +669,15 @@ def _add_derived(rows: list[list[dict[str, Any]]], derived: Mapping[str, str]) -
 
     order = check_derived(derived, None)
     parsed = {name: expressions.parse(derived[name]) for name in order}
+    columns = {key for design_rows in rows for row in design_rows for key in row}
     for design_rows in rows:
         for row in design_rows:
             if not row.get("ok"):
                 continue
+
             def lookup(key: str, row: dict[str, Any] = row) -> float | None:
-                return _number(row.get(key))
+                # as zsim report's table: a metric other runs have is NaN here (max() and min() skip it)
+                return _number(row[key]) if key in row else (math.nan if key in columns else None)
 
             for name, expression in parsed.items():
                 value = expression.evaluate(lookup)
@@ -760,6 +780,8 @@ def metric_result(name: str, rows: Sequence[Sequence[Mapping[str, Any]]], result
 
     prefers, family = preference(name, prefer)
     label = metric_label(name)
+    if label.startswith("copies meant for it (copies for "):
+        label = "copies meant for " + label[len("copies meant for it (copies for "):-1]
     steady = re.fullmatch(r"socket\.(.+)\.steady_latency_(\w+?)_s", name)
     if steady:
         label = f"steady-state {steady.group(2).replace('_', '.')} latency of {steady.group(1)} (after MSER-5's warm-up)"
@@ -815,9 +837,10 @@ def _not_default(name: str) -> bool:
 
 
 def _group(metric: MetricResult) -> tuple[str, str]:
-    """(entity, family): ``socket.sub`` and ``latency`` for ``socket.sub.latency_p99_s``."""
+    """(entity, family): ``socket.fast#`` and ``latency`` for ``socket.fast1.latency_p99_s``
+    (entities that differ only by a number, like seven fast subscribers, are one group)."""
     if metric.name.startswith(("socket.", "sender.", "pipe.", "link.")):
-        entity = metric.name.rsplit(".", 1)[0]
+        entity = re.sub(r"\d+", "#", metric.name.rsplit(".", 1)[0])
     else:
         entity = "pooled" if metric.name in _pooled_names() else metric.name
     return entity, metric.family
@@ -832,12 +855,14 @@ def _pooled_names() -> set[str]:
 
 def _spread(ranked: list[MetricResult]) -> list[MetricResult]:
     """The ranking with variety: among the detectable differences (then among the others),
-    the first metric of each (entity, family) first, in ranked order, then the rest; so the
-    top of the list shows losses, latency, depth and throughput of each entity rather than
-    six latency percentiles of one socket."""
+    the first metric of each (entity, family) first, in ranked order, those of sockets,
+    senders, pooled and derived metrics before the internals (pipes, links); then the rest.
+    So the top of the list shows losses, latency, depth and throughput of each kind of
+    entity rather than six latency percentiles of one socket or the depth of eight pipes."""
     out: list[MetricResult] = []
     for detectable in (True, False):
         tier = [m for m in ranked if m.detectable == detectable]
+        tier.sort(key=lambda m: m.name.startswith(("pipe.", "link.")))  # stable: ranked order within each
         groups: dict[tuple[str, str], list[MetricResult]] = {}
         for metric in tier:
             groups.setdefault(_group(metric), []).append(metric)
@@ -920,9 +945,12 @@ class Unit:
     scale: float
     unit: str  # after a value ("ms", "%", "/s", "KB", "")
     diff_unit: str  # after a difference ("pp" for a fraction's percentage points)
+    diff_scale: float = 0.0  # a difference's scale (0: ``scale``): times of differences get their own unit
 
 
-def unit_for(metric: str, values: Sequence[float]) -> Unit:
+def unit_for(metric: str, values: Sequence[float], differences: Sequence[float] = ()) -> Unit:
+    """Units of a metric's values and differences: ``zsim.units`` for times (differences
+    in their own unit: 2.8 s against -73 ms), % and percentage points for fractions."""
     from .sweep.report import metric_kind
 
     kind = metric_kind(metric)
@@ -930,7 +958,8 @@ def unit_for(metric: str, values: Sequence[float]) -> Unit:
         return Unit(100.0, "%", "pp")
     if kind == "time":
         scale, unit = time_unit(values)
-        return Unit(scale, unit, unit)
+        diff_scale, diff_unit = time_unit(differences) if differences else (scale, unit)
+        return Unit(scale, unit, diff_unit, diff_scale)
     if kind == "rate":
         return Unit(1.0, "/s", "/s")
     if kind == "bytes":
@@ -961,7 +990,7 @@ def _with_unit(value: float | None, unit: Unit, signed: bool = False, diff: bool
     if value is None:
         return "-"
     suffix = unit.diff_unit if diff else unit.unit
-    text = _num(value * unit.scale, signed)
+    text = _num(value * (unit.diff_scale or unit.scale if diff else unit.scale), signed)
     if not suffix:
         return text
     return f"{text}{suffix}" if suffix == "/s" else f"{text} {suffix}"
@@ -991,10 +1020,11 @@ def _metric_unit(metric: MetricResult) -> Unit:
     values: list[float] = []
     for sample in metric.samples:
         values += [v for v in (sample.mean, sample.low, sample.high) if v is not None]
+    differences: list[float] = []
     for difference in metric.differences:
-        if difference is not None:
-            values += [abs(v) for v in (difference.sample.mean,) if v is not None]
-    return unit_for(metric.name, values)
+        if difference is not None and not difference.identical:
+            differences += [abs(v) for v in (difference.sample.mean, difference.sample.low, difference.sample.high) if v is not None]
+    return unit_for(metric.name, values, differences)
 
 
 def _prefers_text(metric: MetricResult) -> str:
@@ -1044,10 +1074,7 @@ def _design_lines(comparison: Comparison) -> list[str]:
     rows = []
     for index, result in enumerate(comparison.designs):
         design = result.design
-        what = design.source
-        if design.overrides:
-            what += " with " + ", ".join(f"{p} = {_value_text(v)}" for p, v in design.overrides.items())
-        rows.append([design.name + (" (baseline)" if index == 0 else ""), what, design.digest])
+        rows.append([design.name + (" (baseline)" if index == 0 else ""), design.describe(), design.digest])
     lines += _table(["design", "scenario", "digest"], rows, [False, False, False])
     for result in comparison.designs:
         if result.failed:
@@ -1092,6 +1119,10 @@ NOTE = ("Intervals are Student-t 95 %. Differences are paired: replication r of 
         "answer.")
 
 
+def _title(metric: MetricResult) -> str:
+    return metric.name if metric.label == metric.name else f"{metric.name} - {metric.label}"
+
+
 def format_text(comparison: Comparison) -> str:
     """The table ``zsim compare`` prints."""
     lines = [f"zsim compare: {len(comparison.designs)} designs x {comparison.replications} replications, paired (replication r "
@@ -1102,9 +1133,9 @@ def format_text(comparison: Comparison) -> str:
         if metric.identical:
             unit = _metric_unit(metric)
             value = next(s.mean for s in metric.samples if s.mean is not None)
-            lines.append(f"{metric.name} - {metric.label}: identical in every run of every design: {_with_unit(value, unit)}")
+            lines.append(f"{_title(metric)}: identical in every run of every design: {_with_unit(value, unit)}")
             continue
-        lines.append(f"{metric.name} - {metric.label}; {_prefers_text(metric)}")
+        lines.append(f"{_title(metric)}; {_prefers_text(metric)}")
         if metric.same_as:
             lines.append("  (the same numbers: " + ", ".join(metric.same_as) + ")")
         headers, rows, right = metric_rows(metric, comparison)
@@ -1132,8 +1163,9 @@ def to_json(comparison: Comparison) -> dict[str, Any]:
     for index, result in enumerate(comparison.designs):
         design = result.design
         designs.append({"name": design.name, "baseline": index == 0, "source": design.source, "overrides": dict(design.overrides),
-                        "scenario_digest": design.digest, "runs": result.runs, "failed": result.failed, "errors": result.errors,
-                        "warnings": result.warnings, "socket_warnings": result.socket_flags})
+                        "coords": dict(design.coords), "scenario_digest": design.digest, "runs": result.runs,
+                        "failed": result.failed, "errors": result.errors, "warnings": result.warnings,
+                        "socket_warnings": result.socket_flags})
     metrics = []
     for metric in comparison.metrics:
         entries = []
@@ -1221,7 +1253,7 @@ def figure(metric: MetricResult, comparison: Comparison, path: Path) -> Path:
         if difference.verdict in DIFFERENT and (metric.warned[0] or metric.warned[i]):
             text += ", but runs warned (!): not an answer"
         verdicts.append(f"{names[i]} minus {names[0]}: {text}")
-    title = f"{metric.name}\n{metric.label}; {_prefers_text(metric)}"
+    title = f"{_title(metric).replace(' - ', chr(10), 1)}; {_prefers_text(metric)}"
     ax.set_title(title, fontsize=10)
     note = ("points: one run each (grey lines join runs with the same seed); diamond and bars: mean and 95 % interval\n"
             + "\n".join(verdicts[:6]))
@@ -1253,7 +1285,7 @@ def _markdown(comparison: Comparison, figures: Mapping[str, str]) -> str:
     rows = []
     for index, result in enumerate(comparison.designs):
         design = result.design
-        what = design.source + ("".join(f", {p} = {_value_text(v)}" for p, v in design.overrides.items()))
+        what = design.describe()
         warned = ", ".join(f"{code} in {runs}/{result.runs} runs" for code, runs in result.warnings.items())
         failed = f"{result.failed} of {result.runs} failed: {result.errors[0]}" if result.failed else ""
         rows.append([f"`{design.name}`" + (" (baseline)" if index == 0 else ""), what, f"`{design.digest}`", warned, failed])
