@@ -255,6 +255,20 @@ def test_vary_makes_the_designs_with_path_value_names(designs, capsys):
     assert data["metrics"][0]["designs"][1]["difference"]["verdict"] == "better"
 
 
+def test_set_changes_every_design_and_is_shown(designs):
+    plain = cmp.make_designs([designs["hwm1"], designs["hwm100"]])
+    longer = cmp.make_designs([designs["hwm1"], designs["hwm100"]], set_=["scenario.until_s=5"])
+    assert [d.raw["scenario"]["until_s"] for d in longer.designs] == [5, 5]
+    assert [d.digest for d in longer.designs] != [d.digest for d in plain.designs]
+    assert longer.designs[0].describe().endswith("hwm1.toml; set scenario.until_s = 5")
+    variants = cmp.make_designs([designs["hwm1"]], vary=["socket.pub.options.sndhwm=1,100"], set_=["scenario.until_s=5"],
+                                link=["socket.sub.options.rcvhwm=socket.pub.options.sndhwm"])
+    assert variants.designs[1].describe().endswith(
+        "hwm1.toml with socket.pub.options.sndhwm = 100 (and 1 linked path); set scenario.until_s = 5")
+    assert variants.designs[1].overrides == {"scenario.until_s": 5, "socket.pub.options.sndhwm": 100,
+                                             "socket.sub.options.rcvhwm": 100}
+
+
 def test_vary_values_are_toml(designs):
     assert cmp.parse_values('1, 2.5, true, "a,b", { dist = "exponential", mean_s = 0.001 }', "--vary x") == [
         1, 2.5, True, "a,b", {"dist": "exponential", "mean_s": 0.001}]

@@ -340,7 +340,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("compare", help="run designs over the same seeded replications and compare them metric by metric",
                        description="Designs: two or more scenario files; one scenario file with --vary PATH=V1,V2 (its variants); "
                                    "or a sweep file (its points). Replication r of every design runs with the same seed; each "
-                                   "metric gets every design's mean with its 95 %% interval, the paired difference from the first "
+                                   "metric gets every design's mean with its 95 % interval, the paired difference from the first "
                                    "design (the baseline) with its interval, and a verdict.")
     p.add_argument("designs", nargs="+", metavar="DESIGN", help="scenario files, or one scenario file with --vary, or one sweep file")
     p.add_argument("--vary", action="append", metavar="PATH=V1,V2", help="designs are these values of a scenario field, by its "
@@ -348,16 +348,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--link", action="append", metavar="PATH=VARIED", help="PATH takes the value of the --vary path VARIED (repeatable)")
     p.add_argument("--set", action="append", metavar="PATH=VALUE", help="set a field in every design (repeatable)")
     p.add_argument("--name", action="append", metavar="NAME", help="the designs' names, one --name per design, in order")
-    p.add_argument("--replications", "-n", type=count_arg(1), default=None,
+    p.add_argument("--replications", "-n", type=count_arg(1), default=None, metavar="N",
                    help="replications per design (default 10, or the sweep file's)")
-    p.add_argument("--seed", type=seed_arg, default=None, help="root seed (default 0, or the sweep file's)")
+    p.add_argument("--seed", type=seed_arg, default=None, metavar="S", help="root seed (default 0, or the sweep file's)")
     p.add_argument("--metric", action="append", metavar="NAME",
-                   help="a metric to show, or a glob ('socket.slow.*'); repeatable (default: the metrics that differ)")
+                   help="a metric to show, or a glob ('socket.slow.*'); repeatable (default: the metrics that differ beyond noise)")
     p.add_argument("--max-metrics", type=count_arg(1), default=12, metavar="N", help="metrics shown by default (default 12)")
     p.add_argument("--prefer", action="append", metavar="METRIC=lower|higher|none",
                    help="the direction a metric prefers, for its verdict (default: from its name)")
     p.add_argument("--engine", choices=("spark", "local", "serial"), default="spark")
-    p.add_argument("--jobs", type=count_arg(1), default=None, help="worker processes (--engine local) or Spark cores (local[N])")
+    p.add_argument("--jobs", type=count_arg(1), default=None, metavar="N",
+                   help="worker processes (--engine local) or Spark cores (local[N])")
     p.add_argument("--master", default=None, help="Spark master URL (default local[*])")
     p.add_argument("--conf", action="append", metavar="KEY=VALUE", help="a Spark setting (repeatable)")
     p.add_argument("--run-timeout", type=seconds_arg(allow_zero=True), default=None, metavar="S",

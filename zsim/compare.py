@@ -41,13 +41,16 @@ derived metric) marks that design's numbers for the metric with ``!`` and the wa
 its verdict with "runs warned": an overloaded consumer's drops or latency grow with the
 run's length, so they are an artefact of the horizon, not an answer.
 
-Selection. Without ``--metric``: the metrics whose numbers differ between designs in at
-least one replication (``NOT_DEFAULT`` and aliases left out), ranked by effect size:
-first those with a detectable difference (an interval that excludes 0), then by the
-largest relative change of the mean, ``|mean(d) - mean(baseline)| / max(|mean(d)|,
-|mean(baseline)|)``, then by the standardised paired difference ``|mean| / sd``; at most
-``--max-metrics`` (12), and a line saying how many more differ. ``--metric NAME`` (also
-a glob: ``'socket.slow.*'``) names them instead.
+Selection. Without ``--metric``: the metrics whose difference from the baseline is beyond
+noise (an interval that excludes 0) in some design, ranked by effect size: the largest
+relative change of the mean, ``|mean(d) - mean(baseline)| / max(|mean(d)|,
+|mean(baseline)|)``, then the standardised paired difference ``|mean| / sd``; one metric of
+each entity and kind first (sockets, senders, pooled and derived before pipes and links);
+metrics with the same numbers under two names once; ``NOT_DEFAULT`` and old aliases never;
+at most ``--max-metrics`` (12), with lines saying how many more differ beyond noise, only
+within noise, or not at all. When nothing differs beyond noise, the metrics that differ
+within noise are shown (their verdict is the answer). ``--metric NAME`` (also a glob:
+``'socket.slow.*'``) names them instead.
 
 Runs go through the sweep engines (``zsim.sweep.execute.make_engine``: serial, local
 process pool, Spark) and ``zsim.sweep.worker.run_batch``, so every engine gives the same
@@ -65,6 +68,7 @@ import math
 import re
 import statistics
 import sys
+import textwrap
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -133,16 +137,22 @@ class Design:
     digest: str = ""
     #: the paths that make it this design (a sweep point's axes; the --vary paths), for tables
     coords: Mapping[str, Any] = field(default_factory=dict)
+    #: what is set in every design (``--set``, a sweep's ``[set]``; also in ``overrides``)
+    fixed: Mapping[str, Any] = field(default_factory=dict)
 
     def describe(self) -> str:
-        """``pipeline.toml with socket.w5_in.open_at_s = 0.05 (and 7 linked or fixed paths)``."""
-        shown = self.coords if self.coords else self.overrides
+        """``pipeline.toml with socket.w5_in.open_at_s = 0.05 (and 7 linked paths); set
+        scenario.until_s = 5``."""
         text = self.source
-        if shown:
-            text += " with " + ", ".join(f"{p} = {_value_text(v)}" for p, v in shown.items())
-        rest = len(set(self.overrides) - set(shown))
-        if rest:
-            text += f" (and {rest} linked or fixed path{'s' if rest > 1 else ''})"
+        if self.coords:
+            text += " with " + ", ".join(f"{p} = {_value_text(v)}" for p, v in self.coords.items())
+        linked = len(set(self.overrides) - set(self.coords) - set(self.fixed))
+        if linked:
+            text += f" (and {linked} linked path{'s' if linked > 1 else ''})"
+        if self.fixed:
+            shown = list(self.fixed.items())
+            text += "; set " + ", ".join(f"{p} = {_value_text(v)}" for p, v in shown[:3])
+            text += f" and {len(shown) - 3} more" if len(shown) > 3 else ""
         return text
 
 
@@ -228,7 +238,8 @@ def _from_files(paths: Sequence[str], sets: Sequence[tuple[str, Any]]) -> list[D
             raise ScenarioError(f"{where}: {exc.path}" if exc.path else where, exc.reason) from None
         loaded.append((path, raw, base_dir, digest))
     names = _unique_names([Path(path).stem for path, *_ in loaded])
-    return [Design(name=name, raw=raw, base_dir=base_dir, source=files.shown_path(path), overrides=dict(sets), digest=digest)
+    return [Design(name=name, raw=raw, base_dir=base_dir, source=files.shown_path(path), overrides=dict(sets), digest=digest,
+                   fixed=dict(sets))
             for name, (path, raw, base_dir, digest) in zip(names, loaded, strict=True)]
 
 
@@ -244,11 +255,12 @@ def _from_plan(plan: Any, name_of: Callable[[Any], str]) -> list[Design]:
     from .sweep.plan import _canonical
 
     sweep = plan.sweep
+    fixed = json.loads(_canonical(dict(sweep.fixed)))
     designs = []
     for point in plan.points:
         raw = plan.scenario_raw(point.id)
         designs.append(Design(name=name_of(point), raw=raw, base_dir=sweep.base_dir, source=files.shown_path(sweep.base_source),
-                              overrides=json.loads(_canonical(dict(point.overrides))),
+                              overrides={**fixed, **json.loads(_canonical(dict(point.overrides)))}, fixed=fixed,
                               digest=scenario_spec.from_dict(copy.deepcopy(raw), base_dir=sweep.base_dir).digest,
                               coords=json.loads(_canonical(dict(point.coords)))))
     names = _unique_names([d.name for d in designs])
@@ -975,10 +987,8 @@ def _num(value: float, signed: bool = False) -> str:
     if value == 0:
         return "0"
     size = abs(value)
-    if size >= 10_000 or (size >= 1000 and float(value).is_integer()):
+    if size >= 1000:
         text = f"{value:,.0f}"
-    elif size >= 1000:
-        text = f"{value:,.1f}"
     else:
         text = f"{value:.4g}"
         if "e" in text:
@@ -1141,8 +1151,8 @@ def format_text(comparison: Comparison) -> str:
         headers, rows, right = metric_rows(metric, comparison)
         lines += ["  " + line for line in _table(headers, rows, right)]
     lines.append("")
-    lines += _selection_lines(comparison)
-    lines += [NOTE]
+    for paragraph in [*_selection_lines(comparison), NOTE]:
+        lines += textwrap.wrap(paragraph, 120, break_on_hyphens=False, break_long_words=False)
     return "\n".join(lines)
 
 
