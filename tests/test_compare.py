@@ -351,6 +351,15 @@ def test_bad_input_is_one_line_and_exit_2(designs, capsys, extra, expected):
     assert len(err) == 1 and err[0].startswith(expected), err
 
 
+def test_a_design_whose_every_run_fails_is_one_line(designs, tmp_path, capsys):
+    limited = tmp_path / "limited.toml"
+    limited.write_text(MM1K.format(hwm=1) + "\n[limits]\nmax_events = 50\n")
+    assert main(["compare", designs["hwm1"], str(limited), "--engine", "serial", "-n", "2"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("zsim: design 'limited': all 2 runs failed; the first: replication 0 (seed "), err
+    assert "LimitExceeded: limits.max_events" in err[-1] and not any("Traceback" in line for line in err)
+
+
 def test_a_bad_file_is_named(designs, tmp_path, capsys):
     bad = tmp_path / "bad.toml"
     bad.write_text(MM1K.format(hwm=-1))
