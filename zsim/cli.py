@@ -1,4 +1,4 @@
-"""Command line: ``zsim run | explain | validate | calibrate | sweep | report``.
+"""Command line: ``zsim run | explain | validate | calibrate | sweep | compare | report``.
 
 Thin by design: every command parses its arguments and calls one library function. Bad
 input (a scenario error, a missing file) prints one line naming the field and the reason
@@ -311,6 +311,28 @@ def add_limit_args(parser: argparse.ArgumentParser) -> None:
                         help=f"stop the run after S wall-clock seconds (default {limits.DEFAULT_MAX_WALL_S:g}; 0: no limit)")
 
 
+def cmd_compare(args: argparse.Namespace) -> int:
+    import json
+
+    from .compare import compare, format_text
+    from .compare import to_json as comparison_json
+    from .sweep.cli import _conf
+
+    comparison = compare(
+        args.designs, vary=args.vary or (), link=args.link or (), set_=args.set or (), names=args.name or (),
+        replications=args.replications, seed=args.seed, metrics=args.metric or (), prefer=args.prefer or (),
+        max_metrics=args.max_metrics, engine=args.engine, jobs=args.jobs, master=args.master, conf=_conf(args.conf),
+        run_timeout_s=args.run_timeout, max_runs=args.max_runs, report=args.report,
+    )
+    if args.json:
+        print(json.dumps(comparison_json(comparison), indent=2))
+    else:
+        print(format_text(comparison))
+        for path in comparison.written:
+            print(f"wrote {path}")
+    return EXIT_OK
+
+
 def _lazy(module: str, function: str) -> Callable[[argparse.Namespace], int]:
     def call(args: argparse.Namespace) -> int:
         import importlib
@@ -373,6 +395,37 @@ def build_parser() -> argparse.ArgumentParser:
                    help="wall-clock seconds per run (default: the sweep's run_timeout_s, 600; 0: no limit)")
     p.add_argument("--report", action="store_true", help="write the report (zsim report OUT) when the sweep is done")
     p.set_defaults(func=_lazy("zsim.sweep.cli", "cmd_sweep"))
+
+    p = sub.add_parser("compare", help="run designs over the same seeded replications and compare them metric by metric",
+                       description="Designs: two or more scenario files; one scenario file with --vary PATH=V1,V2 (its variants); "
+                                   "or a sweep file (its points). Replication r of every design runs with the same seed; each "
+                                   "metric gets every design's mean with its 95 % interval, the paired difference from the first "
+                                   "design (the baseline) with its interval, and a verdict.")
+    p.add_argument("designs", nargs="+", metavar="DESIGN", help="scenario files, or one scenario file with --vary, or one sweep file")
+    p.add_argument("--vary", action="append", metavar="PATH=V1,V2", help="designs are these values of a scenario field, by its "
+                   "path as in a sweep axis (repeatable: every combination)")
+    p.add_argument("--link", action="append", metavar="PATH=VARIED", help="PATH takes the value of the --vary path VARIED (repeatable)")
+    p.add_argument("--set", action="append", metavar="PATH=VALUE", help="set a field in every design (repeatable)")
+    p.add_argument("--name", action="append", metavar="NAME", help="the designs' names, one --name per design, in order")
+    p.add_argument("--replications", "-n", type=count_arg(1), default=None, metavar="N",
+                   help="replications per design (default 10, or the sweep file's)")
+    p.add_argument("--seed", type=seed_arg, default=None, metavar="S", help="root seed (default 0, or the sweep file's)")
+    p.add_argument("--metric", action="append", metavar="NAME",
+                   help="a metric to show, or a glob ('socket.slow.*'); repeatable (default: the metrics that differ beyond noise)")
+    p.add_argument("--max-metrics", type=count_arg(1), default=12, metavar="N", help="metrics shown by default (default 12)")
+    p.add_argument("--prefer", action="append", metavar="METRIC=lower|higher|none",
+                   help="the direction a metric prefers, for its verdict (default: from its name)")
+    p.add_argument("--engine", choices=("spark", "local", "serial"), default="spark")
+    p.add_argument("--jobs", type=count_arg(1), default=None, metavar="N",
+                   help="worker processes (--engine local) or Spark cores (local[N])")
+    p.add_argument("--master", default=None, help="Spark master URL (default local[*])")
+    p.add_argument("--conf", action="append", metavar="KEY=VALUE", help="a Spark setting (repeatable)")
+    p.add_argument("--run-timeout", type=seconds_arg(allow_zero=True), default=None, metavar="S",
+                   help="wall-clock seconds per run (default 600; 0: no limit)")
+    p.add_argument("--max-runs", type=count_arg(0), default=10_000, metavar="N", help="refuse more runs (default 10,000; 0: no limit)")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of the tables")
+    p.add_argument("--report", metavar="DIR", help="write summary.md, compare.json and one figure per metric into DIR")
+    p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("report", help="aggregate a sweep's Parquet results into tables and figures")
     p.add_argument("results", help="sweep output directory")

@@ -4,8 +4,10 @@ the same rows.
 
 A worker gets the plan's payload once (a Spark broadcast, a pool initializer) and keeps
 the validated scenario of each point it has seen, so a batch of replications of one point
-parses its scenario once. A run never raises out of here: a model fault, a timeout or an
-unexpected exception becomes a row with ``ok = False`` and the error text.
+parses its scenario once. A point is the base scenario with its overrides, or (``zsim
+compare``, designs from different files) a whole scenario of its own with its folder. A
+run never raises out of here: a model fault, a timeout or an unexpected exception becomes
+a row with ``ok = False`` and the error text.
 
 Time limit. Every run gets the payload's ``run_timeout_s`` (the sweep's, default 600 s;
 None = no limit) twice: as the runner's ``max_wall_s`` work limit (on top of the
@@ -15,6 +17,7 @@ it is (``RunTimeout``), in case the runner does not get to check its clock.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import signal
 import threading
@@ -79,8 +82,12 @@ def _scenario(payload: Mapping[str, Any], point_id: str) -> scenario_spec.Scenar
         cache = _SCENARIOS[payload["digest"]] = {}
     scenario = cache.get(point_id)
     if scenario is None:
-        raw = scenario_spec.with_overrides(payload["base"], payload["points"][point_id]["overrides"])
-        scenario = scenario_spec.from_dict(raw, base_dir=payload["base_dir"], source=payload["source"])
+        point = payload["points"][point_id]
+        if "scenario" in point:  # a design of ``zsim compare``: a whole scenario, from its own file and folder
+            scenario = scenario_spec.from_dict(copy.deepcopy(point["scenario"]), base_dir=point["base_dir"], source=point["source"])
+        else:
+            raw = scenario_spec.with_overrides(payload["base"], point["overrides"])
+            scenario = scenario_spec.from_dict(raw, base_dir=payload["base_dir"], source=payload["source"])
         cache[point_id] = scenario
     return scenario
 

@@ -1,0 +1,423 @@
+"""``zsim compare``: paired statistics on constructed numbers, common random numbers that
+really pair, a comparison whose answer is known (M/M/1/K with HWM 1 against HWM 100),
+designs from files, variants and a sweep file, the same output on every engine, one-line
+errors with exit status 2, the JSON schema and the report."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+import zsim
+from zsim import compare as cmp
+from zsim.cli import main
+from zsim.sweep.plan import seed_for
+
+MM1K = """\
+[scenario]
+name = "mm1k"
+profile = "ideal"
+
+[[socket]]
+name = "pub"
+type = "PUB"
+bind = ["inproc://q"]
+options = {{ sndhwm = {hwm} }}
+
+[[socket]]
+name = "sub"
+type = "SUB"
+connect = ["inproc://q"]
+options = {{ rcvhwm = {hwm}, subscribe = [""] }}
+
+[[send]]
+socket = "pub"
+count = 2000
+rate_per_s = 900
+start_s = 0.001
+size_bytes = 10
+
+[[recv]]
+socket = "sub"
+service_s = {{ dist = "exponential", mean_s = 0.001 }}
+"""
+
+#: A consumer at half the speed of its producer: overloaded, every run warns.
+OVERLOADED = MM1K.replace("rate_per_s = 900", "rate_per_s = 2000")
+
+
+@pytest.fixture
+def designs(tmp_path: Path) -> dict[str, str]:
+    paths = {}
+    for name, text in (("hwm1", MM1K.format(hwm=1)), ("hwm100", MM1K.format(hwm=100)),
+                       ("overloaded", OVERLOADED.format(hwm=1))):
+        path = tmp_path / f"{name}.toml"
+        path.write_text(text)
+        paths[name] = str(path)
+    return paths
+
+
+# -- statistics on constructed numbers ------------------------------------------------------
+
+
+def test_describe_is_the_student_t_interval():
+    sample = cmp.describe([1.0, 2.0, 3.0, 4.0, 5.0])
+    half = 2.7764451051977934 * math.sqrt(2.5) / math.sqrt(5)  # t(0.975, 4) * sd / sqrt(n)
+    assert (sample.n, sample.missing, sample.mean) == (5, 0, 3.0)
+    assert sample.sd == pytest.approx(math.sqrt(2.5), rel=1e-15)
+    assert sample.low == pytest.approx(3.0 - half, rel=1e-12) and sample.high == pytest.approx(3.0 + half, rel=1e-12)
+    assert not sample.constant
+
+
+def test_describe_leaves_out_missing_values_and_has_no_interval_for_one_value():
+    sample = cmp.describe([None, 4.0, math.nan])
+    assert (sample.n, sample.missing, sample.mean, sample.low, sample.high) == (1, 2, 4.0, None, None)
+    empty = cmp.describe([None, math.nan])
+    assert (empty.n, empty.mean) == (0, None)
+
+
+def test_paired_difference_interval_and_verdicts():
+    # differences 1, 0.5, 2: mean 7/6, sd sqrt(7/12), t(0.975, 2) = 4.302652729749462
+    difference = cmp.paired([10.0, 12.0, 14.0], [11.0, 12.5, 16.0], prefers="higher")
+    half = 4.302652729749462 * math.sqrt(7 / 12) / math.sqrt(3)
+    assert difference.sample.mean == pytest.approx(7 / 6, rel=1e-15)
+    assert difference.sample.low == pytest.approx(7 / 6 - half, rel=1e-12)
+    assert difference.sample.high == pytest.approx(7 / 6 + half, rel=1e-12)
+    assert difference.verdict == "no detectable difference"  # the interval (-0.73, 3.06) contains 0
+    # differences 1.0, 1.1, 0.9, 1.0: clearly above 0
+    clear = [10.0, 20.0, 30.0, 40.0]
+    up = [11.0, 21.1, 30.9, 41.0]
+    assert cmp.paired(clear, up, "higher").verdict == "better"
+    assert cmp.paired(clear, up, "lower").verdict == "worse"
+    assert cmp.paired(clear, up, None).verdict == "higher"
+    assert cmp.paired(up, clear, None).verdict == "lower"
+    assert cmp.paired(up, clear, "lower").verdict == "better"
+
+
+def test_the_same_difference_in_every_replication_is_a_difference_not_noise():
+    difference = cmp.paired([1.0, 5.0, 9.0], [3.0, 7.0, 11.0], prefers="lower")
+    assert (difference.sample.mean, difference.sample.low, difference.sample.high) == (2.0, 2.0, 2.0)
+    assert difference.sample.constant and not difference.identical
+    assert difference.verdict == "worse"
+
+
+def test_identical_numbers_are_identical_and_pairs_need_two_replications():
+    same = cmp.paired([1.0, 5.0, 9.0], [1.0, 5.0, 9.0], prefers="lower")
+    assert same.identical and same.verdict == "identical" and same.sample.mean == 0.0
+    assert cmp.paired([1.0, None, 3.0], [2.0, 5.0, math.nan], None).verdict == "too few replications"
+    # a value in one design only is not "identical"
+    assert not cmp.paired([None, None], [1.0, 1.0], None).identical
+
+
+@pytest.mark.parametrize(("metric", "prefers"), [
+    ("socket.slow.dropped", "lower"),
+    ("pooled_loss_fraction", "lower"),
+    ("socket.fast1.latency_p99_s", "lower"),
+    ("socket.fast1.steady_latency_p50_s", "lower"),
+    ("pipe.pub->sub.max_depth", "lower"),
+    ("socket.slow.queued_at_end", "lower"),
+    ("link.a->b.max_kernel_bytes", "lower"),
+    ("socket.pub.blocked_s", "lower"),
+    ("warning.overloaded", "lower"),
+    ("fast_p99_worst_s", "lower"),
+    ("socket.sink.delivered", "higher"),
+    ("pooled_delivered_rate_per_s", "higher"),
+    ("sender.feed1.achieved_rate_per_s", "higher"),
+    ("sender.feed1.requested_rate_per_s", None),
+    ("socket.slow.offered_utilisation", None),
+    ("socket.sink.last_recv_s", None),
+    ("batch_s", None),
+    ("socket.pub.sent", None),
+])
+def test_preferred_direction_by_metric_family(metric, prefers):
+    assert cmp.preference(metric)[0] == prefers
+
+
+def test_prefer_overrides_the_table():
+    assert cmp.preference("batch_s", {"batch_s": "lower"}) == ("lower", "--prefer")
+
+
+# -- common random numbers, a known answer ---------------------------------------------------
+
+
+def test_replication_r_has_the_same_seed_in_every_design(designs):
+    set_ = cmp.make_designs([designs["hwm1"], designs["hwm100"]], replications=3, seed=11)
+    rows = cmp.run_designs(set_.designs, 3, 11, engine="serial")
+    expected = [seed_for(11, "", r, True) for r in range(3)]
+    assert [row["seed"] for row in rows[0]] == expected == [row["seed"] for row in rows[1]]
+    assert len(set(expected)) == 3
+
+
+def test_a_design_compared_with_itself_is_identical_in_every_metric(designs, capsys):
+    status = main(["compare", designs["hwm1"], designs["hwm1"], "-n", "3", "--engine", "serial", "--json"])
+    assert status == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [d["name"] for d in data["designs"]] == ["hwm1", "hwm1 (2)"]
+    assert data["metrics"] == [] and data["selection"]["differ"] == 0 and data["selection"]["identical"] > 50
+    comparison = cmp.compare([designs["hwm1"], designs["hwm1"]], replications=3, engine="serial", metrics=["socket.sub.dropped"],
+                             stream=None)
+    (metric,) = comparison.metrics
+    assert metric.differences[1].identical and metric.differences[1].verdict == "identical"
+    assert metric.differences[1].sample.mean == 0.0
+    assert metric.values[0] == metric.values[1] and len(set(metric.values[0])) > 1  # the replications differ, the designs do not
+    assert "Every metric is identical" in cmp.format_text(cmp.compare([designs["hwm1"], designs["hwm1"]], replications=2,
+                                                                     engine="serial", stream=None))
+
+
+def test_mm1k_hwm_100_drops_fewer_than_hwm_1_and_the_numbers_are_zsim_run_s(designs):
+    comparison = cmp.compare([designs["hwm1"], designs["hwm100"]], replications=4, seed=3, engine="serial",
+                             metrics=["socket.sub.dropped", "socket.sub.delivered"], stream=None)
+    dropped, delivered = comparison.metrics
+    assert dropped.prefers == "lower" and dropped.differences[1].verdict == "better"
+    assert delivered.prefers == "higher" and delivered.differences[1].verdict == "better"
+    # every number is that of zsim.run with the replication's seed: the runs really are paired
+    for index, name in enumerate(("hwm1", "hwm100")):
+        for rep in range(4):
+            summary = zsim.run(designs[name], seed_for(3, "", rep, True)).summary
+            assert dropped.values[index][rep] == summary["sockets"]["sub"]["inbound"]["dropped"]
+    # K = 3 (HWM 1 on both sides, one in service) at rho 0.9: about 21 % of 2,000 dropped
+    assert 300 < dropped.samples[0].mean < 550
+    assert dropped.samples[1].mean == 0 and dropped.samples[1].constant
+    diffs = [b - a for a, b in zip(dropped.values[0], dropped.values[1], strict=True)]
+    assert dropped.differences[1].sample.mean == pytest.approx(sum(diffs) / 4, rel=1e-15)
+    assert not any(dropped.warned)
+    text = cmp.format_text(comparison)
+    assert "socket.sub.dropped - dropped (copies for sub); lower is better (losses and drops)" in text
+    assert "  hwm100  " in text and "better" in text
+
+
+def test_default_selection_shows_what_differs_ranked_and_says_how_many_more(designs):
+    comparison = cmp.compare([designs["hwm1"], designs["hwm100"]], replications=3, engine="serial", max_metrics=2, stream=None)
+    names = [m.name for m in comparison.metrics]
+    assert len(names) == 2 and all(m.differs and m.detectable for m in comparison.metrics)
+    assert "wall_s" not in names and "drop_fraction" not in names  # never by default; aliases of pooled names
+    # one metric of each entity and kind first, sockets before pipes: the losses of sub and its deliveries, not two of its
+    # latency percentiles or the pipe's drops (the same numbers as the socket's)
+    assert names == ["socket.sub.loss_fraction", "socket.sub.delivered"]
+    selection = comparison.selection
+    assert selection.detectable == 2 + len(selection.more) and selection.more
+    assert selection.differ == selection.detectable + len(selection.noise) and selection.noise
+    text = cmp.format_text(comparison)
+    assert f"Shown: 2 of the {selection.detectable} metrics that differ beyond noise" in text
+    assert f"{len(selection.noise)} more differ only within noise" in text
+    assert f"{len(selection.more)} more differ beyond noise: " in text
+
+
+def test_metric_globs_and_named_order(designs):
+    comparison = cmp.compare([designs["hwm1"], designs["hwm100"]], replications=2, engine="serial",
+                             metrics=["socket.sub.loss_fraction", "socket.sub.latency_p*"], stream=None)
+    names = [m.name for m in comparison.metrics]
+    assert names[0] == "socket.sub.loss_fraction"
+    assert set(names[1:]) == {f"socket.sub.latency_{p}_s" for p in ("p50", "p95", "p99", "p99_9")}
+
+
+def test_warned_runs_are_marked_next_to_their_numbers(designs):
+    comparison = cmp.compare([designs["hwm1"], designs["overloaded"]], replications=2, engine="serial",
+                             metrics=["socket.sub.dropped", "socket.pub.sent"], stream=None)
+    dropped, sent = comparison.metrics
+    assert dropped.warned[0] == {} and dropped.warned[1] == {"overloaded (sub)": 2}
+    assert dropped.differences[1].verdict == "worse"
+    assert sent.warned[1] == {}  # the sender's count is not what the warning is about
+    assert comparison.designs[1].warnings["overloaded"] == 2
+    text = cmp.format_text(comparison)
+    assert "! overloaded (sub): 2/2 runs" in text and "worse, but runs warned (!)" in text
+    assert "overloaded: runs warned: overloaded in 2/2" in text
+
+
+def test_identical_metric_has_no_interval(designs):
+    comparison = cmp.compare([designs["hwm1"], designs["hwm100"]], replications=2, engine="serial",
+                             metrics=["socket.pub.sent"], stream=None)
+    (sent,) = comparison.metrics
+    assert sent.identical and sent.differences[1].verdict == "identical"
+    assert "socket.pub.sent - sent of pub: identical in every run of every design: 2,000" in cmp.format_text(comparison)
+
+
+# -- designs from variants and from a sweep file ---------------------------------------------
+
+
+def test_vary_makes_the_designs_with_path_value_names(designs, capsys):
+    status = main(["compare", designs["hwm1"], "--vary", "socket.pub.options.sndhwm=1,100", "--link",
+                   "socket.sub.options.rcvhwm=socket.pub.options.sndhwm", "-n", "2", "--engine", "serial", "--json",
+                   "--metric", "socket.sub.dropped"])
+    assert status == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [d["name"] for d in data["designs"]] == ["socket.pub.options.sndhwm=1", "socket.pub.options.sndhwm=100"]
+    assert data["designs"][1]["overrides"] == {"socket.pub.options.sndhwm": 100, "socket.sub.options.rcvhwm": 100}
+    # the variant with HWM 100 on both sides is the file hwm100.toml: the same scenario digest
+    files = cmp.make_designs([designs["hwm1"], designs["hwm100"]])
+    assert data["designs"][1]["scenario_digest"] == files.designs[1].digest
+    assert data["designs"][0]["scenario_digest"] == files.designs[0].digest
+    assert data["metrics"][0]["designs"][1]["difference"]["verdict"] == "better"
+
+
+def test_set_changes_every_design_and_is_shown(designs):
+    plain = cmp.make_designs([designs["hwm1"], designs["hwm100"]])
+    longer = cmp.make_designs([designs["hwm1"], designs["hwm100"]], set_=["scenario.until_s=5"])
+    assert [d.raw["scenario"]["until_s"] for d in longer.designs] == [5, 5]
+    assert [d.digest for d in longer.designs] != [d.digest for d in plain.designs]
+    assert longer.designs[0].describe().endswith("hwm1.toml; set scenario.until_s = 5")
+    variants = cmp.make_designs([designs["hwm1"]], vary=["socket.pub.options.sndhwm=1,100"], set_=["scenario.until_s=5"],
+                                link=["socket.sub.options.rcvhwm=socket.pub.options.sndhwm"])
+    assert variants.designs[1].describe().endswith(
+        "hwm1.toml with socket.pub.options.sndhwm = 100 (and 1 linked path); set scenario.until_s = 5")
+    assert variants.designs[1].overrides == {"scenario.until_s": 5, "socket.pub.options.sndhwm": 100,
+                                             "socket.sub.options.rcvhwm": 100}
+
+
+def test_vary_values_are_toml(designs):
+    assert cmp.parse_values('1, 2.5, true, "a,b", { dist = "exponential", mean_s = 0.001 }', "--vary x") == [
+        1, 2.5, True, "a,b", {"dist": "exponential", "mean_s": 0.001}]
+    assert cmp.parse_values("PUB,XPUB", "--vary x") == ["PUB", "XPUB"]
+
+
+def test_a_sweep_file_s_points_are_the_designs(designs, tmp_path):
+    sweep = tmp_path / "study.toml"
+    sweep.write_text(f"""\
+[sweep]
+name = "hwm"
+base = "{Path(designs['hwm1']).name}"
+replications = 2
+seed = 4
+
+[axes]
+"socket.pub.options.sndhwm" = {{ values = [1, 100], names = ["small", "large"], label = "HWM" }}
+
+[link]
+"socket.sub.options.rcvhwm" = "socket.pub.options.sndhwm"
+
+[report.derived]
+kept = "socket.sub.delivered / socket.sub.copies"
+""")
+    comparison = cmp.compare([str(sweep)], engine="serial", metrics=["kept"], stream=None)
+    assert [d.design.name for d in comparison.designs] == ["HWM=small", "HWM=large"]
+    assert (comparison.replications, comparison.seed) == (2, 4)
+    (kept,) = comparison.metrics
+    assert kept.prefers is None and kept.differences[1].verdict == "higher"
+    assert kept.values[1] == [1.0, 1.0]
+    # -n and --seed override the sweep's
+    assert cmp.make_designs([str(sweep)], replications=3, seed=9).replications == 3
+
+
+# -- engines ----------------------------------------------------------------------------------
+
+
+def test_local_engine_gives_the_same_output_as_the_in_process_one(designs):
+    def output(engine: str) -> dict:
+        comparison = cmp.compare([designs["hwm1"], designs["hwm100"]], replications=3, seed=7, engine=engine, jobs=2, stream=None) \
+            if engine == "local" else cmp.compare([designs["hwm1"], designs["hwm100"]], replications=3, seed=7, engine=engine,
+                                                  stream=None)
+        return cmp.to_json(comparison)
+
+    serial = output("serial")
+    assert output("local") == serial
+    assert output("serial") == serial  # and the same seed gives the same output again
+
+
+@pytest.mark.spark
+@pytest.mark.timeout(300)
+@pytest.mark.skipif(shutil.which("java") is None and not os.environ.get("JAVA_HOME"), reason="Spark needs Java")
+def test_spark_engine_gives_the_same_output(designs):
+    pytest.importorskip("pyspark")
+    common = dict(replications=2, seed=7, metrics=["socket.sub.*", "pooled_*"], stream=None)
+    serial = cmp.to_json(cmp.compare([designs["hwm1"], designs["hwm100"]], engine="serial", **common))
+    spark = cmp.to_json(cmp.compare([designs["hwm1"], designs["hwm100"]], engine="spark", master="local[1]", **common))
+    assert spark == serial
+
+
+# -- errors: one line, exit 2 ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("extra", "expected"), [
+    (["--metric", "socket.sub.dropd"], "zsim: --metric socket.sub.dropd: unknown metric; did you mean 'socket.sub.dropped'"),
+    (["--metric", "socket.nothing.*"], "zsim: --metric socket.nothing.*: matches no metric"),
+    (["--vary", "socket.pub.options.sndhwm"], "zsim: --vary: expected PATH=V1,V2,..."),
+    (["--vary", "socket.nope.options.sndhwm=1,2"], "zsim: --vary socket.nope.options.sndhwm: no [[socket]] entry named 'nope'"),
+    (["--vary", "socket.pub.options.sndhwm=1,-5"], "zsim: --vary socket.pub.options.sndhwm = -5: socket[pub].options.sndhwm: must be >= 0"),
+    (["--vary", "socket.pub.options.sndhwm=1"], "zsim: --vary: gives one design"),
+    (["--vary", "socket.pub.options.sndhwm=1,2", "--name", "a"], "zsim: --name: give one name per design: 2 designs, 1 names"),
+    (["--prefer", "socket.sub.dropped=down"], "zsim: --prefer socket.sub.dropped: must be lower, higher or none"),
+    ([], "zsim: DESIGN: one design"),
+])
+def test_bad_input_is_one_line_and_exit_2(designs, capsys, extra, expected):
+    files = [designs["hwm1"], designs["hwm100"]] if extra and extra[0] in ("--metric", "--prefer") else [designs["hwm1"]]
+    status = main(["compare", *files, "--engine", "serial", "-n", "2", *extra])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2
+    assert len(err) == 1 and err[0].startswith(expected), err
+
+
+def test_a_design_whose_every_run_fails_is_one_line(designs, tmp_path, capsys):
+    limited = tmp_path / "limited.toml"
+    limited.write_text(MM1K.format(hwm=1) + "\n[limits]\nmax_events = 50\n")
+    assert main(["compare", designs["hwm1"], str(limited), "--engine", "serial", "-n", "2"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("zsim: design 'limited': all 2 runs failed; the first: replication 0 (seed "), err
+    assert "LimitExceeded: limits.max_events" in err[-1] and not any("Traceback" in line for line in err)
+
+
+def test_a_bad_file_is_named(designs, tmp_path, capsys):
+    bad = tmp_path / "bad.toml"
+    bad.write_text(MM1K.format(hwm=-1))
+    assert main(["compare", designs["hwm1"], str(bad), "--engine", "serial"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "bad.toml: socket[pub].options.sndhwm: must be >= 0" in err[0]
+    assert main(["compare", designs["hwm1"], str(tmp_path / "missing.toml"), "--engine", "serial"]) == 2
+    assert "missing.toml: no such file" in capsys.readouterr().err
+
+
+# -- JSON and the report ------------------------------------------------------------------------
+
+
+def test_json_schema(designs, capsys):
+    assert main(["compare", designs["hwm1"], designs["hwm100"], "-n", "2", "--seed", "5", "--engine", "serial", "--json",
+                 "--metric", "socket.sub.dropped", "--metric", "socket.pub.sent"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert set(data) == {"format", "zsim_version", "seed", "replications", "paired", "seeds", "baseline", "designs", "metrics",
+                         "selection", "notes"}
+    assert (data["format"], data["zsim_version"], data["seed"], data["replications"], data["paired"]) == (1, zsim.__version__, 5,
+                                                                                                          2, True)
+    assert data["seeds"] == [seed_for(5, "", 0, True), seed_for(5, "", 1, True)]
+    assert data["baseline"] == "hwm1"
+    for design in data["designs"]:
+        assert set(design) == {"name", "baseline", "source", "overrides", "coords", "scenario_digest", "runs", "failed", "errors",
+                               "warnings", "socket_warnings"}
+        assert len(design["scenario_digest"]) == 16 and design["runs"] == 2 and design["failed"] == 0
+    dropped, sent = data["metrics"]
+    assert set(dropped) == {"name", "label", "prefers", "family", "identical", "same_numbers", "designs"}
+    assert (dropped["name"], dropped["prefers"], dropped["identical"]) == ("socket.sub.dropped", "lower", False)
+    base, other = dropped["designs"]
+    assert "difference" not in base
+    assert set(other) == {"design", "n", "missing", "mean", "sd", "ci_low", "ci_high", "constant", "values", "warned", "difference"}
+    assert set(other["difference"]) == {"baseline", "n", "missing", "mean", "sd", "ci_low", "ci_high", "constant", "identical",
+                                         "verdict"}
+    assert other["difference"]["mean"] == pytest.approx(sum(b - a for a, b in zip(base["values"], other["values"], strict=True)) / 2)
+    assert sent["identical"] is True and sent["designs"][1]["difference"]["verdict"] == "identical"
+
+
+def test_report_writes_a_page_json_and_one_png_per_metric(designs, tmp_path, capsys):
+    out = tmp_path / "report"
+    assert main(["compare", designs["hwm1"], designs["hwm100"], designs["overloaded"], "-n", "3", "--engine", "serial",
+                 "--report", str(out), "--metric", "socket.sub.dropped", "--metric", "socket.sub.latency_p99_s"]) == 0
+    printed = capsys.readouterr().out
+    pngs = sorted(p.name for p in out.glob("*.png"))
+    assert pngs == ["socket.sub.dropped.png", "socket.sub.latency_p99_s.png"]
+    for name in pngs:
+        assert (out / name).read_bytes()[:4] == b"\x89PNG"
+        assert f"wrote {out / name}" in printed
+    page = (out / "summary.md").read_text()
+    assert "## `socket.sub.dropped`" in page and "![socket.sub.dropped](socket.sub.dropped.png)" in page
+    assert "| `overloaded` |" in page and "overloaded in 3/3 runs" in page
+    assert json.loads((out / "compare.json").read_text())["designs"][2]["warnings"]["overloaded"] == 3
+
+
+def test_report_folder_is_checked_before_the_runs(designs, tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    assert main(["compare", designs["hwm1"], designs["hwm100"], "--engine", "serial", "--report", str(blocker)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "is a file" in err[0]
