@@ -21,21 +21,19 @@ if TYPE_CHECKING:  # pragma: no cover
 
 def record_lost(ctx: Context, msgs: Any, socket_index: int, pipe_index: int, rule: int) -> int:
     """Ledger every user message of ``msgs`` as lost; returns how many."""
-    now = ctx.env._now
-    lost = 0
-    for msg in msgs:
-        if msg[MSG_ID] >= 0:
-            ctx.ledger.lost(msg, socket_index, pipe_index, rule, now)
-            lost += 1
-    return lost
+    return _record(ctx.ledger.lost, ctx.env._now, msgs, socket_index, pipe_index, rule)
 
 
 def record_discarded(ctx: Context, msgs: Any, socket_index: int, pipe_index: int, rule: int) -> int:
-    now = ctx.env._now
+    """Ledger every user message of ``msgs`` as discarded; returns how many."""
+    return _record(ctx.ledger.discarded, ctx.env._now, msgs, socket_index, pipe_index, rule)
+
+
+def _record(write: Any, now: float, msgs: Any, socket_index: int, pipe_index: int, rule: int) -> int:
     count = 0
     for msg in msgs:
-        if msg[MSG_ID] >= 0:
-            ctx.ledger.discarded(msg, socket_index, pipe_index, rule, now)
+        if msg[MSG_ID] >= 0:  # control messages (subscriptions) are not copies
+            write(msg, socket_index, pipe_index, rule, now)
             count += 1
     return count
 

@@ -417,19 +417,23 @@ class StreamConnection:
 
     # -- close / linger ----------------------------------------------------------------------
 
+    def _stop_connecting(self) -> None:
+        """The connector is gone (closed or crashed): no more attempts, handshakes, or
+        waiting for a listener to appear."""
+        self.closed = True
+        self.attempt_timer.cancel()
+        self.handshake_timer.cancel()
+        if self.waiting_for_listener:
+            waiting = self.ctx.waiting_connects.get(self.endpoint.key, [])
+            if self in waiting:
+                waiting.remove(self)
+            self.waiting_for_listener = False
+
     def close_side(self, sock: Socket, discard: bool = False, rule: int = RULE_LINGER) -> None:
         """``sock`` closed (``zmq_close``): honour its LINGER on this connection."""
-        ctx = self.ctx
         if sock is self.connector:
             session = self.c_session
-            self.attempt_timer.cancel()
-            self.handshake_timer.cancel()
-            if self.waiting_for_listener:
-                lst = ctx.waiting_connects.get(self.endpoint.key, [])
-                if self in lst:
-                    lst.remove(self)
-                self.waiting_for_listener = False
-            self.closed = True
+            self._stop_connecting()
             provisional = self.b_peer
             if provisional is not None and not provisional.attached and (self.link is None):
                 provisional.socket.detach(provisional)
@@ -544,13 +548,7 @@ class StreamConnection:
             self.link_broken(link, "crash", None, rule=RULE_CRASH)
         session = self.c_session if sock is self.connector else self.b_session
         if sock is self.connector:
-            self.closed = True
-            self.attempt_timer.cancel()
-            self.handshake_timer.cancel()
-            if self.waiting_for_listener:
-                lst = ctx.waiting_connects.get(self.endpoint.key, [])
-                if self in lst:
-                    lst.remove(self)
+            self._stop_connecting()
         if session is not None:
             for pipe in (session.out_pipe, session.in_pipe):
                 if pipe is not None and pipe.queue:
