@@ -55,8 +55,8 @@ def test_out_writes_parquet(tmp_path, capsys):
     assert (messages["state"] == "dropped").sum() == summary["ledger"]["dropped"]
     delivered = messages[messages["state"] == "delivered"]
     assert delivered["latency_s"].max() == pytest.approx(summary["latency_s"]["max"])
-    assert set(depth["pipe"]) >= {"pub->sub"}
-    pub_sub = depth[depth["pipe"] == "pub->sub"]
+    assert set(depth["pipe_name"]) >= {"pub->sub"}
+    pub_sub = depth[depth["pipe_name"] == "pub->sub"]
     assert pub_sub["depth"].max() == next(p["max_depth"] for p in summary["pipes"] if p["name"] == "pub->sub")
 
 
@@ -84,3 +84,19 @@ def test_missing_file_exits_2(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "zsim", "run", str(tmp_path / "nope.toml")], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     assert "no such file" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """``zsim run FILE | head -1``: the closed pipe is not an error (it is an OSError, so the
+    generic 'a failing OS call' line used to win and say ``zsim: Broken pipe``, exit 1)."""
+
+    class Closed:
+        def write(self, text: str) -> int:
+            raise BrokenPipeError(32, "Broken pipe")
+
+        def flush(self) -> None:
+            raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(sys, "stdout", Closed())
+    assert main(["run", str(EXAMPLE)]) == 0
+    assert capsys.readouterr().err == ""

@@ -219,28 +219,51 @@ def _value_text(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(", ", " = ")).replace('"', "")
 
 
-def _from_files(paths: Sequence[str], sets: Sequence[tuple[str, Any]]) -> list[Design]:
+#: A design's source: a scenario or sweep file, or (from Python) a dict with its TOML structure.
+Source = str | Path | Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class _Loaded:
+    raw: dict[str, Any]
+    base_dir: str
+    shown: str  # in tables and errors: the file as given, or ``<dict N>``
+    stem: str  # the design's default name
+
+
+def _load_source(source: Source, index: int, what: str) -> _Loaded:
+    """A file as ``files.load_toml`` reads it (relative paths in it are relative to the
+    file), or a copy of a dict (relative paths relative to the working directory, as
+    ``zsim.run(dict)`` takes them); named by the file's stem or the dict's scenario name."""
+    if isinstance(source, Mapping):
+        raw = copy.deepcopy(dict(source))
+        head = raw.get("scenario")
+        name = head.get("name") if isinstance(head, Mapping) else None
+        return _Loaded(raw, str(Path.cwd()), f"<dict {index + 1}>", str(name) if name else f"design{index + 1}")
+    return _Loaded(files.load_toml(source, what), str(Path(source).resolve().parent), files.shown_path(source), Path(source).stem)
+
+
+def _from_files(sources: Sequence[Source], sets: Sequence[tuple[str, Any]]) -> list[Design]:
     loaded = []
-    for path in paths:
-        raw = files.load_toml(path, "scenario file")
+    for index, source in enumerate(sources):
+        found = _load_source(source, index, "scenario file")
+        raw, where = found.raw, found.shown
         if "sweep" in raw:
-            raise ScenarioError(str(path), "is a sweep file; give a sweep file alone (its points are the designs)")
-        where = files.shown_path(path)
+            raise ScenarioError(where, "is a sweep file; give a sweep file alone (its points are the designs)")
         for set_path, value in sets:
             try:
                 scenario_spec.set_path(raw, set_path, copy.deepcopy(value))
             except ScenarioError as exc:
                 raise ScenarioError(f"--set {set_path}", f"{where}: {exc.reason}") from None
-        base_dir = str(Path(path).resolve().parent)
         try:
-            digest = _validated(raw, base_dir, str(path))
+            digest = _validated(raw, found.base_dir, where)
         except ScenarioError as exc:
             raise ScenarioError(f"{where}: {exc.path}" if exc.path else where, exc.reason) from None
-        loaded.append((path, raw, base_dir, digest))
-    names = _unique_names([Path(path).stem for path, *_ in loaded])
-    return [Design(name=name, raw=raw, base_dir=base_dir, source=files.shown_path(path), overrides=dict(sets), digest=digest,
+        loaded.append((found, digest))
+    names = _unique_names([found.stem for found, _ in loaded])
+    return [Design(name=name, raw=found.raw, base_dir=found.base_dir, source=found.shown, overrides=dict(sets), digest=digest,
                    fixed=dict(sets))
-            for name, (path, raw, base_dir, digest) in zip(names, loaded, strict=True)]
+            for name, (found, digest) in zip(names, loaded, strict=True)]
 
 
 def _flag_error(exc: ScenarioError) -> ScenarioError:
@@ -267,11 +290,12 @@ def _from_plan(plan: Any, name_of: Callable[[Any], str]) -> list[Design]:
     return [dataclasses.replace(d, name=n) for d, n in zip(designs, names, strict=True)]
 
 
-def _from_variants(path: str, varies: Sequence[tuple[str, list[Any]]], links: Sequence[tuple[str, str]],
+def _from_variants(source: Source, varies: Sequence[tuple[str, list[Any]]], links: Sequence[tuple[str, str]],
                    sets: Sequence[tuple[str, Any]], replications: int) -> list[Design]:
     from .sweep import plan as sweep_plan
 
-    raw = files.load_toml(path, "scenario file")
+    found = _load_source(source, 0, "scenario file")
+    raw, path = found.raw, found.shown
     if "sweep" in raw:
         raise ScenarioError("--vary", f"{path} is a sweep file: its axes are the designs; --vary varies a scenario file")
     count = math.prod(len(values) for _, values in varies)
@@ -286,8 +310,7 @@ def _from_variants(path: str, varies: Sequence[tuple[str, list[Any]]], links: Se
         if sum(1 for q, _ in varies if q == p) > 1:
             raise ScenarioError(f"--vary {p}", "is given twice; give all its values in one --vary PATH=V1,V2")
     try:
-        sweep = sweep_plan.from_dict(table, base=raw, base_dir=str(Path(path).resolve().parent), base_source=str(path),
-                                     source=str(path))
+        sweep = sweep_plan.from_dict(table, base=raw, base_dir=found.base_dir, base_source=path, source=path)
         plan = sweep_plan.expand(sweep, max_runs=None)
     except ScenarioError as exc:
         raise _flag_error(exc) from None
@@ -296,10 +319,11 @@ def _from_variants(path: str, varies: Sequence[tuple[str, list[Any]]], links: Se
     return _from_plan(plan, lambda point: ", ".join(f"{p}={_value_text(v)}" for p, v in point.coords))
 
 
-def _from_sweep(path: str, replications: int | None, seed: int | None) -> tuple[list[Design], Any]:
+def _from_sweep(source: Source, replications: int | None, seed: int | None) -> tuple[list[Design], Any]:
     from .sweep import plan as sweep_plan
 
-    sweep = sweep_plan.load(path)
+    sweep = sweep_plan.parse(source)
+    path = "<dict 1>" if isinstance(source, Mapping) else files.shown_path(source)
     changes: dict[str, Any] = {"common_random_numbers": True}
     if replications is not None:
         changes["replications"] = replications
@@ -333,7 +357,7 @@ class DesignSet:
     notes: tuple[str, ...] = ()
 
 
-def make_designs(sources: Sequence[str], *, vary: Sequence[str] = (), link: Sequence[str] = (), set_: Sequence[str] = (),
+def make_designs(sources: Sequence[Source], *, vary: Sequence[str] = (), link: Sequence[str] = (), set_: Sequence[str] = (),
                  names: Sequence[str] = (), replications: int | None = None, seed: int | None = None) -> DesignSet:
     """The designs of a comparison from the command line's words, every scenario validated
     (a bad path or value is one ``ScenarioError`` naming the flag or the file's field)."""
@@ -350,7 +374,8 @@ def make_designs(sources: Sequence[str], *, vary: Sequence[str] = (), link: Sequ
         sets.append((path, _toml_value(value)))
     if replications is not None and replications < 1:
         raise ScenarioError("--replications", f"must be >= 1, got {replications}")
-    first = files.load_toml(sources[0], "scenario or sweep file")
+    first_found = _load_source(sources[0], 0, "scenario or sweep file")
+    first, shown = first_found.raw, first_found.shown
     derived: Mapping[str, str] = {}
     report_metrics: tuple[str, ...] = ()
     notes: list[str] = []
@@ -358,17 +383,17 @@ def make_designs(sources: Sequence[str], *, vary: Sequence[str] = (), link: Sequ
     root = seed if seed is not None else 0
     if "sweep" in first:
         if len(sources) > 1:
-            raise ScenarioError(sources[0], "is a sweep file: its points are the designs; give it alone")
+            raise ScenarioError(shown, "is a sweep file: its points are the designs; give it alone")
         for flag, given in (("--vary", vary), ("--link", link), ("--set", set_)):
             if given:
-                raise ScenarioError(flag, f"{sources[0]} is a sweep file; put the change in its [axes], [link] or [set]")
+                raise ScenarioError(flag, f"{shown} is a sweep file; put the change in its [axes], [link] or [set]")
         designs, sweep = _from_sweep(sources[0], replications, seed)
         n, root = sweep.replications, sweep.seed
         report = sweep.report or {}
         derived = dict(report.get("derived", {}))
         report_metrics = tuple(report.get("metrics", ()))
         if sweep.raw.get("sweep", {}).get("common_random_numbers") is False:
-            notes.append(f"{sources[0]} sets common_random_numbers = false; a comparison always pairs replications")
+            notes.append(f"{shown} sets common_random_numbers = false; a comparison always pairs replications")
     elif vary:
         if len(sources) > 1:
             raise ScenarioError("--vary", f"varies one scenario file; got {len(sources)} files")
@@ -377,7 +402,7 @@ def make_designs(sources: Sequence[str], *, vary: Sequence[str] = (), link: Sequ
         if link:
             raise ScenarioError("--link", "links a path to a --vary path; there is no --vary")
         if len(sources) < 2:
-            raise ScenarioError("DESIGN", f"one design ({sources[0]}); a comparison needs two or more scenario files, or "
+            raise ScenarioError("DESIGN", f"one design ({shown}); a comparison needs two or more scenario files, or "
                                           "--vary PATH=V1,V2")
         _check_design_count(len(sources), "DESIGN")
         designs = _from_files(sources, sets)
@@ -663,6 +688,43 @@ class Comparison:
     notes: list[str] = field(default_factory=list)
     written: list[Path] = field(default_factory=list)
 
+    def text(self) -> str:
+        """What ``zsim compare`` prints."""
+        return format_text(self)
+
+    def to_json(self) -> dict[str, Any]:
+        """What ``zsim compare --json`` prints, as a dict."""
+        return to_json(self)
+
+    def to_frame(self) -> Any:
+        """The shown metrics as a pandas DataFrame, one row per metric and design (index
+        ``metric``, ``design``): ``baseline`` (the first design), ``runs`` (with a value),
+        ``mean``, ``ci_low``, ``ci_high`` (95 %, Student-t), the paired difference from the
+        baseline ``diff_mean``, ``diff_ci_low``, ``diff_ci_high``, its ``verdict`` (empty
+        for the baseline), ``prefers`` (lower, higher or empty) and ``warned`` (the warnings
+        that question this design's number: code -> runs that raised it; ``{}`` if none). Numbers in SI units, as in ``to_json``."""
+        from .results import _pandas
+
+        pd = _pandas()
+        records = []
+        for metric in self.metrics:
+            for index, result in enumerate(self.designs):
+                sample = metric.samples[index]
+                difference = metric.differences[index]
+                diff = difference.sample if difference is not None else None
+                records.append({
+                    "metric": metric.name, "design": result.design.name, "baseline": index == 0, "runs": sample.n,
+                    "mean": _json_number(sample.mean), "ci_low": _json_number(sample.low), "ci_high": _json_number(sample.high),
+                    "diff_mean": _json_number(diff.mean) if diff is not None else None,
+                    "diff_ci_low": _json_number(diff.low) if diff is not None else None,
+                    "diff_ci_high": _json_number(diff.high) if diff is not None else None,
+                    "verdict": difference.verdict if difference is not None else "", "prefers": metric.prefers or "",
+                    "warned": dict(metric.warned[index])})
+        frame = pd.DataFrame.from_records(records)
+        for column in ("mean", "ci_low", "ci_high", "diff_mean", "diff_ci_low", "diff_ci_high"):
+            frame[column] = frame[column].astype(float)
+        return frame.set_index(["metric", "design"]) if records else frame
+
 
 def _number(value: Any) -> float | None:
     if isinstance(value, bool):
@@ -891,7 +953,7 @@ def _name_rank(name: str) -> int:
     return (0 if name.startswith(("socket.", "sender.", "pipe.", "link.")) else 2) + (1 if "steady_" in name else 0)
 
 
-def compare(sources: Sequence[str], *, vary: Sequence[str] = (), link: Sequence[str] = (), set_: Sequence[str] = (),
+def compare(sources: Sequence[Source], *, vary: Sequence[str] = (), link: Sequence[str] = (), set_: Sequence[str] = (),
             names: Sequence[str] = (), replications: int | None = None, seed: int | None = None, metrics: Sequence[str] = (),
             prefer: Sequence[str] = (), max_metrics: int = DEFAULT_MAX_METRICS, engine: str = "spark", jobs: int | None = None,
             master: str | None = None, conf: Mapping[str, str] | None = None, run_timeout_s: float | None = None,

@@ -176,19 +176,115 @@ def _pipe_drops(table: dict[str, np.ndarray]) -> dict[int, dict[str, int]]:
     return result
 
 
+#: What ``RunResult.to_frame(kind)`` can tabulate: one row per entity of that kind.
+FRAME_KINDS = ("socket", "pipe", "link", "sender", "template")
+
+
+def _pandas() -> Any:
+    try:
+        import pandas as pd
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise RuntimeError("DataFrames need pandas: pip install 'zsim[results]'") from exc
+    return pd
+
+
 @dataclass
 class RunResult:
+    """One run: ``summary`` (what ``zsim run --json`` prints), the per-copy records
+    (``messages``, integer-coded; ``messages_frame()`` decodes them) and, with
+    ``zsim.run(..., trace=True)``, every pipe's depth changes (``depth``, ``depth_frame()``)."""
+
     summary: dict[str, Any]
     messages: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
     depth: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
     socket_names: list[str] = field(default_factory=list, repr=False)
     pipe_names: list[str] = field(default_factory=list, repr=False)
+    #: the scenario that ran (its ``[[recv]]`` service times make ``offered_utilisation``)
+    scenario: Any = field(default=None, repr=False)
+    #: whether depth changes were recorded (``zsim.run(..., trace=True)``)
+    traced: bool = field(default=False, repr=False)
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.summary, indent=indent, sort_keys=False, default=json_default)
 
     def flat(self) -> dict[str, Any]:
-        return flat_metrics(self.summary)
+        """The run's numbers as one flat dict: the metrics columns of a sweep's row
+        (``flat_metrics``: pooled figures and ``socket.<name>.<field>``, ``pipe.<name>.<field>``, ...)."""
+        return flat_metrics(self.summary, self, self.scenario)
+
+    def to_frame(self, kind: str = "socket") -> Any:
+        """Per-entity metrics as a pandas DataFrame, one row per entity of ``kind``, indexed
+        by its name: ``"socket"`` (every socket: type, process, its own counters and, for a
+        socket copies were meant for, what became of them and their latency), ``"pipe"``,
+        ``"link"`` (per direction of a tcp/ipc link), ``"sender"`` or ``"template"`` (the
+        members of each ``count = N`` socket or ``copies = N`` sender template summed and
+        as min/mean/max). The numbers are those of ``flat()``; a field an entity has no
+        value for is NaN."""
+        if kind not in FRAME_KINDS:
+            raise ValueError(f"kind must be one of {', '.join(FRAME_KINDS)}; got {kind!r}")
+        pd = _pandas()
+        row = self.flat()
+        rows: dict[str, dict[str, Any]] = {}
+        summary = self.summary
+        if kind == "socket":
+            for name, sock in summary["sockets"].items():
+                entry = {"type": sock["type"], "process": sock["process"]}
+                entry.update({key: row.get(f"socket.{name}.{key}", math.nan) for key in (*PER_SOCKET, "dropped")})
+                if "inbound" not in sock:
+                    entry["dropped"] = math.nan  # nothing was meant for it: its drops as a sender are dropped_sending
+                rows[name] = entry
+        elif kind == "pipe":
+            for pipe in summary["pipes"]:
+                name = pipe["name"]
+                if name not in rows:  # pipes of the same name (reconnects) are one row, as in flat()
+                    rows[name] = {"from": pipe["from"], "to": pipe["to"], "transport": pipe["kind"], "hwm": pipe["hwm"],
+                                  **{key: row[f"pipe.{name}.{key}"] for key in PIPE_FIELDS}, "depth_at_end": 0}
+                rows[name]["depth_at_end"] += pipe["depth_at_end"]
+                for rule, count in (pipe.get("dropped_by_rule") or {}).items():
+                    rows[name][f"dropped_{rule}"] = rows[name].get(f"dropped_{rule}", 0) + count
+        elif kind == "link":
+            for link in summary.get("links") or ():
+                for name, levels in (link.get("directions") or {}).items():
+                    entry = rows.setdefault(name, {"transport": link["transport"]})
+                    for quantity in levels:
+                        for stat in ("max", "mean"):
+                            entry[f"{stat}_{quantity}"] = row[f"link.{name}.{stat}_{quantity}"]
+        elif kind == "sender":
+            for name, sender in (summary.get("senders") or {}).items():
+                rows[name] = {"socket": sender["socket"], **{key: row[f"sender.{name}.{key}"] for key in SENDER_FIELDS}}
+        else:
+            for template_kind, prefix in (("socket", "socket"), ("send", "sender")):
+                for name in (summary.get("templates") or {}).get(template_kind) or {}:
+                    start = f"{prefix}.{name}."
+                    stats = {key[len(start):]: value for key, value in row.items()
+                             if key.startswith(start) and key[len(start):].split("_", 1)[0] in (*MEMBER_STATS, "members")}
+                    rows[name] = {"kind": prefix, **stats}
+        frame = pd.DataFrame.from_dict(rows, orient="index")
+        if kind == "pipe":  # a pipe that dropped nothing by a rule another pipe used: 0, not NaN
+            for column in [c for c in frame.columns if c.startswith("dropped_")]:
+                frame[column] = frame[column].fillna(0).astype(np.int64)
+        frame.index.name = kind
+        return frame
+
+    def messages_frame(self) -> Any:
+        """One row per message copy and its fate, names decoded (``zsim run --out``'s
+        messages.parquet without the seed and scenario columns): ``msg_id``, ``origin``
+        (the socket that sent it), ``state`` (delivered, forwarded, dropped, discarded,
+        lost_on_close, queued_at_end), ``socket`` (where its fate was decided: the receiver
+        for a delivery, the socket that dropped, discarded or still holds it), ``pipe_name``
+        (empty where no pipe was involved), ``rule`` (why it was dropped, discarded or lost;
+        where it was queued: pipe, engine, kernel; empty for a delivery), ``sent_s``,
+        ``end_s`` (when its fate was decided), ``latency_s`` (deliveries only, else NaN),
+        ``size_bytes``. No column is named like a DataFrame method (``size``, ``pipe``)."""
+        return messages_frame(self)
+
+    def depth_frame(self) -> Any:
+        """Every depth change of every pipe (``pipe_name``, ``time_s``, ``depth``), recorded
+        only by ``zsim.run(..., trace=True)``; a run without it raises ``ValueError`` rather
+        than give an empty table that reads as "nothing was queued"."""
+        if not self.traced:
+            raise ValueError("depth changes are recorded only by zsim.run(..., trace=True)")
+        return depth_frame(self)
 
     def write_parquet(self, out_dir: str | Path) -> list[Path]:
         return write_parquet(self, out_dir)
@@ -369,6 +465,8 @@ def summarise(model: Model, wall_s: float) -> RunResult:
         depth=depth,
         socket_names=[s.name for s in world.sockets],
         pipe_names=[p.name for p in world.pipe_info],
+        scenario=scenario,
+        traced=bool(world.trace_depth),
     )
 
 
@@ -638,46 +736,60 @@ def flat_metrics(summary: dict[str, Any], result: RunResult | None = None, scena
     return row
 
 
-def write_parquet(result: RunResult, out_dir: str | Path) -> list[Path]:
-    """``messages.parquet`` (one row per message copy), ``depth.parquet`` (depth changes),
-    ``summary.json``. Needs pandas and pyarrow (``pip install zsim[results]``)."""
-    try:
-        import pandas as pd
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise RuntimeError("writing Parquet needs pandas and pyarrow: pip install 'zsim[results]'") from exc
-    out = prepare_output_dir(out_dir, "--out")
-    written = []
+def messages_frame(result: RunResult) -> Any:
+    """``RunResult.messages_frame()``."""
+    pd = _pandas()
     msgs = result.messages
     sockets = np.asarray(result.socket_names + [""], dtype=object)
     pipes = np.asarray(result.pipe_names + [""], dtype=object)
     state_names = np.asarray(STATES, dtype=object)
-    frame = pd.DataFrame(
+    if not msgs:
+        msgs = {key: np.zeros(0, dtype=np.int64) for key in ("msg_id", "state", "socket", "pipe", "rule", "size", "origin")}
+        msgs.update({"time": np.zeros(0), "t0": np.zeros(0)})
+    return pd.DataFrame(
         {
             "msg_id": msgs["msg_id"],
+            "origin": sockets[np.where(msgs["origin"] >= 0, msgs["origin"], len(sockets) - 1)],
             "state": pd.Categorical(state_names[msgs["state"].astype(int)], categories=list(STATES)),
             "socket": sockets[np.where(msgs["socket"] >= 0, msgs["socket"], len(sockets) - 1)],
-            "pipe": pipes[np.where(msgs["pipe"] >= 0, msgs["pipe"], len(pipes) - 1)],
+            "pipe_name": pipes[np.where(msgs["pipe"] >= 0, msgs["pipe"], len(pipes) - 1)],
             "rule": [(WHERE if s == 5 else RULES).get(int(r), str(int(r))) for s, r in zip(msgs["state"], msgs["rule"], strict=True)],
             "sent_s": msgs["t0"],
             "end_s": msgs["time"],
             "latency_s": np.where(msgs["state"] == DELIVERED, msgs["time"] - msgs["t0"], np.nan),
             "size_bytes": msgs["size"],
-            "origin": sockets[np.where(msgs["origin"] >= 0, msgs["origin"], len(sockets) - 1)],
         }
     )
+
+
+def depth_frame(result: RunResult) -> Any:
+    """Every recorded depth change: ``pipe_name``, ``time_s``, ``depth``."""
+    pd = _pandas()
+    rows = []
+    for name, trace in result.depth.items():
+        if len(trace):
+            rows.append(pd.DataFrame({"pipe_name": name, "time_s": trace[:, 0], "depth": trace[:, 1].astype(np.int64)}))
+    empty = {"pipe_name": pd.Series([], dtype=object), "time_s": pd.Series([], dtype=float), "depth": pd.Series([], dtype=np.int64)}
+    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(empty)
+
+
+def write_parquet(result: RunResult, out_dir: str | Path) -> list[Path]:
+    """``messages.parquet`` (one row per message copy: ``messages_frame`` with the seed and
+    the scenario's name), ``depth.parquet`` (depth changes: ``depth_frame``, with the seed;
+    empty unless the run was traced), ``summary.json``. Needs pandas and pyarrow
+    (``pip install zsim[results]``)."""
+    _pandas()
+    out = prepare_output_dir(out_dir, "--out")
+    written = []
+    frame = messages_frame(result)
     frame["seed"] = result.summary["seed"]
     frame["scenario"] = result.summary["scenario"]
     # Each file appears whole or not at all (temporary name, fsync, rename): a run that
     # fails or is killed while writing leaves the previous files of --out as they were.
     path = atomic_write(out / "messages.parquet", lambda handle: frame.to_parquet(handle, index=False))
     written.append(path)
-    rows = []
-    for name, trace in result.depth.items():
-        if len(trace):
-            rows.append(pd.DataFrame({"pipe": name, "time_s": trace[:, 0], "depth": trace[:, 1].astype(np.int64)}))
-    empty = {"pipe": pd.Series([], dtype=str), "time_s": pd.Series([], dtype=float), "depth": pd.Series([], dtype=np.int64)}
-    depth_frame = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(empty)
-    depth_frame["seed"] = result.summary["seed"]
-    written.append(atomic_write(out / "depth.parquet", lambda handle: depth_frame.to_parquet(handle, index=False)))
+    depth_rows = depth_frame(result)
+    depth_rows["seed"] = result.summary["seed"]
+    written.append(atomic_write(out / "depth.parquet", lambda handle: depth_rows.to_parquet(handle, index=False)))
     written.append(atomic_write(out / "summary.json", result.to_json()))
     return written
