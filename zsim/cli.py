@@ -452,18 +452,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ZsimError as exc:
         print(f"zsim: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except BrokenPipeError:  # the reader went away (``zsim run ... | head``): stop quietly, like cat
+        # point stdout at /dev/null so the interpreter's final flush does not fail again
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError, AttributeError):  # a stdout without a file descriptor (an embedding, a test)
+            pass
+        finally:
+            os.close(devnull)
+        return EXIT_OK
     except FileNotFoundError as exc:
         print(f"zsim: {exc.filename or exc}: no such file", file=sys.stderr)
         return EXIT_USAGE
-    except OSError as exc:  # a failing OS call the code did not expect: one line, exit 1
+    except OSError as exc:  # BrokenPipeError is one: it is handled above  # a failing OS call the code did not expect: one line, exit 1
         where = f"{exc.filename}: " if exc.filename else ""
         print(f"zsim: {where}{exc.strerror or exc}", file=sys.stderr)
         return EXIT_FAULT
     except KeyboardInterrupt:
         print("zsim: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        return EXIT_OK
     except MemoryError:
         print("zsim: out of memory (lower the scenario's size or the run's limits: --max-messages)", file=sys.stderr)
         return EXIT_FAULT
