@@ -1,0 +1,158 @@
+"""docs/api.md runs as written: every ``python`` block, in order, in one namespace, in an
+empty folder beside the repository's ``examples/`` and ``experiments/`` (as a new user
+would run them from a notebook), and the numbers the page states are the numbers the code
+gives."""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+API = ROOT / "docs" / "api.md"
+
+pytestmark = pytest.mark.slow  # about 30 s: a comparison of 10 runs and a sweep of 20
+
+
+def python_blocks(path: Path) -> list[str]:
+    return re.findall(r"^```python\n(.*?)^```", path.read_text(), re.S | re.M)
+
+
+def run_blocks(blocks: list[str], where: Path) -> dict[str, Any]:
+    """Run each block like a notebook cell; ``_<i>`` holds the value of block i's last
+    expression (what a notebook shows)."""
+    namespace: dict[str, Any] = {"__name__": "__docs__"}
+    for i, block in enumerate(blocks):
+        tree = ast.parse(block, filename=f"{API.name} block {i}")
+        last = tree.body[-1] if tree.body else None
+        if isinstance(last, ast.Expr):
+            exec(compile(ast.Module(tree.body[:-1], []), f"{API.name} block {i}", "exec"), namespace)  # noqa: S102
+            namespace[f"_{i}"] = eval(compile(ast.Expression(last.value), f"{API.name} block {i}", "eval"), namespace)  # noqa: S307
+        else:
+            exec(compile(tree, f"{API.name} block {i}", "exec"), namespace)  # noqa: S102
+    return namespace
+
+
+@pytest.fixture(scope="module")
+def walked(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Path]:
+    where = tmp_path_factory.mktemp("api")
+    for folder in ("examples", "experiments"):
+        (where / folder).symlink_to(ROOT / folder)
+    before = Path.cwd()
+    os.chdir(where)
+    try:
+        return run_blocks(python_blocks(API), where), where
+    finally:
+        os.chdir(before)
+
+
+def test_every_block_of_the_page_runs(walked: tuple[dict[str, Any], Path]) -> None:
+    ns, where = walked
+    assert len(python_blocks(API)) >= 12
+    # what the blocks say they write is there
+    assert (where / "depth.png").stat().st_size > 10_000
+    assert (where / "report" / "report.html").exists()
+    assert (where / "sweep-report" / "feed-hwm" / "thresholds.csv").exists()
+
+
+def test_the_numbers_the_page_states(walked: tuple[dict[str, Any], Path]) -> None:
+    ns, _ = walked
+    text = API.read_text()
+    sockets = ns["sockets"]
+    slow, fast = sockets.loc["slow"], sockets.loc["fast"]
+    # step 2: the table and the prose
+    assert (int(slow["copies"]), int(slow["delivered"]), int(slow["dropped"])) == (19977, 18642, 1335)
+    assert (int(fast["delivered"]), int(fast["dropped"])) == (19977, 0)
+    assert f"{slow['loss_fraction']:.6f}" == "0.066827" and "0.066827" in text
+    assert f"{slow['offered_utilisation']:.6f}" == "0.259728" and "0.259728" in text
+    pipes = ns["pipes"]
+    dropping = pipes[pipes["dropped"] > 0]
+    assert list(dropping.index) == ["pub->slow (tcp send)"]
+    assert (int(dropping["max_depth"].iloc[0]), int(dropping["dropped_hwm"].iloc[0]), int(dropping["hwm"].iloc[0])) == (52, 1335, 100)
+    assert ns["result"].summary["warnings"] == []
+    # step 3
+    fates = ns["copies"].groupby(["socket", "state"], observed=True).size().to_dict()
+    assert fates == {("fast", "delivered"): 19977, ("pub", "dropped"): 1335, ("slow", "delivered"): 18642}
+    # step 5: the explanation names the pipe, the rule and the stale view
+    explained = ns["explain"](ns["explained"], ns["recorder"].result, ns["scenario"]).text()
+    assert "164 copies dropped at pub->slow (tcp send) (rule hwm)" in explained
+    assert "stale view" in explained
+    # step 6: the verdicts the page shows
+    frame = ns["comparison"].to_frame()
+    assert frame.loc[("socket.slow.loss_fraction", "socket.pub.options.sndhwm=1000"), "verdict"] == "better"
+    assert frame.loc[("socket.slow.latency_p99_s", "socket.pub.options.sndhwm=1000"), "verdict"] == "no detectable difference"
+    assert f"{frame.loc[('socket.slow.loss_fraction', 'socket.pub.options.sndhwm=100'), 'mean']:.6f}" in text
+    # step 7: the sweep's table and answer
+    by_hwm = ns["rows"].groupby("socket.pub.options.sndhwm")["socket.slow.loss_fraction"].mean()
+    assert [f"{v:.6f}" for v in by_hwm] == ["0.071254", "0.044812", "0.014813", "0.004797", "0.000000"]
+    assert ns["answers"].answer[0] == "socket.pub.options.sndhwm 1600 (95 % upper bound); 800 by the mean"
+    assert ns["answers"].answer[0] in text
+
+
+def test_the_error_the_page_shows(walked: tuple[dict[str, Any], Path]) -> None:
+    import zsim
+
+    with pytest.raises(zsim.ScenarioError) as caught:
+        zsim.run({**walked[0]["design"], "send": [{"socket": "pub", "rate_per_s": -5, "count": 10}]})
+    assert str(caught.value) in API.read_text()
+
+
+# --------------------------------------------------------------------------------------
+# docs/tutorial.md: its files written, its commands run, in an empty folder
+
+TUTORIAL = ROOT / "docs" / "tutorial.md"
+
+
+def tutorial_parts(path: Path) -> tuple[dict[str, str], list[str]]:
+    """The files (a block after ``<!-- file: NAME -->``) and the commands (``sh`` blocks,
+    ``\\`` continuations joined) of a page, in order."""
+    text = path.read_text()
+    files = dict(re.findall(r"<!-- file: (\S+) -->\n```\w*\n(.*?)^```", text, re.S | re.M))
+    commands = []
+    for block in re.findall(r"^```sh\n(.*?)^```", text, re.S | re.M):
+        commands.extend(line.strip() for line in block.replace("\\\n", " ").splitlines() if line.strip())
+    return files, commands
+
+
+def test_the_tutorial_runs_as_written(tmp_path: Path) -> None:
+    import shlex
+    import subprocess
+    import sys
+
+    files, commands = tutorial_parts(TUTORIAL)
+    assert set(files) == {"feed.toml", "feed-hwm.toml"}
+    assert [c.split()[:2] for c in commands] == [["zsim", "run"], ["zsim", "explain"], ["zsim", "run"], ["zsim", "compare"],
+                                                   ["zsim", "sweep"]]
+    for name, content in files.items():
+        (tmp_path / name).write_text(content)
+    text = TUTORIAL.read_text()
+    outputs = []
+    for command in commands:
+        argv = [sys.executable, "-m", "zsim", *shlex.split(command)[1:]]
+        done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, f"{command}: {done.stderr[-2000:]}"
+        outputs.append(done.stdout)
+    run, explained, _, compared, _ = outputs
+    # the lines the page shows are the lines the commands print
+    for line in ("slow                     19977     18642     1335      0       0    6.68     0.164   291.622   300.120   302.915",
+                 "    dropped 1335 at pub->slow (tcp send): hwm"):
+        assert line in run and line in text
+    assert "warning" not in run.lower()
+    assert "164 copies dropped at pub->slow (tcp send) (rule hwm)" in explained
+    assert "held up to 346 messages (2.65 MB)" in explained and "stale view of the pipe" in explained
+    for line in ("  socket.pub.options.sndhwm=1000     0 %  same in every run                  -5.87 pp  -7.683 pp .. -4.057 pp  better",
+                 "  socket.pub.options.sndhwm=1000  314.5 ms  251.7 ms .. 377.2 ms                +21.01 ms  -33.4 ms .. +75.41 ms  no detectable difference"):
+        assert line in compared and line in text
+    assert "socket.fast.latency_p99_s" in compared
+    assert (tmp_path / "feed-report" / "report.html").exists()
+    answers = (tmp_path / "out" / "sweeps" / "report" / "feed-hwm" / "thresholds.csv").read_text()
+    assert "socket.pub.options.sndhwm 1600 (95 % upper bound); 800 by the mean" in answers
+    # the typo the page shows gives the line it shows
+    (tmp_path / "bad.toml").write_text(files["feed.toml"].replace("rcvhwm = 100 }", "rcvhmw = 100 }", 1))
+    done = subprocess.run([sys.executable, "-m", "zsim", "run", "bad.toml"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and done.stderr.strip() in text
