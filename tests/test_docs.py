@@ -145,8 +145,11 @@ def test_the_tutorial_runs_as_written(tmp_path: Path) -> None:
     assert "warning" not in run.lower()
     assert "164 copies dropped at pub->slow (tcp send) (rule hwm)" in explained
     assert "held up to 346 messages (2.65 MB)" in explained and "stale view of the pipe" in explained
+    assert "Loss episode 3: from 3.11 s to 3.2 s, 173 copies dropped at pub->slow (tcp send) (rule hwm). The same causes as episode 1." \
+        in explained
     for line in ("  socket.pub.options.sndhwm=1000     0 %  same in every run                  -5.87 pp  -7.683 pp .. -4.057 pp  better",
-                 "  socket.pub.options.sndhwm=1000  314.5 ms  251.7 ms .. 377.2 ms                +21.01 ms  -33.4 ms .. +75.41 ms  no detectable difference"):
+                 "  socket.pub.options.sndhwm=1000  314.5 ms  251.7 ms .. 377.2 ms                +21.01 ms  -33.4 ms .. +75.41 ms  "
+                 "no detectable difference"):
         assert line in compared and line in text
     assert "socket.fast.latency_p99_s" in compared
     assert (tmp_path / "feed-report" / "report.html").exists()

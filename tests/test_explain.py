@@ -164,3 +164,33 @@ def test_the_fanout_names_the_slow_subscriber_its_utilisation_and_the_xpub_pipe(
         assert "The kernel buffers of xpub->slow held up to" in text
     inbound = result.summary["sockets"]["slow"]["inbound"]  # type: ignore[attr-defined]
     assert inbound["dropped"] == 21_754 and np.isclose(inbound["loss_fraction"], 0.719, atol=0.001)
+
+
+def test_repeated_episodes_at_one_pipe_say_only_what_differs():
+    """A reader that pauses for GC makes the same episode at every pause: the first gets the
+    whole chain, each later one at the same pipe and rule only its statements that differ."""
+    feed = {
+        "scenario": {"name": "feed"},
+        "socket": [
+            {"name": "pub", "type": "PUB", "bind": "tcp://127.0.0.1:5556", "options": {"sndhwm": 100}},
+            {"name": "slow", "type": "SUB", "connect": "tcp://127.0.0.1:5556", "options": {"subscribe": "", "rcvhwm": 100}},
+        ],
+        "send": [{"socket": "pub", "rate_per_s": 2000, "size_bytes": 8000, "start_s": 0.1, "duration_s": 5.0}],
+        "recv": [{"socket": "slow", "service_s": 100e-6, "pause_every_s": 1.0, "pause_s": 0.3}],
+    }
+    story, _ = _explain(feed, 1)
+    assert len(story.episodes) >= 3 and len({(e.where, e.rule) for e in story.episodes}) == 1
+    paragraphs = story.paragraphs()
+    assert paragraphs[0] == story.episodes[0].paragraph(1)
+    first = story.episodes[0]
+    for number, (episode, text) in enumerate(zip(story.episodes[1:], paragraphs[1:], strict=True), 2):
+        head = episode.paragraph(number)[: len(text.split(". ")[0])]
+        assert text.startswith(head)
+        different = [c for c in episode.causes if c not in first.causes]
+        assert len(different) < len(episode.causes)  # the same place, mostly the same causes
+        if different:
+            assert "As episode 1, except: " + " ".join(different) in text
+        else:
+            assert text.endswith("The same causes as episode 1.")
+        assert len(text) < len(episode.paragraph(number)) / 2
+    assert story.text().count("stale view") == 1 + sum("stale view" in p for p in paragraphs[1:])

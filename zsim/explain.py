@@ -61,12 +61,25 @@ class Episode:
     copies: int
     causes: list[str] = field(default_factory=list)
 
-    def paragraph(self, number: int) -> str:
+    def _head(self, number: int) -> str:
         span = (f"at {human_time(self.start_s)}" if self.end_s == self.start_s
                 else f"from {human_time(self.start_s)} to {human_time(self.end_s)}")
-        head = (f"Loss episode {number}: {span}, {self.copies:,} cop{'y' if self.copies == 1 else 'ies'} {self.state} at "
+        return (f"Loss episode {number}: {span}, {self.copies:,} cop{'y' if self.copies == 1 else 'ies'} {self.state} at "
                 f"{self.where} (rule {self.rule}).")
-        return " ".join([head, *self.causes])
+
+    def paragraph(self, number: int) -> str:
+        return " ".join([self._head(number), *self.causes])
+
+    def like(self, number: int, earlier: Episode, earlier_number: int) -> str:
+        """The paragraph of an episode at the same place by the same rule as ``earlier``:
+        only the statements that differ from the earlier one's (a GC-pausing reader makes
+        the same episode every pause; eight full paragraphs would hide what differs)."""
+        different = [cause for cause in self.causes if cause not in earlier.causes]
+        if len(different) == len(self.causes):
+            return self.paragraph(number)
+        if not different:
+            return f"{self._head(number)} The same causes as episode {earlier_number}."
+        return " ".join([f"{self._head(number)} As episode {earlier_number}, except:", *different])
 
 
 @dataclass
@@ -77,12 +90,26 @@ class Explanation:
     stalls: list[str]
     more_episodes: int = 0
 
+    def paragraphs(self) -> list[str]:
+        """One paragraph per episode, in time order; an episode at the place and by the rule
+        of an earlier one says only what differs from the first of them."""
+        first: dict[tuple[str, str, str], tuple[Episode, int]] = {}
+        out = []
+        for number, episode in enumerate(self.episodes, 1):
+            key = (episode.state, episode.where, episode.rule)
+            if key in first:
+                out.append(episode.like(number, *first[key]))
+            else:
+                first[key] = (episode, number)
+                out.append(episode.paragraph(number))
+        return out
+
     def text(self) -> str:
         lines = [f"zsim explain: {self.scenario}, seed {self.seed}", ""]
         if not self.episodes:
             lines.append("No copy was dropped, lost or discarded during the run.")
-        for number, episode in enumerate(self.episodes, 1):
-            lines += [episode.paragraph(number), ""]
+        for paragraph in self.paragraphs():
+            lines += [paragraph, ""]
         if self.more_episodes:
             lines += [f"... and {self.more_episodes} more loss episodes (the largest {len(self.episodes)} are above).", ""]
         if self.stalls:

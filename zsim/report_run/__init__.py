@@ -330,7 +330,7 @@ def _html(result: Any, scenario: Scenario, topo: data.Topology, panels: Sequence
     from ..explain import explain
 
     story = explain(result, series, scenario)
-    paragraphs = [f"<p>{esc(e.paragraph(i))}</p>" for i, e in enumerate(story.episodes, 1)]
+    paragraphs = [f"<p>{esc(text)}</p>" for text in story.paragraphs()]
     if story.more_episodes:
         paragraphs.append(f"<p>... and {story.more_episodes} more loss episodes (the largest {len(story.episodes)} are above).</p>")
     if not story.episodes:
