@@ -100,3 +100,35 @@ def test_a_reader_that_goes_away_ends_the_command_quietly(monkeypatch: pytest.Mo
     monkeypatch.setattr(sys, "stdout", Closed())
     assert main(["run", str(EXAMPLE)]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_run_prints_a_line_per_receiving_template_with_its_worst_member() -> None:
+    """Four subscribers made by one template, one of them slow: the template's line sums
+    the members' copies and names the worst member's loss and the spread of their p99."""
+    from zsim.cli import format_summary
+    from zsim.runner import run
+
+    scenario = {
+        "scenario": {"name": "t", "profile": "ideal"},
+        "socket": [
+            {"name": "pub", "type": "PUB", "bind": "inproc://feed", "options": {"sndhwm": 10}},
+            {"name": "sub{i}", "count": 4, "type": "SUB", "connect": "inproc://feed", "options": {"subscribe": "", "rcvhwm": 10}},
+        ],
+        "send": [{"socket": "pub", "count": 1000, "interval_s": 0.001, "start_s": 0.01}],
+        # a reader per member, sub3 four times slower than the rest
+        "recv": [{"socket": f"sub{i}", "service_s": 0.002 if i == 3 else 0.0005} for i in range(4)],
+    }
+    summary = run(scenario, 0).summary
+    text = format_summary(summary)
+    line = next(line for line in text.splitlines() if line.startswith("sub{i}"))
+    members = [summary["sockets"][f"sub{i}"] for i in range(4)]
+    fields = line.split()
+    assert fields[1] == "4"
+    assert int(fields[2]) == sum(m["inbound"]["copies"] for m in members) == 4000
+    assert int(fields[3]) == sum(m["inbound"]["delivered"] for m in members)
+    assert int(fields[4]) == sum(m["inbound"]["dropped"] for m in members) > 0
+    worst = max(m["inbound"]["loss_fraction"] for m in members)
+    assert worst == members[3]["inbound"]["loss_fraction"] > 0.4
+    assert fields[7] == f"{100 * worst:.2f}"
+    p99 = [m["latency_s"]["p99"] for m in members]
+    assert line.endswith(f"{1e3 * min(p99):.3f} .. {1e3 * max(p99):.3f}")

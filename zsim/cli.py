@@ -99,6 +99,41 @@ def _sender_table(summary: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _span(low: Any, high: Any, fmt: Callable[[float], str]) -> str:
+    if low is None or high is None or low != low or high != high:  # NaN: no member has a value
+        return "-"
+    return fmt(low) if low == high else f"{fmt(low)} .. {fmt(high)}"
+
+
+def _template_table(summary: dict[str, Any]) -> list[str]:
+    """Per receiving socket template (``count = N``): the receiver table's counts summed
+    over its members, and the spread of their loss and p99 latency, so 'is any of the 8
+    workers worse?' is one line."""
+    from .results import flat_metrics
+
+    templates = (summary.get("templates") or {}).get("socket") or {}
+    row = flat_metrics(summary)
+    rows = []
+    for name, info in templates.items():
+        def get(key: str, name: str = name) -> Any:
+            value = row.get(f"socket.{name}.{key}")
+            return None if value is None or value != value else value
+
+        if get("sum_copies") is None:
+            continue  # nothing was meant for its members: the socket table has their counts
+        counts = "".join(f"{int(get(key)):>{width}}" for key, width in (("sum_copies", 11), ("sum_delivered", 10), ("sum_dropped", 9),
+                                                                         ("sum_lost_on_close", 7), ("sum_queued_at_end", 8)))
+        loss = get("max_loss_fraction")
+        p99 = _span(get("min_latency_p99_s"), get("max_latency_p99_s"), lambda v: f"{1e3 * v:.3f}")
+        rows.append(f"{info['pattern'][:21]:<22}{info['count']:>8}{counts}{'-' if loss is None else f'{100 * loss:.2f}':>12}{p99:>24}")
+    if not rows:
+        return []
+    head = (f"{'receiver template':<22}{'members':>8}{'copies in':>11}{'delivered':>10}{'dropped':>9}{'lost':>7}{'at end':>8}"
+            f"{'loss % max':>12}{'p99 ms min .. max':>24}")
+    return ["", head, "-" * len(head), *rows, "(over the members of each template: copies summed, the worst member's loss %, "
+                                              "the spread of their p99)"]
+
+
 def _level(level: dict[str, Any], messages: str, size: str, key: str) -> str:
     count = level[messages][key]
     text = f"{count:.1f}" if isinstance(count, float) else str(count)
@@ -142,7 +177,7 @@ def format_summary(summary: dict[str, Any]) -> str:
             f"{name:<20}{sock['type']:>7}{sock['sent']:>10}{sock['send_again'] + sock['send_unroutable']:>9}{sock['received']:>10}"
             f"{sock['dropped']:>9}{sock['discarded']:>9}{sock['lost_on_close']:>7}{_fmt(sock['blocked_s'], 11)}"
         )
-    lines += _receiver_table(summary) + _sender_table(summary)
+    lines += _receiver_table(summary) + _template_table(summary) + _sender_table(summary)
     lines.append("")
     head = f"{'pipe':<44}{'hwm':>7}{'max depth':>11}{'mean depth':>12}{'dropped':>9}{'at end':>8}"
     lines.append(head)
