@@ -87,6 +87,60 @@ def test_folding_in_any_chunks_with_any_coarsening_equals_the_point_by_point_ans
     assert int(hi.max()) == int(values.max())  # the peak survives every merge
 
 
+def test_a_memory_budget_gives_every_series_fewer_wider_buckets_and_keeps_them_exact():
+    """Many series: ``fit`` halves the buckets until the dense levels fit the budget; the
+    levels are then exactly those of the coarser grid, and every peak survives."""
+    rng = np.random.default_rng(7)
+    grid = SeriesSet(buckets=256, horizon_s=50.0, max_bytes=40 * 64 * 3 * 8)  # 40 channels: room for 64 buckets
+    data = []
+    for _ in range(40):
+        times = np.sort(np.round(rng.uniform(0, 50, 300), 2))
+        values = rng.integers(0, 100, 300)
+        series = grid.new(1)
+        series.fold(times, values[:, None], grid.width)
+        data.append((series, times, values))
+        grid.fit()
+    assert grid.buckets == 64 and grid.asked == 256 and grid.level_bytes() <= grid.max_bytes
+    buckets = grid.count(50.0)
+    assert buckets <= 64
+    for series, times, values in data:
+        assert series.n <= grid.buckets and len(series.idx) <= max(8, 2 * series.n) * 2
+        lo, hi, last = series.dense(buckets)
+        want = _brute(times, values, grid.width, buckets)
+        assert (lo[:, 0].tolist(), hi[:, 0].tolist(), last[:, 0].tolist()) == tuple(w.tolist() for w in want)
+        assert int(hi.max()) == int(values.max())
+    tiny = SeriesSet(buckets=256, horizon_s=50.0, max_bytes=1)
+    tiny.new(6)
+    tiny.fit()
+    assert tiny.buckets == 32  # MIN_BUCKETS: below it a figure says nothing; the budget is exceeded instead
+
+
+def test_a_run_with_many_pipes_is_recorded_within_the_budget_and_the_page_says_so(tmp_path):
+    subs = 40
+    raw = {
+        "scenario": {"name": "wide", "until_s": 1.0},
+        "socket": [{"name": "pub", "type": "PUB", "bind": "tcp://127.0.0.1:5600", "options": {"sndhwm": 50}},
+                   {"name": "s{i}", "count": subs, "type": "SUB", "connect": "tcp://127.0.0.1:5600",
+                    "options": {"subscribe": "", "rcvhwm": 50}}],
+        "send": [{"socket": "pub", "rate_per_s": 2000, "size_bytes": 100, "start_s": 0.05}],
+        "recv": [{"socket": "s{i}", "service_s": 0.0004}],
+    }
+    budget = 2 * 2**20
+    result, recorder = _recorded(raw, 0, max_bytes=budget)
+    series = recorder.result
+    assert series.buckets_asked == 512 and series.buckets < 512
+    dense = sum(lv.lo.nbytes + lv.hi.nbytes + lv.last.nbytes for lv in series.pipes.values())
+    dense += sum(lv.lo.nbytes + lv.hi.nbytes + lv.last.nbytes for _, _, lv in series.directions)
+    assert dense <= budget
+    for index, pipe in enumerate(result.summary["pipes"]):  # the peaks are still the model's
+        levels = series.pipes.get(index)
+        assert (int(levels.hi.max()) if levels is not None else 0) == pipe["max_depth"], pipe["name"]
+    assert run(raw, 0).summary["ledger"] == result.summary["ledger"]
+    write_report(result, series, spec.from_dict(raw), tmp_path / "r", command="zsim run wide --report r")
+    html = (tmp_path / "r" / "report.html").read_text()
+    assert f"({series.buckets} buckets instead of 512: this run has so many pipes and link directions" in html
+
+
 def _recorded(path: Path | dict, seed: int = 0, **kwargs: object) -> tuple[RunResult, SeriesRecorder]:
     recorder = SeriesRecorder(**kwargs)  # type: ignore[arg-type]
     return run(path, seed, recorder=recorder), recorder
@@ -424,3 +478,31 @@ def test_every_figure_renders_in_headless_chromium(tmp_path):
     broken.write_text(re.sub(r"base64,[A-Za-z0-9+/=]{40}", "base64,AAAA", (folder / "report.html").read_text(), count=1))
     count, widths = _decoded_widths(broken, tmp_path)
     assert count == 4 and sorted(widths)[0] == 0
+
+
+def test_a_process_with_more_sockets_than_a_box_holds_draws_the_rest_as_one_row():
+    """1,000 subscribers of one template in one process made a figure 1,000 rows high (11 s
+    and 260 MB to draw): beyond ``MAX_PER_BOX`` they are one row, their connections one edge
+    that says how many it stands for; a socket with drops keeps its own row."""
+    subs = 60
+    raw = {
+        "scenario": {"name": "wide", "profile": "ideal"},
+        "socket": [{"name": "pub", "type": "PUB", "bind": "inproc://feed", "options": {"sndhwm": 5}},
+                   {"name": "s{i}", "count": subs, "type": "SUB", "connect": "inproc://feed", "options": {"subscribe": "", "rcvhwm": 5}}],
+        "send": [{"socket": "pub", "count": 200, "interval_s": 0.001, "start_s": 0.01}],
+        # s45 is the only slow one: it must stay visible
+        "recv": [{"socket": f"s{i}", "service_s": 0.004 if i == 45 else 0.0001} for i in range(subs)],
+    }
+    scen = spec.from_dict(raw)
+    topo = report_data.topology(scen, run(scen, 0))
+    (box,) = topo.processes
+    names = [s.name for s in box.sockets]
+    assert len(names) == report_data.MAX_PER_BOX
+    assert "s45" in names and names[0] == "pub"
+    stub = box.sockets[-1]
+    hidden = subs + 1 - (len(names) - 1)
+    assert stub.name == f"{hidden} more sockets of main"
+    assert sum(e.hidden for e in topo.edges) == subs  # every connection is drawn or counted once
+    (folded,) = [e for e in topo.edges if stub.name in (e.a, e.b)]
+    assert folded.hidden == hidden and folded.label.startswith(f"{hidden} x ")
+    assert [e.dropped > 0 for e in topo.edges if "s45" in (e.a, e.b)] == [True]

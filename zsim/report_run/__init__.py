@@ -33,7 +33,7 @@ from ..results import flat_metrics
 from ..spec import Scenario
 from . import data, page
 from .page import Cell, count, esc, percent, rate, seconds
-from .series import RunSeries, SeriesRecorder
+from .series import MAX_LEVEL_BYTES, RunSeries, SeriesRecorder
 
 __all__ = ["FIGURES", "SeriesRecorder", "write_report"]
 
@@ -42,6 +42,14 @@ FIGURES = ("topology.png", "depth.png", "latency.png", "drops.png")
 #: panels per figure (directions, receivers): the rest are in the tables
 MAX_PANELS = 12
 
+
+
+def _fewer_buckets(series: Any) -> str:
+    """Said when the memory budget gave every series fewer buckets than asked."""
+    if series is None or series.buckets >= series.buckets_asked:
+        return ""
+    return (f" ({series.buckets} buckets instead of {series.buckets_asked}: this run has so many pipes and link directions that "
+            f"their levels over time were kept coarser to stay within {MAX_LEVEL_BYTES // 2**20} MB)")
 
 def _render(folder: Path, name: str, draw: Callable[[Path], Path]) -> bytes:
     path = folder / name
@@ -366,7 +374,8 @@ def _html(result: Any, scenario: Scenario, topo: data.Topology, panels: Sequence
         fig("depth.png", f"depth over time per direction of data, {name}",
             f"Per direction of data (writer->reader): messages in the writer's pipe, its engine's unwritten batch, the kernel "
             f"buffers, the reader's engine and the reader's pipe, over simulated time. Recorded in buckets of "
-            f"{seconds(series.width_s) if series else '-'}: the line is the most held in each bucket, the band goes down to the "
+            f"{seconds(series.width_s) if series else '-'}{_fewer_buckets(series)}: the line is the most held in each bucket, the "
+            f"band goes down to the "
             f"fewest. {min(len(panels), MAX_PANELS)} of {len(panels)} directions that held a message, largest backlog first. A pipe "
             "can drop below its HWM: its writer counts the messages the reader took only when the reader reports them, every LWM "
             "= (HWM + 1) / 2 reads (pipe_t::check_hwm), so the writer's view of the depth lags the depth drawn here.",

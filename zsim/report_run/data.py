@@ -408,6 +408,8 @@ class Topology:
 ROW, HEADER, GAP, COLUMN = 1.0, 0.8, 0.6, 10.0
 #: processes drawn per column; the rest of a column is one box saying how many
 MAX_PER_COLUMN = 24
+#: sockets drawn per process box; the rest are one row saying how many
+MAX_PER_BOX = 24
 
 
 def topology(scenario: Scenario, result: Any) -> Topology:
@@ -461,6 +463,7 @@ def topology(scenario: Scenario, result: Any) -> Topology:
         if members:
             processes.append(TopoProcess(p.name, members))
     _columns(scenario, processes, edges)
+    edges = _fold_sockets(processes, edges)
     processes, edges = _fold_columns(processes, edges)
     width, height = _place(processes)
     columns = max((p.column for p in processes), default=0) + 1
@@ -576,8 +579,35 @@ def _fold_columns(processes: list[TopoProcess], edges: list[TopoEdge]) -> tuple[
             for p in hidden:
                 for s in p.sockets:
                     stand_in[s.name] = stub_socket.name
+    return kept, _merge_edges(edges, stand_in)
+
+
+def _fold_sockets(processes: list[TopoProcess], edges: list[TopoEdge]) -> list[TopoEdge]:
+    """More than ``MAX_PER_BOX`` sockets in a process (a template of a thousand subscribers
+    in one process): the ones with drops or warnings and the first ones stay, the rest
+    become one row; their connections become one edge each way ("977 x tcp ...")."""
+    stand_in: dict[str, str] = {}
+    dropped_on = {e.a for e in edges if e.dropped} | {e.b for e in edges if e.dropped}
+    for process in processes:
+        if len(process.sockets) <= MAX_PER_BOX:
+            continue
+        notable = [s for s in process.sockets if s.flags or s.dropped_no_pipe or s.name in dropped_on]
+        rest = [s for s in process.sockets if s not in notable]
+        shown = notable[: MAX_PER_BOX - 1] + rest[: max(0, MAX_PER_BOX - 1 - len(notable))]
+        hidden = [s for s in process.sockets if s not in shown]
+        stub = TopoSocket(f"{len(hidden):,} more sockets of {process.name}", "", process.name,
+                          [f"{hidden[0].name} ... {hidden[-1].name}"])
+        process.sockets = [s for s in process.sockets if s in shown] + [stub]
+        for sock in hidden:
+            stand_in[sock.name] = stub.name
+    return _merge_edges(edges, stand_in)
+
+
+def _merge_edges(edges: list[TopoEdge], stand_in: dict[str, str]) -> list[TopoEdge]:
+    """Edges of sockets drawn as a stand-in: one edge per (stand-in pair, direction) saying
+    how many it stands for."""
     if not stand_in:
-        return processes, edges
+        return edges
     merged: dict[tuple[str, str, bool, bool], TopoEdge] = {}
     result_edges = []
     for edge in edges:
@@ -587,15 +617,16 @@ def _fold_columns(processes: list[TopoProcess], edges: list[TopoEdge]) -> tuple[
             continue
         key = (a, b, edge.a_to_b, edge.b_to_a)
         if key in merged:
-            merged[key].hidden += 1
+            merged[key].hidden += edge.hidden
             merged[key].dropped += edge.dropped
         else:
-            merged[key] = TopoEdge(a, b, edge.transport, edge.address, edge.a_to_b, edge.b_to_a, edge.label, edge.dropped,
-                                   edge.drop_note, edge.drop_rules)
+            label = edge.label.split(" x ", 1)[1] if edge.hidden > 1 else edge.label  # folded twice: one count
+            merged[key] = TopoEdge(a, b, edge.transport, edge.address, edge.a_to_b, edge.b_to_a, label, edge.dropped,
+                                   edge.drop_note, edge.drop_rules, hidden=edge.hidden)
     for edge in merged.values():
         edge.label = f"{edge.hidden:,} x {edge.label}" if edge.hidden > 1 else edge.label
         result_edges.append(edge)
-    return kept, result_edges
+    return result_edges
 
 
 def _place(processes: list[TopoProcess]) -> tuple[float, float]:

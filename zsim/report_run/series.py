@@ -7,7 +7,9 @@ them over time, not point by point, so the points are folded as the run goes on 
 fixed grid of time buckets that keeps, per bucket, the lowest level, the highest level and
 the level at the end of the bucket. When the run outgrows the grid, neighbouring buckets
 merge and the bucket width doubles (``SeriesSet.coarsen``), so a series never holds more
-than ``buckets`` rows whatever the horizon, and the highest level of the run survives
+than ``buckets`` rows whatever the horizon; and when a run has so many pipes and links that
+their levels would outgrow ``MAX_LEVEL_BYTES`` together, every series gets fewer, wider
+buckets (``SeriesSet.fit``). The highest level of the run survives
 every merge: ``max(hi)`` of a series is exactly the peak the model saw (a pipe's
 ``max_depth``, a direction's ``Occupancy.peak``), not an estimate.
 
@@ -38,6 +40,13 @@ from ..model.occupancy import recording
 BUCKETS = 512
 #: raw values (times and levels) held in the trace lists before they are folded
 PENDING = 400_000
+#: the most bytes the dense levels of all series may take (buckets x channels x lo/hi/last
+#: x 8 bytes, summed over every pipe and link direction): a run with thousands of pipes
+#: gets fewer buckets rather than gigabytes (1,000 tcp subscribers: 4,000 pipes and 2,000
+#: directions of 6 channels would take 196 MB at 512 buckets)
+MAX_LEVEL_BYTES = 64 * 2**20
+#: fewer buckets than this are not worth a figure: beyond it the budget is exceeded, and said
+MIN_BUCKETS = 32
 #: bucket width before anything is known about the horizon (doubles as the run grows)
 FIRST_WIDTH_S = 1e-3
 
@@ -113,6 +122,13 @@ class Series:
             self.n = n + added
         self.value = values[-1].copy()
 
+    def compact(self) -> None:
+        """Give back the rows the arrays hold beyond twice those in use (after coarsening)."""
+        size = max(8, 2 * self.n)
+        if len(self.idx) > size:
+            for name in ("idx", "lo", "hi", "last"):
+                setattr(self, name, getattr(self, name)[:size].copy())
+
     def coarsen(self) -> None:
         """Merge buckets 2k and 2k+1 into bucket k (the grid's width doubled)."""
         n = self.n
@@ -150,16 +166,36 @@ class SeriesSet:
     """Series on one time grid (buckets of ``width`` seconds from t = 0, at most
     ``buckets`` of them), so that all of a run's series can be drawn and added together."""
 
-    def __init__(self, buckets: int = BUCKETS, horizon_s: float | None = None) -> None:
+    def __init__(self, buckets: int = BUCKETS, horizon_s: float | None = None, max_bytes: int = MAX_LEVEL_BYTES) -> None:
         self.buckets = buckets
+        self.asked = buckets  # before the memory budget halved them
+        self.max_bytes = max_bytes
         # the last bucket starts before the horizon, so a change at the horizon fits
         self.width = horizon_s / (buckets - 1) if horizon_s else FIRST_WIDTH_S
         self.series: list[Series] = []
+        self.channels = 0
 
     def new(self, channels: int) -> Series:
         series = Series(channels)
         self.series.append(series)
+        self.channels += channels
         return series
+
+    def level_bytes(self) -> int:
+        """What the dense levels of every series take at the current number of buckets."""
+        return self.buckets * self.channels * 3 * 8
+
+    def fit(self) -> None:
+        """Halve the buckets (doubling their width: the span covered stays) until the dense
+        levels fit ``max_bytes``, down to ``MIN_BUCKETS``."""
+        shrunk = False
+        while self.level_bytes() > self.max_bytes and self.buckets // 2 >= MIN_BUCKETS:
+            self.buckets //= 2
+            self.coarsen()
+            shrunk = True
+        if shrunk:
+            for series in self.series:
+                series.compact()
 
     def coarsen(self) -> None:
         self.width *= 2
@@ -198,6 +234,9 @@ class RunSeries:
 
     width_s: float
     end_s: float
+    #: buckets asked for, and how many the memory budget (``MAX_LEVEL_BYTES``) allowed
+    buckets_asked: int = BUCKETS
+    buckets: int = BUCKETS
     pipes: dict[int, Levels] = field(default_factory=dict)
     #: (link index in the world's table, direction name "writer->reader", levels)
     directions: list[tuple[int, str, Levels]] = field(default_factory=list)
@@ -211,12 +250,14 @@ class SeriesRecorder:
     run's monitor, ``finish`` when the run is over; then ``result`` holds the series.
     """
 
-    def __init__(self, keep_traces: bool = False, buckets: int = BUCKETS, pending: int = PENDING) -> None:
+    def __init__(self, keep_traces: bool = False, buckets: int = BUCKETS, pending: int = PENDING,
+                 max_bytes: int = MAX_LEVEL_BYTES) -> None:
         self.keep_traces = keep_traces
         self.buckets = buckets
         self.pending = pending
+        self.max_bytes = max_bytes
         self.model: Any = None
-        self.grid = SeriesSet(buckets)
+        self.grid = SeriesSet(buckets, max_bytes=max_bytes)
         self.pipe_series: dict[int, Series] = {}
         self.wire_series: dict[tuple[int, int], Series] = {}
         self.result: RunSeries | None = None
@@ -227,7 +268,7 @@ class SeriesRecorder:
 
     def attach(self, model: Any) -> None:
         self.model = model
-        self.grid = SeriesSet(self.buckets, model.scenario.until_s)
+        self.grid = SeriesSet(self.buckets, model.scenario.until_s, self.max_bytes)
 
     # -- the raw points ------------------------------------------------------------------
 
@@ -281,6 +322,7 @@ class SeriesRecorder:
                 series = self.wire_series[key] = self.grid.new(len(OCCUPANCY_FIELDS))
             chunks.append((series, points))
             latest = max(latest, float(points[-1, 0]))
+        self.grid.fit()  # new series this time: the budget may call for fewer buckets
         self.grid.cover(latest)
         width = self.grid.width
         for series, points in chunks:
@@ -294,7 +336,7 @@ class SeriesRecorder:
         self.grid.cover(now)
         buckets = self.grid.count(now)
         times = np.arange(buckets) * self.grid.width
-        result = RunSeries(width_s=self.grid.width, end_s=now)
+        result = RunSeries(width_s=self.grid.width, end_s=now, buckets_asked=self.grid.asked, buckets=self.grid.buckets)
         for index, series in self.pipe_series.items():
             lo, hi, last = series.dense(buckets)
             result.pipes[index] = Levels(times, lo, hi, last)
