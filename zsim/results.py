@@ -355,6 +355,8 @@ def summarise(model: Model, wall_s: float) -> RunResult:
     }
     if getattr(scenario, "templates", None):
         summary["templates"] = template_members(scenario)
+    if model.machine is not None:
+        summary["machine"] = model.machine.report()
     from .checks import run_warnings, static_warnings
 
     summary["warnings"] = static_warnings(scenario) + run_warnings(scenario, summary)
@@ -384,7 +386,7 @@ POOLED_ALIASES: dict[str, str] = {
 #: Warning codes of ``zsim.checks`` counted in every row (``warning.<code>``), so every
 #: row has the same columns whichever warnings its run raised.
 WARNING_CODES = ("no_subscription", "subscription_matches_nothing", "starts_after_horizon", "overloaded", "backlog_at_end",
-                 "latency_not_settled", "loss_not_settled", "rate_not_achieved")
+                 "latency_not_settled", "loss_not_settled", "rate_not_achieved", "cpu_contention")
 #: run warnings about one socket (``path`` = ``socket[<name>]``), flagged 0/1 per socket
 SOCKET_FLAGS = ("backlog_at_end", "latency_not_settled", "loss_not_settled")
 #: Per receiving socket (``socket.<name>.<field>``): from its ``inbound`` table.
