@@ -197,15 +197,10 @@ def test_an_io_thread_serves_its_engines_one_event_at_a_time():
                                   "experiments/task_pipeline/pipeline.toml"])
 def test_cores_zero_is_exactly_no_machine(tmp_path, name):
     source = ROOT / name
-    text = source.read_text()
-    # the same file with [machine] cores = 0 (same folder, so relative paths still resolve)
-    copy_path = source.parent / f".cores0-{source.name}"
-    try:
-        copy_path.write_text(text + "\n[machine]\ncores = 0\n")
-        assert fingerprint(copy_path) == fingerprint(source)
-        assert "machine" not in zsim.run(copy_path).summary
-    finally:
-        copy_path.unlink()
+    copy_path = tmp_path / source.name  # the same file with [machine] cores = 0
+    copy_path.write_text(source.read_text() + "\n[machine]\ncores = 0\n")
+    assert fingerprint(copy_path) == fingerprint(source)
+    assert "machine" not in zsim.run(copy_path).summary
 
 
 def test_no_machine_means_the_profiles_core_count(tmp_path):
@@ -224,12 +219,15 @@ def test_contention_is_a_warning_per_waiting_thread_and_a_table():
     summary = zsim.run(two_workers(1), profile=_profile()).summary
     found = [w for w in summary["warnings"] if w["code"] == "cpu_contention"]
     assert [w["path"] for w in found] == ["thread[recv.pull1]", "thread[recv.pull2]"]
-    assert "waited 10 ms for a core (its own CPU work took 10 ms, so its work took 2.00x as long)" in found[0]["message"]
+    assert found[0]["message"] == "waited 10 ms for a core, against 10 ms of its own CPU work: up to 2 threads wanted the 1 core at once"
     text = format_summary(summary)
     assert "machine: 1 core, up to 2 threads runnable at once" in text
     line = next(line for line in text.splitlines() if line.startswith("recv.pull1"))
     assert line.split()[-3:] == ["10.000", "10.000", "10"]
-    assert flat_metrics(summary)["warning.cpu_contention"] == 2  # sweep rows count it
+    row = flat_metrics(summary)  # a sweep's row
+    assert row["warning.cpu_contention"] == 2 and row["machine.cores"] == 1
+    assert row["thread.recv.pull1.waited_s"] == pytest.approx(0.01, rel=1e-12)
+    assert row["machine.cpu_s"] == pytest.approx(0.02, rel=1e-12)
     assert not [w for w in zsim.run(two_workers(2), profile=_profile()).summary["warnings"] if w["code"] == "cpu_contention"]
 
 

@@ -175,9 +175,8 @@ def cpu_warnings(machine: dict[str, Any] | None) -> list[dict[str, str]]:
         where = f"the {len(thread['cores'])} of the {cores} cores it may use" if thread["cores"] else f"the {cores} core{plural}"
         found.append(_warning(
             "cpu_contention", f"thread[{name}]",
-            f"waited {_duration(waited)} for a core (its own CPU work took {_duration(used)}, so its work took "
-            f"{(waited + used) / used if used > 0 else float('inf'):.2f}x as long): up to {machine['max_runnable']} threads wanted "
-            f"{where} at once, so its calls, engine work and busy service times took longer than with a core of its own"))
+            f"waited {_duration(waited)} for a core, against {_duration(used)} of its own CPU work: up to "
+            f"{machine['max_runnable']} threads wanted {where} at once"))
     return found
 
 
