@@ -146,6 +146,18 @@ def run_zsim(kind: str, messages: int) -> dict:
     return run_scenario(zsim_scenario(kind, messages))
 
 
+def run_zsim_one_core(kind: str, messages: int) -> dict:
+    """The same on a one-core ``[machine]``, the service time CPU work (``busy``): every
+    send call and service is a burst on the scheduler (``zsim.model.cpu``). The ideal
+    profile's sender costs nothing, so the receiver has the core to itself and the
+    ledger is the one without a machine; what differs is the scheduler's work."""
+    raw = zsim_scenario(kind, messages)
+    raw["machine"] = {"cores": 1}
+    for recv in raw["recv"]:
+        recv["busy"] = True
+    return run_scenario(raw)
+
+
 # ---------------------------------------------------------------- baselines
 
 

@@ -15,6 +15,7 @@ saves 5 % shows as 5 % here on any machine, busy or not.
     python benchmarks/callgrind.py                 # mm1k and fanout, ~2.5 minutes on 2 cores
     python benchmarks/bench_core.py --callgrind    # the same
     python benchmarks/callgrind.py --case mm1k --json
+    python benchmarks/callgrind.py --case mm1k-cores1    # zsim only, with [machine] cores = 1
 
 Needs valgrind (Debian: ``apt-get install -y valgrind``).
 """
@@ -37,11 +38,13 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.bench_core import IMPLEMENTATIONS, SPEED_TARGETS  # noqa: E402
 
-CASES = ("mm1k", "fanout")
-COPIES_PER_MESSAGE = {"mm1k": 1, "fanout": 10}
+CASES = ("mm1k", "fanout", "mm1k-cores1")
+#: run by default; mm1k-cores1 (mm1k on a one-core [machine], zsim only) when asked for
+DEFAULT_CASES = ("mm1k", "fanout")
+COPIES_PER_MESSAGE = {"mm1k": 1, "fanout": 10, "mm1k-cores1": 1}
 # (N1, N2) messages: each run takes 10-60 s under callgrind (about 50x slower than native).
-SIZES = {"mm1k": (10_000, 30_000), "fanout": (3_000, 9_000)}
-QUICK_SIZES = {"mm1k": (1_000, 3_000), "fanout": (300, 900)}
+SIZES = {"mm1k": (10_000, 30_000), "fanout": (3_000, 9_000), "mm1k-cores1": (10_000, 30_000)}
+QUICK_SIZES = {"mm1k": (1_000, 3_000), "fanout": (300, 900), "mm1k-cores1": (1_000, 3_000)}
 # One thread per library and a fixed hash seed: the child does the same work every time.
 CHILD_ENV = {"PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
@@ -54,10 +57,18 @@ def read_total(path: Path) -> int:
     raise ValueError(f"{path.name}: no summary or totals line")
 
 
+def implementations(case: str) -> tuple[str, ...]:
+    """What runs on ``case``: every implementation, or zsim alone on the one-core variant."""
+    return ("zsim",) if case == "mm1k-cores1" else tuple(IMPLEMENTATIONS)
+
+
 def count_instructions(impl: str, case: str, messages: int) -> tuple[int, float]:
     """Ir of one child Python running ``impl`` on ``case`` with ``messages`` messages, and its wall time."""
-    code = (f"import sys; sys.path.insert(0, {str(ROOT)!r}); from benchmarks.bench_core import IMPLEMENTATIONS; "
-            f"IMPLEMENTATIONS[{impl!r}]({case!r}, {int(messages)})")
+    if case == "mm1k-cores1":
+        call = f"from benchmarks.bench_core import run_zsim_one_core; run_zsim_one_core('mm1k', {int(messages)})"
+    else:
+        call = f"from benchmarks.bench_core import IMPLEMENTATIONS; IMPLEMENTATIONS[{impl!r}]({case!r}, {int(messages)})"
+    code = f"import sys; sys.path.insert(0, {str(ROOT)!r}); {call}"
     with tempfile.TemporaryDirectory(prefix="zsim-callgrind-") as tmp:
         out = Path(tmp) / "callgrind.out"
         start = time.perf_counter()
@@ -79,7 +90,7 @@ def valgrind_version() -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--case", action="append", choices=CASES, help="only this case (repeatable; default both)")
+    parser.add_argument("--case", action="append", choices=CASES, help="only this case (repeatable; default mm1k and fanout)")
     parser.add_argument("--jobs", type=int, default=2, help="valgrind runs at a time (default 2; counts do not depend on it)")
     parser.add_argument("--quick", action="store_true", help="a tenth of the messages, to check the script")
     parser.add_argument("--json", action="store_true", help="print everything as one JSON object")
@@ -88,9 +99,9 @@ def main(argv: list[str] | None = None) -> int:
     if version is None:
         print("callgrind mode needs valgrind, which is not installed here (Debian: sudo apt-get install -y valgrind)", file=sys.stderr)
         return 1
-    cases = list(dict.fromkeys(args.case or CASES))
+    cases = list(dict.fromkeys(args.case or DEFAULT_CASES))
     sizes = QUICK_SIZES if args.quick else SIZES
-    jobs = [(impl, case, n) for case in cases for impl in IMPLEMENTATIONS for n in sizes[case]]
+    jobs = [(impl, case, n) for case in cases for impl in implementations(case) for n in sizes[case]]
     print(f"{version}: {len(jobs)} callgrind runs, {max(1, args.jobs)} at a time ...", file=sys.stderr, flush=True)
     start = time.perf_counter()
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
@@ -104,13 +115,15 @@ def main(argv: list[str] | None = None) -> int:
     for case in cases:
         n1, n2 = sizes[case]
         impls = {}
-        for impl in IMPLEMENTATIONS:
+        for impl in implementations(case):
             (ir1, wall1), (ir2, wall2) = counts[(impl, case, n1)], counts[(impl, case, n2)]
             per_msg = (ir2 - ir1) / (n2 - n1)
             impls[impl] = {"n1": n1, "n2": n2, "ir_n1": ir1, "ir_n2": ir2, "instructions_per_message": per_msg,
                            "instructions_per_copy": per_msg / COPIES_PER_MESSAGE[case], "callgrind_wall_s": [wall1, wall2]}
         targets = []
         for base, target in SPEED_TARGETS.items():
+            if base not in impls:
+                continue
             ratio = impls[base]["instructions_per_message"] / impls["zsim"]["instructions_per_message"]
             targets.append({"measure": f"zsim/{base.split()[0]} speed in instructions", "value": ratio, "target": f">= {target}",
                             "met": ratio >= target})

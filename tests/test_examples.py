@@ -64,3 +64,23 @@ def test_proxy_forwards_only_subscribed_topics():
     # sports.* never crosses the proxy: filtered at the PUB by the forwarded subscription
     assert s["sockets"]["xsub"]["received"] <= 500
     assert s["ledger"]["dropped"] == 0
+
+
+def test_cores_pipeline_four_busy_workers_on_two_cores_take_twice_as_long_as_on_four():
+    from zsim import files
+    from zsim.spec import from_dict, with_overrides
+
+    base = files.load_toml(EXAMPLES / "cores_pipeline.toml", "example")
+
+    def batch(cores: int) -> float:
+        raw = with_overrides(base, {"machine.cores": cores})
+        summary = zsim.run(from_dict(raw, base_dir=str(EXAMPLES)), 1).summary
+        assert summary["ledger"]["delivered"] == 800  # 400 tasks to the workers, 400 results to the sink
+        return summary["sim_time_s"] - 0.1
+
+    two, four, own = batch(2), batch(4), batch(0)
+    # 400 tasks of 5 ms: 0.5 s of work per worker with a core each, twice that sharing two
+    assert 0.5 < four < 0.51 and 0.5 < own < 0.51
+    assert 1.95 < two / four < 2.05
+    s = run("cores_pipeline.toml")
+    assert {w["path"] for w in s["warnings"] if w["code"] == "cpu_contention"} >= {f"thread[recv.w{n}_in]" for n in range(1, 5)}

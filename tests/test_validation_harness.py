@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from validation.child import FULL, SHORT, build_frames, parse_header
-from validation.harness import EndpointMap, build_plans, free_tcp_ports, merge_results, real_defaults
+from validation.child import FULL, SHORT, build_frames, parse_header, spin_until
+from validation.harness import EndpointMap, build_plans, free_tcp_ports, merge_results, real_cpus, real_defaults
 from zsim import spec
 from zsim.cli import main as zsim_main
 from zsim.errors import ScenarioError
@@ -241,3 +242,60 @@ def test_catalogue_run_checks_its_report_folder_before_any_run(tmp_path, capsys)
     assert catalogue_main(["--only", "inproc-summed-hwm", "--report", str(not_a_folder)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "report folder" in err[0] and str(not_a_folder) in err[0], err
+
+
+def _machine_scenario(cores: int | None, affinity: list[int] | None = None) -> spec.Scenario:
+    raw: dict = {
+        "scenario": {"name": "cores"},
+        "process": [{"name": "a", "io_threads": 2}, {"name": "b", **({"affinity": affinity} if affinity else {})}],
+        "socket": [
+            {"name": "push", "type": "PUSH", "process": "a", "bind": "tcp://127.0.0.1:5557"},
+            {"name": "pull", "type": "PULL", "process": "b", "connect": "tcp://127.0.0.1:5557"},
+        ],
+        "send": [{"socket": "push", "count": 3}],
+        "recv": [{"socket": "pull", "service_s": 0.01, "busy": True}],
+    }
+    if cores is not None:
+        raw["machine"] = {"cores": cores}
+    return spec.from_dict(raw)
+
+
+def test_plans_carry_busy_io_threads_and_the_cpus_of_the_machine(tmp_path):
+    scenario = _machine_scenario(2, affinity=[1])
+    endpoints = EndpointMap.allocate(scenario, str(tmp_path))
+    plans = build_plans(scenario, endpoints, seed=1, results_dir=str(tmp_path), horizon_s=None, hard_limit_s=10.0)
+    assert plans["b"]["recvs"][0]["busy"] is True
+    assert plans["a"]["io_threads"] == 2 and plans["b"]["io_threads"] == 1
+    usable = sorted(os.sched_getaffinity(0))
+    if len(usable) >= 2:
+        assert plans["a"]["cpus"] == usable[:2]  # the machine: the first two CPUs the harness may use
+        assert plans["b"]["cpus"] == [usable[1]]  # its core 1
+
+
+def test_real_cpus_map_cores_onto_the_cpus_the_harness_may_use():
+    available = {2, 5, 7}
+    assert real_cpus(_machine_scenario(None), available) == {"a": None, "b": None}  # nothing pinned
+    assert real_cpus(_machine_scenario(2), available) == {"a": [2, 5], "b": [2, 5]}
+    assert real_cpus(_machine_scenario(2, affinity=[1]), available) == {"a": [2, 5], "b": [5]}
+    assert real_cpus(_machine_scenario(None, affinity=[2]), available) == {"a": None, "b": [7]}
+    with pytest.raises(ScenarioError, match=r"machine.cores: the real harness runs on this machine's CPUs, and it may use 3"):
+        real_cpus(_machine_scenario(4), available)
+    with pytest.raises(ScenarioError, match=r"process\[b\]\.affinity\[0\]: core 3 does not exist here"):
+        real_cpus(_machine_scenario(None, affinity=[3]), available)
+
+
+def test_a_busy_service_computes_and_a_waiting_one_sleeps():
+    import time
+
+    from validation.timing import wait_until
+
+    start_cpu, start = time.thread_time(), time.perf_counter()
+    assert spin_until(start + 0.02)
+    busy_cpu = time.thread_time() - start_cpu
+    start_cpu, start = time.thread_time(), time.perf_counter()
+    assert wait_until(start + 0.02)
+    waiting_cpu = time.thread_time() - start_cpu
+    # asleep but for the last 0.5 ms spin, against computing all along (on an idle machine
+    # 20 ms; a busy one shares the core, so less, but far more than a sleep's)
+    assert waiting_cpu <= 0.005
+    assert busy_cpu >= waiting_cpu + 0.004

@@ -23,7 +23,11 @@ that counts what is forwarded), and the main thread for the timeline: process ex
 
 Workloads follow docs/scenario-format.md exactly: ``send(); wait(interval)`` with the next
 attempt ``interval`` after the send call returned, ``recv(); wait(service)`` then the reply.
-Waits are ``validation.timing.wait_until`` (sleep, then spin). Random draws use the
+Waits are ``validation.timing.wait_until`` (sleep, then spin); a ``busy = true`` service
+time is a busy loop on the clock instead (CPU work, as the model takes it). With
+``[machine] cores`` or an ``affinity`` the process is pinned to its CPUs before its
+context starts (``os.sched_setaffinity``), and ``io_threads`` sizes its context's I/O
+threads (``zmq.Context(io_threads=n)``). Random draws use the
 simulator's streams (``zsim.build.stream_factory``) under the same names, so a seed gives
 the same intervals, sizes and service times in both.
 
@@ -182,6 +186,7 @@ class SocketStats:
 # --------------------------------------------------------------------------------------
 # Workloads: generators that yield requests to the socket's scheduler
 #   ("wait", deadline)        -> True, or False when the process is stopping
+#   ("spin", deadline)        -> the same, computing (a busy loop) instead of sleeping
 #   ("send", frames, dontwait) -> "sent" | "again" | "unroutable"
 #   ("recv",)                  -> list of frames, or None when RCVTIMEO expired
 
@@ -360,6 +365,7 @@ class RecvTask:
         forward = plan.get("forward_to") is not None
         sock_type = plan["socket_type"]
         stop_on_timeout = plan["on_timeout"] == "stop"
+        busy = plan.get("busy", False)
         widx = plan["index"]
         next_pause = start + self.pause_every.next() if self.pause_every is not None else float("inf")
         try:
@@ -391,7 +397,7 @@ class RecvTask:
                     envelope, body = [], frames
                 stats.record(body if body else frames, got)
                 self.received += 1
-                if not (yield ("wait", got + self.service.next())):
+                if not (yield ("spin" if busy else "wait", got + self.service.next())):
                     return
                 if forward:
                     # a pipeline stage (zguide taskwork): the result goes out on another
@@ -595,13 +601,13 @@ class SocketAgent:
             except StopIteration:
                 return
             op = request[0]
-            if op == "wait":
+            if op == "wait" or op == "spin":
                 deadline = request[1]
                 if self.close_deadline is not None and deadline > self.close_deadline:
-                    wait_until(self.close_deadline, stop)
+                    (spin_until if op == "spin" else wait_until)(self.close_deadline, stop)
                     gen.close()
                     raise Closing()
-                value = wait_until(deadline, stop)
+                value = spin_until(deadline, stop) if op == "spin" else wait_until(deadline, stop)
                 if value:
                     late = _pc() - deadline
                     if late >= 0.0:
@@ -648,7 +654,10 @@ class SocketAgent:
                 request, since = pending[index]
                 op = request[0]
                 result: Any = _NOTHING
-                if op == "wait":
+                if op == "spin":
+                    # CPU work: the thread computes, its other workloads wait
+                    result = spin_until(request[1], stop)
+                elif op == "wait":
                     if now >= request[1]:
                         result = True
                         self.lateness.append(now - request[1])
@@ -701,7 +710,7 @@ class SocketAgent:
             deadlines = []
             events = 0
             for request, since in pending.values():
-                if request[0] == "wait":
+                if request[0] in ("wait", "spin"):
                     deadlines.append(request[1])
                 elif request[0] == "send":
                     events |= zmq.POLLOUT
@@ -901,7 +910,11 @@ class Process:
     def __init__(self, plan: dict[str, Any]) -> None:
         self.plan = plan
         self.name = plan["process"]
-        self.ctx = zmq.Context()
+        if plan.get("cpus"):
+            # before the context exists: its I/O threads, and every thread started
+            # later, inherit the mask
+            os.sched_setaffinity(0, plan["cpus"])
+        self.ctx = zmq.Context(io_threads=plan.get("io_threads", 1))
         self.stop = threading.Event()  # the process is exiting or the run is over
         self.end = threading.Event()  # the parent said stop (or went away)
         self.t0 = 0.0
@@ -1179,6 +1192,21 @@ def read_t0(timeout_s: float = 120.0) -> float:
     if not line.startswith("t0 "):
         os._exit(3)
     return float(line.split()[1])
+
+
+def spin_until(deadline: float, stop: threading.Event | None = None) -> bool:
+    """A busy loop until ``deadline`` (``[[recv]] busy = true``): the thread computes all
+    along, so it holds a core (and this process's GIL). True at the deadline, False when
+    ``stop`` ended it."""
+    while True:
+        now = _pc()
+        if now >= deadline:
+            return True
+        if stop is not None and stop.is_set():
+            return False
+        end = min(deadline, now + 0.001)
+        while _pc() < end:
+            pass
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -187,6 +187,7 @@ def build_plans(scenario: Scenario, endpoints: EndpointMap, seed: int, results_d
         raise ScenarioError(f"app[{scenario.apps[0].name}]",
                             "the real-pyzmq harness runs the scenario's [[send]]/[[recv]] workloads only, not SimPy app code "
                             "(simulation only)")
+    cpus = real_cpus(scenario)
     for proc in scenario.processes:
         if proc.restart_at_s is not None:
             raise ScenarioError(f"process[{proc.name}].restart_at_s",
@@ -201,6 +202,8 @@ def build_plans(scenario: Scenario, endpoints: EndpointMap, seed: int, results_d
             "exit_at_s": proc.exit_at_s,
             "exit_after_sends": proc.exit_after_sends,
             "crash_at_s": proc.crash_at_s,
+            "io_threads": proc.io_threads,
+            "cpus": cpus.get(proc.name),
             "sockets": [],
             "sends": [],
             "recvs": [],
@@ -261,6 +264,7 @@ def build_plans(scenario: Scenario, endpoints: EndpointMap, seed: int, results_d
             "pause": recv.pause.to_raw() if recv.pause is not None else None,
             "on_timeout": recv.on_timeout,
             "forward_to": recv.forward_to,
+            "busy": recv.busy,
         })
     for proxy in scenario.proxies:
         front, back = by_name[proxy.frontend], by_name[proxy.backend]
@@ -284,6 +288,33 @@ def build_plans(scenario: Scenario, endpoints: EndpointMap, seed: int, results_d
             "sides": sides,
         })
     return plans
+
+
+def real_cpus(scenario: Scenario, available: set[int] | None = None) -> dict[str, list[int] | None]:
+    """Per process, the CPUs its child is pinned to (``os.sched_setaffinity``), or None.
+
+    ``[machine] cores = N`` runs the whole scenario on the first N CPUs this harness may
+    use, so that its threads compete for N cores as the model's do; a process's
+    ``affinity`` picks among those N (core k is the k-th of them). Without ``cores`` (or
+    with 0) nothing is pinned except processes with an ``affinity``, pinned to those CPUs.
+    """
+    usable = sorted(available if available is not None else os.sched_getaffinity(0))
+    cores = scenario.machine.cores or 0
+    if cores > len(usable):
+        raise ScenarioError("machine.cores", f"the real harness runs on this machine's CPUs, and it may use {len(usable)} "
+                                             f"({', '.join(map(str, usable))}), not {cores}")
+    machine = usable[:cores] if cores else usable
+    found: dict[str, list[int] | None] = {}
+    for proc in scenario.processes:
+        if proc.affinity is None:
+            found[proc.name] = list(machine) if cores else None
+            continue
+        for index, core in enumerate(proc.affinity):
+            if core >= len(machine):
+                raise ScenarioError(f"process[{proc.name}].affinity[{index}]",
+                                    f"core {core} does not exist here: the real harness may use {len(machine)} CPUs")
+        found[proc.name] = [machine[core] for core in proc.affinity]
+    return found
 
 
 # --------------------------------------------------------------------------------------

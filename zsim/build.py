@@ -20,13 +20,14 @@ import numpy as np
 from . import profile as profile_module
 from .distributions import Distribution
 from .ledger import Ledger
+from .model.cpu import Machine
 from .model.kernel import NORMAL, URGENT, Environment
-from .model.params import ModelParams, TransportParams, unix_skb_truesize, wake_cost_fn
+from .model.params import ModelParams, SchedulerParams, TransportParams, unix_skb_truesize, wake_cost_fn
 from .model.socket import Socket
 from .model.workload import Proxy, Receiver, Sender
 from .model.world import Process, World
 from .profile import Profile, TransportProfile
-from .spec import Scenario
+from .spec import Scenario, check_affinity
 
 
 def stream_factory(seed: int) -> Any:
@@ -159,6 +160,7 @@ class Model:
     sockets: dict[str, Socket] = field(default_factory=dict)
     processes: dict[str, Process] = field(default_factory=dict)
     app_names: list[str] = field(default_factory=list)  # apps started on this model (zsim.app)
+    machine: Machine | None = None  # the shared cores ([machine] cores > 0)
 
 
 def _sampler(dist: Distribution | None, streams: Callable[[str], np.random.Generator], stream: str,
@@ -170,10 +172,25 @@ def _sampler(dist: Distribution | None, streams: Callable[[str], np.random.Gener
     return dist.sampler(None if dist.is_constant else streams(stream), integer)
 
 
+def scheduler_params(profile: Profile, scenario: Scenario) -> SchedulerParams:
+    """The machine of a run: ``[machine] cores`` if the scenario gives it, else the
+    profile's recorded core count (0 when it records none); the scheduler's costs from the
+    profile's ``[scheduler]`` table, or the model's uncalibrated defaults."""
+    defaults = SchedulerParams()
+    cores = scenario.machine.cores if scenario.machine.cores is not None else profile.cores
+    return SchedulerParams(
+        cores=cores,
+        context_switch_s=profile.context_switch_s if profile.context_switch_s is not None else defaults.context_switch_s,
+        wakeup_s=profile.wakeup_s if profile.wakeup_s is not None else defaults.wakeup_s,
+        timeslice_s=profile.timeslice_s if profile.timeslice_s is not None else defaults.timeslice_s,
+    )
+
+
 def build(scenario: Scenario, seed: int, profile: Profile | None = None, trace_depth: bool = False) -> Model:
     if profile is None:
         profile = profile_module.load(scenario.profile, scenario.base_dir)
     params = model_params(profile)
+    params.scheduler = scheduler_params(profile, scenario)
     env = Environment()
     ledger = Ledger()
     streams = stream_factory(seed)
@@ -219,6 +236,7 @@ def build(scenario: Scenario, seed: int, profile: Profile | None = None, trace_d
             pause=_sampler(recv.pause, streams, f"recv.{recv.name}.pause"),
             on_timeout=recv.on_timeout,
             forward_to=model.sockets[recv.forward_to] if recv.forward_to else None,
+            busy=recv.busy,
         )
         sock.process.workloads.append(receiver)
         model.receivers.append(receiver)
@@ -229,8 +247,54 @@ def build(scenario: Scenario, seed: int, profile: Profile | None = None, trace_d
         front.process.workloads.append(proxy)
         model.proxies.append(proxy)
 
+    if params.scheduler.cores > 0:
+        _build_machine(model, params.scheduler)
     _schedule_timeline(model)
     return model
+
+
+def _build_machine(model: Model, scheduler: SchedulerParams) -> None:
+    """The shared cores and a thread for each thread of the real program: one per socket
+    with workloads (the harness runs a socket's [[send]]/[[recv]] in one thread), one per
+    [[proxy]], and each process's I/O threads."""
+    scenario, world = model.scenario, model.world
+    machine = Machine(model.env, scheduler)
+    world.machine = model.machine = machine
+    affinity: dict[str, tuple[int, ...] | None] = {}
+    for proc_spec in scenario.processes:
+        if proc_spec.affinity is not None and scenario.machine.cores is None:
+            check_affinity(proc_spec.affinity, f"process[{proc_spec.name}].affinity", scheduler.cores)
+        affinity[proc_spec.name] = proc_spec.affinity
+    taken: set[str] = set()
+
+    def unique(name: str) -> str:
+        candidate, number = name, 1
+        while candidate in taken:
+            number += 1
+            candidate = f"{name}#{number}"
+        taken.add(candidate)
+        return candidate
+
+    by_socket: dict[str, list[Sender | Receiver]] = {}
+    workloads: list[Sender | Receiver] = [*model.senders, *model.receivers]
+    for workload in workloads:
+        by_socket.setdefault(workload.socket.name, []).append(workload)
+    for sock_name, on_socket in by_socket.items():
+        process = on_socket[0].process.name
+        name = on_socket[0].name if len(on_socket) == 1 else f"socket.{sock_name}"
+        thread = machine.thread(unique(name), "app", process, affinity[process])
+        for workload in on_socket:
+            workload.cpu = thread
+    for proxy in model.proxies:
+        proxy.cpu = machine.thread(unique(proxy.name), "app", proxy.process.name, affinity[proxy.process.name])
+    for proc_spec in scenario.processes:
+        threads = []
+        for number in range(proc_spec.io_threads):
+            suffix = "" if proc_spec.io_threads == 1 else f".{number + 1}"
+            threads.append(machine.thread(unique(f"io.{proc_spec.name}{suffix}"), "io", proc_spec.name, affinity[proc_spec.name]))
+        machine.io_threads[model.processes[proc_spec.name]] = threads
+        for thread in threads:
+            machine.io_load[thread] = 0
 
 
 def _schedule_timeline(model: Model) -> None:

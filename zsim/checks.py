@@ -24,6 +24,10 @@ from .spec import Scenario, workload_label
 ACHIEVED_RATE_SHARE = 0.95
 #: A receiver with at least this share of its copies still queued at the end is reported.
 BACKLOG_SHARE = 0.10
+#: A thread is reported when it waited for a core at least this share of its own CPU
+#: time (and at least ``CPU_WAIT_MIN_S``): below that, sharing cores changed little.
+CPU_WAIT_SHARE = 0.01
+CPU_WAIT_MIN_S = 1e-6
 #: Offered utilisation (arrival rate x mean service / share of time not paused) at or
 #: above this is reported: the receiver cannot keep up in steady state.
 UTILISATION = 1.0
@@ -152,4 +156,33 @@ def run_warnings(scenario: Scenario, summary: dict[str, Any]) -> list[dict[str, 
                 "rate_not_achieved", workload_label("send", name),
                 f"sent {got:,.0f} messages/s where {asked:,.0f}/s was asked ({100 * got / asked:.0f} %): {why}; the load "
                 "offered downstream is lower than asked"))
+    found += cpu_warnings(summary.get("machine"))
     return found
+
+
+def cpu_warnings(machine: dict[str, Any] | None) -> list[dict[str, str]]:
+    """One ``cpu_contention`` warning per thread that waited for a core ([machine] cores):
+    more threads wanted CPU than there were cores for them."""
+    if not machine:
+        return []
+    found = []
+    cores = machine["cores"]
+    for name, thread in machine["threads"].items():
+        waited, used = thread["waited_s"], thread["cpu_s"]
+        if waited < CPU_WAIT_MIN_S or waited < CPU_WAIT_SHARE * used:
+            continue
+        plural = "s" if cores != 1 else ""
+        where = f"the {len(thread['cores'])} of the {cores} cores it may use" if thread["cores"] else f"the {cores} core{plural}"
+        found.append(_warning(
+            "cpu_contention", f"thread[{name}]",
+            f"waited {_duration(waited)} for a core, against {_duration(used)} of its own CPU work: up to "
+            f"{machine['max_runnable']} threads wanted {where} at once"))
+    return found
+
+
+def _duration(seconds: float) -> str:
+    if seconds >= 1:
+        return f"{seconds:.3g} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.3g} ms"
+    return f"{seconds * 1e6:.3g} us"

@@ -162,6 +162,23 @@ def _link_table(summary: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _thread_table(summary: dict[str, Any]) -> list[str]:
+    """With [machine] cores: each thread's CPU work and its wait for a core."""
+    machine = summary.get("machine")
+    if not machine:
+        return []
+    lines = ["", f"machine: {machine['cores']} core{'s' if machine['cores'] != 1 else ''}, up to {machine['max_runnable']} threads "
+                 f"runnable at once, {machine['cpu_s'] * 1e3:.3f} ms of CPU work in all"]
+    head = f"{'thread':<28}{'kind':>5}{'process':>14}{'cores':>8}{'cpu ms':>12}{'waited ms':>12}{'bursts':>10}"
+    lines.append(head)
+    lines.append("-" * len(head))
+    for name, thread in machine["threads"].items():
+        cores = ",".join(str(core) for core in thread["cores"]) if thread["cores"] else "all"
+        lines.append(f"{name[:27]:<28}{thread['kind']:>5}{thread['process'][:13]:>14}{cores[:7]:>8}{thread['cpu_s'] * 1e3:>12.3f}"
+                     f"{thread['waited_s'] * 1e3:>12.3f}{thread['bursts']:>10}")
+    return lines
+
+
 def format_summary(summary: dict[str, Any]) -> str:
     """The readable table ``zsim run`` prints."""
     lines = []
@@ -189,6 +206,7 @@ def format_summary(summary: dict[str, Any]) -> str:
         lines.append(f"{pipe['name'][:43]:<44}{hwm:>7}{pipe['max_depth']:>11}{_fmt(pipe['mean_depth'], 12)}"
                      f"{pipe['dropped']:>9}{pipe['depth_at_end']:>8}")
     lines += _link_table(summary)
+    lines += _thread_table(summary)
     lines.append("")
     lines.append(
         f"all copies pooled: sent {ledger['sent']}, copies {ledger['copies']}, delivered {ledger['delivered']}, "

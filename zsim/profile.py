@@ -12,6 +12,11 @@ built in:
 
 ``[scenario] profile = "file.toml"`` selects a file (relative to the scenario file).
 
+``[scheduler]`` records the machine's core count (``cores``, the default of a scenario's
+``[machine] cores``; absent: 0, a core per thread) and the scheduler's costs
+(``context_switch_s``, ``wakeup_s``, ``timeslice_s``; absent: the uncalibrated defaults of
+``zsim.model.params.SchedulerParams``). The shipped profile records none of them yet.
+
 Kernel buffering is stored per transport as a table of *effective in-flight kernel bytes*
 by message size (``[tcp.kernel] payload_bytes``/``capacity_bytes``), because Linux counts
 skb overhead (ipc) and autotunes buffers with traffic (tcp): the capacity seen by small and
@@ -121,6 +126,12 @@ class Profile:
     timer_jitter: Distribution | None = None  # lateness of the application's precise waits
     transports: Mapping[str, TransportProfile] = field(default_factory=dict)
     source: str = "<builtin>"
+    #: ``[scheduler]``: the machine's cores (0: none recorded) and the scheduler's costs
+    #: (None: the model's uncalibrated defaults)
+    cores: int = 0
+    context_switch_s: float | None = None
+    wakeup_s: float | None = None
+    timeslice_s: float | None = None
 
     def transport(self, name: str) -> TransportProfile:
         return self.transports.get(name, TransportProfile())
@@ -132,7 +143,10 @@ class Profile:
                           engine_s_per_msg=0.0, engine_s_per_byte=0.0, io_wakeup=None, send_wake_cost=None)
             for name, tp in self.transports.items()
         }
-        return Profile(name="ideal", meta={"derived_from": self.name}, transports=transports, source=self.source)
+        # no core count (a core per thread), and a scheduler that costs nothing if a
+        # scenario asks for cores anyway
+        return Profile(name="ideal", meta={"derived_from": self.name}, transports=transports, source=self.source,
+                       context_switch_s=0.0, wakeup_s=0.0)
 
 
 def _float(table: Mapping[str, Any], key: str, path: str, default: float | None = None) -> float:
@@ -247,6 +261,12 @@ def from_dict(raw: Mapping[str, Any], source: str = "<dict>") -> Profile:
     for name in ("inproc", "ipc", "tcp"):
         if name in raw:
             transports[name] = _transport(raw[name], name)
+    scheduler = raw.get("scheduler", {})
+    if not isinstance(scheduler, dict):
+        raise ScenarioError("scheduler", "must be a table")
+    cores = scheduler.get("cores", 0)
+    if isinstance(cores, bool) or not isinstance(cores, int) or cores < 0:
+        raise ScenarioError("scheduler.cores", f"must be an integer >= 0 (0: no core count recorded), got {cores!r}")
     return Profile(
         name=str(head.get("name", Path(source).stem)),
         meta=dict(head),
@@ -259,6 +279,10 @@ def from_dict(raw: Mapping[str, Any], source: str = "<dict>") -> Profile:
         timer_jitter=_dist(api, "timer_jitter_s", "api"),
         transports=transports,
         source=source,
+        cores=cores,
+        context_switch_s=_float(scheduler, "context_switch_s", "scheduler") if "context_switch_s" in scheduler else None,
+        wakeup_s=_float(scheduler, "wakeup_s", "scheduler") if "wakeup_s" in scheduler else None,
+        timeslice_s=_float(scheduler, "timeslice_s", "scheduler") if "timeslice_s" in scheduler else None,
     )
 
 

@@ -451,6 +451,8 @@ def summarise(model: Model, wall_s: float) -> RunResult:
     }
     if getattr(scenario, "templates", None):
         summary["templates"] = template_members(scenario)
+    if model.machine is not None:
+        summary["machine"] = model.machine.report()
     from .checks import run_warnings, static_warnings
 
     summary["warnings"] = static_warnings(scenario) + run_warnings(scenario, summary)
@@ -482,7 +484,7 @@ POOLED_ALIASES: dict[str, str] = {
 #: Warning codes of ``zsim.checks`` counted in every row (``warning.<code>``), so every
 #: row has the same columns whichever warnings its run raised.
 WARNING_CODES = ("no_subscription", "subscription_matches_nothing", "starts_after_horizon", "overloaded", "backlog_at_end",
-                 "latency_not_settled", "loss_not_settled", "rate_not_achieved")
+                 "latency_not_settled", "loss_not_settled", "rate_not_achieved", "cpu_contention")
 #: run warnings about one socket (``path`` = ``socket[<name>]``), flagged 0/1 per socket
 SOCKET_FLAGS = ("backlog_at_end", "latency_not_settled", "loss_not_settled")
 #: Per receiving socket (``socket.<name>.<field>``): from its ``inbound`` table.
@@ -496,6 +498,8 @@ LOAD_FIELDS = ("offered_utilisation", "overloaded", "backlog_at_end", "latency_n
 #: Per receiving socket, with the run's message table (``flat_metrics(..., result=)``).
 TIME_FIELDS = ("first_recv_s", "last_recv_s")
 PIPE_FIELDS = ("dropped", "max_depth", "mean_depth")
+#: Per thread, with [machine] cores (``thread.<name>.<field>``).
+THREAD_FIELDS = ("cpu_s", "waited_s")
 SENDER_FIELDS = ("sent", "again", "requested_rate_per_s", "achieved_rate_per_s", "blocked_s", "finished_at_s")
 #: Every ``socket.<name>.<field>`` a row can have.
 PER_SOCKET = (*SOCKET_FIELDS, *INBOUND_FIELDS, *(f"latency_{p}_s" for p in SOCKET_LATENCY),
@@ -640,6 +644,8 @@ def flat_metrics(summary: dict[str, Any], result: RunResult | None = None, scena
       name, after reconnects: the largest max, the summed time averages);
     - ``sender.<name>.{sent,again,requested_rate_per_s,achieved_rate_per_s,blocked_s,finished_at_s}``
       (NaN where the summary has none: back-to-back senders ask no rate);
+    - with ``[machine] cores``: ``machine.cores``, ``machine.cpu_s`` (CPU work of every
+      thread) and ``thread.<name>.{cpu_s,waited_s}`` (its work, its wait for a core);
     - ``warnings`` (how many) and ``warning.<code>`` for every code of ``WARNING_CODES``;
     - for a scenario written with templates (``zsim.templates``; ``summary["templates"]``,
       else ``scenario.templates``): ``socket.<template>.{sum,min,mean,max}_<field>`` over
@@ -720,6 +726,14 @@ def flat_metrics(summary: dict[str, Any], result: RunResult | None = None, scena
         for key in SENDER_FIELDS:
             value = sender.get(key)
             row[f"sender.{name}.{key}"] = _number(value) if key.endswith(("_s", "_per_s")) else (value or 0)
+    machine = summary.get("machine")
+    if machine:
+        # [machine] cores: what each thread used and how long it waited for a core
+        row["machine.cores"] = machine["cores"]
+        row["machine.cpu_s"] = machine["cpu_s"]
+        for name, thread in machine["threads"].items():
+            for key in THREAD_FIELDS:
+                row[f"thread.{name}.{key}"] = thread[key]
     warnings = summary.get("warnings") or []
     row["warnings"] = len(warnings)
     codes = dict.fromkeys(WARNING_CODES, 0)

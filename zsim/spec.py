@@ -134,6 +134,9 @@ class RecvSpec:
     pause: Distribution | None
     on_timeout: str  # "retry" | "stop"
     forward_to: str | None = None  # a pipeline stage: send a result on this socket
+    #: the service time is CPU work (a busy loop) rather than waiting (sleep, I/O); it
+    #: only matters with [machine] cores, where CPU work needs a core
+    busy: bool = False
 
 
 @dataclass(frozen=True)
@@ -158,6 +161,20 @@ class ProcessSpec:
     exit_after_sends: bool = False
     crash_at_s: float | None = None
     restart_at_s: float | None = None
+    #: the cores its threads may use (``os.sched_setaffinity``); None: every core
+    affinity: tuple[int, ...] | None = None
+    #: its context's I/O threads (``zmq.Context(io_threads=n)``, libzmq's default 1)
+    io_threads: int = 1
+
+
+@dataclass(frozen=True)
+class MachineSpec:
+    """``[machine]``: the cores every thread of the scenario shares (``zsim.model.cpu``).
+
+    ``cores = None`` (no ``[machine]`` table, or no ``cores`` in it): the active profile's
+    core count, and 0 (a core per thread) when the profile records none."""
+
+    cores: int | None = None
 
 
 @dataclass(frozen=True)
@@ -178,6 +195,7 @@ class Scenario:
     apps: tuple[AppSpec, ...] = ()
     #: the templates the scenario was written with and their members (``zsim.templates``)
     templates: tuple[Template, ...] = ()
+    machine: MachineSpec = MachineSpec()
 
     def socket(self, name: str) -> SocketSpec:
         return self._sockets_by_name[name]
@@ -344,16 +362,19 @@ def parse_endpoint(text: str, path: str) -> Endpoint:
 
 
 _SCENARIO_KEYS = {"name", "description", "until_s", "profile", "seed"}
-_TOP_KEYS = {"scenario", "process", "socket", "send", "recv", "proxy", "app", "validation", "sweep", "limits"}
+_TOP_KEYS = {"scenario", "machine", "process", "socket", "send", "recv", "proxy", "app", "validation", "sweep", "limits"}
+_MACHINE_KEYS = {"cores"}
+#: The most cores or I/O threads a scenario may ask for (a sanity bound, not libzmq's).
+MAX_CORES = 4096
 _APP_KEYS = {"name", "function"}
-_PROCESS_KEYS = {"name", "exit_at_s", "exit_after_sends", "crash_at_s", "restart_at_s"}
+_PROCESS_KEYS = {"name", "exit_at_s", "exit_after_sends", "crash_at_s", "restart_at_s", "affinity", "io_threads"}
 _SOCKET_KEYS = {"name", "type", "process", "bind", "connect", "open_at_s", "close_at_s", "options"}
 _SEND_KEYS = {
     "name", "socket", "count", "duration_s", "interval_s", "rate_per_s", "size_bytes", "start_s",
     "topic", "parts", "dontwait", "on_again", "to", "pacing",
 }
 _RECV_KEYS = {
-    "name", "socket", "service_s", "start_s", "count", "duration_s", "reply", "reply_size_bytes",
+    "name", "socket", "service_s", "busy", "start_s", "count", "duration_s", "reply", "reply_size_bytes",
     "pause_every_s", "pause_s", "on_timeout", "forward_to",
 }
 _PROXY_KEYS = {"name", "frontend", "backend"}
@@ -448,6 +469,8 @@ def _from_expanded(raw: dict[str, Any], base_dir: str, source: str) -> Scenario:
     profile = _str(head["profile"], "scenario.profile") if "profile" in head else None
     seed = _int(head["seed"], "scenario.seed", 0) if "seed" in head else None
 
+    machine = _parse_machine(raw.get("machine"))
+
     # processes
     processes: list[ProcessSpec] = []
     seen_process: set[str] = set()
@@ -473,6 +496,8 @@ def _from_expanded(raw: dict[str, Any], base_dir: str, source: str) -> Scenario:
                 exit_after_sends=_bool(table.get("exit_after_sends", False), f"{path}.exit_after_sends"),
                 crash_at_s=crash,
                 restart_at_s=restart,
+                affinity=_parse_affinity(table["affinity"], f"{path}.affinity", machine.cores) if "affinity" in table else None,
+                io_threads=_int(table.get("io_threads", 1), f"{path}.io_threads", 1, MAX_CORES),
             )
         )
 
@@ -605,7 +630,45 @@ def _from_expanded(raw: dict[str, Any], base_dir: str, source: str) -> Scenario:
         base_dir=base_dir,
         source=source,
         apps=tuple(apps),
+        machine=machine,
     )
+
+
+def _parse_machine(raw: Any) -> MachineSpec:
+    if raw is None:
+        return MachineSpec()
+    table = _table(raw, "machine")
+    _check_keys(table, _MACHINE_KEYS, "machine")
+    if "cores" not in table:
+        return MachineSpec()
+    return MachineSpec(cores=_int(table["cores"], "machine.cores", 0, MAX_CORES))
+
+
+def _parse_affinity(raw: Any, path: str, cores: int | None) -> tuple[int, ...]:
+    """A process's cores: a non-empty list of distinct core numbers below ``cores``
+    (checked against the profile's core count at build time when [machine] gives none)."""
+    if not isinstance(raw, list) or not raw:
+        raise ScenarioError(path, f"must be a non-empty list of core numbers (0 is the first core), got {raw!r}")
+    found: list[int] = []
+    for index, value in enumerate(raw):
+        core = _int(value, f"{path}[{index}]", 0, MAX_CORES - 1)
+        if core in found:
+            raise ScenarioError(f"{path}[{index}]", f"core {core} is listed twice")
+        found.append(core)
+    if cores == 0:
+        raise ScenarioError(path, "needs [machine] cores >= 1 (cores = 0 gives every thread a core of its own, so there is "
+                                  "nothing to pin to)")
+    if cores is not None:
+        check_affinity(tuple(found), path, cores)
+    return tuple(sorted(found))
+
+
+def check_affinity(affinity: tuple[int, ...], path: str, cores: int) -> None:
+    """Every core named must exist on a machine of ``cores`` cores."""
+    for index, core in enumerate(affinity):
+        if core >= cores:
+            raise ScenarioError(f"{path}[{index}]", f"core {core} does not exist: the machine has {cores} "
+                                                    f"core{'s' if cores != 1 else ''} (0 to {cores - 1})")
 
 
 def workload_label(kind: str, name: str) -> str:
@@ -780,6 +843,7 @@ def _parse_recv(
         pause=pause,
         on_timeout=on_timeout,
         forward_to=forward_to,
+        busy=_bool(table.get("busy", False), f"{path}.busy"),
     )
 
 
@@ -937,8 +1001,8 @@ def set_path(raw: dict[str, Any], path: str, value: Any) -> None:
     if len(parts) < 2:
         raise ScenarioError(path, "a path needs a section and a field, e.g. socket.pub.options.sndhwm")
     section = parts[0]
-    if section == "scenario":
-        target: Any = raw.setdefault("scenario", {})
+    if section in ("scenario", "machine"):
+        target: Any = raw.setdefault(section, {})
         rest = parts[1:]
     elif section in _ARRAY_SECTIONS:
         if len(parts) < 3:
@@ -963,7 +1027,7 @@ def set_path(raw: dict[str, Any], path: str, value: Any) -> None:
         target = matches[0]
         rest = parts[2:]
     else:
-        raise ScenarioError(path, f"unknown section {section!r}; one of scenario, {', '.join(_ARRAY_SECTIONS)}")
+        raise ScenarioError(path, f"unknown section {section!r}; one of scenario, machine, {', '.join(_ARRAY_SECTIONS)}")
     for depth, key in enumerate(rest[:-1]):
         child = target.get(key)
         if child is None:
@@ -972,7 +1036,8 @@ def set_path(raw: dict[str, Any], path: str, value: Any) -> None:
         elif not isinstance(child, dict):
             # A constant replaced by a distribution parameter: ``service_s.mean_s`` on a
             # number makes no sense, say so.
-            raise ScenarioError(path, f"{'.'.join(parts[: depth + 2 + (section != 'scenario')])} is {child!r}, not a table")
+            shown = ".".join(parts[: depth + 2 + (section not in ("scenario", "machine"))])
+            raise ScenarioError(path, f"{shown} is {child!r}, not a table")
         target = child
     target[rest[-1]] = value
 

@@ -58,6 +58,8 @@ class Context:
         self.wake_debt = 0.0  # time the running application call owes for waking threads
         self.wake_groups: dict[Any, WakeGroup] = {}
         self.until_s: float | None = None
+        #: the cores threads share (``zsim.model.cpu.Machine``); None: a core per thread
+        self.machine: Any = None
 
     def new_pipe(self, name: str, frm: str, to: str, kind: str, hwm: int, writer: Any, reader: Any, conflate: bool, owner: Any) -> Pipe:
         pipe = Pipe(self.env, name, hwm, writer, reader, conflate, index=len(self.pipes))

@@ -46,6 +46,21 @@ class TransportParams:
 
 
 @dataclass
+class SchedulerParams:
+    """The machine's cores and the scheduler's costs (``zsim.model.cpu``).
+
+    ``cores = 0``: no machine, every thread has a core of its own. The three costs are not
+    calibrated yet (docs/model.md, "Cores"): their defaults are Linux's usual orders of
+    magnitude, not measurements.
+    """
+
+    cores: int = 0
+    context_switch_s: float = 5e-6  # one switch between two runnable threads on a core
+    wakeup_s: float = 50e-6  # a woken thread waiting for a busy core to be preempted
+    timeslice_s: float = 1.5e-3  # how long a thread runs before the next takes its core (EEVDF base slice, 2 cores)
+
+
+@dataclass
 class ModelParams:
     send_call_s: float = 0.0
     send_drop_call_s: float | None = None  # a send that queued nothing (PUB dropping)
@@ -55,6 +70,7 @@ class ModelParams:
     timer_jitter: Distribution | None = None  # lateness added to every application wait
     transports: dict[str, TransportParams] = field(default_factory=dict)
     profile_name: str = "ideal"
+    scheduler: SchedulerParams = field(default_factory=SchedulerParams)
 
     def transport(self, name: str) -> TransportParams:
         params = self.transports.get(name)

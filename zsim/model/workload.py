@@ -10,6 +10,11 @@ Blocking follows ``socket_base_t::send``/``recv``: a send that gets EAGAIN with 
 DONTWAIT and SNDTIMEO != 0 waits for the next command to the socket and retries; SNDTIMEO
 bounds the wait. Random draws come from a stream passed in per workload, so adding or
 changing one workload leaves the others' draws unchanged.
+
+With ``[machine] cores`` (``zsim.model.cpu``) each workload has a ``cpu`` thread: the CPU
+part of what it does (call costs, a busy service time) is a burst on it, shared with the
+other runnable threads, and only then does the sleep (interval, service time that waits)
+start. ``cpu is None`` (``cores = 0``) is the model without contention, unchanged.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from .socket import OPEN, Socket
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..distributions import Sampler
+    from .cpu import Thread
     from .world import Process, World
 
 #: wire bytes of one routing-id frame (5-byte generated id + header) or REQ delimiter
@@ -133,6 +139,7 @@ class Sender:
                 wire += 2
             self._fixed_tail = (total, wire, self.topics[0], (), self.origin)
         self.finished_at: float | None = None
+        self.cpu: Thread | None = None  # its thread on the machine's cores (None: a core of its own)
 
     def start(self) -> None:
         self.timer.arm_at(self.start_s)
@@ -146,6 +153,8 @@ class Sender:
         self.socket.stop_waiting(self._retry)
         self.socket.stop_waiting(self._reply_woken)
         self.pending = None
+        if self.cpu is not None:
+            self.cpu.abandon(self)
 
     def resume(self) -> None:
         """The process restarted: carry on with the attempts that are left."""
@@ -235,7 +244,10 @@ class Sender:
             wait = self.interval.next()
             if wait > 0 and self.jitter is not None:
                 wait += self.jitter.next()
-            self.timer.arm(cost + wait)
+            if self.cpu is None:
+                self.timer.arm(cost + wait)
+            else:
+                self.cpu.run(cost, self.timer, wait)
         elif self.dontwait or status == UNROUTABLE:
             self._failed(status)
         else:
@@ -257,11 +269,16 @@ class Sender:
         """Arm the next attempt after a call that took ``cost`` seconds from now."""
         if self.schedule:
             self._next_scheduled(cost)
-        else:
+        elif self.cpu is None:
             self.timer.arm(cost + self._wait())
+        else:
+            self.cpu.run(cost, self.timer, self._wait())
 
     def _next_scheduled(self, cost: float) -> None:
         self.due += self.interval.next()
+        if self.cpu is not None:
+            self.cpu.run_then(cost, self._after_call)
+            return
         ready = self.env._now + cost
         due = self.due
         if due > ready:
@@ -270,6 +287,16 @@ class Sender:
             self.timer.arm_at(due)
         else:
             self.timer.arm_at(ready)  # behind schedule: the next send goes back to back
+
+    def _after_call(self) -> None:
+        """With cores: the send call's burst is over; sleep until the next attempt is due."""
+        due = self.due
+        if due > self.env._now:
+            if self.jitter is not None:
+                due += self.jitter.next()
+            self.timer.arm_at(due)
+        else:
+            self.timer.arm(0.0)
 
     def _wait(self) -> float:
         wait = self.interval.next()
@@ -381,6 +408,7 @@ class Receiver:
         pause: Sampler | None,
         on_timeout: str,
         forward_to: Socket | None = None,
+        busy: bool = False,
     ) -> None:
         self.world = world
         self.env = world.env
@@ -412,6 +440,8 @@ class Receiver:
         self.forward_to = forward_to
         self.forwarding: Message | None = None
         self.forward_blocked_since = 0.0
+        self.busy = busy  # the service time is CPU work (a busy loop), not a sleep
+        self.cpu: Thread | None = None  # its thread on the machine's cores (None: a core of its own)
 
     def start(self) -> None:
         if self.pause_every is not None:
@@ -427,6 +457,8 @@ class Receiver:
             self.waiting = False
         if self.forward_to is not None:
             self.forward_to.stop_waiting(self._forward_retry)
+        if self.cpu is not None:
+            self.cpu.abandon(self)
 
     def resume(self) -> None:
         if self.count is not None and self.received >= self.count:
@@ -504,7 +536,10 @@ class Receiver:
             # nothing can move any more, so the retries stop here.
             self.stop()
             return
-        self.timer.arm(self.recv_cost)
+        if self.cpu is None:
+            self.timer.arm(self.recv_cost)
+        else:
+            self.cpu.run(self.recv_cost, self.timer)
 
     def _got(self, msg: Message) -> None:
         sock = self.socket
@@ -514,8 +549,8 @@ class Receiver:
         if msg[0] >= 0:
             self.delivered(msg, sock.index, sock.last_pipe_index, now)
         service = self.service.next()
-        if service > 0 and self.jitter is not None:
-            service += self.jitter.next()
+        if service > 0 and self.jitter is not None and not self.busy:
+            service += self.jitter.next()  # a sleep wakes late; a busy loop ends on time
         busy = self.recv_cost + service
         if self.forward_to is not None:
             # a pipeline stage: the result is a new message sent on another socket
@@ -536,7 +571,12 @@ class Receiver:
             wire += len(envelope) * ENVELOPE_FRAME_BYTES
             self.pending_reply = (mid, now + busy, total, wire, "", envelope, self.socket.index)
             self.timer.set_fn(self._send_reply)
-        self.timer.arm(busy)
+        if self.cpu is None:
+            self.timer.arm(busy)
+        elif self.busy:
+            self.cpu.run(busy, self.timer)
+        else:
+            self.cpu.run(self.recv_cost, self.timer, service)
 
     def _send_forward(self, event: object = None) -> None:
         """Send the stage's result; a full socket blocks the stage (like ``send()``)."""
@@ -578,7 +618,10 @@ class Receiver:
             target.send_unroutable += 1
         else:
             target.send_again += 1
-        self.timer.arm(self.send_cost + self.world.wake_debt)
+        if self.cpu is None:
+            self.timer.arm(self.send_cost + self.world.wake_debt)
+        else:
+            self.cpu.run(self.send_cost + self.world.wake_debt, self.timer)
 
     def _send_reply(self, event: object = None) -> None:
         if event is not None and event is not self.timer._event:
@@ -598,7 +641,10 @@ class Receiver:
                 sock.send_unroutable += 1
             else:
                 sock.send_again += 1
-        self.timer.arm(self.send_cost)
+        if self.cpu is None:
+            self.timer.arm(self.send_cost)
+        else:
+            self.cpu.run(self.send_cost, self.timer)
 
 
 class Proxy:
@@ -625,6 +671,7 @@ class Proxy:
         self.forwarded = 0
         self.cost = world.params.recv_call_s + world.params.send_call_s
         self.ledger = world.ledger
+        self.cpu: Thread | None = None  # its thread on the machine's cores (None: a core of its own)
 
     def start(self) -> None:
         self.timer.arm(0.0)
@@ -633,6 +680,8 @@ class Proxy:
         self.done = True
         self.timer.cancel()
         self._unwait()
+        if self.cpu is not None:
+            self.cpu.abandon(self)
 
     def resume(self) -> None:
         self.done = False
@@ -665,7 +714,7 @@ class Proxy:
                 target.wait(self._woken)
                 return
             self.pending = None
-            self.timer.arm(self.cost)
+            self._burn()
             return
         if front.has_in() and back.has_out():
             if self._forward(front, back):
@@ -690,8 +739,15 @@ class Proxy:
             self.waiting = True
             target.wait(self._woken)
             return True
-        self.timer.arm(self.cost)
+        self._burn()
         return True
+
+    def _burn(self) -> None:
+        """The recv and send calls of one forwarded message, then the next step."""
+        if self.cpu is None:
+            self.timer.arm(self.cost)
+        else:
+            self.cpu.run(self.cost, self.timer)
 
     def _send(self, msg: Message, target: Socket) -> int:
         if msg[MSG_ID] < 0:

@@ -8,6 +8,11 @@ into its pipe; when a push fails it keeps that message, keeps the rest of its bu
 stops reading until the socket has read LWM messages (``restart_input``). Pressure
 therefore travels back through the kernel to the sender's pipe, where PUB drops and PUSH
 blocks.
+
+An engine's CPU work (per message and byte) keeps it busy after each event. With
+``[machine] cores`` that work runs on its process's I/O thread (``zsim.model.cpu``), one
+event at a time for every engine the thread serves, sharing the cores with the other
+threads; without, each engine is its own resource (``out_free_at``/``in_free_at``).
 """
 
 from __future__ import annotations
@@ -133,6 +138,45 @@ class Engine:
         self.in_free_at = 0.0
         self.closed = False
         self.latency = link.latency_sampler
+        machine = self.ctx.machine
+        self.io = machine.io_thread(session.socket.process) if machine is not None else None
+        if self.io is not None:
+            # events wait for the I/O thread, then burn their cost on it (see _out_task)
+            self.out_timer = self.env.timer(self._out_submit)
+            self.in_timer = self.env.timer(self._in_submit)
+            self.out_queued = self.in_queued = False
+
+    # -- on an I/O thread (``[machine] cores``) ------------------------------------------
+
+    def _out_submit(self) -> None:
+        if not self.out_queued and not self.closed:
+            self.out_queued = True
+            self.io.submit(self._out_task)  # type: ignore[union-attr]
+
+    def _out_task(self) -> float:
+        """``out_event`` when the I/O thread gets to it; its cost is the thread's burst
+        (``_out_event`` writes it as ``out_free_at``, which the I/O thread replaces)."""
+        self.out_queued = False
+        now = self.env._now
+        self.out_free_at = now
+        self._out_event()
+        cost = self.out_free_at - now
+        self.out_free_at = 0.0
+        return cost
+
+    def _in_submit(self) -> None:
+        if not self.in_queued and not self.closed:
+            self.in_queued = True
+            self.io.submit(self._in_task)  # type: ignore[union-attr]
+
+    def _in_task(self) -> float:
+        self.in_queued = False
+        now = self.env._now
+        self.in_free_at = now
+        self._in_event()
+        cost = self.in_free_at - now
+        self.in_free_at = 0.0
+        return cost
 
     # -- output ------------------------------------------------------------------------
 
@@ -367,3 +411,6 @@ class Engine:
         self.closed = True
         self.out_timer.cancel()
         self.in_timer.cancel()
+        if self.io is not None:
+            self.ctx.machine.release_io_thread(self.io)
+            self.io = None

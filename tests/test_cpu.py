@@ -1,0 +1,286 @@
+"""zsim.model.cpu and [machine] cores: threads that share cores, exact where the model's
+own rules decide (processor sharing, one switch a time slice, the wake-up delay)."""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from fingerprint import fingerprint
+
+import zsim
+from zsim import profile as profile_module
+from zsim.cli import format_summary
+from zsim.errors import ScenarioError
+from zsim.model.cpu import Machine, fair_shares
+from zsim.model.kernel import Environment
+from zsim.model.params import SchedulerParams
+from zsim.results import flat_metrics
+from zsim.spec import from_dict
+from zsim.sweep.plan import expand
+from zsim.sweep.plan import from_dict as sweep_from_dict
+
+ROOT = Path(__file__).resolve().parents[1]
+START = 0.1
+SERVICE = 0.001
+PER_WORKER = 10
+
+
+def _profile(**scheduler: float) -> profile_module.Profile:
+    """No time costs at all but the scheduler's (and what ``api`` adds)."""
+    api = scheduler.pop("api", None)
+    raw: dict[str, Any] = {"profile": {"name": "test"}, "scheduler": {"context_switch_s": 0.0, "wakeup_s": 0.0, **scheduler}}
+    if api:
+        raw["api"] = api
+    return profile_module.from_dict(raw)
+
+
+def two_workers(cores: int | None, *, busy: bool = True, transport: str = "inproc") -> dict[str, Any]:
+    """A PUSH deals 20 tasks to two PULL workers at once; each task is 1 ms of service."""
+    if transport == "inproc":
+        processes: list[dict[str, Any]] = [{"name": "main"}]
+        places = ("main", "main", "main")
+        endpoint = "inproc://tasks"
+    else:
+        processes = [{"name": "vent"}, {"name": "w1"}, {"name": "w2"}]
+        places = ("vent", "w1", "w2")
+        endpoint = "tcp://127.0.0.1:5557"
+    raw: dict[str, Any] = {
+        "scenario": {"name": "two-workers", "profile": "ideal"},
+        "process": processes,
+        "socket": [
+            {"name": "push", "type": "PUSH", "process": places[0], "bind": endpoint},
+            {"name": "pull1", "type": "PULL", "process": places[1], "connect": endpoint},
+            {"name": "pull2", "type": "PULL", "process": places[2], "connect": endpoint},
+        ],
+        "send": [{"socket": "push", "count": 2 * PER_WORKER, "interval_s": 0, "start_s": START}],
+        "recv": [{"socket": "pull1", "service_s": SERVICE, "busy": busy}, {"socket": "pull2", "service_s": SERVICE, "busy": busy}],
+    }
+    if cores is not None:
+        raw["machine"] = {"cores": cores}
+    return raw
+
+
+def makespan(summary: dict[str, Any]) -> float:
+    """From the first task sent to the last one done (the run ends when nothing can move)."""
+    return summary["sim_time_s"] - START
+
+
+# -- processor sharing, exactly ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("transport", ["inproc", "tcp"])
+def test_two_cpu_bound_workers_on_one_core_take_twice_as_long_as_on_two(transport):
+    work = PER_WORKER * SERVICE
+    results = {cores: zsim.run(two_workers(cores, transport=transport), profile=_profile()).summary for cores in (0, 1, 2, 3)}
+    for summary in results.values():
+        assert summary["sockets"]["pull1"]["received"] == summary["sockets"]["pull2"]["received"] == PER_WORKER
+    assert makespan(results[0]) == pytest.approx(work, rel=1e-12)  # a core per thread
+    assert makespan(results[2]) == pytest.approx(work, rel=1e-12)  # a core per worker
+    assert makespan(results[3]) == pytest.approx(work, rel=1e-12)  # a core to spare
+    assert makespan(results[1]) == pytest.approx(2 * work, rel=1e-12)  # two workers, one core: each at half speed
+    threads = results[1]["machine"]["threads"]
+    for name in ("recv.pull1", "recv.pull2"):
+        assert threads[name]["cpu_s"] == pytest.approx(work, rel=1e-12)
+        assert threads[name]["waited_s"] == pytest.approx(work, rel=1e-12)  # it waited as long as it worked
+        assert threads[name]["bursts"] == PER_WORKER
+    assert results[1]["machine"]["max_runnable"] == 2
+    assert results[2]["machine"]["threads"]["recv.pull1"]["waited_s"] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_a_time_slice_costs_a_context_switch_when_threads_share_a_core():
+    # one switch (0.1 ms) per 1 ms slice: a shared core does 1/1.1 of its work
+    profile = _profile(timeslice_s=0.001, context_switch_s=0.0001)
+    shared = zsim.run(two_workers(1), profile=profile).summary
+    alone = zsim.run(two_workers(2), profile=profile).summary
+    assert makespan(shared) == pytest.approx(2 * PER_WORKER * SERVICE * 1.1, rel=1e-12)
+    assert makespan(alone) == pytest.approx(PER_WORKER * SERVICE, rel=1e-12)  # nobody shares: no switches
+
+
+def test_a_service_time_that_waits_needs_no_core():
+    # busy = false (the default): the service time is a sleep, so one core is plenty
+    summary = zsim.run(two_workers(1, busy=False), profile=_profile()).summary
+    assert makespan(summary) == pytest.approx(PER_WORKER * SERVICE, rel=1e-12)
+    assert all(thread["waited_s"] == 0 for thread in summary["machine"]["threads"].values())
+    assert [w for w in summary["warnings"] if w["code"] == "cpu_contention"] == []
+
+
+def test_woken_thread_waits_for_a_busy_core_then_shares_it():
+    """A sender (10 us per send call) on the one core a spinning worker holds: each send
+    call first waits the wake-up delay (the core is taken), then runs at half speed."""
+    call, wakeup, interval = 10e-6, 50e-6, 0.001
+    raw = {
+        "scenario": {"name": "wake", "until_s": 0.05},
+        "socket": [
+            {"name": "feed", "type": "PUSH", "bind": "inproc://feed"},
+            {"name": "spinner", "type": "PULL", "connect": "inproc://feed"},
+            {"name": "out", "type": "PUSH", "bind": "inproc://out"},
+            {"name": "sink", "type": "PULL", "connect": "inproc://out"},
+        ],
+        "send": [{"name": "one", "socket": "feed", "count": 1, "interval_s": 0},
+                 {"name": "ticks", "socket": "out", "count": 20, "interval_s": interval, "start_s": 0.01}],
+        "recv": [{"socket": "spinner", "service_s": 1.0, "busy": True}, {"socket": "sink"}],
+        "machine": {"cores": 1},
+    }
+    result = zsim.run(raw, profile=_profile(wakeup_s=wakeup, api={"send_call_s": call}))
+    table = result.messages
+    out = result.socket_names.index("out")
+    sent = np.sort(table["t0"][table["origin"] == out])
+    cycle = wakeup + 2 * call + interval  # woken late, the call at half speed, then the sleep
+    assert sent == pytest.approx(0.01 + cycle * np.arange(20), rel=1e-12)
+    ticks = result.summary["machine"]["threads"]["ticks"]
+    assert ticks["wake_waits"] == 20
+    assert ticks["waited_s"] == pytest.approx(20 * (wakeup + call), rel=1e-9)
+
+
+def test_affinity_confines_a_process_to_its_cores():
+    # both workers pinned to core 0 of two: as slow as one core; a free third thread is not
+    raw = two_workers(2, transport="tcp")
+    raw["process"][1]["affinity"] = [0]
+    raw["process"][2]["affinity"] = [0]
+    summary = zsim.run(raw, profile=_profile()).summary
+    assert makespan(summary) == pytest.approx(2 * PER_WORKER * SERVICE, rel=1e-12)
+    assert summary["machine"]["threads"]["recv.pull1"]["cores"] == [0]
+    raw["process"][2]["affinity"] = [1]
+    assert makespan(zsim.run(raw, profile=_profile()).summary) == pytest.approx(PER_WORKER * SERVICE, rel=1e-12)
+
+
+def test_fair_shares_water_fill_over_affinities():
+    machine = Machine(Environment(), SchedulerParams(cores=3))
+    a, b = machine.thread("a", "app", "p", [0]), machine.thread("b", "app", "p", [0])
+    c = machine.thread("c", "app", "q", [0, 1])
+    d = machine.thread("d", "app", "r", None)
+    shares = fair_shares([a, b, c, d], machine.all_cores)
+    # a and b split core 0; c and d have cores 1 and 2 between them, one each
+    assert shares == {a: 0.5, b: 0.5, c: 1.0, d: 1.0}
+    e = machine.thread("e", "app", "r", None)
+    shares = fair_shares([a, b, c, d, e], machine.all_cores)
+    assert shares[a] == shares[b] == 0.5
+    assert shares[c] == shares[d] == shares[e] == pytest.approx(2 / 3)
+
+
+def test_an_io_thread_serves_its_engines_one_event_at_a_time():
+    """Two tcp connections out of one process: its one I/O thread does both engines'
+    work; with io_threads = 2 each has its own."""
+    raw = {
+        "scenario": {"name": "io", "profile": "default"},
+        "process": [{"name": "src"}, {"name": "dst"}],
+        "socket": [
+            {"name": "a", "type": "PUSH", "process": "src", "bind": "tcp://127.0.0.1:6001"},
+            {"name": "b", "type": "PUSH", "process": "src", "bind": "tcp://127.0.0.1:6002"},
+            {"name": "ra", "type": "PULL", "process": "dst", "connect": "tcp://127.0.0.1:6001"},
+            {"name": "rb", "type": "PULL", "process": "dst", "connect": "tcp://127.0.0.1:6002"},
+        ],
+        "send": [{"socket": "a", "count": 2000, "interval_s": 0, "start_s": 0.01},
+                 {"socket": "b", "count": 2000, "interval_s": 0, "start_s": 0.01}],
+        "recv": [{"socket": "ra"}, {"socket": "rb"}],
+        "machine": {"cores": 8},
+    }
+    one = zsim.run(raw).summary["machine"]["threads"]
+    assert "io.src" in one and "io.src.1" not in one
+    raw["process"][0]["io_threads"] = 2
+    two = zsim.run(raw).summary["machine"]["threads"]
+    assert two["io.src.1"]["bursts"] > 0 and two["io.src.2"]["bursts"] > 0
+    # the engine work is the same; split over two threads
+    assert two["io.src.1"]["cpu_s"] + two["io.src.2"]["cpu_s"] == pytest.approx(one["io.src"]["cpu_s"], rel=0.05)
+
+
+# -- cores = 0 is the model without a machine ------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["examples/push_pull_tcp.toml", "validation/scenarios/slow_joiner_paced.toml",
+                                  "experiments/task_pipeline/pipeline.toml"])
+def test_cores_zero_is_exactly_no_machine(tmp_path, name):
+    source = ROOT / name
+    copy_path = tmp_path / source.name  # the same file with [machine] cores = 0
+    copy_path.write_text(source.read_text() + "\n[machine]\ncores = 0\n")
+    assert fingerprint(copy_path) == fingerprint(source)
+    assert "machine" not in zsim.run(copy_path).summary
+
+
+def test_no_machine_means_the_profiles_core_count(tmp_path):
+    raw = two_workers(None)
+    assert "machine" not in zsim.run(raw, profile=_profile()).summary  # the profile records none
+    assert makespan(zsim.run(raw, profile=_profile(cores=1)).summary) == pytest.approx(2 * PER_WORKER * SERVICE, rel=1e-12)
+    raw["machine"] = {"cores": 2}  # the scenario's wins
+    assert makespan(zsim.run(raw, profile=_profile(cores=1)).summary) == pytest.approx(PER_WORKER * SERVICE, rel=1e-12)
+    assert profile_module.load("default").cores == 0  # shipped without: contention is not calibrated yet
+
+
+# -- what the run says ---------------------------------------------------------------------------
+
+
+def test_contention_is_a_warning_per_waiting_thread_and_a_table():
+    summary = zsim.run(two_workers(1), profile=_profile()).summary
+    found = [w for w in summary["warnings"] if w["code"] == "cpu_contention"]
+    assert [w["path"] for w in found] == ["thread[recv.pull1]", "thread[recv.pull2]"]
+    assert found[0]["message"] == "waited 10 ms for a core, against 10 ms of its own CPU work: up to 2 threads wanted the 1 core at once"
+    text = format_summary(summary)
+    assert "machine: 1 core, up to 2 threads runnable at once" in text
+    line = next(line for line in text.splitlines() if line.startswith("recv.pull1"))
+    assert line.split()[-3:] == ["10.000", "10.000", "10"]
+    row = flat_metrics(summary)  # a sweep's row
+    assert row["warning.cpu_contention"] == 2 and row["machine.cores"] == 1
+    assert row["thread.recv.pull1.waited_s"] == pytest.approx(0.01, rel=1e-12)
+    assert row["machine.cpu_s"] == pytest.approx(0.02, rel=1e-12)
+    assert not [w for w in zsim.run(two_workers(2), profile=_profile()).summary["warnings"] if w["code"] == "cpu_contention"]
+
+
+def test_machine_cores_is_a_sweep_axis():
+    sweep = sweep_from_dict({"sweep": {"name": "cores", "replications": 1}, "base": two_workers(None),
+                             "axes": {"machine.cores": [1, 2, 4]}})
+    plan = expand(sweep)
+    assert [point.values for point in plan.points] == [{"machine.cores": n} for n in (1, 2, 4)]
+    spans = [makespan(zsim.run(plan.scenario(point.id), profile=_profile()).summary) for point in plan.points]
+    assert spans == pytest.approx([0.02, 0.01, 0.01], rel=1e-12)
+
+
+# -- bad input: one line, exit 2 -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("change,expected", [
+    (lambda raw: raw.update(machine={"cores": -1}), "machine.cores: must be >= 0, got -1"),
+    (lambda raw: raw.update(machine={"cores": 1.5}), "machine.cores: must be an integer, got 1.5"),
+    (lambda raw: raw.update(machine={"core": 2}), "machine.core: unknown field (did you mean 'cores'?); known: cores"),
+    (lambda raw: raw["process"][1].update(affinity=[2]),
+     "process[w1].affinity[0]: core 2 does not exist: the machine has 2 cores (0 to 1)"),
+    (lambda raw: raw["process"][1].update(affinity=[0, 0]), "process[w1].affinity[1]: core 0 is listed twice"),
+    (lambda raw: raw["process"][1].update(affinity=[]), "process[w1].affinity: must be a non-empty list of core numbers"),
+    (lambda raw: raw.update(machine={"cores": 0}) or raw["process"][1].update(affinity=[0]),
+     "process[w1].affinity: needs [machine] cores >= 1"),
+    (lambda raw: raw["process"][1].update(io_threads=0), "process[w1].io_threads: must be >= 1, got 0"),
+    (lambda raw: raw["recv"][0].update(busy="yes"), "recv[pull1].busy: must be true or false, got 'yes'"),
+])
+def test_bad_machine_input_is_one_line(change, expected):
+    raw = two_workers(2, transport="tcp")
+    change(raw)
+    with pytest.raises(ScenarioError) as info:
+        from_dict(raw)
+    assert expected in str(info.value)
+
+
+def test_affinity_beyond_the_profiles_cores_is_refused_at_build():
+    raw = two_workers(None, transport="tcp")
+    raw["process"][1]["affinity"] = [3]
+    with pytest.raises(ScenarioError, match=r"process\[w1\]\.affinity\[0\]: core 3 does not exist: the machine has 2 cores"):
+        zsim.run(raw, profile=_profile(cores=2))
+
+
+def test_bad_cores_on_the_command_line_exits_2(tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text('[machine]\ncores = -2\n[[socket]]\nname = "a"\ntype = "PUSH"\nbind = "inproc://a"\n')
+    proc = subprocess.run([sys.executable, "-m", "zsim", "run", str(path)], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == "zsim: machine.cores: must be >= 0, got -2"
+
+
+def test_the_scenario_copy_is_untouched():
+    raw = two_workers(1)
+    before = copy.deepcopy(raw)
+    zsim.run(raw, profile=_profile())
+    assert raw == before

@@ -1,0 +1,357 @@
+"""The machine's cores and the threads that compete for them (``[machine] cores = N``).
+
+Every modelled thread, an application thread running ``[[send]]``/``[[recv]]``/``[[proxy]]``
+work or a context's I/O thread running its engines, does its CPU work as *bursts*: a
+number of CPU seconds (a call's cost, an engine's per-message work, a busy service time).
+A sleeping or blocked thread has no burst and uses no core.
+
+The kernel's scheduler is modelled as processor sharing (the fluid limit of time-slicing):
+while ``k`` threads have a burst on ``N`` cores, each progresses at rate ``min(1, N / k)``
+CPU seconds per second. Time-slicing is not free: a thread that shares a core progresses
+at ``timeslice / (timeslice + context_switch)`` of its share (one switch per slice). A
+thread that becomes runnable after sleeping while its cores are all taken starts its burst
+``wakeup`` seconds later (the scheduler's wake-up preemption delay); its wake-up on an idle
+machine is already in the profile's measured latencies. With affinity (``[[process]]
+affinity``) the shares are max-min fair: the water-filling allocation in which no thread
+can get more without a thread with an equal or smaller share getting less, each thread
+using only its allowed cores and at most one at a time.
+
+A ``Thread`` runs one burst at a time; work submitted while it is busy waits its turn in
+order (an I/O thread serves its engines one event at a time, ``io_thread_t``'s poller
+loop). Each thread keeps what it used (``cpu_s``) and how long it was runnable without a
+core (``waited_s``: the burst's length beyond its CPU work, plus wake-up delays).
+
+``cores = 0`` builds no ``Machine`` at all: every thread then has a core of its own and the
+model is exactly the one without this module.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .kernel import Environment, Timer
+    from .params import SchedulerParams
+
+#: A burst with less CPU work than this left is complete (seconds of CPU: rounding only).
+DONE_S = 1e-12
+#: Above this many distinct affinity sets among the runnable threads, shares are estimated
+#: per thread (cores it may use / runnable threads that may use one of them) instead of
+#: water-filled over every union of the sets (2^n of them).
+MAX_EXACT_SETS = 10
+
+Task = Callable[[], float]
+
+
+class Thread:
+    """One OS thread: its bursts, its queue of work, its statistics."""
+
+    __slots__ = ("machine", "name", "kind", "process", "affinity", "restricted", "index", "remaining", "work", "rate",
+                 "started_at", "then_timer", "then_wait", "then_fn", "queue", "busy", "last_end", "wake_timer",
+                 "pending", "cpu_s", "waited_s", "wake_waits", "bursts", "in_run")
+
+    def __init__(self, machine: Machine, name: str, kind: str, process: str, affinity: frozenset[int], index: int) -> None:
+        self.machine = machine
+        self.name = name
+        self.kind = kind  # "app" | "io"
+        self.process = process
+        self.affinity = affinity
+        self.restricted = len(affinity) < machine.cores
+        self.index = index
+        self.remaining = 0.0
+        self.work = 0.0
+        self.rate = 1.0
+        self.started_at = 0.0
+        # what follows the burst: arm ``then_timer`` after ``then_wait``, or call ``then_fn``
+        self.then_timer: Timer | Any = None
+        self.then_wait = 0.0
+        self.then_fn: Callable[[], Any] | None = None
+        self.queue: deque[tuple[float, Any, float, Callable[[], Any] | None, Task | None]] = deque()
+        self.busy = False  # a burst is running or about to (waking)
+        self.last_end = -1.0  # when the last burst ended: a burst starting then is no wake-up
+        self.wake_timer = machine.env.timer(self._woken)
+        self.pending: tuple[float, Any, float, Callable[[], Any] | None, Task | None] | None = None
+        self.cpu_s = 0.0
+        self.waited_s = 0.0
+        self.wake_waits = 0
+        self.bursts = 0
+        self.in_run = False
+
+    # -- application threads: a burst, then a sleep ------------------------------------------
+
+    def run(self, cpu: float, timer: Any, wait: float = 0.0) -> None:
+        """Burn ``cpu`` seconds of CPU, then arm ``timer`` ``wait`` seconds later."""
+        self._enqueue((cpu, timer, wait, None, None))
+
+    def run_then(self, cpu: float, fn: Callable[[], Any]) -> None:
+        """Burn ``cpu`` seconds of CPU, then call ``fn()``."""
+        self._enqueue((cpu, None, 0.0, fn, None))
+
+    # -- I/O threads: tasks whose effects happen when the thread gets to them ----------------
+
+    def submit(self, task: Task) -> None:
+        """Run ``task()`` when the thread is free; it does its effects and returns the CPU
+        seconds they cost, which the thread then burns before its next task."""
+        self._enqueue((0.0, None, 0.0, None, task))
+
+    def abandon(self, owner: Any) -> None:
+        """``owner`` (a workload) stopped: its running burst still uses the CPU it needs,
+        but nothing follows it, and its queued work goes. Other workloads sharing the
+        thread (several on one socket) keep theirs."""
+
+        def mine(timer: Any, fn: Callable[[], Any] | None) -> bool:
+            return (timer is not None and timer is owner.timer) or (fn is not None and getattr(fn, "__self__", None) is owner)
+
+        if mine(self.then_timer, self.then_fn):
+            self.then_timer = self.then_fn = None
+        if self.queue:
+            self.queue = deque(item for item in self.queue if not mine(item[1], item[3]))
+        pending = self.pending
+        if pending is not None and mine(pending[1], pending[3]):
+            self.pending = None
+            self.wake_timer.cancel()
+            if self.queue:
+                self.pending = self.queue.popleft()
+                self.wake_timer.arm(self.machine.wakeup_s)
+            else:
+                self.busy = False
+
+    # -- mechanics -----------------------------------------------------------------------------
+
+    def _enqueue(self, item: tuple[float, Any, float, Callable[[], Any] | None, Task | None]) -> None:
+        if self.busy:
+            self.queue.append(item)
+            return
+        self.busy = True
+        machine = self.machine
+        now = machine.env._now
+        if now > self.last_end and machine.wakeup_s > 0 and machine.contended(self):
+            # woken while its cores are taken: it waits for the scheduler to preempt one
+            self.pending = item
+            self.waited_s += machine.wakeup_s
+            self.wake_waits += 1
+            self.wake_timer.arm(machine.wakeup_s)
+            return
+        self._begin(item)
+
+    def _woken(self) -> None:
+        item = self.pending
+        self.pending = None
+        if item is not None:
+            self._begin(item)
+
+    def _begin(self, item: tuple[float, Any, float, Callable[[], Any] | None, Task | None]) -> None:
+        cpu, timer, wait, fn, task = item
+        if task is not None:
+            cpu = task()
+        self.then_timer, self.then_wait, self.then_fn = timer, wait, fn
+        if cpu > 0:
+            self.machine.start(self, cpu)
+        else:
+            self.finished()
+
+    def finished(self) -> None:
+        """The burst is done: what follows it, then the next queued work."""
+        self.last_end = self.machine.env._now
+        timer, fn = self.then_timer, self.then_fn
+        self.then_timer = self.then_fn = None
+        if timer is not None:
+            timer.arm(self.then_wait)
+        elif fn is not None:
+            fn()
+        if self.queue:
+            self._begin(self.queue.popleft())
+        else:
+            self.busy = False
+
+
+class Machine:
+    """``N`` cores shared by the threads of every process of the scenario."""
+
+    def __init__(self, env: Environment, params: SchedulerParams) -> None:
+        self.env = env
+        self.cores = params.cores
+        self.all_cores = frozenset(range(params.cores))
+        self.params = params
+        self.wakeup_s = params.wakeup_s
+        slice_s, switch_s = params.timeslice_s, params.context_switch_s
+        #: the share of a contended core that is the thread's own work (one switch a slice)
+        self.efficiency = slice_s / (slice_s + switch_s) if slice_s > 0 else 1.0
+        self.threads: list[Thread] = []
+        self.running: list[Thread] = []
+        self.updated_at = 0.0
+        self.timer = env.timer(self._complete)
+        self.any_restricted = False
+        self.max_runnable = 0
+        #: the machine's I/O threads by process object, and how many engines each serves
+        self.io_threads: dict[Any, list[Thread]] = {}
+        self.io_load: dict[Thread, int] = {}
+
+    def thread(self, name: str, kind: str, process: str, affinity: Iterable[int] | None = None) -> Thread:
+        cores = self.all_cores if affinity is None else frozenset(affinity) & self.all_cores
+        thread = Thread(self, name, kind, process, cores or self.all_cores, len(self.threads))
+        self.any_restricted = self.any_restricted or thread.restricted
+        self.threads.append(thread)
+        return thread
+
+    def io_thread(self, process: Any) -> Thread | None:
+        """The I/O thread a new engine of ``process`` runs on: the least loaded one, as
+        ``ctx_t::choose_io_thread`` picks it (ties: the first)."""
+        threads = self.io_threads.get(process)
+        if not threads:
+            return None
+        chosen = min(threads, key=lambda t: (self.io_load[t], t.index))
+        self.io_load[chosen] += 1
+        return chosen
+
+    def release_io_thread(self, thread: Thread) -> None:
+        self.io_load[thread] -= 1
+
+    # -- processor sharing -----------------------------------------------------------------
+
+    def contended(self, thread: Thread) -> bool:
+        """Would ``thread`` find every core it may use taken?"""
+        if not self.any_restricted:
+            return len(self.running) >= self.cores
+        cores = thread.affinity
+        using = sum(1 for other in self.running if other.affinity & cores)
+        return using >= len(cores)
+
+    def start(self, thread: Thread, cpu: float) -> None:
+        self._advance()
+        now = self.env._now
+        thread.remaining = thread.work = cpu
+        thread.started_at = now
+        thread.bursts += 1
+        self.running.append(thread)
+        if len(self.running) > self.max_runnable:
+            self.max_runnable = len(self.running)
+        self._reschedule()
+
+    def _advance(self) -> None:
+        """Charge the time since the last change to every running burst."""
+        now = self.env._now
+        elapsed = now - self.updated_at
+        if elapsed > 0:
+            for thread in self.running:
+                thread.remaining -= thread.rate * elapsed
+        self.updated_at = now
+
+    def _reschedule(self) -> None:
+        running = self.running
+        if not running:
+            self.timer.cancel()
+            return
+        self._share()
+        soonest = min(thread.remaining / thread.rate for thread in running)
+        self.timer.arm(soonest if soonest > 0 else 0.0)
+
+    def _complete(self) -> None:
+        self._advance()
+        now = self.env._now
+        done = [thread for thread in self.running if thread.remaining <= DONE_S * thread.rate + DONE_S]
+        if not done:  # pragma: no cover - rounding left a sliver: finish it
+            self._reschedule()
+            return
+        self.running = [thread for thread in self.running if thread not in done]
+        for thread in done:
+            thread.cpu_s += thread.work
+            thread.waited_s += max(0.0, now - thread.started_at - thread.work)
+        self._reschedule()
+        for thread in done:
+            thread.finished()
+
+    def _share(self) -> None:
+        running = self.running
+        cores = self.cores
+        if not self.any_restricted:
+            count = len(running)
+            rate = cores / count * self.efficiency if count > cores else 1.0
+            for thread in running:
+                thread.rate = rate
+            return
+        for thread, share in fair_shares(running, self.all_cores).items():
+            thread.rate = share * self.efficiency if share < 1.0 else 1.0
+
+    # -- end of run --------------------------------------------------------------------------
+
+    def finish(self) -> None:
+        """Charge the bursts still running at the end of the run to their threads."""
+        self._advance()
+        now = self.env._now
+        for thread in self.running:
+            done = thread.work - max(0.0, thread.remaining)
+            thread.cpu_s += done
+            thread.waited_s += max(0.0, now - thread.started_at - done)
+            thread.work = thread.remaining = max(0.0, thread.remaining)
+            thread.started_at = now
+
+    def report(self) -> dict[str, Any]:
+        """``summary["machine"]``: the cores and, per thread, what it used and waited."""
+        threads = {}
+        for thread in self.threads:
+            threads[thread.name] = {
+                "kind": thread.kind,
+                "process": thread.process,
+                "cores": sorted(thread.affinity) if thread.restricted else None,
+                "cpu_s": thread.cpu_s,
+                "waited_s": thread.waited_s,
+                "bursts": thread.bursts,
+                "wake_waits": thread.wake_waits,
+            }
+        return {
+            "cores": self.cores,
+            "context_switch_s": self.params.context_switch_s,
+            "wakeup_s": self.params.wakeup_s,
+            "timeslice_s": self.params.timeslice_s,
+            "max_runnable": self.max_runnable,
+            "cpu_s": sum(thread.cpu_s for thread in self.threads),
+            "threads": threads,
+        }
+
+
+def fair_shares(threads: list[Thread], cores: frozenset[int]) -> dict[Thread, float]:
+    """Max-min fair CPU shares (each at most 1) of ``threads``, each confined to its
+    affinity, over ``cores``: water-filling. The union of affinity sets that saturates
+    first (fewest cores per thread confined to it) fixes its threads' share; its cores
+    are then full, and the rest is shared among the others the same way."""
+    shares: dict[Thread, float] = {}
+    allowed = {thread: thread.affinity & cores for thread in threads}
+    active = list(threads)
+    free = set(cores)
+    while active:
+        groups: dict[frozenset[int], int] = {}
+        for thread in active:
+            key = allowed[thread]
+            groups[key] = groups.get(key, 0) + 1
+        sets = list(groups)
+        if len(sets) > MAX_EXACT_SETS:
+            for thread in active:
+                mine = allowed[thread]
+                users = sum(1 for other in active if allowed[other] & mine)
+                shares[thread] = min(1.0, len(mine) / users)
+            return shares
+        best = float("inf")
+        best_union: frozenset[int] = frozenset()
+        for mask in range(1, 1 << len(sets)):
+            union = frozenset().union(*(sets[i] for i in range(len(sets)) if mask >> i & 1))
+            confined = sum(count for key, count in groups.items() if key <= union)
+            level = len(union) / confined
+            if level < best:
+                best, best_union = level, union
+        if best >= 1.0:
+            for thread in active:
+                shares[thread] = 1.0
+            return shares
+        rest = []
+        for thread in active:
+            if allowed[thread] <= best_union:
+                shares[thread] = best
+            else:
+                allowed[thread] = allowed[thread] - best_union
+                rest.append(thread)
+        free -= best_union
+        active = rest
+    return shares
