@@ -35,7 +35,10 @@ from pathlib import Path
 
 #: the modules compiled by setup.py (each has a ``.pxd`` of C declarations beside it)
 MODULES = (
+    "zsim.model.kernel",
     "zsim.model.pipe",
+    "zsim.model.peer",
+    "zsim.model.routing",
 )
 
 #: set to 1 to run the ``.py`` files even where compiled modules are installed
