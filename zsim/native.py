@@ -39,6 +39,8 @@ MODULES = (
     "zsim.model.pipe",
     "zsim.model.peer",
     "zsim.model.routing",
+    "zsim.model.socket",
+    "zsim.model.workload",
 )
 
 #: set to 1 to run the ``.py`` files even where compiled modules are installed
@@ -131,4 +133,5 @@ def describe() -> str:
     return f"partly compiled ({', '.join(missing)} not compiled: reinstall)"  # pragma: no cover
 
 
-select()  # on import: zsim/__init__.py imports this module before anything else
+if __name__ == "zsim.native":  # not when setup.py reads MODULES
+    select()  # on import: zsim/__init__.py imports this module before anything else
