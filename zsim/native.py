@@ -41,6 +41,7 @@ MODULES = (
     "zsim.model.routing",
     "zsim.model.socket",
     "zsim.model.workload",
+    "zsim.ledger",
 )
 
 #: set to 1 to run the ``.py`` files even where compiled modules are installed
