@@ -1,6 +1,7 @@
 # C declarations for zsim/model/workload.py (Cython pure-Python mode; see zsim/native.py).
 cimport cython
 
+from zsim.model.context cimport Context
 from zsim.model.kernel cimport FastTimer, Timer
 from zsim.model.socket cimport Socket
 
@@ -10,7 +11,7 @@ cdef int MSG_ENVELOPE, MSG_ID, MSG_TOPIC, SUBSCRIBE_ID
 
 cdef class Sender:
     cdef dict __dict__
-    cdef public object world
+    cdef public Context world
     cdef public object env
     cdef public str name
     cdef public Socket socket
@@ -54,7 +55,7 @@ cdef class Sender:
     cdef public object _fixed_tail
     cdef public object finished_at
 
-    @cython.locals(sock=Socket, status=int, cost=double, wait=double, queued_before=long, mid=long)
+    @cython.locals(sock=Socket, status=int, cost=double, wait=double, queued_before=long, mid=long, world=Context)
     cpdef _fire(self, event=*)
     cpdef _next(self, double cost)
     @cython.locals(ready=double, due=double)
@@ -64,7 +65,7 @@ cdef class Sender:
 
 cdef class Receiver:
     cdef dict __dict__
-    cdef public object world
+    cdef public Context world
     cdef public object env
     cdef public str name
     cdef public Socket socket
