@@ -32,6 +32,14 @@ WARNING = ("WARNING: zsim's compiled core was not built ({reason}); zsim will ru
 
 def warn(reason: str) -> None:
     print("\n" + WARNING.format(reason=reason) + "\n", file=sys.stderr, flush=True)
+    # An editable install keeps its compiled modules beside the sources: remove those of an
+    # earlier build, or they would run beside this build's pure-Python modules.
+    from importlib.machinery import EXTENSION_SUFFIXES
+
+    for name in compiled_modules():
+        source = ROOT.joinpath(*name.split(".")).with_suffix(".py")
+        for suffix in EXTENSION_SUFFIXES:
+            source.with_suffix(suffix).unlink(missing_ok=True)
 
 
 class OptionalBuildExt(build_ext):
