@@ -17,10 +17,26 @@ setup() {
         "$PY" -m venv "$VENV"
     fi
     local stamp="$VENV/.zsim-installed"
-    if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+    # Reinstall when the dependencies or the compiled hot path changed: the editable install
+    # compiles the modules of zsim/native.py (a .py or .pxd newer than the last build would
+    # otherwise run pure Python, with a warning: see zsim/native.py).
+    local changed
+    changed=$(find pyproject.toml setup.py zsim -newer "$stamp" \( -name pyproject.toml -o -name setup.py -o -name '*.pxd' \
+        -o -name native.py \) -print -quit 2>/dev/null || true)
+    if [ -z "$changed" ] && [ -f "$stamp" ]; then
+        for pxd in $(find zsim -name '*.pxd'); do
+            if [ "${pxd%.pxd}.py" -nt "$stamp" ]; then changed="${pxd%.pxd}.py"; break; fi
+        done
+    fi
+    if [ ! -f "$stamp" ] || [ -n "$changed" ]; then
         "$VENV/bin/python" -m pip install --quiet --upgrade pip
         "$VENV/bin/python" -m pip install --quiet -e ".[all]"
         touch "$stamp"
+        local mode
+        mode=$("$VENV/bin/python" -c "import zsim.native as n; print(n.describe())")
+        if [ "$mode" != "compiled" ]; then
+            echo "dev.sh: warning: zsim's compiled core was not built, zsim runs $mode (reinstall with -v to see why)" >&2
+        fi
     fi
 }
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
+# first: importing zsim.native chooses compiled or pure Python before any model module loads
+from . import native  # noqa: F401
 from .app import App, AppSocket, Received
 from .errors import (
     Again,

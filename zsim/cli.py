@@ -397,9 +397,9 @@ def _lazy(module: str, function: str) -> Callable[[argparse.Namespace], int]:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="zsim", description="Discrete-event simulation of ZeroMQ (libzmq 4.3.5) queuing.")
-    from . import __version__
+    from . import __version__, native
 
-    parser.add_argument("--version", action="version", version=f"zsim {__version__}")
+    parser.add_argument("--version", action="version", version=f"zsim {__version__}, {native.describe()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     p = sub.add_parser("run", help="simulate one scenario and print its summary")

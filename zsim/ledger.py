@@ -11,13 +11,14 @@ Sockets count the copies they create; after the run ``check_conservation`` verif
 the ledger holds exactly that many final records. A mismatch is a bug in zsim and raises
 ``ConservationError``, it is never reported as a number.
 
-Records are kept columnar in ``array`` buffers (8 bytes a field, no Python object per
-message) and turned into numpy arrays once at the end.
+Records are written as 9 doubles into preallocated blocks (a numpy buffer each, written
+through a ``memoryview``: no Python object per message, and a C store per field when
+compiled) and turned into numpy columns once at the end.
 """
 
 from __future__ import annotations
 
-from array import array
+from typing import Any
 
 import numpy as np
 
@@ -27,19 +28,52 @@ from .errors import ConservationError
 from .model.fates import DELIVERED, DISCARDED, DROPPED, FORWARDED, LOST, QUEUED, RULES, STATES, WHERE  # noqa: E402,F401
 
 _FIELDS = 9  # msg_id, state, socket, pipe, rule, time, t0, size, origin
+_BLOCK = 8192 * _FIELDS  # doubles per block (576 KiB; numpy leaves untouched pages unmapped)
 
 
 class Ledger:
     """Implements ``zsim.model.fates.LedgerSink``.
 
-    One flat ``array('d')`` of 9-field records, one record per copy when its fate is
-    decided (the message tuple carries its send time, size and origin, so nothing is
-    written when a message is sent).
+    Blocks of 9-field records, one record per copy when its fate is decided (the message
+    tuple carries its send time, size and origin, so nothing is written when a message is
+    sent).
     """
 
+    __slots__ = ("n_sent", "_blocks", "_full", "_current", "_block", "_used")
+
     def __init__(self) -> None:
-        self.records = array("d")
         self.n_sent = 0
+        self._blocks: list[np.ndarray] = []  # full blocks, flat
+        self._full = 0  # records in them
+        self._current = np.empty(0)  # the block being written (allocated at the first write)
+        self._block: Any = self._current.data  # the same, as a memoryview of doubles (typed in ledger.pxd)
+        self._used = 0  # doubles written in it
+
+    def _write(self, mid: int, state: float, socket_index: int, pipe_index: int, rule: float, now: float, t0: float,
+               size: int, origin: int) -> None:
+        i = self._used
+        if i + _FIELDS > len(self._block):
+            self._new_block()
+            i = 0
+        block = self._block
+        block[i] = mid
+        block[i + 1] = state
+        block[i + 2] = socket_index
+        block[i + 3] = pipe_index
+        block[i + 4] = rule
+        block[i + 5] = now
+        block[i + 6] = t0
+        block[i + 7] = size
+        block[i + 8] = origin
+        self._used = i + _FIELDS
+
+    def _new_block(self) -> None:
+        if self._used:
+            self._blocks.append(self._current[: self._used])
+            self._full += self._used // _FIELDS
+        self._current = np.empty(_BLOCK)  # pages are mapped when first written
+        self._block = self._current.data
+        self._used = 0
 
     # -- hooks called by the model (hot path) ----------------------------------------------
 
@@ -47,29 +81,45 @@ class Ledger:
         self.n_sent += 1
 
     def delivered(self, msg: tuple, socket_index: int, pipe_index: int, now: float) -> None:
-        self.records.extend((msg[0], 0.0, socket_index, pipe_index, 0.0, now, msg[1], msg[2], msg[6]))
+        self._write(msg[0], 0.0, socket_index, pipe_index, 0.0, now, msg[1], msg[2], msg[6])
 
     def forwarded(self, msg: tuple, socket_index: int, pipe_index: int, now: float) -> None:
-        self.records.extend((msg[0], 1.0, socket_index, pipe_index, 0.0, now, msg[1], msg[2], msg[6]))
+        self._write(msg[0], 1.0, socket_index, pipe_index, 0.0, now, msg[1], msg[2], msg[6])
 
     def dropped(self, msg: tuple, socket_index: int, pipe_index: int, rule: int, now: float) -> None:
-        self.records.extend((msg[0], 2.0, socket_index, pipe_index, rule, now, msg[1], msg[2], msg[6]))
+        self._write(msg[0], 2.0, socket_index, pipe_index, rule, now, msg[1], msg[2], msg[6])
 
     def discarded(self, msg: tuple, socket_index: int, pipe_index: int, rule: int, now: float) -> None:
-        self.records.extend((msg[0], 3.0, socket_index, pipe_index, rule, now, msg[1], msg[2], msg[6]))
+        self._write(msg[0], 3.0, socket_index, pipe_index, rule, now, msg[1], msg[2], msg[6])
 
     def lost(self, msg: tuple, socket_index: int, pipe_index: int, rule: int, now: float) -> None:
-        self.records.extend((msg[0], 4.0, socket_index, pipe_index, rule, now, msg[1], msg[2], msg[6]))
+        self._write(msg[0], 4.0, socket_index, pipe_index, rule, now, msg[1], msg[2], msg[6])
 
     def queued(self, msg: tuple, socket_index: int, pipe_index: int, where: int, now: float) -> None:
-        self.records.extend((msg[0], 5.0, socket_index, pipe_index, where, now, msg[1], msg[2], msg[6]))
+        self._write(msg[0], 5.0, socket_index, pipe_index, where, now, msg[1], msg[2], msg[6])
+
+    @property
+    def n_records(self) -> int:
+        """Final records written so far (what bounds a run's memory)."""
+        return self._full + self._used // _FIELDS
+
+    def _rows(self) -> np.ndarray:
+        """All records as an (n, 9) array, made one block (once: later calls reuse it)."""
+        if self._used:
+            self._blocks.append(self._current[: self._used])
+            self._full += self._used // _FIELDS
+            self._current = np.empty(0)
+            self._block = self._current.data
+            self._used = 0
+        if len(self._blocks) > 1:
+            self._blocks = [np.concatenate(self._blocks)]
+        return self._blocks[0].reshape(-1, _FIELDS) if self._blocks else np.zeros((0, _FIELDS))
 
     # -- after the run ----------------------------------------------------------------------
 
     def table(self) -> dict[str, np.ndarray]:
         """The final records as numpy columns."""
-        flat = np.frombuffer(self.records, dtype=np.float64) if len(self.records) else np.zeros(0)
-        rows = flat.reshape(-1, _FIELDS)
+        rows = self._rows()
         return {
             "msg_id": rows[:, 0].astype(np.int64),
             "state": rows[:, 1].astype(np.int8),
@@ -84,9 +134,8 @@ class Ledger:
 
     def check_conservation(self, copies: int, max_id: int | None = None) -> dict[str, int]:
         """Every copy a socket created has exactly one final record. Returns state counts."""
-        count = len(self.records) // _FIELDS
-        flat = np.frombuffer(self.records, dtype=np.float64) if len(self.records) else np.zeros(0)
-        rows = flat.reshape(-1, _FIELDS)
+        rows = self._rows()
+        count = len(rows)
         states = rows[:, 1].astype(np.int64)
         counts = np.bincount(states, minlength=len(STATES)) if count else np.zeros(len(STATES), np.int64)
         by_state = {name: int(counts[i]) for i, name in enumerate(STATES)}

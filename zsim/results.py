@@ -29,10 +29,11 @@ if TYPE_CHECKING:  # pragma: no cover
 def versions() -> dict[str, str]:
     import simpy
 
-    from . import __version__
+    from . import __version__, native
 
     return {
         "zsim": __version__,
+        "zsim_mode": native.mode(),
         "python": platform.python_version(),
         "simpy": getattr(simpy, "__version__", "?"),
         "numpy": np.__version__,

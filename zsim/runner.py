@@ -99,7 +99,7 @@ class Guard:
 
     def copies(self) -> int:
         model = self.model
-        return max(model.world.next_message_id, len(model.ledger.records) // 9)
+        return max(model.world.next_message_id, model.ledger.n_records)
 
     def _sender_fields(self, sender: Any) -> dict[str, Any]:
         """The fields of a ``[[send]]`` table that set how many messages it sends."""

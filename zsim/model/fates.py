@@ -91,5 +91,6 @@ class LedgerSink(Protocol):
 
     #: messages sent (the hot path counts in place instead of calling ``sent``)
     n_sent: int
-    #: the flat record array (its length bounds a run's memory, see ``zsim.runner.Guard``)
-    records: Any
+    #: final records written so far (bounds a run's memory, see ``zsim.runner.Guard``)
+    @property
+    def n_records(self) -> int: ...

@@ -27,14 +27,19 @@ from ..errors import ZsimError
 __all__ = ["Environment", "FastTimer", "Timer", "NORMAL", "URGENT"]
 
 
-class _TimerEvent(Event):
-    """The heap entry of a ``Timer``: reused while the timer fires normally."""
+class _TimerEvent:
+    """The heap entry of a ``Timer``: reused while the timer fires normally.
 
-    __slots__ = ()
+    Not a ``simpy.events.Event``, but what SimPy's own ``Environment.step`` reads of one
+    (``callbacks``, ``_ok``, ``_value``), so ``run(until=event)``, which steps with
+    SimPy's loop, processes it too; ``Environment.run`` tests for it by type first.
+    """
+
+    __slots__ = ("env", "callbacks", "_value", "_ok")
 
     def __init__(self, env: Environment) -> None:
         self.env = env
-        self.callbacks = None  # type: ignore[assignment]
+        self.callbacks: EventCallbacks | None = None
         self._value = None
         self._ok = True
 
@@ -57,7 +62,7 @@ class Timer:
         self._in_heap = False
         # The run loop never mutates a callbacks list, so one list serves every firing.
         self._callbacks: EventCallbacks = [self._fire]
-        self._queue = env._queue
+        self._queue: list[Any] = env._queue  # SimPy's heap; a timer's entry is its _TimerEvent
         self._eid = env._eid
 
     def _fire(self, event: Event) -> None:
@@ -98,7 +103,7 @@ class FastTimer:
         self.env = env
         self._event = _TimerEvent(env)
         self._callbacks = [fn]
-        self._queue = env._queue
+        self._queue: list[Any] = env._queue  # SimPy's heap; a timer's entry is its _TimerEvent
         self._eid = env._eid
 
     def arm(self, delay: float, priority: EventPriority = NORMAL) -> None:
@@ -181,31 +186,13 @@ class Environment(simpy.Environment):
             stop_at = float(until)
             if stop_at < self._now:
                 raise ValueError(f"until ({stop_at}) must be >= now ({self._now})")
-        queue = self._queue
-        pop = heappop
         horizon = float("inf") if stop_at is None else stop_at
         monitor = self.monitor
         chunk = self.monitor_every if monitor is not None else 1 << 62
         try:
-            while queue:
+            while self._queue:
                 # Up to ``chunk`` events, then the monitor: one counter per event, not a call.
-                left = chunk
-                while queue and left:
-                    if queue[0][0] > horizon:
-                        break
-                    self._now, _, _, event = pop(queue)
-                    callbacks = event.callbacks
-                    event.callbacks = None  # type: ignore[assignment]  # SimPy's own mark of a processed event
-                    for callback in callbacks:
-                        callback(event)
-                    if not event._ok and not hasattr(event, "_defused"):
-                        value = event._value
-                        if isinstance(value, ZsimError):
-                            raise value  # zsim's own errors carry fields (path, reason) args cannot rebuild
-                        exc = type(value)(*value.args)
-                        exc.__cause__ = value
-                        raise exc
-                    left -= 1
+                left = _run_events(self, self._queue, horizon, chunk)
                 self.events_processed += chunk - left
                 if left:
                     break  # the horizon or an empty queue ended the chunk: the run is over
@@ -218,3 +205,33 @@ class Environment(simpy.Environment):
         if stop_at is not None:
             self._now = stop_at
         return None
+
+
+def _run_events(env: Environment, queue: list, horizon: float, left: int) -> int:
+    """Process up to ``left`` events due by ``horizon``; returns how many of ``left`` remain."""
+    while queue and left:
+        if queue[0][0] > horizon:
+            break
+        now, _, _, event = heappop(queue)
+        env._now = now
+        if type(event) is _TimerEvent:
+            # a timer: always ok, one callback (the compiled loop calls it with typed fields)
+            timer_event: _TimerEvent = event
+            callbacks = timer_event.callbacks
+            timer_event.callbacks = None
+            for callback in callbacks:  # type: ignore[union-attr]  # a timer in the heap has its callbacks
+                callback(event)
+        else:
+            callbacks = event.callbacks
+            event.callbacks = None  # SimPy's own mark of a processed event
+            for callback in callbacks:
+                callback(event)
+            if not event._ok and not hasattr(event, "_defused"):
+                value = event._value
+                if isinstance(value, ZsimError):
+                    raise value  # zsim's own errors carry fields (path, reason) args cannot rebuild
+                exc = type(value)(*value.args)
+                exc.__cause__ = value
+                raise exc
+        left -= 1
+    return left

@@ -124,12 +124,13 @@ class Socket:
         # xsend: the type's own send (socket_base_t::xsend): a dropping policy's own send,
         # or the socket type's on top of lb_t (REQ's lockstep) or its single pipe.
         self.xsend: Callable[[Message], int]
+        policy: Any  # untyped for Cython: ``policy.send`` must be a Python bound method
         if send == DIST:
-            self.dist = Distribute(self, bool(options.xpub_nodrop))
-            self.xsend = self.dist.send
+            self.dist = policy = Distribute(self, bool(options.xpub_nodrop))
+            self.xsend = policy.send
         elif send == ROUTE:
-            self.router = RouteByIdentity(self, bool(options.router_mandatory))
-            self.xsend = self.router.send
+            self.router = policy = RouteByIdentity(self, bool(options.router_mandatory))
+            self.xsend = policy.send
         elif send == LB:
             self.xsend = self._send_request if traits.request else self._send_lb
         elif send == REPLY:

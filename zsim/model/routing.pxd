@@ -1,0 +1,68 @@
+# C declarations for zsim/model/routing.py (Cython pure-Python mode; see zsim/native.py).
+cimport cython
+
+from zsim.model.peer cimport Peer, Subscriptions
+from zsim.model.pipe cimport Pipe
+
+# constants imported from the .py modules, as C integers here
+cdef int MSG_ENVELOPE, MSG_TOPIC
+cdef int AGAIN, SENT, UNROUTABLE, RULE_HWM, RULE_NOT_CONNECTED, RULE_NOT_SUBSCRIBED, RULE_UNROUTABLE
+
+
+@cython.final
+cdef class LoadBalance:
+    cdef public list pipes
+    cdef public long active
+    cdef public long current
+    cdef public dict peer_of
+
+    cpdef attach(self, Pipe pipe, Peer peer)
+    cpdef activated(self, Pipe pipe)
+    cpdef terminated(self, Pipe pipe)
+    @cython.locals(pipe=Pipe)
+    cpdef tuple send(self, tuple msg)
+    cpdef bint has_out(self)
+
+
+@cython.final
+cdef class FairQueue:
+    cdef public list pipes
+    cdef public long active
+    cdef public long current
+    cdef public dict peer_of
+
+    cpdef attach(self, Pipe pipe, Peer peer)
+    cpdef activated(self, Pipe pipe)
+    cpdef terminated(self, Pipe pipe)
+    @cython.locals(pipe=Pipe)
+    cpdef tuple recv(self)
+    @cython.locals(pipe=Pipe)
+    cpdef bint has_in(self)
+
+
+@cython.final
+cdef class Distribute:
+    cdef public object owner
+    cdef public list peers
+    cdef public bint nodrop
+    cdef public set _members
+
+    cpdef add(self, Peer peer)
+    cpdef remove(self, Peer peer)
+    @cython.locals(peer=Peer, pipe=Pipe)
+    cpdef bint check_hwm(self, str topic)
+    cpdef bint has_out(self)
+    @cython.locals(peer=Peer, pipe=Pipe, applied=Subscriptions, copies=long, dropped=long, hwm=long)
+    cpdef int send(self, tuple msg) except? -1
+
+
+@cython.final
+cdef class RouteByIdentity:
+    cdef public object owner
+    cdef public dict by_key
+    cdef public bint mandatory
+
+    cpdef add(self, object key, Peer peer)
+    cpdef remove(self, object key, Peer peer)
+    @cython.locals(peer=Peer, pipe=Pipe)
+    cpdef int send(self, tuple msg) except? -1

@@ -1,0 +1,121 @@
+# C declarations for zsim/model/workload.py (Cython pure-Python mode; see zsim/native.py).
+cimport cython
+
+from zsim.model.context cimport Context
+from zsim.model.kernel cimport FastTimer, Timer
+from zsim.model.socket cimport Socket
+
+cdef int INBOUND_POLL_RATE, OPEN, AGAIN, SENT, UNROUTABLE, RULE_UNROUTABLE
+cdef int MSG_ENVELOPE, MSG_ID, MSG_TOPIC, SUBSCRIBE_ID
+
+
+cdef class Sender:
+    cdef dict __dict__
+    cdef public Context world
+    cdef public object env
+    cdef public str name
+    cdef public Socket socket
+    cdef public object process
+    cdef public object count
+    cdef public object end_s
+    cdef public object until_s
+    cdef public object interval
+    cdef public object size
+    cdef public double start_s
+    cdef public tuple topics
+    cdef public long parts
+    cdef public bint dontwait
+    cdef public str on_again
+    cdef public tuple to
+    cdef public FastTimer timer
+    cdef public Timer timeout_timer
+    cdef public bint schedule
+    cdef public double due
+    cdef public long attempts
+    cdef public long sent
+    cdef public long again
+    cdef public long unroutable
+    cdef public bint done
+    cdef public object pending
+    cdef public double blocked_since
+    cdef public double blocked_s
+    cdef public bint awaiting_reply
+    cdef public double request_sent_at
+    cdef public object rtt
+    cdef public double send_cost
+    cdef public double drop_cost
+    cdef public double recv_cost
+    cdef public object jitter
+    cdef public object ledger
+    cdef public bint is_request
+    cdef public long _topic_index
+    cdef public long _to_index
+    cdef public dict _shapes
+    cdef public long origin
+    cdef public object _fixed_tail
+    cdef public object finished_at
+
+    @cython.locals(sock=Socket, status=int, cost=double, wait=double, queued_before=long, mid=long, world=Context)
+    cpdef _fire(self, event=*)
+    cpdef _next(self, double cost)
+    @cython.locals(ready=double, due=double)
+    cpdef _next_scheduled(self, double cost)
+    cpdef double _wait(self) except? -1.0
+
+
+cdef class Receiver:
+    cdef dict __dict__
+    cdef public Context world
+    cdef public object env
+    cdef public str name
+    cdef public Socket socket
+    cdef public object process
+    cdef public object service
+    cdef public double start_s
+    cdef public object count
+    cdef public object end_s
+    cdef public bint reply
+    cdef public object reply_size
+    cdef public object pause_every
+    cdef public object pause
+    cdef public str on_timeout
+    cdef public FastTimer timer
+    cdef public Timer timeout_timer
+    cdef public long received
+    cdef public bint done
+    cdef public bint waiting
+    cdef public double recv_cost
+    cdef public double send_cost
+    cdef public object jitter
+    cdef public object ledger
+    cdef public object delivered
+    cdef public double next_pause_at
+    cdef public double paused_s
+    cdef public object pending_reply
+    cdef public Socket forward_to
+    cdef public object forwarding
+    cdef public double forward_blocked_since
+
+    @cython.locals(sock=Socket)
+    cpdef _try(self, event=*)
+    cpdef _woken(self)
+    @cython.locals(sock=Socket, service=double, busy=double)
+    cpdef _got(self, tuple msg)
+
+
+cdef class Proxy:
+    cdef dict __dict__
+    cdef public object world
+    cdef public object env
+    cdef public str name
+    cdef public Socket frontend
+    cdef public Socket backend
+    cdef public object process
+    cdef public object socket
+    cdef public Timer timer
+    cdef public bint done
+    cdef public bint waiting
+    cdef public object pending
+    cdef public long forwarded
+    cdef public double cost
+    cdef public object ledger
