@@ -1,4 +1,4 @@
-"""Command line: ``zsim run | explain | validate | calibrate | sweep | compare | report``.
+"""Command line: ``zsim run | explain | export | validate | calibrate | sweep | compare | report``.
 
 Thin by design: every command parses its arguments and calls one library function. Bad
 input (a scenario error, a missing file) prints one line naming the field and the reason
@@ -386,6 +386,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    """``zsim export FILE --pyzmq OUT.py``: a standalone pyzmq program of the scenario."""
+    from .export import write_pyzmq
+
+    path = write_pyzmq(args.scenario, args.pyzmq)
+    print(f"wrote {path} (run it: python {path})")
+    return EXIT_OK
+
+
 def _lazy(module: str, function: str) -> Callable[[argparse.Namespace], int]:
     def call(args: argparse.Namespace) -> int:
         import importlib
@@ -418,6 +427,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON object (episodes with their paragraphs, stalls)")
     add_limit_args(p)
     p.set_defaults(func=cmd_explain)
+
+    p = sub.add_parser("export", help="write the scenario as a standalone pyzmq program (one function per process, a thread per "
+                       "socket, the counts as JSON at the end)")
+    p.add_argument("scenario", help="scenario TOML file")
+    p.add_argument("--pyzmq", metavar="OUT.py", required=True, help="the program to write")
+    p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("validate", help="run a scenario in simulation and on real pyzmq, compare metric by metric")
     p.add_argument("scenario")

@@ -1,0 +1,1127 @@
+"""Design to code: ``zsim export FILE --pyzmq OUT.py`` writes a standalone pyzmq program.
+
+The program does what the scenario describes, on real sockets, laid out as a zguide
+example: per ``[[process]]`` one function (one OS process with one ``zmq.Context``; a
+scenario of one process runs it in a thread), per socket an opener that sets every option
+explicitly and binds/connects as written, a thread that owns the socket from ``open_at_s``
+to ``close_at_s`` and runs its ``[[send]]``/``[[recv]]`` loops, a poll loop per
+``[[proxy]]``, and ``main()``, which starts the processes, ends the run (at ``until_s``, or
+when no message has moved for a while) and prints the counts per socket as JSON, the
+keys of ``zsim run --json``'s ``sockets`` (``sent``, ``received``, ``send_again``,
+``send_unroutable``, ``recv_again``), so a test can compare the two.
+
+What a program cannot express (the profile's costs, the simulator's random streams, a
+crash's exact mechanics...) is said in the program's own header, field by field.
+
+Templates (``count = N``): the members of a counted process, or of a counted socket in an
+ordinary process, come out as one function with the member index ``i`` when their code
+differs only in strings and numbers that are linear in ``i`` (``"w{i+1}_in"`` ->
+``f"w{i + 1}_in"``), checked for every member; otherwise each member is written out.
+
+Nothing here imports zmq: the output is text. ``zsim.export_plumbing`` holds the fixed
+part of every program (the clock, the end of the run, the counts).
+"""
+
+from __future__ import annotations
+
+import builtins
+import io
+import json
+import keyword
+import re
+import textwrap
+import tokenize
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import __version__, export_plumbing, files, spec
+from .distributions import Distribution
+from .errors import ScenarioError
+from .socket_types import DIST, ROUTE, TYPES
+from .spec import RecvSpec, Scenario, SendSpec, SocketSpec
+from .templates import Template
+
+#: Names the generated code uses itself: a socket or loop never gets one of them.
+_RESERVED = frozenset(
+    set(dir(builtins)) | set(keyword.kwlist) | {
+        "annotations", "argparse", "contextlib", "itertools", "json", "math", "multiprocessing", "np", "os", "queue",
+        "signal", "sys", "threading", "time", "traceback", "zlib", "zmq", "Any", "Run", "Proc", "Stopped", "COUNTS",
+        "SCENARIO", "SEED", "UNTIL_S", "QUIET_S", "LAST_EVENT_S", "frames", "main", "proc", "run", "i", "n", "mp",
+        "message", "reply", "envelope", "body", "size", "due", "rng", "poller", "other", "sock", "topics", "peers",
+        "payload", "received", "next_pause", "pause", "error", "args", "parser", "processes", "process", "thread",
+        "report", "result", "ctx", "name", "opener", "target",
+    }
+)
+
+_SOCKET_CONSTANT = {name: f"zmq.{name}" for name in TYPES}
+
+
+# --------------------------------------------------------------------------------------
+# Literals and descriptions
+
+
+def _str(text: str) -> str:
+    """A double-quoted Python literal of ``text``."""
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _bytes(text: str) -> str:
+    """A bytes literal of ``text`` (UTF-8): ``b"weather."``, or ``"é".encode()``."""
+    if text.isascii():
+        return "b" + json.dumps(text)
+    return f"{_str(text)}.encode()"
+
+
+def _num(value: float) -> str:
+    """A float literal as Python writes it (``0.001``, ``1e-05``, ``4.0``)."""
+    return repr(float(value))
+
+
+def _seconds(value: float) -> str:
+    """``0.1 ms``, ``2.5 s``: for comments and docstrings."""
+    if value == 0:
+        return "0 s"
+    if value < 1:
+        return f"{value * 1000:.6g} ms"
+    return f"{value:.6g} s"
+
+
+def _size(value: float) -> str:
+    return f"{value:,.0f} B"
+
+
+def _describe(dist: Distribution) -> str:
+    """A distribution in words, for docstrings."""
+    unit = _seconds if dist.unit == "s" else _size
+    if dist.kind == "constant":
+        return unit(dist.value)
+    if dist.kind == "exponential":
+        return f"exponential, mean {unit(dist.mean)}"
+    if dist.kind == "uniform":
+        return f"uniform over {unit(dist.low)} to {unit(dist.high)}"
+    if dist.kind == "lognormal":
+        return f"lognormal, mean {unit(dist.mean)}, sigma {dist.sigma:g}"
+    return "one of " + ", ".join(unit(v) for v in dist.values)
+
+
+def _draw(dist: Distribution, integer: bool = False) -> str:
+    """A Python expression of one draw of ``dist`` from the loop's ``rng``."""
+    if dist.kind == "constant":
+        return str(int(round(dist.value))) if integer else _num(dist.value)
+    if dist.kind == "exponential":
+        expression = f"rng.exponential({_num(dist.mean)})" if dist.mean > 0 else "0.0"
+    elif dist.kind == "uniform":
+        expression = f"rng.uniform({_num(dist.low)}, {_num(dist.high)})"
+    elif dist.kind == "lognormal":
+        # numpy's lognormal takes the mean of the logarithm; the scenario gives the mean
+        expression = f"rng.lognormal(math.log({_num(dist.mean)}) - {dist.sigma!r} ** 2 / 2, {dist.sigma!r})"
+    else:
+        expression = f"rng.choice([{', '.join(_num(v) for v in dist.values)}])"
+    return f"max(0, int(round({expression})))" if integer else expression
+
+
+def _linear(a: int, b: int) -> str:
+    """``a*i + b`` as Python (``i + 1``, ``5600 + i``, ``2 * i``)."""
+    term = "i" if a == 1 else "-i" if a == -1 else f"{a} * i"
+    if b == 0:
+        return term
+    if a == 1:
+        return f"{b} + i" if b > 99 else f"i + {b}" if b > 0 else f"i - {-b}"
+    return f"{term} + {b}" if b > 0 else f"{term} - {-b}"
+
+
+# --------------------------------------------------------------------------------------
+# Folding the members of a template into one function of ``i``
+
+
+_RUN = re.compile(r"(\d+)")
+
+
+def infer(values: Sequence[str]) -> list[str | tuple[int, int]] | None:
+    """The pattern behind the strings of members 0, 1, ...: literal pieces and ``(a, b)``
+    for a number ``a*i + b``; None unless it reproduces every value exactly."""
+    if len(values) < 2:
+        return None
+    pieces = [_RUN.split(value) for value in values]
+    if any(len(p) != len(pieces[0]) for p in pieces):
+        return None
+    pattern: list[str | tuple[int, int]] = []
+    for k, first in enumerate(pieces[0]):
+        column = [p[k] for p in pieces]
+        if all(item == first for item in column):
+            pattern.append(first)
+            continue
+        if k % 2 == 0:  # text between the numbers differs
+            return None
+        b = int(column[0])
+        a = int(column[1]) - b
+        if any(str(a * i + b) != item for i, item in enumerate(column)):
+            return None
+        pattern.append((a, b))
+    return pattern
+
+
+def _render(pattern: Sequence[str | tuple[int, int]]) -> str:
+    """A pattern as text, its numbers as ``{a*i + b}`` (for docstrings and comments)."""
+    return "".join(part if isinstance(part, str) else "{" + _linear(*part) + "}" for part in pattern)
+
+
+def _fstring(pattern: Sequence[str | tuple[int, int]]) -> str:
+    """A pattern of literal source text as an f-string (``"w1_in"`` -> ``f"w{i + 1}_in"``)."""
+    return "f" + "".join(part.replace("{", "{{").replace("}", "}}") if isinstance(part, str) else "{" + _linear(*part) + "}"
+                         for part in pattern)
+
+
+def fold(texts: Sequence[str]) -> str | None:
+    """One text for the members' texts when they differ only in string, number and comment
+    tokens linear in the member index ``i``, else None. Docstrings and comments get the
+    pattern as text (``w{i + 1}_in``), strings become f-strings, numbers expressions."""
+    if len(texts) < 2:
+        return None
+    try:
+        streams = [list(tokenize.generate_tokens(io.StringIO(text).readline)) for text in texts]
+    except (tokenize.TokenError, SyntaxError):
+        return None
+    first = streams[0]
+    if any(len(s) != len(first) for s in streams):
+        return None
+    lines = texts[0].splitlines(keepends=True)
+    edits: list[tuple[tuple[int, int], tuple[int, int], str]] = []
+    previous = None
+    for k, token in enumerate(first):
+        column = [s[k] for s in streams]
+        if any(t.type != token.type for t in column):
+            return None
+        if all(t.string == token.string for t in column):
+            if token.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT):
+                previous = token
+            continue
+        if token.type not in (tokenize.STRING, tokenize.NUMBER, tokenize.COMMENT):
+            return None
+        pattern = infer([t.string for t in column])
+        if pattern is None:
+            return None
+        if token.type == tokenize.COMMENT or (previous is not None and previous.type == tokenize.INDENT):
+            replacement = _render(pattern)  # a comment or a docstring: the pattern, as text
+        elif token.type == tokenize.NUMBER:
+            if len(pattern) != 3 or pattern[0] or pattern[2] or isinstance(pattern[1], str):
+                return None  # only whole integers fold
+            replacement = f"({_linear(*pattern[1])})"
+        else:
+            folded = _string_fstring(token.string, pattern)
+            if folded is None:
+                return None
+            replacement = folded
+        edits.append((token.start, token.end, replacement))
+        if token.type != tokenize.COMMENT:
+            previous = token
+    for start, end, replacement in reversed(edits):
+        (row1, col1), (row2, col2) = start, end
+        head = lines[row1 - 1][:col1]
+        tail = lines[row2 - 1][col2:]
+        lines[row1 - 1:row2] = [head + replacement + tail]
+    return "".join(lines)
+
+
+def _string_fstring(source: str, pattern: Sequence[str | tuple[int, int]]) -> str | None:
+    """A string token's source (``"w1_in"``, ``b"w1"``) as an f-string of its pattern, or None
+    for a token that cannot become one (a triple-quoted or raw string)."""
+    match = re.match(r"[A-Za-z]*", source)
+    head = match.group(0) if match else ""
+    first = pattern[0]
+    if head.lower() not in ("", "b") or source[len(head):].startswith(('"""', "'''")) or not isinstance(first, str):
+        return None
+    text = _fstring([first[len(head):], *pattern[1:]])
+    return text + ".encode()" if head else text
+
+
+# --------------------------------------------------------------------------------------
+# The scenario, as the program lays it out
+
+
+@dataclass
+class _SocketUnit:
+    """A socket and what its thread does: its loops (in start order) and the socket a
+    [[recv]] of it forwards to, which the same thread owns."""
+
+    sock: SocketSpec
+    loops: list[SendSpec | RecvSpec] = field(default_factory=list)
+    forward: SocketSpec | None = None
+
+
+class _Writer:
+    def __init__(self, scenario: Scenario, source: str, program: str) -> None:
+        self.s = scenario
+        self.source = source
+        self.program_name = program
+        self.names: dict[tuple[str, str], str] = {}
+        self.taken: set[str] = set(_RESERVED)
+        self.needs: set[str] = set()
+        self.notes: list[str] = []
+        self.member: dict[tuple[str, str], tuple[Template, int]] = {}
+        for template in scenario.templates:
+            for index, member in enumerate(template.members):
+                self.member[(template.kind, member)] = (template, index)
+        self.proxied = {name for proxy in scenario.proxies for name in (proxy.frontend, proxy.backend)}
+        self.units = self._units()
+        self.folded: list[str] = []
+        self.expanded: list[str] = []
+
+    # -- names -----------------------------------------------------------------------
+
+    def ident(self, kind: str, name: str, member: bool, suffix: str = "", prefix: str = "") -> str:
+        """The Python name of an entity: its (template) name made an identifier, unique."""
+        base = name
+        if member and (kind, name) in self.member:
+            base = self.member[(kind, name)][0].name
+        for head in ("send.", "recv."):
+            if kind in ("send", "recv") and base.startswith(head):
+                base = base[len(head):]
+        key = (kind + prefix + suffix, base)
+        if key in self.names:
+            return self.names[key]
+        word = re.sub(r"\W", "_", base)
+        if not word or word[0].isdigit():
+            word = "s" + word
+        word = f"{prefix}{word}{suffix}"
+        candidate, n = word, 2
+        while candidate in self.taken or keyword.iskeyword(candidate):
+            candidate = f"{word}_{n}"
+            n += 1
+        self.taken.add(candidate)
+        self.names[key] = candidate
+        return candidate
+
+    def var(self, sock: SocketSpec, member: bool) -> str:
+        return self.ident("socket", sock.name, member)
+
+    # -- layout ------------------------------------------------------------------------
+
+    def _units(self) -> dict[str, list[_SocketUnit]]:
+        """Per process, its socket threads (proxied sockets belong to their proxy)."""
+        s = self.s
+        owner: dict[str, str] = {}
+        loops: dict[str, list[SendSpec | RecvSpec]] = {sock.name: [] for sock in s.sockets}
+        for send in s.sends:
+            loops[send.socket].append(send)
+        for recv in s.recvs:
+            loops[recv.socket].append(recv)
+            if recv.forward_to is not None:
+                label = spec.workload_label("recv", recv.name)
+                other = owner.get(recv.forward_to)
+                if other is not None and other != recv.socket:
+                    raise ScenarioError(f"{label}.forward_to", f"socket {recv.forward_to!r} is also forwarded to from socket {other!r}; "
+                                                               "the exported program gives each socket to one thread")
+                owner[recv.forward_to] = recv.socket
+        for target, source in owner.items():
+            if loops[target]:
+                first = loops[target][0]
+                kind = "send" if isinstance(first, SendSpec) else "recv"
+                raise ScenarioError(f"{spec.workload_label(kind, first.name)}.socket",
+                                    f"socket {target!r} is the forward_to of a [[recv]] on {source!r} and has loops of its own; the "
+                                    "exported program gives each socket to one thread (the one that forwards to it)")
+        units: dict[str, list[_SocketUnit]] = {proc.name: [] for proc in s.processes}
+        for sock in s.sockets:
+            if sock.name in self.proxied or sock.name in owner:
+                continue
+            ordered = sorted(loops[sock.name], key=lambda w: max(w.start_s, sock.open_at_s))
+            forwards = {w.forward_to for w in ordered if isinstance(w, RecvSpec) and w.forward_to is not None}
+            unit = _SocketUnit(sock, ordered, s.socket(forwards.pop()) if forwards else None)
+            units[sock.process].append(unit)
+            self._note_sequential(unit)
+        return units
+
+    def _note_sequential(self, unit: _SocketUnit) -> None:
+        """Loops on one socket run one after another in its thread; say so when the
+        simulator would run them side by side."""
+        sock = unit.sock
+        for before, after in zip(unit.loops, unit.loops[1:]):  # noqa: B905 - one shorter by construction
+            start = max(before.start_s, sock.open_at_s)
+            ends = start + before.duration_s if before.duration_s is not None else None
+            if ends is None or ends > max(after.start_s, sock.open_at_s):
+                self.notes.append(
+                    f"socket {sock.name}: its loops {before.name} and {after.name} run one after the other in the thread that owns "
+                    f"the socket (a ZeroMQ socket belongs to one thread); the simulator runs them side by side from "
+                    f"t = {_seconds(start)} and {_seconds(max(after.start_s, sock.open_at_s))}"
+                )
+
+    # -- code: sockets -----------------------------------------------------------------
+
+    def opener(self, sock: SocketSpec, member: bool) -> list[str]:
+        traits = TYPES[sock.type]
+        opts = sock.options
+        fn = self.ident("socket", sock.name, member, prefix="open_")
+        params = "ctx: zmq.Context" + (", i: int" if member else "")
+        where = [f"binds {e.text}" for e in sock.bind] + [f"connects {e.text}" for e in sock.connect]
+        lines = [f"def {fn}({params}) -> zmq.Socket:",
+                 f'    """[[socket]] {sock.name}: {sock.type}, {", then ".join(where)}."""',
+                 f"    sock = ctx.socket({_SOCKET_CONSTANT[sock.type]})"]
+        lines.append(f"    sock.setsockopt(zmq.SNDHWM, {opts.sndhwm})" + ("  # 0: no limit" if opts.sndhwm == 0 else ""))
+        lines.append(f"    sock.setsockopt(zmq.RCVHWM, {opts.rcvhwm})" + ("  # 0: no limit" if opts.rcvhwm == 0 else ""))
+        linger_note = {-1: "  # close and zmq_ctx_term wait until every queued message is sent",
+                       0: "  # close drops what is queued"}.get(opts.linger, "  # ms")
+        lines.append(f"    sock.setsockopt(zmq.LINGER, {opts.linger}){linger_note}")
+        if traits.has_routing_id:
+            note = "  # the name ROUTER peers address it by" if sock.options.routing_id is None else ""
+            lines.append(f"    sock.setsockopt(zmq.ROUTING_ID, {_bytes(sock.routing_id)}){note}")
+        for name, constant, default in (("sndtimeo", "SNDTIMEO", -1), ("rcvtimeo", "RCVTIMEO", -1), ("sndbuf", "SNDBUF", -1),
+                                        ("rcvbuf", "RCVBUF", -1), ("reconnect_ivl", "RECONNECT_IVL", 100),
+                                        ("reconnect_ivl_max", "RECONNECT_IVL_MAX", 0)):
+            value = getattr(opts, name)
+            if value != default:
+                lines.append(f"    sock.setsockopt(zmq.{constant}, {value})")
+        for name, constant in (("immediate", "IMMEDIATE"), ("conflate", "CONFLATE"), ("router_mandatory", "ROUTER_MANDATORY"),
+                               ("xpub_nodrop", "XPUB_NODROP")):
+            if getattr(opts, name):
+                lines.append(f"    sock.setsockopt(zmq.{constant}, 1)")
+        if traits.filters_on_recv:
+            for prefix in opts.subscribe:
+                lines.append(f"    sock.setsockopt(zmq.SUBSCRIBE, {_bytes(prefix)})" + ("  # everything" if prefix == "" else ""))
+        for endpoint in sock.bind:
+            lines.append(f"    sock.bind({_str(endpoint.text)})")
+        for endpoint in sock.connect:
+            lines.append(f"    sock.connect({_str(endpoint.text)})")
+        if traits.sends_subscriptions and not traits.filters_on_recv:
+            for prefix in opts.subscribe:
+                lines.append(f'    sock.send(b"\\x01" + {_bytes(prefix)})  # an XSUB subscribes by sending \\x01 + prefix')
+        lines.append("    return sock")
+        return lines
+
+    def _open_call(self, sock: SocketSpec, member: bool) -> str:
+        fn = self.ident("socket", sock.name, member, prefix="open_")
+        args = ", i" if member else ""
+        close = f", close_at_s={_num(sock.close_at_s)}" if sock.close_at_s is not None else ""
+        return f"proc.open({_str(sock.name)}, {fn}{args}, at_s={_num(sock.open_at_s)}{close})"
+
+    def socket_thread(self, unit: _SocketUnit, exit_after_sends: bool, member: bool) -> list[str]:
+        sock = unit.sock
+        var = self.var(sock, member)
+        fn = self.ident("socket", sock.name, member, suffix="_thread")
+        i_param = ", i: int" if member else ""
+        i_arg = ", i" if member else ""
+        owned = f"socket {sock.name}" + (f" and socket {unit.forward.name} (its results go there)" if unit.forward else "")
+        held = f"until t = {_seconds(sock.close_at_s)}" if sock.close_at_s is not None else "until the process leaves"
+        runs = ", then ".join(w.name for w in unit.loops) if unit.loops else "no loop"
+        doc = f"The thread that owns {owned}: opened at t = {_seconds(sock.open_at_s)}, runs {runs}, held open {held}."
+        lines = [f"def {fn}(proc: Proc{i_param}) -> None:", *_docstring(doc, 4),
+                 f"    with {self._open_call(sock, member)} as {var}:" if unit.loops else f"    with {self._open_call(sock, member)}:"]
+        indent = "        "
+        forward_var = None
+        if unit.forward is not None:
+            forward_var = self.var(unit.forward, member)
+            lines.append(f"{indent}with {self._open_call(unit.forward, member)} as {forward_var}:")
+            indent += "    "
+        if not unit.loops:
+            lines.append(f"{indent}pass  # no [[send]] or [[recv]] uses it: it is open, and its queues fill")
+        for workload in unit.loops:
+            kind = "send" if isinstance(workload, SendSpec) else "recv"
+            loop_fn = self.ident(kind, workload.name, member, prefix=f"{kind}_")
+            extra = f", {forward_var}" if isinstance(workload, RecvSpec) and workload.forward_to is not None else ""
+            lines.append(f"{indent}{loop_fn}(proc, {var}{extra}{i_arg})")
+            if kind == "send" and exit_after_sends:
+                lines.append(f"{indent}proc.sender_done()")
+        return lines
+
+    # -- code: loops -----------------------------------------------------------------------
+
+    def _header(self, count: int | None, end_s: float | None, need_n: bool, loop: str, resumable: bool) -> tuple[list[str], str]:
+        """The loop statement (and its end check), and the name of its counter."""
+        counter = "n" if need_n else "_"
+        if count is not None:
+            iterate = f"proc.attempts({_str(loop)}, {count})" if resumable else f"range({count})"
+            head = [f"    for {counter} in {iterate}:"]
+        elif end_s is not None and not need_n:
+            return [f"    while proc.now() < {_num(end_s)}:"], counter
+        elif need_n:
+            self.needs.add("itertools")
+            head = [f"    for {counter} in itertools.count():"]
+        else:
+            head = ["    while True:"]
+        if end_s is not None:
+            head += [f"        if proc.now() >= {_num(end_s)}:", "            return"]
+        return head, counter
+
+    def send_loop(self, send: SendSpec, member: bool, resumable: bool) -> list[str]:
+        sock = self.s.socket(send.socket)
+        traits = TYPES[sock.type]
+        var = self.var(sock, member)
+        fn = self.ident("send", send.name, member, prefix="send_")
+        start = max(send.start_s, sock.open_at_s)
+        end_s = start + send.duration_s if send.duration_s is not None else None
+        if sock.close_at_s is not None:
+            end_s = sock.close_at_s if end_s is None else min(end_s, sock.close_at_s)
+        random = not send.interval.is_constant or not send.size.is_constant
+        topics = send.topics or ("",)
+        need_n = len(topics) > 1 or len(send.to) > 1
+        bound = f"{send.count:,} messages" if send.count is not None else "messages"
+        if send.duration_s is not None:
+            bound += f" for {_seconds(send.duration_s)}"
+        elif send.count is None:
+            bound += " until the run ends"
+        what = f"of {_describe(send.size)}" + (f", topic {', '.join(repr(t) for t in send.topics)}" if send.topics else "")
+        if send.parts > 1:
+            what += f", {send.parts} frames"
+        if send.pacing == "schedule":
+            pace = f"attempts due every {_describe(send.interval)} (a schedule: a late send does not delay the next)"
+        elif send.interval.is_constant and send.interval.value == 0:
+            pace = "back to back"
+        else:
+            pace = f"send(), then wait {_describe(send.interval)}"
+        doc = f"[[send]] {send.name} on {sock.name}: {bound} {what} from t = {_seconds(start)}; {pace}."
+        if traits.request:
+            doc += " Each request waits for its reply (REQ)."
+        params = f"proc: Proc, {var}: zmq.Socket" + (", i: int" if member else "")
+        lines = [f"def {fn}({params}) -> None:", *_docstring(doc, 4)]
+        if random:
+            self.needs.add("rng")
+            lines.append(f"    rng = proc.rng({_str(send.name)})  # numpy: not the simulator's draws")
+        schedule = send.pacing == "schedule" and not (send.interval.is_constant and send.interval.value == 0)
+        if schedule:
+            lines += [f"    due = {_num(start)}", "    if not proc.sleep_until(due):", "        return"]
+        else:
+            lines += [f"    if not proc.sleep_until({_num(start)}):", "        return"]
+        # the message: topic + payload in one frame, or frames
+        topic_exprs = [_bytes(t) if t else 'b""' for t in topics]
+        multi = send.parts > 1 or bool(send.to)
+        if len(topics) > 1:
+            lines.append(f"    topics = [{', '.join(topic_exprs)}]")
+        if len(send.to) > 1:
+            lines.append(f"    peers = [{', '.join(_bytes(t) for t in send.to)}]  # routing ids, in turn")
+        topic_expr = "topics[n % len(topics)]" if len(topics) > 1 else topic_exprs[0]
+        build = self._message(send, topic_expr, topic_exprs[0] if len(topics) == 1 else None)
+        head, _counter = self._header(send.count, end_s, need_n, send.name, resumable)
+        const_message = build[0]
+        if const_message is not None:
+            lines.append(f"    message = {const_message}")
+        lines += head
+        body = "        "
+        if sock.close_at_s is not None and not send.dontwait and sock.options.sndtimeo != 0 and traits.mute == "block":
+            lines += [f"{body}if not {var}.poll(proc.ms_until({_num(sock.close_at_s)}), zmq.POLLOUT):",
+                      f"{body}    return  # still no room when the socket closes"]
+        if const_message is None:
+            if not send.size.is_constant:
+                lines.append(f"{body}size = {_draw(send.size, integer=True)}")
+            lines.append(f"{body}message = {build[1]}")
+        if send.to:
+            peer = "peers[n % len(peers)]" if len(send.to) > 1 else _bytes(send.to[0])
+            frames_expr = f"[{peer}, message]" if send.parts <= 1 else f"[{peer}, *message]"
+        else:
+            frames_expr = "message"
+        call = f"{var}.send_multipart({frames_expr}" if multi else f"{var}.send(message"
+        call += ", zmq.DONTWAIT)" if send.dontwait else ")"
+        again = send.dontwait or sock.options.sndtimeo >= 0
+        unroutable = traits.send == ROUTE and sock.options.router_mandatory
+        after = [f"proc.count({var}, \"sent\")"]
+        if traits.request:
+            reply = [f"{var}.recv_multipart()  # the reply"]
+            if sock.options.rcvtimeo >= 0:
+                reply = ["try:", f"    {var}.recv_multipart()  # the reply",
+                         "except zmq.Again:  # RCVTIMEO expired: a REQ cannot send again before its reply",
+                         "    return"]
+            after += reply + [f"proc.count({var}, \"received\")"]
+        stop = "return" if send.on_again == "stop" else None
+        if again or unroutable:
+            lines += [f"{body}try:", f"{body}    {call}"]
+            if again:
+                why = "DONTWAIT" if send.dontwait else "SNDTIMEO"
+                note = " (a PUB never raises it: it drops)" if traits.send == DIST and not sock.options.xpub_nodrop else ""
+                lines += [f"{body}except zmq.Again:  # {why} and no room{note}", f"{body}    proc.count({var}, \"send_again\")"]
+                if stop:
+                    lines.append(f"{body}    {stop}  # on_again = \"stop\"")
+            if unroutable:
+                lines += [f"{body}except zmq.ZMQError as error:  # ROUTER_MANDATORY: no peer of that routing id",
+                          f"{body}    if error.errno != zmq.EHOSTUNREACH:", f"{body}        raise",
+                          f"{body}    proc.count({var}, \"send_unroutable\")"]
+                if stop:
+                    lines.append(f"{body}    {stop}  # on_again = \"stop\"")
+            lines += [f"{body}else:"] + [f"{body}    {line}" for line in after]
+        else:
+            lines += [f"{body}{call}"] + [f"{body}{line}" for line in after]
+        if not (send.interval.is_constant and send.interval.value == 0):
+            if schedule:
+                lines += [f"{body}due += {_draw(send.interval)}",
+                          f"{body}if not proc.sleep_until(due):  # behind schedule: at once, until caught up",
+                          f"{body}    return"]
+            else:
+                lines += [f"{body}if not proc.sleep({_draw(send.interval)}):", f"{body}    return"]
+        return lines
+
+    def _message(self, send: SendSpec, topic_expr: str, one_topic: str | None) -> tuple[str | None, str]:
+        """(the message built once, or None) and the expression that builds it per send."""
+        size = str(int(round(send.size.value))) if send.size.is_constant else "size"
+        if send.parts <= 1:
+            payload = f"bytes({size})"
+            expression = payload if topic_expr == 'b""' else f"{topic_expr} + {payload}"
+            constant = expression if send.size.is_constant and one_topic is not None else None
+            return constant, expression
+        if send.size.is_constant and one_topic is not None:
+            frames = []
+            total = int(round(send.size.value))
+            count = send.parts - 1 if one_topic != 'b""' else send.parts
+            base, extra = divmod(total, count)
+            if one_topic != 'b""':
+                frames.append(one_topic)
+            frames += [f"bytes({base + (1 if k < extra else 0)})" for k in range(count)]
+            return f"[{', '.join(frames)}]", ""
+        self.needs.add("frames")
+        return None, f"frames({topic_expr}, {size}, {send.parts})"
+
+    def recv_loop(self, recv: RecvSpec, member: bool, resumable: bool) -> list[str]:
+        sock = self.s.socket(recv.socket)
+        traits = TYPES[sock.type]
+        var = self.var(sock, member)
+        fn = self.ident("recv", recv.name, member, prefix="recv_")
+        start = max(recv.start_s, sock.open_at_s)
+        end_s = start + recv.duration_s if recv.duration_s is not None else None
+        close = sock.close_at_s
+        if close is not None:
+            end_s = close if end_s is None else min(end_s, close)
+        forward = self.s.socket(recv.forward_to) if recv.forward_to is not None else None
+        random = any(d is not None and not d.is_constant for d in (recv.service, recv.reply_size, recv.pause_every, recv.pause))
+        bound = f"{recv.count:,} messages" if recv.count is not None else "every message"
+        if recv.duration_s is not None:
+            bound += f" for {_seconds(recv.duration_s)}"
+        doc = f"[[recv]] {recv.name} on {sock.name}: {bound} from t = {_seconds(start)}, {_describe(recv.service)} of work each"
+        if recv.pause_every is not None and recv.pause is not None:
+            doc += f"; stalls of {_describe(recv.pause)} every {_describe(recv.pause_every)}"
+        if forward is not None:
+            doc += f"; the result goes out on {forward.name}"
+        elif recv.reply:
+            doc += "; replies to each"
+        doc += "."
+        params = f"proc: Proc, {var}: zmq.Socket" + (f", {self.var(forward, member)}: zmq.Socket" if forward else "")
+        params += ", i: int" if member else ""
+        lines = [f"def {fn}({params}) -> None:", *_docstring(doc, 4)]
+        if random:
+            self.needs.add("rng")
+            lines.append(f"    rng = proc.rng({_str(recv.name)})  # numpy: not the simulator's draws")
+        lines += [f"    if not proc.sleep_until({_num(start)}):", "        return"]
+        pauses = recv.pause_every is not None and recv.pause is not None
+        timeout = sock.options.rcvtimeo >= 0
+        if pauses:
+            assert recv.pause_every is not None
+            lines.append(f"    next_pause = proc.now() + {_draw(recv.pause_every)}")
+        body = "        "
+        if recv.count is not None and timeout and not resumable:
+            lines += ["    received = 0", f"    while received < {recv.count}:"]
+            if end_s is not None:
+                lines += [f"        if proc.now() >= {_num(end_s)}:", "            return"]
+        else:
+            head, _counter = self._header(recv.count, end_s, False, recv.name, resumable)
+            lines += head
+        if pauses:
+            assert recv.pause is not None and recv.pause_every is not None
+            lines += [f"{body}if proc.now() >= next_pause:  # a stall (a GC pause): no recv meanwhile",
+                      f"{body}    pause = {_draw(recv.pause)}",
+                      f"{body}    next_pause = proc.now() + pause + {_draw(recv.pause_every)}",
+                      f"{body}    if not proc.sleep(pause):", f"{body}        return"]
+        if close is not None:
+            lines += [f"{body}if not {var}.poll(proc.ms_until({_num(close)})):",
+                      f"{body}    return  # nothing more before the socket closes"]
+        uses = (forward is not None and recv.reply_size is None) or (recv.reply and (traits.prepends_identity
+                                                                               or recv.reply_size is None))
+        take = f"message = {var}.recv_multipart()" if uses else f"{var}.recv_multipart()"
+        if timeout:
+            retry = "continue" if recv.on_timeout == "retry" else "return"
+            lines += [f"{body}try:", f"{body}    {take}",
+                      f"{body}except zmq.Again:  # RCVTIMEO expired",
+                      f"{body}    proc.count({var}, \"recv_again\")", f"{body}    {retry}  # on_timeout = \"{recv.on_timeout}\""]
+        else:
+            lines.append(f"{body}{take}")
+        lines.append(f"{body}proc.count({var}, \"received\")")
+        if recv.count is not None and timeout and not resumable:
+            lines.append(f"{body}received += 1")
+        if not (recv.service.is_constant and recv.service.value == 0):
+            lines += [f"{body}if not proc.sleep({_draw(recv.service)}):  # the work", f"{body}    return"]
+        if forward is not None:
+            out = self.var(forward, member)
+            size = _draw(recv.reply_size, integer=True) if recv.reply_size is not None else "sum(len(frame) for frame in message)"
+            lines.append(f"{body}{out}.send(bytes({size}))  # blocks while {forward.name} has no room")
+            lines.append(f"{body}proc.count({out}, \"sent\")")
+        elif recv.reply:
+            lines += self._reply(recv, sock, var, body)
+        return lines
+
+    def _reply(self, recv: RecvSpec, sock: SocketSpec, var: str, body: str) -> list[str]:
+        traits = TYPES[sock.type]
+        lines = []
+        frames = "message"
+        if traits.prepends_identity:
+            lines += [f"{body}# the routing id, and the empty delimiter frame when the peer is a REQ",
+                      f"{body}envelope = message[:2] if len(message) > 2 and message[1] == b\"\" else message[:1]"]
+            frames = "message[len(envelope):]"
+        size = _draw(recv.reply_size, integer=True) if recv.reply_size is not None else f"sum(len(frame) for frame in {frames})"
+        lines.append(f"{body}reply = bytes({size})")
+        if traits.reply:
+            return lines + [f"{body}{var}.send(reply)", f"{body}proc.count({var}, \"sent\")"]
+        call = f"{var}.send_multipart([*envelope, reply]" if traits.prepends_identity else f"{var}.send(reply"
+        mandatory = traits.send == ROUTE and sock.options.router_mandatory
+        if traits.send == ROUTE and not mandatory:
+            # a ROUTER without ROUTER_MANDATORY never blocks: it drops what it cannot route
+            return lines + [f"{body}{call})", f"{body}proc.count({var}, \"sent\")"]
+        lines += [f"{body}try:", f"{body}    {call}, zmq.DONTWAIT)  # a reply never waits (as in the simulator)",
+                  f"{body}except zmq.Again:", f"{body}    proc.count({var}, \"send_again\")"]
+        if mandatory:
+            lines += [f"{body}except zmq.ZMQError as error:  # ROUTER_MANDATORY: the peer is gone",
+                      f"{body}    if error.errno != zmq.EHOSTUNREACH:", f"{body}        raise",
+                      f"{body}    proc.count({var}, \"send_unroutable\")"]
+        return lines + [f"{body}else:", f"{body}    proc.count({var}, \"sent\")"]
+
+    # -- code: proxies, processes --------------------------------------------------------
+
+    def proxy(self, proxy: spec.ProxySpec) -> list[str]:
+        front, back = self.s.socket(proxy.frontend), self.s.socket(proxy.backend)
+        fn = self.ident("proxy", proxy.name, False, suffix="_proxy")
+        fv, bv = self.var(front, False), self.var(back, False)
+        closes = [t for t in (front.close_at_s, back.close_at_s) if t is not None]
+        doc = (f"[[proxy]] {proxy.name}: zmq.proxy({fv}, {bv}) written out as its poll loop, so that what it forwards is counted: "
+               f"every message that arrives on one side is sent on the other (a blocking send).")
+        lines = [f"def {fn}(proc: Proc) -> None:", *_docstring(doc, 4)]
+        first, second = sorted((front, back), key=lambda sock: sock.open_at_s)
+        lines.append(f"    with {self._open_call(first, False)} as {self.var(first, False)}:")
+        lines.append(f"        with {self._open_call(second, False)} as {self.var(second, False)}:")
+        body = "            "
+        lines += [f"{body}poller = zmq.Poller()", f"{body}poller.register({fv}, zmq.POLLIN)", f"{body}poller.register({bv}, zmq.POLLIN)"]
+        if closes:
+            end = min(closes)
+            lines += [f"{body}while proc.now() < {_num(end)}:  # the proxy ends when one of its sockets closes",
+                      f"{body}    for sock, _ in poller.poll(proc.ms_until({_num(end)})):"]
+        else:
+            lines += [f"{body}while True:", f"{body}    for sock, _ in poller.poll():"]
+        lines += [f"{body}        other = {bv} if sock is {fv} else {fv}",
+                  f"{body}        message = sock.recv_multipart()",
+                  f"{body}        proc.count(sock, \"received\")",
+                  f"{body}        other.send_multipart(message)",
+                  f"{body}        proc.count(other, \"sent\")"]
+        return lines
+
+    def process_code(self, proc: spec.ProcessSpec, member: bool) -> str:
+        """The process function and everything it runs, as one text."""
+        fn = self.ident("process", proc.name, member, suffix="_process")
+        units = self.units[proc.name]
+        proxies = [p for p in self.s.proxies if self.s.socket(p.frontend).process == proc.name]
+        restart = proc.restart_at_s is not None
+        senders = sum(1 for unit in units for w in unit.loops if isinstance(w, SendSpec))
+        params = "run: Run" + (", i: int" if member else "") + (", resume: dict[str, int] | None = None" if restart else "")
+        own = [sock.name for sock in self.s.sockets if sock.process == proc.name and sock.name not in self.proxied]
+        parts = [f"socket{'s' if len(own) > 1 else ''} {', '.join(own)}" if own else ""]
+        parts += [f"proxy {p.name} ({p.frontend}, {p.backend})" for p in proxies]
+        timeline = []
+        if proc.exit_at_s is not None:
+            timeline.append(f"exits at t = {_seconds(proc.exit_at_s)}")
+        if proc.exit_after_sends:
+            timeline.append("exits once its sends are done")
+        if proc.crash_at_s is not None:
+            timeline.append(f"crashes at t = {_seconds(proc.crash_at_s)}")
+        if restart:
+            assert proc.restart_at_s is not None
+            timeline.append(f"starts again at t = {_seconds(proc.restart_at_s)} (main() does that)")
+        doc = f"[[process]] {proc.name}: {'; '.join(p for p in parts if p) or 'no sockets'}"
+        doc += f"; {', '.join(timeline)}" if timeline else ""
+        doc += ". One zmq.Context; each thread owns its sockets."
+        args = [_str(proc.name)]
+        if proc.exit_after_sends:
+            args.append(f"senders={senders}")
+        if restart:
+            args.append("resume=resume")
+        i_arg = ", i" if member else ""
+        starts: list[str] = []
+        blocks: list[str] = []
+        grouped: set[str] = set()
+        for unit in units:
+            found = None if member else self.member.get(("socket", unit.sock.name))
+            if found is not None and found[0].root.startswith("socket[") and not restart:
+                template = found[0]
+                if template.name in grouped:
+                    continue
+                grouped.add(template.name)
+                group = [u for u in units if self.member.get(("socket", u.sock.name), (None, 0))[0] is template]
+                folded = self._try_fold(lambda group=group: [self._unit_code(u, proc, True, restart) for u in group])
+                if folded is not None:
+                    self.folded.append(f"socket {template.pattern} (count = {template.count})")
+                    thread = self.names[("socket_thread", template.name)]
+                    starts += [f"    for i in range({len(group)}):", f"        proc.start({thread}, i)"]
+                    blocks.append(folded)
+                    continue
+                if len(group) > 1:
+                    self.expanded.append(f"socket {template.pattern} (count = {template.count})")
+                for one in group:
+                    starts.append(f"    proc.start({self.ident('socket', one.sock.name, False, suffix='_thread')})")
+                    blocks.append(self._unit_code(one, proc, False, restart))
+                continue
+            thread = self.ident("socket", unit.sock.name, member, suffix="_thread")
+            starts.append(f"    proc.start({thread}{i_arg})")
+            blocks.append(self._unit_code(unit, proc, member, restart))
+        for proxy in proxies:
+            starts.append(f"    proc.start({self.ident('proxy', proxy.name, False, suffix='_proxy')})")
+            blocks += ["\n".join(self.opener(self.s.socket(proxy.frontend), False)),
+                       "\n".join(self.opener(self.s.socket(proxy.backend), False)),
+                       "\n".join(self.proxy(proxy))]
+        live = []
+        if proc.exit_at_s is not None:
+            live.append(f"exit_at_s={_num(proc.exit_at_s)}")
+        if proc.exit_after_sends:
+            live.append("exit_after_sends=True")
+        if proc.crash_at_s is not None:
+            live.append(f"crash_at_s={_num(proc.crash_at_s)}")
+        lines = [f"def {fn}({params}) -> None:", *_docstring(doc, 4), f"    proc = Proc(run, {', '.join(args)})", *starts,
+                 f"    proc.live({', '.join(live)})"]
+        return "\n\n\n".join(["\n".join(lines), *blocks])
+
+    def _try_fold(self, texts: Any) -> str | None:
+        """Fold the members' texts (made by ``texts()``), or leave no trace of trying."""
+        saved = (dict(self.names), set(self.taken), set(self.needs), list(self.notes))
+        folded = fold(texts())
+        if folded is None:
+            self.names, self.taken, self.needs, self.notes = saved[0], saved[1], saved[2], saved[3]
+        return folded
+
+    def _unit_code(self, unit: _SocketUnit, proc: spec.ProcessSpec, member: bool, resumable: bool) -> str:
+        blocks = ["\n".join(self.opener(unit.sock, member))]
+        if unit.forward is not None:
+            blocks.append("\n".join(self.opener(unit.forward, member)))
+        blocks.append("\n".join(self.socket_thread(unit, proc.exit_after_sends, member)))
+        for workload in unit.loops:
+            if isinstance(workload, SendSpec):
+                blocks.append("\n".join(self.send_loop(workload, member, resumable)))
+            else:
+                blocks.append("\n".join(self.recv_loop(workload, member, resumable)))
+        return "\n\n\n".join(blocks)
+
+    # -- the whole program -----------------------------------------------------------------
+
+    def program(self) -> str:
+        s = self.s
+        if s.apps:
+            app = s.apps[0]
+            raise ScenarioError(f"app[{app.name}]", f"the scenario's logic is SimPy code ({app.function}), which zsim export cannot write "
+                                                    "as a pyzmq program; export a scenario of [[send]], [[recv]] and [[proxy]] loops")
+        groups = self._process_groups()
+        sections: list[str] = []
+        for title, code in groups:
+            sections.append(_section(title) + "\n\n\n" + code)
+        threads_only = len(s.processes) == 1 and s.processes[0].crash_at_s is None
+        main = self.main(groups, threads_only)
+        self._notes(threads_only)
+        plumbing = export_plumbing.CORE.strip("\n")
+        if "rng" in self.needs:
+            plumbing += "\n" + export_plumbing.RNG.rstrip("\n")
+        if "frames" in self.needs:
+            plumbing += "\n" + export_plumbing.FRAMES.rstrip("\n")
+        parts = [self.header(threads_only), self.imports() + "\n\n" + self.constants()]
+        parts += sections
+        parts.append(_section("main: start the processes, end the run, print the counts") + "\n\n\n" + main)
+        parts.append(_section("plumbing: the run's clock, its end and the counts (the same in every exported program)") + "\n\n\n"
+                     + plumbing)
+        parts.append('if __name__ == "__main__":\n    sys.exit(main())')
+        return "\n\n\n".join(part.strip("\n") for part in parts) + "\n"
+
+    def _process_groups(self) -> list[tuple[str, str]]:
+        """Per process (or template of processes): a section title and its code."""
+        s = self.s
+        done: set[str] = set()
+        groups: list[tuple[str, str]] = []
+        for proc in s.processes:
+            if proc.name in done:
+                continue
+            found = self.member.get(("process", proc.name))
+            if found is not None:
+                template = found[0]
+                members = [s.process(name) for name in template.members]
+                done.update(template.members)
+                code = self._fold_processes(template, members)
+                if code is not None:
+                    self.folded.append(f"process {template.pattern} (count = {template.count})")
+                    groups.append((f"[[process]] {template.pattern}, i = 0 .. {template.count - 1}", code))
+                    continue
+                if template.count > 1:
+                    self.expanded.append(f"process {template.pattern} (count = {template.count})")
+                for member in members:
+                    groups.append((f"[[process]] {member.name}", self.process_code(member, False)))
+                continue
+            done.add(proc.name)
+            groups.append((f"[[process]] {proc.name}", self.process_code(proc, False)))
+        return groups
+
+    def _fold_processes(self, template: Template, members: list[spec.ProcessSpec]) -> str | None:
+        if len(members) < 2 or any(m.restart_at_s is not None for m in members):
+            return None
+        return self._try_fold(lambda: [self.process_code(member, True) for member in members])
+
+    def main(self, groups: list[tuple[str, str]], threads_only: bool) -> str:
+        s = self.s
+        lines = ["def main() -> int:",
+                 '    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])',
+                 '    parser.add_argument("--seed", type=int, default=SEED, help="seed of the random draws (default %(default)s)")',
+                 '    parser.add_argument("--until-s", type=float, default=UNTIL_S,',
+                 '                        help="end the run at this time (default: the scenario\'s until_s, %(default)s)")',
+                 '    parser.add_argument("--quiet-s", type=float, default=QUIET_S,',
+                 '                        help="without --until-s, end the run when no message has moved for this long '
+                 '(default %(default)s)")',
+                 "    args = parser.parse_args()",
+                 '    mp = multiprocessing.get_context("spawn")  # each process starts afresh: no state inherited by fork',
+                 "    run = Run(mp, args.seed)"]
+        if threads_only:
+            proc = s.processes[0]
+            fn = self.names[("process_process", proc.name)]
+            lines += [f"    thread = threading.Thread(target={fn}, args=(run,), name={_str(proc.name)})",
+                      "    thread.start()",
+                      "    run.begin(1)",
+                      "    run.wait_for_end(args.until_s, args.quiet_s)",
+                      "    report = run.finish(1)",
+                      "    thread.join(5.0)"]
+        else:
+            lines += self._process_entries()
+            lines += ["    for process in processes:",
+                      "        process.start()",
+                      "    run.begin(len(processes))"]
+            restarts = sorted((p for p in s.processes if p.restart_at_s is not None), key=lambda p: p.restart_at_s or 0.0)
+            for proc in restarts:
+                assert proc.restart_at_s is not None and proc.crash_at_s is not None
+                fn = self.names[("process_process", proc.name)]
+                lines += [f"    # {proc.name} crashes at t = {_seconds(proc.crash_at_s)} and starts again at "
+                          f"t = {_seconds(proc.restart_at_s)}, with what its loops had left",
+                          f"    if run.sleep_until({_num(proc.restart_at_s)}, args.until_s):",
+                          f"        process = mp.Process(target={fn}, args=(run, run.resume({_str(proc.name)})), "
+                          f"name={_str(proc.name)})",
+                          "        process.start()",
+                          "        processes.append(process)"]
+            lines += ["    run.wait_for_end(args.until_s, args.quiet_s)",
+                      "    report = run.finish(len(processes))",
+                      "    for process in processes:",
+                      "        process.join(5.0)",
+                      "        if process.is_alive():",
+                      "            process.kill()"]
+        lines += ["    print(json.dumps(report, indent=2))", "    return 1 if report[\"errors\"] else 0"]
+        return "\n".join(lines)
+
+    def _process_entries(self) -> list[str]:
+        """``processes = [...]``: one entry per process, one comprehension per folded template."""
+        plain: list[str] = []
+        lines: list[str] = []
+        done: set[str] = set()
+
+        def flush() -> None:
+            if plain:
+                head = "    processes = [" if not lines else "    processes += ["
+                lines.extend([head, *plain, "    ]"])
+                plain.clear()
+
+        for proc in self.s.processes:
+            if proc.name in done:
+                continue
+            found = self.member.get(("process", proc.name))
+            if found is not None and f"process {found[0].pattern} (count = {found[0].count})" in self.folded:
+                template = found[0]
+                done.update(template.members)
+                flush()
+                fn = self.names[("process_process", template.name)]
+                pattern = infer(list(template.members))
+                name = _fstring_literal(pattern) if pattern else _str(template.name)
+                head = "processes = " if not lines else "processes += "
+                lines.append(f"    {head}[mp.Process(target={fn}, args=(run, i), name={name}) for i in range({template.count})]")
+                continue
+            done.add(proc.name)
+            fn = self.names[("process_process", proc.name)]
+            plain.append(f"        mp.Process(target={fn}, args=(run,), name={_str(proc.name)}),")
+        flush()
+        return lines
+
+    def header(self, threads_only: bool) -> str:
+        s = self.s
+        title = f"{s.name}: a pyzmq program written by zsim export from a zsim scenario."
+        lines = [title, ""]
+        if s.description.strip():
+            lines += textwrap.fill(" ".join(s.description.split()), 88).splitlines() + [""]
+        about = [f"Scenario: {self.source} (digest {s.digest}), exported by zsim {__version__}."]
+        if threads_only:
+            about.append("One process: its sockets' threads run in this program's process, with one zmq.Context.")
+        else:
+            about.append(f"{len(s.processes)} processes: each runs as an OS process of its own (multiprocessing), with one "
+                         "zmq.Context and one thread per socket.")
+        about.append("Times are seconds from the start of the run (t = 0, once every process has its context).")
+        lines += textwrap.wrap(" ".join(about), 88)
+        lines += ["",
+                  f"Run it: python {self.program_name} [--seed N] [--until-s S] [--quiet-s S]",
+                  "At the end it prints one JSON object: per socket the messages sent and received (and",
+                  "sends and receives that failed), with the keys of `zsim run --json`'s sockets, and per",
+                  "process how it ended. It needs pyzmq" + (" and numpy." if "rng" in self.needs else "."), "",
+                  "Carried over: processes, sockets (type, every option set explicitly, bind and connect",
+                  "in order), the timeline (open_at_s, close_at_s, start_s, exit_at_s, exit_after_sends,",
+                  "until_s), loops (count, duration_s, pacing, sizes, topics, frames, routing ids,",
+                  "dontwait, on_again, service times, replies, forward_to, pauses, on_timeout) and",
+                  "proxies. Not carried over, or only approximately:"]
+        for note in self.notes:
+            lines += textwrap.wrap(note, 86, initial_indent="- ", subsequent_indent="  ")
+        text = "\n".join(lines).replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
+        return f'"""{text}\n"""'
+
+    def _notes(self, threads_only: bool) -> None:
+        s = self.s
+        notes = [f"profile {s.profile or 'default'!r}: the simulator charges each call, hop and byte what the profile "
+                 "measured; here each costs what it costs on this machine, and nothing in this file models it."]
+        if "rng" in self.needs:
+            notes.append("random distributions: drawn with numpy from the seed (--seed, default the scenario's seed or 0) and "
+                         "each loop's name: the same distributions as the simulator's, not the same values.")
+        if s.until_s is None:
+            notes.append("the end: the simulation ends when nothing can move any more; this program ends when no message has "
+                         f"moved for --quiet-s seconds (0.5) after the timeline's last event (at {_seconds(self.last_event())}) "
+                         "and after every planned wait.")
+        else:
+            notes.append(f"the end: at until_s = {_seconds(s.until_s)} every process takes its counts and leaves at once "
+                         "(LINGER 0), as the simulation stops there.")
+        workloads: list[SendSpec | RecvSpec] = [*s.sends, *s.recvs]
+        short = [w.name for w in workloads if _short_wait(w)]
+        if short:
+            notes.append("timing: waits are threading.Event.wait, late by some 0.05-0.1 ms each, so waits below 1 ms come out "
+                         f"longer than asked ({', '.join(short[:4])}{', ...' if len(short) > 4 else ''}).")
+        if any(w.forward_to is not None and TYPES[s.socket(w.forward_to).type].send == DIST for w in s.recvs):
+            notes.append("forward_to: a result carries no topic here; the simulator lets it keep the input's topic for filtering.")
+        if s.proxies:
+            notes.append("[[proxy]]: written as zmq.proxy's poll loop, to count what it forwards (its sockets' received and sent "
+                         "include subscriptions forwarded by an XPUB/XSUB pair); libzmq's proxy reads a side only while the "
+                         "other can take a message, this loop blocks in the send instead.")
+        for proc in s.processes:
+            if proc.crash_at_s is not None:
+                notes.append(f"process {proc.name} crash_at_s: the OS process is killed (SIGKILL) at "
+                             f"t = {_seconds(proc.crash_at_s)}, right after it reported its counts.")
+            if proc.restart_at_s is not None:
+                notes.append(f"process {proc.name} restart_at_s: main() starts it again at t = {_seconds(proc.restart_at_s)} as a "
+                             "new OS process; its sockets open at once, count-bounded loops carry on with the attempts they had "
+                             "left, loops bounded by time keep their times (the simulator resumes every loop at once).")
+        race = self._connect_races()
+        if race:
+            notes.append(f"binds before connects: the simulator binds every socket due at an instant before it connects any; "
+                         f"here {race} connect at the instant their peer binds in another thread, and ZeroMQ retries a refused "
+                         "tcp or ipc connect only after reconnect_ivl (100 ms).")
+        if self.folded:
+            notes.append(f"templates: {', '.join(self.folded)} written once, as functions of the member index i.")
+        if self.expanded:
+            notes.append(f"templates: {', '.join(self.expanded)} written out member by member (their code differs in more "
+                         "than the member index).")
+        ignored = [f"[{key}]" for key in ("validation", "limits", "sweep") if key in s.raw]
+        if ignored:
+            notes.append(f"{', '.join(ignored)}: read by zsim only.")
+        notes.append("measurements: only counts; no latencies, pipe depths or drops (a real socket does not report them).")
+        self.notes = notes + self.notes
+
+    def _connect_races(self) -> str:
+        """Sockets that connect (tcp/ipc) at the instant their binder opens, in another thread."""
+        s = self.s
+        binders = {e.key: sock for sock in s.sockets for e in sock.bind}
+        found = []
+        for sock in s.sockets:
+            for endpoint in sock.connect:
+                peer = binders.get(endpoint.key)
+                if peer is not None and endpoint.transport != "inproc" and peer.open_at_s == sock.open_at_s:
+                    found.append(sock.name)
+                    break
+        if not found:
+            return ""
+        return ", ".join(found[:6]) + (f" and {len(found) - 6} more" if len(found) > 6 else "")
+
+    def last_event(self) -> float:
+        s = self.s
+        times = [0.0]
+        for sock in s.sockets:
+            times += [sock.open_at_s] + ([sock.close_at_s] if sock.close_at_s is not None else [])
+        for proc in s.processes:
+            times += [t for t in (proc.exit_at_s, proc.crash_at_s, proc.restart_at_s) if t is not None]
+        workloads: list[SendSpec | RecvSpec] = [*s.sends, *s.recvs]
+        for w in workloads:
+            start = max(w.start_s, s.socket(w.socket).open_at_s)
+            times.append(start + (w.duration_s or 0.0))
+        return max(times)
+
+    def imports(self) -> str:
+        modules = ["argparse", "contextlib", "json", "multiprocessing", "os", "queue", "signal", "sys", "threading", "time",
+                   "traceback"]
+        if "itertools" in self.needs:
+            modules.append("itertools")
+        if "rng" in self.needs:
+            modules.append("zlib")
+        if any(d.kind == "lognormal" for d in self._distributions()):
+            modules.append("math")
+        lines = ["from __future__ import annotations", ""] + [f"import {m}" for m in sorted(modules)]
+        lines += ["from typing import Any", ""]
+        if "rng" in self.needs:
+            lines.append("import numpy as np")
+        lines.append("import zmq")
+        return "\n".join(lines)
+
+    def _distributions(self) -> Iterable[Distribution]:
+        for send in self.s.sends:
+            yield send.interval
+            yield send.size
+        for recv in self.s.recvs:
+            yield from (d for d in (recv.service, recv.reply_size, recv.pause_every, recv.pause) if d is not None)
+
+    def constants(self) -> str:
+        s = self.s
+        return "\n".join([
+            f"SCENARIO = {_str(s.name)}",
+            f"SEED = {s.seed if s.seed is not None else 0}  # scenario.seed (or 0); --seed changes it",
+            f"UNTIL_S = {_num(s.until_s) if s.until_s is not None else None}  # scenario.until_s, the horizon; --until-s changes it",
+            "QUIET_S = 0.5  # without a horizon the run ends when no message has moved for this long ...",
+            f"LAST_EVENT_S = {_num(self.last_event())}  # ... after the timeline's last event (open, close, start, exit)",
+        ])
+
+
+def _fstring_literal(pattern: Sequence[str | tuple[int, int]]) -> str:
+    """``f"worker{i + 1}"`` for a pattern of plain text and numbers."""
+    pieces = []
+    for part in pattern:
+        if isinstance(part, str):
+            pieces.append(json.dumps(part, ensure_ascii=False)[1:-1].replace("{", "{{").replace("}", "}}"))
+        else:
+            pieces.append("{" + _linear(*part) + "}")
+    return 'f"' + "".join(pieces) + '"'
+
+
+def _short_wait(workload: SendSpec | RecvSpec) -> bool:
+    dist = workload.interval if isinstance(workload, SendSpec) else workload.service
+    return 0 < dist.expected() < 0.001
+
+
+def _section(title: str) -> str:
+    rule = "# " + "-" * 98
+    return f"{rule}\n# {title}\n{rule}"
+
+
+def _docstring(text: str, indent: int) -> list[str]:
+    pad = " " * indent
+    text = text.replace("\\", "\\\\").replace('"""', "'''")
+    # keep "t = 10 ms" and "2,000 B" on one line: textwrap does not break at a NUL
+    glued = re.sub(r"(?<=\d) (?=(ms|s|B)\b)", "\x00", text.replace("t = ", "t\x00=\x00"))
+    wrapped = [line.replace("\x00", " ") for line in textwrap.wrap(glued, 120 - indent - 6)]
+    if len(wrapped) <= 1:
+        return [f'{pad}"""{text}"""']
+    return [f'{pad}"""{wrapped[0]}'] + [f"{pad}{line}" for line in wrapped[1:]] + [f'{pad}"""']
+
+
+# --------------------------------------------------------------------------------------
+# Entry points
+
+
+def export_pyzmq(scenario: Scenario, source: str | None = None, program: str = "program.py") -> str:
+    """The source of a standalone pyzmq program that does what ``scenario`` describes.
+
+    ``source`` names the scenario in the program's header (default: its file), ``program``
+    the program's file (for its "Run it" line). Raises
+    ``ScenarioError`` for what a program cannot be written for (an ``[[app]]``, a socket a
+    forwarding stage writes to that has loops of its own).
+    """
+    return _Writer(scenario, source if source is not None else scenario.source, program).program()
+
+
+def write_pyzmq(scenario_path: str | Path, out: str | Path) -> Path:
+    """``zsim export FILE --pyzmq OUT``: load, write the program atomically, return its path."""
+    files.prepare_output_file(out, "pyzmq program")
+    scenario = spec.load(scenario_path)
+    text = export_pyzmq(scenario, files.shown_path(scenario_path), Path(out).name)
+    return files.atomic_write(out, text)
+
+
+__all__ = ["export_pyzmq", "fold", "infer", "write_pyzmq"]

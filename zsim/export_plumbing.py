@@ -1,0 +1,294 @@
+"""The fixed part of every program ``zsim export --pyzmq`` writes: the run's clock, its
+end and the counts (``zsim.export`` writes the design-specific part above it).
+
+Kept apart as text so that ``zsim.export`` stays readable; nothing here is imported by
+zsim itself (zsim never imports zmq). ``tests/test_export.py`` runs it.
+"""
+
+from __future__ import annotations
+
+#: Always included. Uses contextlib, os, queue, signal, sys, threading, time, traceback,
+#: typing.Any and zmq, and the generated module's SCENARIO and LAST_EVENT_S.
+CORE = '''
+class Stopped(Exception):
+    """The process is leaving (exit, crash or the end of the run) before a socket opened."""
+
+
+class Run:
+    """What the processes of a run share: t = 0, the end, signs of activity, their reports."""
+
+    def __init__(self, mp: Any, seed: int) -> None:
+        self.seed = seed
+        self.t0 = mp.Value("d", 0.0, lock=False)  # time.monotonic() at t = 0 (one clock for all processes)
+        self.ready = mp.Semaphore(0)  # released by each process once it has its zmq.Context
+        self.started = mp.Event()  # t = 0 is set
+        self.stop = mp.Event()  # the run is over: every process reports its counts and leaves
+        self.moved = mp.Value("q", 0, lock=False)  # messages sent or received so far, all processes
+        self.busy_until = mp.Value("d", 0.0)  # when the latest planned wait ends (interval, service, pause)
+        self.reports = mp.Queue()
+        self.got: list[dict[str, Any]] = []
+
+    def now(self) -> float:
+        return time.monotonic() - self.t0.value
+
+    def begin(self, processes: int) -> None:
+        """Start the clock (t = 0) once every process has made its zmq.Context."""
+        for _ in range(processes):
+            if not self.ready.acquire(timeout=60):
+                sys.exit("a process did not start within 60 s")
+        self.t0.value = time.monotonic()
+        self.started.set()
+
+    def sleep_until(self, t_s: float, until_s: float | None) -> bool:
+        """Wait until t_s; False if the run ends before (at until_s)."""
+        if until_s is not None and t_s >= until_s:
+            return False
+        time.sleep(max(0.0, t_s - self.now()))
+        return True
+
+    def wait_for_end(self, until_s: float | None, quiet_s: float) -> None:
+        """Until until_s; without a horizon, until no message has moved for quiet_s after the
+        timeline's last event (the simulation ends when nothing can move any more)."""
+        if until_s is not None:
+            time.sleep(max(0.0, until_s - self.now()))
+            return
+        moved, since = -1, time.monotonic()
+        while True:
+            time.sleep(0.01)
+            now = time.monotonic()
+            if self.moved.value != moved:
+                moved, since = self.moved.value, now
+            elif self.now() >= LAST_EVENT_S and now - since >= quiet_s and now >= self.busy_until.value:
+                return
+
+    def _collect(self, timeout_s: float) -> None:
+        with contextlib.suppress(queue.Empty):
+            self.got.append(self.reports.get(timeout=timeout_s))
+
+    def resume(self, process: str) -> dict[str, int]:
+        """What the loops of a crashed process had done (its last report), for its restart."""
+        deadline = time.monotonic() + 10.0
+        while time.monotonic() < deadline:
+            for report in reversed(self.got):
+                if report["process"] == process and report["crashed_s"] is not None:
+                    return report["loops"]
+            self._collect(0.1)
+        return {}
+
+    def finish(self, instances: int) -> dict[str, Any]:
+        """Stop every process and merge their reports: per socket its counts (summed over a
+        crashed process and its restart), per process how it ended."""
+        self.stop.set()
+        deadline = time.monotonic() + 10.0
+        while len(self.got) < instances and time.monotonic() < deadline:
+            self._collect(0.1)
+        sockets: dict[str, dict[str, int]] = {}
+        processes: dict[str, dict[str, Any]] = {}
+        errors: list[str] = []
+        for report in self.got:
+            for name, counts in report["sockets"].items():
+                total = sockets.setdefault(name, dict.fromkeys(counts, 0))
+                for key, value in counts.items():
+                    total[key] += value
+            ended = processes.setdefault(report["process"], {})
+            for key in ("exit_started_s", "exit_completed_s", "term_blocked", "crashed_s"):
+                if report[key] or key not in ended:
+                    ended[key] = report[key]
+            errors += [f"{report['process']}: {error}" for error in report["errors"]]
+        if len(self.got) < instances:
+            errors.append(f"{instances - len(self.got)} of {instances} processes sent no report")
+        return {"scenario": SCENARIO, "seed": self.seed, "elapsed_s": round(self.now(), 3),
+                "sockets": dict(sorted(sockets.items())), "processes": processes, "errors": errors}
+
+
+COUNTS = ("sent", "received", "send_again", "send_unroutable", "recv_again")
+
+
+class Proc:
+    """One [[process]]: its zmq.Context, its threads, its sockets' counts, its timeline."""
+
+    def __init__(self, run: Run, name: str, senders: int = 0, resume: dict[str, int] | None = None) -> None:
+        self.run = run
+        self.name = name
+        self.ctx = zmq.Context()
+        run.ready.release()  # this process is ready ...
+        run.started.wait()  # ... and t = 0 comes once every process is
+        self.t0 = run.t0.value
+        self.stopping = threading.Event()  # the process exits, crashes, or the run is over
+        self.run_over = False
+        self.lock = threading.Lock()
+        self.counts: dict[str, dict[str, int]] = {}
+        self.names: dict[zmq.Socket, str] = {}
+        self.loops: dict[str, int] = dict(resume or {})  # attempts done per loop (for a restart)
+        self.restarted = resume is not None
+        self.senders = senders  # [[send]] loops still going (exit_after_sends)
+        self.senders_done = threading.Event()
+        if senders == 0:
+            self.senders_done.set()
+        self.threads: list[threading.Thread] = []
+        self.errors: list[str] = []
+        self.exit_started_s: float | None = None
+        self.exit_completed_s: float | None = None
+        self.crashed_s: float | None = None
+
+    # -- what the loops use ----------------------------------------------------------
+
+    def now(self) -> float:
+        """Seconds since t = 0."""
+        return time.monotonic() - self.t0
+
+    def sleep(self, seconds: float) -> bool:
+        """Wait; False (at once) when the process is leaving."""
+        self._planned(seconds)
+        return not self.stopping.wait(seconds)
+
+    def sleep_until(self, t_s: float) -> bool:
+        """Wait until t = t_s (at once if it is past); False when the process is leaving."""
+        return self.sleep(max(0.0, t_s - self.now()))
+
+    def ms_until(self, t_s: float) -> int:
+        """Milliseconds until t_s (for poll timeouts), at least 0."""
+        return max(0, int((t_s - self.now()) * 1000))
+
+    def count(self, sock: zmq.Socket, what: str) -> None:
+        self.counts[self.names[sock]][what] += 1
+        self.run.moved.value += 1
+
+    def attempts(self, loop: str, count: int) -> Any:
+        """range(count), resumed where a crashed instance of this process left off."""
+        while True:
+            done = self.loops.get(loop, 0)
+            if done >= count:
+                return
+            self.loops[loop] = done + 1
+            yield done
+
+    def sender_done(self) -> None:
+        with self.lock:
+            self.senders -= 1
+            if self.senders <= 0:
+                self.senders_done.set()
+
+    def _planned(self, seconds: float) -> None:
+        if seconds > 0:
+            until = time.monotonic() + seconds
+            busy = self.run.busy_until
+            with busy.get_lock():
+                if until > busy.value:
+                    busy.value = until
+
+    @contextlib.contextmanager
+    def open(self, name: str, opener: Any, *args: Any, at_s: float = 0.0, close_at_s: float | None = None) -> Any:
+        """A socket for the calling thread: made by opener(ctx, *args) at t = at_s, then,
+        once the loops are done, kept open until close_at_s or until the process leaves,
+        and closed with its LINGER (LINGER 0 when the run is over)."""
+        self.counts.setdefault(name, dict.fromkeys(COUNTS, 0))  # reported, opened or not
+        if not self.sleep_until(at_s):
+            raise Stopped()
+        sock = opener(self.ctx, *args)
+        self.names[sock] = name
+        try:
+            yield sock
+            if close_at_s is None:
+                self.stopping.wait()
+            else:
+                self.sleep_until(close_at_s)
+        finally:
+            sock.close(linger=0 if self.run_over else None)
+
+    # -- the process's threads and timeline ----------------------------------------------
+
+    def start(self, target: Any, *args: Any) -> None:
+        """Run target(self, *args) in a thread of its own."""
+        thread = threading.Thread(target=self._thread, args=(target, *args), name=target.__name__, daemon=True)
+        self.threads.append(thread)
+        thread.start()
+
+    def _thread(self, target: Any, *args: Any) -> None:
+        try:
+            target(self, *args)
+        except (Stopped, zmq.ContextTerminated):
+            pass  # the process is leaving
+        except Exception:  # noqa: BLE001 - reported with the counts
+            self.errors.append(f"{target.__name__}: {traceback.format_exc(limit=4)}")
+            traceback.print_exc()
+
+    def live(self, exit_at_s: float | None = None, exit_after_sends: bool = False, crash_at_s: float | None = None) -> None:
+        """The process's timeline (exit, crash), then the end of the run: report, leave."""
+        if self.restarted:
+            crash_at_s = None  # it crashed already
+        while True:
+            now = self.now()
+            if crash_at_s is not None and now >= crash_at_s:
+                self.crash()
+            if self.exit_started_s is None and (
+                (exit_at_s is not None and now >= exit_at_s) or (exit_after_sends and self.senders_done.is_set())
+            ):
+                self.exit()
+            due = [t for t in (crash_at_s, exit_at_s if self.exit_started_s is None else None) if t is not None]
+            wait = min([0.01] + [max(0.0, t - self.now()) for t in due])
+            if self.run.stop.wait(wait):
+                break
+        self.run.reports.put(self.report())
+        self.shutdown()
+
+    def exit(self) -> None:
+        """Close every socket (each with its LINGER) and terminate the context, as a
+        program's main() does at its end: zmq_ctx_term waits for lingering messages."""
+        self.exit_started_s = self.now()
+        self.stopping.set()
+
+        def term() -> None:
+            self.ctx.term()
+            self.exit_completed_s = self.now()
+
+        threading.Thread(target=term, name="ctx-term", daemon=True).start()
+
+    def crash(self) -> None:
+        """The OS process dies (SIGKILL): no LINGER, nothing flushed. Its counts go first."""
+        self.crashed_s = self.now()
+        self.run.reports.put(self.report())
+        self.run.reports.close()
+        self.run.reports.join_thread()
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    def shutdown(self) -> None:
+        """The run is over: every socket closes at once (LINGER 0), the threads end."""
+        self.run_over = True
+        self.stopping.set()
+        if self.exit_started_s is None:
+            threading.Thread(target=self.ctx.term, name="ctx-term", daemon=True).start()
+        deadline = time.monotonic() + 2.0
+        for thread in self.threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+
+    def report(self) -> dict[str, Any]:
+        return {
+            "process": self.name,
+            "sockets": {name: dict(counts) for name, counts in self.counts.items()},
+            "loops": dict(self.loops),
+            "exit_started_s": None if self.exit_started_s is None else round(self.exit_started_s, 6),
+            "exit_completed_s": None if self.exit_completed_s is None else round(self.exit_completed_s, 6),
+            "term_blocked": self.exit_started_s is not None and self.exit_completed_s is None,
+            "crashed_s": None if self.crashed_s is None else round(self.crashed_s, 6),
+            "errors": list(self.errors),
+        }
+'''
+
+#: With random distributions: one numpy generator per loop, from the seed and the loop's name.
+RNG = '''
+    def rng(self, loop: str) -> np.random.Generator:
+        """The loop's own random numbers: numpy, from the run's seed and the loop's name."""
+        return np.random.default_rng([self.run.seed, zlib.crc32(loop.encode())])
+'''
+
+#: With multipart messages of random sizes.
+FRAMES = '''
+
+def frames(topic: bytes, size: int, parts: int) -> list[bytes]:
+    """A message of parts frames: the topic (if any) as its own first frame, then size bytes
+    spread over the other frames."""
+    payload = parts - 1 if topic else parts
+    base, extra = divmod(size, payload)
+    return ([topic] if topic else []) + [bytes(base + (1 if k < extra else 0)) for k in range(payload)]
+'''
