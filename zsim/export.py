@@ -51,7 +51,8 @@ _RESERVED = frozenset(
         "SCENARIO", "SEED", "UNTIL_S", "QUIET_S", "LAST_EVENT_S", "frames", "main", "proc", "run", "i", "n", "mp",
         "message", "reply", "envelope", "body", "size", "due", "rng", "poller", "other", "sock", "topics", "peers",
         "payload", "received", "next_pause", "pause", "error", "args", "parser", "processes", "process", "thread",
-        "report", "result", "ctx", "name", "opener", "target",
+        "report", "result", "ctx", "name", "opener", "target", "intervals", "sizes", "service_times", "reply_sizes",
+        "pause_gaps", "pause_lengths",
     }
 )
 
@@ -106,8 +107,9 @@ def _describe(dist: Distribution) -> str:
     return "one of " + ", ".join(unit(v) for v in dist.values)
 
 
-def _draw(dist: Distribution, integer: bool = False) -> str:
-    """A Python expression of one draw of ``dist`` from the loop's ``rng``."""
+def _draw(dist: Distribution, name: str, integer: bool = False) -> str:
+    """A Python expression of one draw of ``dist`` from the loop's ``rng``; an empirical
+    distribution draws from the list ``name`` (``_values`` writes it)."""
     if dist.kind == "constant":
         return str(int(round(dist.value))) if integer else _num(dist.value)
     if dist.kind == "exponential":
@@ -118,17 +120,33 @@ def _draw(dist: Distribution, integer: bool = False) -> str:
         # numpy's lognormal takes the mean of the logarithm; the scenario gives the mean
         expression = f"rng.lognormal(math.log({_num(dist.mean)}) - {dist.sigma!r} ** 2 / 2, {dist.sigma!r})"
     else:
-        expression = f"rng.choice([{', '.join(_num(v) for v in dist.values)}])"
+        expression = f"rng.choice({name})"
     return f"max(0, int(round({expression})))" if integer else expression
 
 
+def _values(dists: Iterable[tuple[Distribution | None, str]]) -> list[str]:
+    """``name = [...]`` for each empirical distribution, wrapped (a loop function's prelude)."""
+    lines = []
+    for dist, name in dists:
+        if dist is not None and dist.kind == "empirical":
+            items = ", ".join(_num(v) for v in dist.values)
+            wrapped = textwrap.wrap(items, 100)
+            if len(wrapped) == 1:
+                lines.append(f"    {name} = [{items}]  # equally likely")
+            else:
+                lines += [f"    {name} = [  # equally likely", *(f"        {line}" for line in wrapped), "    ]"]
+    return lines
+
+
 def _linear(a: int, b: int) -> str:
-    """``a*i + b`` as Python (``i + 1``, ``5600 + i``, ``2 * i``)."""
-    term = "i" if a == 1 else "-i" if a == -1 else f"{a} * i"
+    """``a*i + b`` as Python, written as one would: ``i + 1``, ``5600 + i``, ``5600 + 2 * i``, ``7 - i``."""
+    term = "i" if abs(a) == 1 else f"{abs(a)} * i"
     if b == 0:
-        return term
-    if a == 1:
-        return f"{b} + i" if b > 99 else f"i + {b}" if b > 0 else f"i - {-b}"
+        return term if a > 0 else f"-{term}"
+    if a < 0:
+        return f"{b} - {term}" if b > 0 else f"-{term} - {-b}"
+    if b > 99:  # a base number (a port): first
+        return f"{b} + {term}"
     return f"{term} + {b}" if b > 0 else f"{term} - {-b}"
 
 
@@ -160,7 +178,13 @@ def infer(values: Sequence[str]) -> list[str | tuple[int, int]] | None:
         if any(str(a * i + b) != item for i, item in enumerate(column)):
             return None
         pattern.append((a, b))
-    return pattern
+    merged: list[str | tuple[int, int]] = []
+    for part in pattern:  # one literal between two numbers
+        if isinstance(part, str) and merged and isinstance(merged[-1], str):
+            merged[-1] += part
+        else:
+            merged.append(part)
+    return merged
 
 
 def _render(pattern: Sequence[str | tuple[int, int]]) -> str:
@@ -266,8 +290,8 @@ class _Writer:
                 self.member[(template.kind, member)] = (template, index)
         self.proxied = {name for proxy in scenario.proxies for name in (proxy.frontend, proxy.backend)}
         self.units = self._units()
-        self.folded: list[str] = []
-        self.expanded: list[str] = []
+        self.folded: list[Template] = []  # written once, as functions of i
+        self.expanded: list[Template] = []  # written out member by member
 
     # -- names -----------------------------------------------------------------------
 
@@ -477,6 +501,7 @@ class _Writer:
         if random:
             self.needs.add("rng")
             lines.append(f"    rng = proc.rng({_str(send.name)})  # numpy: not the simulator's draws")
+            lines += _values([(send.interval, "intervals"), (send.size, "sizes")])
         schedule = send.pacing == "schedule" and not (send.interval.is_constant and send.interval.value == 0)
         if schedule:
             lines += [f"    due = {_num(start)}", "    if not proc.sleep_until(due):", "        return"]
@@ -502,7 +527,7 @@ class _Writer:
                       f"{body}    return  # still no room when the socket closes"]
         if const_message is None:
             if not send.size.is_constant:
-                lines.append(f"{body}size = {_draw(send.size, integer=True)}")
+                lines.append(f"{body}size = {_draw(send.size, 'sizes', integer=True)}")
             lines.append(f"{body}message = {build[1]}")
         if send.to:
             peer = "peers[n % len(peers)]" if len(send.to) > 1 else _bytes(send.to[0])
@@ -541,11 +566,11 @@ class _Writer:
             lines += [f"{body}{call}"] + [f"{body}{line}" for line in after]
         if not (send.interval.is_constant and send.interval.value == 0):
             if schedule:
-                lines += [f"{body}due += {_draw(send.interval)}",
+                lines += [f"{body}due += {_draw(send.interval, 'intervals')}",
                           f"{body}if not proc.sleep_until(due):  # behind schedule: at once, until caught up",
                           f"{body}    return"]
             else:
-                lines += [f"{body}if not proc.sleep({_draw(send.interval)}):", f"{body}    return"]
+                lines += [f"{body}if not proc.sleep({_draw(send.interval, 'intervals')}):", f"{body}    return"]
         return lines
 
     def _message(self, send: SendSpec, topic_expr: str, one_topic: str | None) -> tuple[str | None, str]:
@@ -597,12 +622,14 @@ class _Writer:
         if random:
             self.needs.add("rng")
             lines.append(f"    rng = proc.rng({_str(recv.name)})  # numpy: not the simulator's draws")
+            lines += _values([(recv.service, "service_times"), (recv.reply_size, "reply_sizes"), (recv.pause_every, "pause_gaps"),
+                              (recv.pause, "pause_lengths")])
         lines += [f"    if not proc.sleep_until({_num(start)}):", "        return"]
         pauses = recv.pause_every is not None and recv.pause is not None
         timeout = sock.options.rcvtimeo >= 0
         if pauses:
             assert recv.pause_every is not None
-            lines.append(f"    next_pause = proc.now() + {_draw(recv.pause_every)}")
+            lines.append(f"    next_pause = proc.now() + {_draw(recv.pause_every, 'pause_gaps')}")
         body = "        "
         if recv.count is not None and timeout and not resumable:
             lines += ["    received = 0", f"    while received < {recv.count}:"]
@@ -614,8 +641,8 @@ class _Writer:
         if pauses:
             assert recv.pause is not None and recv.pause_every is not None
             lines += [f"{body}if proc.now() >= next_pause:  # a stall (a GC pause): no recv meanwhile",
-                      f"{body}    pause = {_draw(recv.pause)}",
-                      f"{body}    next_pause = proc.now() + pause + {_draw(recv.pause_every)}",
+                      f"{body}    pause = {_draw(recv.pause, 'pause_lengths')}",
+                      f"{body}    next_pause = proc.now() + pause + {_draw(recv.pause_every, 'pause_gaps')}",
                       f"{body}    if not proc.sleep(pause):", f"{body}        return"]
         if close is not None:
             lines += [f"{body}if not {var}.poll(proc.ms_until({_num(close)})):",
@@ -634,10 +661,12 @@ class _Writer:
         if recv.count is not None and timeout and not resumable:
             lines.append(f"{body}received += 1")
         if not (recv.service.is_constant and recv.service.value == 0):
-            lines += [f"{body}if not proc.sleep({_draw(recv.service)}):  # the work", f"{body}    return"]
+            lines += [f"{body}if not proc.sleep({_draw(recv.service, 'service_times')}):  # the work", f"{body}    return"]
         if forward is not None:
             out = self.var(forward, member)
-            size = _draw(recv.reply_size, integer=True) if recv.reply_size is not None else "sum(len(frame) for frame in message)"
+            size = "sum(len(frame) for frame in message)"
+            if recv.reply_size is not None:
+                size = _draw(recv.reply_size, "reply_sizes", integer=True)
             lines.append(f"{body}{out}.send(bytes({size}))  # blocks while {forward.name} has no room")
             lines.append(f"{body}proc.count({out}, \"sent\")")
         elif recv.reply:
@@ -652,7 +681,9 @@ class _Writer:
             lines += [f"{body}# the routing id, and the empty delimiter frame when the peer is a REQ",
                       f"{body}envelope = message[:2] if len(message) > 2 and message[1] == b\"\" else message[:1]"]
             frames = "message[len(envelope):]"
-        size = _draw(recv.reply_size, integer=True) if recv.reply_size is not None else f"sum(len(frame) for frame in {frames})"
+        size = f"sum(len(frame) for frame in {frames})"
+        if recv.reply_size is not None:
+            size = _draw(recv.reply_size, "reply_sizes", integer=True)
         lines.append(f"{body}reply = bytes({size})")
         if traits.reply:
             return lines + [f"{body}{var}.send(reply)", f"{body}proc.count({var}, \"sent\")"]
@@ -740,13 +771,13 @@ class _Writer:
                 group = [u for u in units if self.member.get(("socket", u.sock.name), (None, 0))[0] is template]
                 folded = self._try_fold(lambda group=group: [self._unit_code(u, proc, True, restart) for u in group])
                 if folded is not None:
-                    self.folded.append(f"socket {template.pattern} (count = {template.count})")
+                    self.folded.append(template)
                     thread = self.names[("socket_thread", template.name)]
                     starts += [f"    for i in range({len(group)}):", f"        proc.start({thread}, i)"]
                     blocks.append(folded)
                     continue
                 if len(group) > 1:
-                    self.expanded.append(f"socket {template.pattern} (count = {template.count})")
+                    self.expanded.append(template)
                 for one in group:
                     starts.append(f"    proc.start({self.ident('socket', one.sock.name, False, suffix='_thread')})")
                     blocks.append(self._unit_code(one, proc, False, restart))
@@ -803,8 +834,8 @@ class _Writer:
         for title, code in groups:
             sections.append(_section(title) + "\n\n\n" + code)
         threads_only = len(s.processes) == 1 and s.processes[0].crash_at_s is None
-        main = self.main(groups, threads_only)
-        self._notes(threads_only)
+        main = self.main(threads_only)
+        self._notes()
         plumbing = export_plumbing.CORE.strip("\n")
         if "rng" in self.needs:
             plumbing += "\n" + export_plumbing.RNG.rstrip("\n")
@@ -833,11 +864,11 @@ class _Writer:
                 done.update(template.members)
                 code = self._fold_processes(template, members)
                 if code is not None:
-                    self.folded.append(f"process {template.pattern} (count = {template.count})")
+                    self.folded.append(template)
                     groups.append((f"[[process]] {template.pattern}, i = 0 .. {template.count - 1}", code))
                     continue
                 if template.count > 1:
-                    self.expanded.append(f"process {template.pattern} (count = {template.count})")
+                    self.expanded.append(template)
                 for member in members:
                     groups.append((f"[[process]] {member.name}", self.process_code(member, False)))
                 continue
@@ -850,7 +881,7 @@ class _Writer:
             return None
         return self._try_fold(lambda: [self.process_code(member, True) for member in members])
 
-    def main(self, groups: list[tuple[str, str]], threads_only: bool) -> str:
+    def main(self, threads_only: bool) -> str:
         s = self.s
         lines = ["def main() -> int:",
                  '    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])',
@@ -913,7 +944,7 @@ class _Writer:
             if proc.name in done:
                 continue
             found = self.member.get(("process", proc.name))
-            if found is not None and f"process {found[0].pattern} (count = {found[0].count})" in self.folded:
+            if found is not None and found[0] in self.folded:
                 template = found[0]
                 done.update(template.members)
                 flush()
@@ -958,7 +989,7 @@ class _Writer:
         text = "\n".join(lines).replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
         return f'"""{text}\n"""'
 
-    def _notes(self, threads_only: bool) -> None:
+    def _notes(self) -> None:
         s = self.s
         notes = [f"profile {s.profile or 'default'!r}: the simulator charges each call, hop and byte what the profile "
                  "measured; here each costs what it costs on this machine, and nothing in this file models it."]
@@ -980,9 +1011,12 @@ class _Writer:
         if any(w.forward_to is not None and TYPES[s.socket(w.forward_to).type].send == DIST for w in s.recvs):
             notes.append("forward_to: a result carries no topic here; the simulator lets it keep the input's topic for filtering.")
         if s.proxies:
-            notes.append("[[proxy]]: written as zmq.proxy's poll loop, to count what it forwards (its sockets' received and sent "
-                         "include subscriptions forwarded by an XPUB/XSUB pair); libzmq's proxy reads a side only while the "
-                         "other can take a message, this loop blocks in the send instead.")
+            subscriptions = any(TYPES[s.socket(name).type].app_sees_subscriptions for name in self.proxied)
+            notes.append("[[proxy]]: written as zmq.proxy's poll loop, to count what it forwards"
+                         + (" (the XSUB's sent counts the subscriptions it passes upstream; the simulator's does not)"
+                            if subscriptions else "")
+                         + "; libzmq's proxy reads a side only while the other can take a message, this loop blocks in the "
+                         "send instead.")
         for proc in s.processes:
             if proc.crash_at_s is not None:
                 notes.append(f"process {proc.name} crash_at_s: the OS process is killed (SIGKILL) at "
@@ -995,11 +1029,12 @@ class _Writer:
         if race:
             notes.append(f"binds before connects: the simulator binds every socket due at an instant before it connects any; "
                          f"here {race} connect at the instant their peer binds in another thread, and ZeroMQ retries a refused "
-                         "tcp or ipc connect only after reconnect_ivl (100 ms).")
+                         "tcp or ipc connect only after reconnect_ivl (100 ms by default, and up to as much again at "
+                         "random).")
         if self.folded:
-            notes.append(f"templates: {', '.join(self.folded)} written once, as functions of the member index i.")
+            notes.append(f"templates: {_templates(self.folded)} written once, as functions of the member index i.")
         if self.expanded:
-            notes.append(f"templates: {', '.join(self.expanded)} written out member by member (their code differs in more "
+            notes.append(f"templates: {_templates(self.expanded)} written out member by member (their code differs in more "
                          "than the member index).")
         ignored = [f"[{key}]" for key in ("validation", "limits", "sweep") if key in s.raw]
         if ignored:
@@ -1078,6 +1113,10 @@ def _fstring_literal(pattern: Sequence[str | tuple[int, int]]) -> str:
         else:
             pieces.append("{" + _linear(*part) + "}")
     return 'f"' + "".join(pieces) + '"'
+
+
+def _templates(templates: list[Template]) -> str:
+    return ", ".join(f"{t.kind} {t.pattern} (count = {t.count})" for t in templates)
 
 
 def _short_wait(workload: SendSpec | RecvSpec) -> bool:
