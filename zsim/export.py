@@ -48,7 +48,7 @@ _RESERVED = frozenset(
     set(dir(builtins)) | set(keyword.kwlist) | {
         "annotations", "argparse", "contextlib", "itertools", "json", "math", "multiprocessing", "np", "os", "queue",
         "signal", "sys", "threading", "time", "traceback", "zlib", "zmq", "Any", "Run", "Proc", "Stopped", "COUNTS",
-        "SCENARIO", "SEED", "UNTIL_S", "QUIET_S", "LAST_EVENT_S", "frames", "main", "proc", "run", "i", "n", "mp",
+        "SCENARIO", "SEED", "UNTIL_S", "QUIET_S", "LAST_EVENT_S", "BINDERS", "frames", "main", "proc", "run", "i", "n", "mp",
         "message", "reply", "envelope", "body", "size", "due", "rng", "poller", "other", "sock", "topics", "peers",
         "payload", "received", "next_pause", "pause", "error", "args", "parser", "processes", "process", "thread",
         "report", "result", "ctx", "name", "opener", "target", "intervals", "sizes", "service_times", "reply_sizes",
@@ -290,6 +290,8 @@ class _Writer:
                 self.member[(template.kind, member)] = (template, index)
         self.proxied = {name for proxy in scenario.proxies for name in (proxy.frontend, proxy.backend)}
         self.units = self._units()
+        self.waits = self._waits()
+        self.binders = [sock.name for sock in scenario.sockets if any(sock.name in w for w in self.waits.values())]
         self.folded: list[Template] = []  # written once, as functions of i
         self.expanded: list[Template] = []  # written out member by member
 
@@ -417,6 +419,9 @@ class _Writer:
         fn = self.ident("socket", sock.name, member, prefix="open_")
         args = ", i" if member else ""
         close = f", close_at_s={_num(sock.close_at_s)}" if sock.close_at_s is not None else ""
+        after = self.waits.get(sock.name, [])
+        if after:
+            close += f", after=({', '.join(_str(name) for name in after)},)"
         return f"proc.open({_str(sock.name)}, {fn}{args}, at_s={_num(sock.open_at_s)}{close})"
 
     def socket_thread(self, unit: _SocketUnit, exit_after_sends: bool, member: bool) -> list[str]:
@@ -1025,12 +1030,6 @@ class _Writer:
                 notes.append(f"process {proc.name} restart_at_s: main() starts it again at t = {_seconds(proc.restart_at_s)} as a "
                              "new OS process; its sockets open at once, count-bounded loops carry on with the attempts they had "
                              "left, loops bounded by time keep their times (the simulator resumes every loop at once).")
-        race = self._connect_races()
-        if race:
-            notes.append(f"binds before connects: the simulator binds every socket due at an instant before it connects any; "
-                         f"here {race} connect at the instant their peer binds in another thread, and ZeroMQ retries a refused "
-                         "tcp or ipc connect only after reconnect_ivl (100 ms by default, and up to as much again at "
-                         "random).")
         if self.folded:
             notes.append(f"templates: {_templates(self.folded)} written once, as functions of the member index i.")
         if self.expanded:
@@ -1042,20 +1041,28 @@ class _Writer:
         notes.append("measurements: only counts; no latencies, pipe depths or drops (a real socket does not report them).")
         self.notes = notes + self.notes
 
-    def _connect_races(self) -> str:
-        """Sockets that connect (tcp/ipc) at the instant their binder opens, in another thread."""
+    def _waits(self) -> dict[str, list[str]]:
+        """Per socket that connects (tcp, ipc) at the instant its peer binds in another thread,
+        the binders it waits for: the simulator binds every socket due at an instant before it
+        connects any, and ZeroMQ retries a refused connect only after reconnect_ivl."""
         s = self.s
         binders = {e.key: sock for sock in s.sockets for e in sock.bind}
-        found = []
+        thread: dict[str, str] = {}
+        for units in self.units.values():
+            for unit in units:
+                thread[unit.sock.name] = unit.sock.name
+                if unit.forward is not None:
+                    thread[unit.forward.name] = unit.sock.name
+        for proxy in s.proxies:
+            thread[proxy.frontend] = thread[proxy.backend] = f"proxy {proxy.name}"
+        waits: dict[str, list[str]] = {}
         for sock in s.sockets:
             for endpoint in sock.connect:
                 peer = binders.get(endpoint.key)
-                if peer is not None and endpoint.transport != "inproc" and peer.open_at_s == sock.open_at_s:
-                    found.append(sock.name)
-                    break
-        if not found:
-            return ""
-        return ", ".join(found[:6]) + (f" and {len(found) - 6} more" if len(found) > 6 else "")
+                if (peer is not None and endpoint.transport != "inproc" and peer.open_at_s == sock.open_at_s
+                        and thread[peer.name] != thread[sock.name] and peer.name not in waits.get(sock.name, [])):
+                    waits.setdefault(sock.name, []).append(peer.name)
+        return waits
 
     def last_event(self) -> float:
         s = self.s
@@ -1101,6 +1108,7 @@ class _Writer:
             f"UNTIL_S = {_num(s.until_s) if s.until_s is not None else None}  # scenario.until_s, the horizon; --until-s changes it",
             "QUIET_S = 0.5  # without a horizon the run ends when no message has moved for this long ...",
             f"LAST_EVENT_S = {_num(self.last_event())}  # ... after the timeline's last event (open, close, start, exit)",
+            *_binders(self.binders),
         ])
 
 
@@ -1113,6 +1121,18 @@ def _fstring_literal(pattern: Sequence[str | tuple[int, int]]) -> str:
         else:
             pieces.append("{" + _linear(*part) + "}")
     return 'f"' + "".join(pieces) + '"'
+
+
+def _binders(names: list[str]) -> list[str]:
+    """``BINDERS = (...)``: the sockets others wait for before they connect (``Proc.open``'s ``after``)."""
+    comment = "  # sockets that others connecting at the same instant wait for: binds come first"
+    if not names:
+        return ["BINDERS: tuple[str, ...] = ()" + comment]
+    items = ", ".join(_str(name) for name in names) + ("," if len(names) == 1 else "")
+    wrapped = textwrap.wrap(items, 100)
+    if len(wrapped) == 1:
+        return [f"BINDERS = ({items})" + comment]
+    return ["BINDERS = (" + comment, *(f"    {line}" for line in wrapped), ")"]
 
 
 def _templates(templates: list[Template]) -> str:

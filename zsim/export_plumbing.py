@@ -8,7 +8,7 @@ zsim itself (zsim never imports zmq). ``tests/test_export.py`` runs it.
 from __future__ import annotations
 
 #: Always included. Uses contextlib, os, queue, signal, sys, threading, time, traceback,
-#: typing.Any and zmq, and the generated module's SCENARIO and LAST_EVENT_S.
+#: typing.Any and zmq, and the generated module's SCENARIO, LAST_EVENT_S and BINDERS.
 CORE = '''
 class Stopped(Exception):
     """The process is leaving (exit, crash or the end of the run) before a socket opened."""
@@ -25,6 +25,7 @@ class Run:
         self.stop = mp.Event()  # the run is over: every process reports its counts and leaves
         self.moved = mp.Value("q", 0, lock=False)  # messages sent or received so far, all processes
         self.busy_until = mp.Value("d", 0.0)  # when the latest planned wait ends (interval, service, pause)
+        self.bound = mp.Array("b", max(1, len(BINDERS)), lock=False)  # per BINDERS entry: it has bound
         self.reports = mp.Queue()
         self.got: list[dict[str, Any]] = []
 
@@ -178,14 +179,22 @@ class Proc:
                     busy.value = until
 
     @contextlib.contextmanager
-    def open(self, name: str, opener: Any, *args: Any, at_s: float = 0.0, close_at_s: float | None = None) -> Any:
-        """A socket for the calling thread: made by opener(ctx, *args) at t = at_s, then,
-        once the loops are done, kept open until close_at_s or until the process leaves,
-        and closed with its LINGER (LINGER 0 when the run is over)."""
+    def open(self, name: str, opener: Any, *args: Any, at_s: float = 0.0, close_at_s: float | None = None,
+             after: tuple[str, ...] = ()) -> Any:
+        """A socket for the calling thread: made by opener(ctx, *args) at t = at_s (once the
+        sockets named in after, due to bind at the same instant, have bound: at most 1 s),
+        then, once the loops are done, kept open until close_at_s or until the process
+        leaves, and closed with its LINGER (LINGER 0 when the run is over)."""
         self.counts.setdefault(name, dict.fromkeys(COUNTS, 0))  # reported, opened or not
         if not self.sleep_until(at_s):
             raise Stopped()
+        deadline = time.monotonic() + 1.0
+        while not all(self.run.bound[BINDERS.index(peer)] for peer in after) and time.monotonic() < deadline:
+            if self.stopping.wait(0.001):
+                raise Stopped()
         sock = opener(self.ctx, *args)
+        if name in BINDERS:
+            self.run.bound[BINDERS.index(name)] = 1
         self.names[sock] = name
         try:
             yield sock
