@@ -78,6 +78,17 @@ def test_the_header_says_what_is_not_carried_over():
     assert "Run it: python gc.py" in flat
 
 
+def test_the_excerpts_in_docs_export_md_are_what_export_writes():
+    written = "\n".join(export_pyzmq(spec.load(path)) for path in (EXAMPLES / "broker.toml",
+                                                                     ROOT / "experiments" / "task_pipeline" / "pipeline.toml"))
+    lines = set(written.splitlines())
+    doc = (ROOT / "docs" / "export.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", doc, re.S)
+    assert len(blocks) >= 4
+    missing = [line for block in blocks for line in block.splitlines() if line.strip() not in ("", "...") and line not in lines]
+    assert missing == []
+
+
 # -- bad input ------------------------------------------------------------------------------
 
 
@@ -266,3 +277,4 @@ def test_process_exit_with_linger_minus_one_blocks_term_like_the_simulation(tmp_
     assert report["sockets"]["push"]["sent"] == summary["sockets"]["push"]["sent"] == 10
     assert report["processes"]["sender"]["term_blocked"] is summary["processes"]["sender"]["term_blocked"] is True
     assert report["processes"]["sender"]["exit_started_s"] == pytest.approx(0.5, abs=0.05)
+
