@@ -14,6 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_conservation import proxied, topologies  # every socket family, transport, close, crash, restart
 
 import zsim
 from zsim import spec
@@ -88,6 +91,16 @@ def test_the_excerpts_in_docs_export_md_are_what_export_writes():
     missing = [line for block in blocks for line in block.splitlines() if line.strip() not in ("", "...") and line not in lines]
     assert missing == []
 
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(raw=st.one_of(topologies(), proxied()))
+def test_random_topologies_export_to_clean_code(raw):
+    # every socket family, transport, close, crash and restart of the conservation tests
+    text = export_pyzmq(spec.from_dict(raw))
+    checked = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "--config", str(ROOT / "pyproject.toml"),
+                              "--stdin-filename", "program.py", "-"], input=text, capture_output=True, text=True, timeout=60)
+    assert checked.returncode == 0, checked.stdout
 
 # -- bad input ------------------------------------------------------------------------------
 

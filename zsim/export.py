@@ -527,7 +527,8 @@ class _Writer:
             lines.append(f"    message = {const_message}")
         lines += head
         body = "        "
-        if sock.close_at_s is not None and not send.dontwait and sock.options.sndtimeo != 0 and traits.mute == "block":
+        if sock.close_at_s is not None and not send.dontwait and sock.options.sndtimeo < 0 and traits.mute == "block":
+            # a send that could block for ever must give up when the socket closes (SNDTIMEO bounds the others)
             lines += [f"{body}if not {var}.poll(proc.ms_until({_num(sock.close_at_s)}), zmq.POLLOUT):",
                       f"{body}    return  # still no room when the socket closes"]
         if const_message is None:
@@ -546,7 +547,10 @@ class _Writer:
         after = [f"proc.count({var}, \"sent\")"]
         if traits.request:
             reply = [f"{var}.recv_multipart()  # the reply"]
-            if sock.options.rcvtimeo >= 0:
+            if sock.close_at_s is not None and sock.options.rcvtimeo < 0:
+                reply = [f"if not {var}.poll(proc.ms_until({_num(sock.close_at_s)})):",
+                         "    return  # no reply before the socket closes", *reply]
+            elif sock.options.rcvtimeo >= 0:
                 reply = ["try:", f"    {var}.recv_multipart()  # the reply",
                          "except zmq.Again:  # RCVTIMEO expired: a REQ cannot send again before its reply",
                          "    return"]
@@ -613,7 +617,9 @@ class _Writer:
         bound = f"{recv.count:,} messages" if recv.count is not None else "every message"
         if recv.duration_s is not None:
             bound += f" for {_seconds(recv.duration_s)}"
-        doc = f"[[recv]] {recv.name} on {sock.name}: {bound} from t = {_seconds(start)}, {_describe(recv.service)} of work each"
+        work = "no work between receives" if recv.service.is_constant and recv.service.value == 0 else \
+            f"{_describe(recv.service)} of work each"
+        doc = f"[[recv]] {recv.name} on {sock.name}: {bound} from t = {_seconds(start)}, {work}"
         if recv.pause_every is not None and recv.pause is not None:
             doc += f"; stalls of {_describe(recv.pause)} every {_describe(recv.pause_every)}"
         if forward is not None:
@@ -649,7 +655,7 @@ class _Writer:
                       f"{body}    pause = {_draw(recv.pause, 'pause_lengths')}",
                       f"{body}    next_pause = proc.now() + pause + {_draw(recv.pause_every, 'pause_gaps')}",
                       f"{body}    if not proc.sleep(pause):", f"{body}        return"]
-        if close is not None:
+        if close is not None and not timeout:  # (RCVTIMEO bounds the wait otherwise)
             lines += [f"{body}if not {var}.poll(proc.ms_until({_num(close)})):",
                       f"{body}    return  # nothing more before the socket closes"]
         uses = (forward is not None and recv.reply_size is None) or (recv.reply and (traits.prepends_identity
@@ -902,7 +908,7 @@ class _Writer:
         if threads_only:
             proc = s.processes[0]
             fn = self.names[("process_process", proc.name)]
-            lines += [f"    thread = threading.Thread(target={fn}, args=(run,), name={_str(proc.name)})",
+            lines += [f"    thread = threading.Thread(target={fn}, args=(run,), name={_str(proc.name)}, daemon=True)",
                       "    thread.start()",
                       "    run.begin(1)",
                       "    run.wait_for_end(args.until_s, args.quiet_s)",
