@@ -455,14 +455,14 @@ class _Writer:
 
     # -- code: loops -----------------------------------------------------------------------
 
-    def _header(self, count: int | None, end_s: float | None, need_n: bool, loop: str, resumable: bool) -> tuple[list[str], str]:
-        """The loop statement (and its end check), and the name of its counter."""
+    def _header(self, count: int | None, end_s: float | None, need_n: bool, loop: str, resumable: bool) -> list[str]:
+        """The loop statement and its end check; its counter is ``n`` when ``need_n``."""
         counter = "n" if need_n else "_"
         if count is not None:
             iterate = f"proc.attempts({_str(loop)}, {count})" if resumable else f"range({count})"
             head = [f"    for {counter} in {iterate}:"]
         elif end_s is not None and not need_n:
-            return [f"    while proc.now() < {_num(end_s)}:"], counter
+            return [f"    while proc.now() < {_num(end_s)}:"]
         elif need_n:
             self.needs.add("itertools")
             head = [f"    for {counter} in itertools.count():"]
@@ -470,7 +470,7 @@ class _Writer:
             head = ["    while True:"]
         if end_s is not None:
             head += [f"        if proc.now() >= {_num(end_s)}:", "            return"]
-        return head, counter
+        return head
 
     def send_loop(self, send: SendSpec, member: bool, resumable: bool) -> list[str]:
         sock = self.s.socket(send.socket)
@@ -521,7 +521,7 @@ class _Writer:
             lines.append(f"    peers = [{', '.join(_bytes(t) for t in send.to)}]  # routing ids, in turn")
         topic_expr = "topics[n % len(topics)]" if len(topics) > 1 else topic_exprs[0]
         build = self._message(send, topic_expr, topic_exprs[0] if len(topics) == 1 else None)
-        head, _counter = self._header(send.count, end_s, need_n, send.name, resumable)
+        head = self._header(send.count, end_s, need_n, send.name, resumable)
         const_message = build[0]
         if const_message is not None:
             lines.append(f"    message = {const_message}")
@@ -647,8 +647,7 @@ class _Writer:
             if end_s is not None:
                 lines += [f"        if proc.now() >= {_num(end_s)}:", "            return"]
         else:
-            head, _counter = self._header(recv.count, end_s, False, recv.name, resumable)
-            lines += head
+            lines += self._header(recv.count, end_s, False, recv.name, resumable)
         if pauses:
             assert recv.pause is not None and recv.pause_every is not None
             lines += [f"{body}if proc.now() >= next_pause:  # a stall (a GC pause): no recv meanwhile",
