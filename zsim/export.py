@@ -671,7 +671,11 @@ class _Writer:
         if recv.count is not None and timeout and not resumable:
             lines.append(f"{body}received += 1")
         if not (recv.service.is_constant and recv.service.value == 0):
-            lines += [f"{body}if not proc.sleep({_draw(recv.service, 'service_times')}):  # the work", f"{body}    return"]
+            if recv.busy:
+                lines += [f"{body}if not proc.busy({_draw(recv.service, 'service_times')}):  # the work, on the CPU (busy = true)",
+                          f"{body}    return"]
+            else:
+                lines += [f"{body}if not proc.sleep({_draw(recv.service, 'service_times')}):  # the work", f"{body}    return"]
         if forward is not None:
             out = self.var(forward, member)
             size = "sum(len(frame) for frame in message)"
@@ -767,6 +771,11 @@ class _Writer:
             args.append(f"senders={senders}")
         if restart:
             args.append("resume=resume")
+        if proc.io_threads != 1:
+            args.append(f"io_threads={proc.io_threads}")
+        cores = self._cores(proc)
+        if cores is not None:
+            args.append(f"cores={cores!r}")
         i_arg = ", i" if member else ""
         starts: list[str] = []
         blocks: list[str] = []
@@ -818,6 +827,14 @@ class _Writer:
         if folded is None:
             self.names, self.taken, self.needs, self.notes = saved[0], saved[1], saved[2], saved[3]
         return folded
+
+    def _cores(self, proc: spec.ProcessSpec) -> tuple[int, ...] | None:
+        """The CPUs (k-th of those the program may use) a process is pinned to, as the real
+        harness pins it: ``[machine] cores = N`` the first N, ``affinity`` among those."""
+        cores = self.s.machine.cores or 0
+        if proc.affinity is not None:
+            return tuple(proc.affinity)
+        return tuple(range(cores)) if cores else None
 
     def _unit_code(self, unit: _SocketUnit, proc: spec.ProcessSpec, member: bool, resumable: bool) -> str:
         blocks = ["\n".join(self.opener(unit.sock, member))]
@@ -983,19 +1000,19 @@ class _Writer:
             about.append(f"{len(s.processes)} processes: each runs as an OS process of its own (multiprocessing), with one "
                          "zmq.Context and one thread per socket.")
         about.append("Times are seconds from the start of the run (t = 0, once every process has its context).")
-        lines += textwrap.wrap(" ".join(about), 88)
+        lines += _wrap(" ".join(about), 88)
         lines += ["",
                   f"Run it: python {self.program_name} [--seed N] [--until-s S] [--quiet-s S]",
                   "At the end it prints one JSON object: per socket the messages sent and received (and",
                   "sends and receives that failed), with the keys of `zsim run --json`'s sockets, and per",
-                  "process how it ended. It needs pyzmq" + (" and numpy." if "rng" in self.needs else "."), "",
-                  "Carried over: processes, sockets (type, every option set explicitly, bind and connect",
-                  "in order), the timeline (open_at_s, close_at_s, start_s, exit_at_s, exit_after_sends,",
-                  "until_s), loops (count, duration_s, pacing, sizes, topics, frames, routing ids,",
-                  "dontwait, on_again, service times, replies, forward_to, pauses, on_timeout) and",
-                  "proxies. Not carried over, or only approximately:"]
+                  "process how it ended. It needs pyzmq" + (" and numpy." if "rng" in self.needs else "."), ""]
+        lines += textwrap.wrap(
+            "Carried over: processes (io_threads, affinity, [machine] cores), sockets (type, every option set explicitly, "
+            "bind and connect in order), the timeline (open_at_s, close_at_s, start_s, exit_at_s, exit_after_sends, "
+            "until_s), loops (count, duration_s, pacing, sizes, topics, frames, routing ids, dontwait, on_again, service "
+            "times, busy, replies, forward_to, pauses, on_timeout) and proxies. Not carried over, or only approximately:", 88)
         for note in self.notes:
-            lines += textwrap.wrap(note, 86, initial_indent="- ", subsequent_indent="  ")
+            lines += _wrap(note, 86, "- ", "  ")
         text = "\n".join(lines).replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
         return f'"""{text}\n"""'
 
@@ -1020,6 +1037,14 @@ class _Writer:
                          f"longer than asked ({', '.join(short[:4])}{', ...' if len(short) > 4 else ''}).")
         if any(w.forward_to is not None and TYPES[s.socket(w.forward_to).type].send == DIST for w in s.recvs):
             notes.append("forward_to: a result carries no topic here; the simulator lets it keep the input's topic for filtering.")
+        if s.machine.cores or any(p.affinity is not None for p in s.processes):
+            notes.append(f"[machine] cores = {s.machine.cores or 0} and affinity: each process is pinned to its CPUs "
+                         "(os.sched_setaffinity, Linux; core k is the k-th CPU this program may use), so its threads share "
+                         "them as the simulator's do; the scheduler's costs are this machine's, not the model's.")
+        if any(r.busy for r in s.recvs):
+            notes.append("busy = true: the service time is a busy loop (proc.busy), which holds its process's GIL: the other "
+                         "threads of that process wait for it, which the simulator does not model (put busy workers in "
+                         "processes of their own).")
         if s.proxies:
             subscriptions = any(TYPES[s.socket(name).type].app_sees_subscriptions for name in self.proxied)
             notes.append("[[proxy]]: written as zmq.proxy's poll loop, to count what it forwards"
@@ -1154,12 +1179,17 @@ def _section(title: str) -> str:
     return f"{rule}\n# {title}\n{rule}"
 
 
+def _wrap(text: str, width: int, first: str = "", rest: str = "") -> list[str]:
+    """``textwrap.wrap``, keeping "t = 10 ms" and "2,000 B" on one line (no break at a NUL)."""
+    glued = re.sub(r"(?<=\d) (?=(ms|s|B)\b)", "\x00", text.replace("t = ", "t\x00=\x00"))
+    return [line.replace("\x00", " ") for line in textwrap.wrap(glued, width, initial_indent=first, subsequent_indent=rest)]
+
+
 def _docstring(text: str, indent: int) -> list[str]:
     pad = " " * indent
     text = text.replace("\\", "\\\\").replace('"""', "'''")
-    # keep "t = 10 ms" and "2,000 B" on one line: textwrap does not break at a NUL
-    glued = re.sub(r"(?<=\d) (?=(ms|s|B)\b)", "\x00", text.replace("t = ", "t\x00=\x00"))
-    wrapped = [line.replace("\x00", " ") for line in textwrap.wrap(glued, 120 - indent - 6)]
+    # narrower than the lines: a template's docstring grows when its members fold ("w1" -> "w{i + 1}")
+    wrapped = _wrap(text, 104 - indent)
     if len(wrapped) <= 1:
         return [f'{pad}"""{text}"""']
     return [f'{pad}"""{wrapped[0]}'] + [f"{pad}{line}" for line in wrapped[1:]] + [f'{pad}"""']

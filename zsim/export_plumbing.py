@@ -108,10 +108,18 @@ COUNTS = ("sent", "received", "send_again", "send_unroutable", "recv_again")
 class Proc:
     """One [[process]]: its zmq.Context, its threads, its sockets' counts, its timeline."""
 
-    def __init__(self, run: Run, name: str, senders: int = 0, resume: dict[str, int] | None = None) -> None:
+    def __init__(self, run: Run, name: str, senders: int = 0, resume: dict[str, int] | None = None, io_threads: int = 1,
+                 cores: tuple[int, ...] | None = None) -> None:
         self.run = run
         self.name = name
-        self.ctx = zmq.Context()
+        self.errors: list[str] = []
+        if cores is not None:  # pinned before the context's I/O threads start: they inherit it
+            usable = sorted(os.sched_getaffinity(0))
+            if max(cores) < len(usable):
+                os.sched_setaffinity(0, [usable[core] for core in cores])
+            else:
+                self.errors.append(f"cores {cores}: this machine lets the program use only {len(usable)} CPUs; not pinned")
+        self.ctx = zmq.Context(io_threads=io_threads)
         run.ready.release()  # this process is ready ...
         run.started.wait()  # ... and t = 0 comes once every process is
         self.t0 = run.t0.value
@@ -127,7 +135,6 @@ class Proc:
         if senders == 0:
             self.senders_done.set()
         self.threads: list[threading.Thread] = []
-        self.errors: list[str] = []
         self.exit_started_s: float | None = None
         self.exit_completed_s: float | None = None
         self.crashed_s: float | None = None
@@ -142,6 +149,16 @@ class Proc:
         """Wait; False (at once) when the process is leaving."""
         self._planned(seconds)
         return not self.stopping.wait(seconds)
+
+    def busy(self, seconds: float) -> bool:
+        """Compute for that long (a busy loop: CPU work, which holds this process's GIL);
+        False when the process is leaving."""
+        self._planned(seconds)
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            if self.stopping.is_set():
+                return False
+        return not self.stopping.is_set()
 
     def sleep_until(self, t_s: float) -> bool:
         """Wait until t = t_s (at once if it is past); False when the process is leaving."""
