@@ -112,6 +112,8 @@ def _template_table(summary: dict[str, Any]) -> list[str]:
     from .results import flat_metrics
 
     templates = (summary.get("templates") or {}).get("socket") or {}
+    if not templates:
+        return []  # the common case: no flat row to build
     row = flat_metrics(summary)
     rows = []
     for name, info in templates.items():
@@ -260,7 +262,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         prepare_output_dir(args.out, "--out")  # before the work, not after
     if args.report:
         prepare_output_dir(args.report, "--report")
-    limits = {key: getattr(args, key) for key in ("max_events", "max_messages", "max_wall_s") if getattr(args, key) is not None}
+    limits = _limit_overrides(args)
     progress = sys.stderr if sys.stderr.isatty() else None
     recorder = None
     scenario: Any = args.scenario
@@ -298,7 +300,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     from .report_run import SeriesRecorder
     from .runner import run
 
-    limits = {key: getattr(args, key) for key in ("max_events", "max_messages", "max_wall_s") if getattr(args, key) is not None}
+    limits = _limit_overrides(args)
     scenario = spec.load(args.scenario)
     recorder = SeriesRecorder()
     progress = sys.stderr if sys.stderr.isatty() else None
@@ -350,6 +352,11 @@ def seconds_arg(allow_zero: bool = False) -> Callable[[str], float]:
         return value
 
     return parse
+
+
+def _limit_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The limits ``add_limit_args`` flags set on the command line (the rest: the scenario's)."""
+    return {key: getattr(args, key) for key in ("max_events", "max_messages", "max_wall_s") if getattr(args, key) is not None}
 
 
 def add_limit_args(parser: argparse.ArgumentParser) -> None:
@@ -533,7 +540,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except FileNotFoundError as exc:
         print(f"zsim: {exc.filename or exc}: no such file", file=sys.stderr)
         return EXIT_USAGE
-    except OSError as exc:  # BrokenPipeError is one: it is handled above  # a failing OS call the code did not expect: one line, exit 1
+    except OSError as exc:  # a failing OS call the code did not expect: one line, exit 1 (BrokenPipeError: above)
         where = f"{exc.filename}: " if exc.filename else ""
         print(f"zsim: {where}{exc.strerror or exc}", file=sys.stderr)
         return EXIT_FAULT
