@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import os
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -40,3 +42,15 @@ def pipe(summary: dict[str, Any], name_part: str) -> dict[str, Any]:
 @pytest.fixture
 def make_scenario():
     return scenario
+
+
+def unwritable_folder(tmp_path: Path) -> Path:
+    """A folder the test process cannot write into (for 'a failing OS call: one line, exit 1')."""
+    if os.geteuid() != 0:
+        folder = tmp_path / "read-only"
+        folder.mkdir()
+        folder.chmod(0o500)
+        return folder
+    if Path("/sys/kernel").is_dir():  # root may write anywhere but in sysfs
+        return Path("/sys/kernel")
+    pytest.skip("running as root with no sysfs: no folder is unwritable")

@@ -4,7 +4,6 @@ figure decodes in a real browser (headless Chromium)."""
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -14,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import scenario
+from conftest import scenario, unwritable_folder
 from zsim import spec
 from zsim.build import build
 from zsim.cli import main
@@ -407,19 +406,8 @@ def test_cli_run_report_writes_the_page_and_prints_where(tmp_path, capsys):
     assert f"--report {tmp_path / 'r'}" in text
 
 
-def _unwritable_folder(tmp_path: Path) -> Path:
-    if os.geteuid() != 0:
-        folder = tmp_path / "read-only"
-        folder.mkdir()
-        folder.chmod(0o500)
-        return folder
-    if Path("/sys/kernel").is_dir():  # root may write anywhere but in sysfs
-        return Path("/sys/kernel")
-    pytest.skip("running as root with no sysfs: no folder is unwritable")
-
-
 def test_cli_report_dir_that_cannot_be_written_is_one_line_exit_1_before_the_run(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "zsim", "run", str(PUB_SUB), "--report", str(_unwritable_folder(tmp_path))],
+    proc = subprocess.run([sys.executable, "-m", "zsim", "run", str(PUB_SUB), "--report", str(unwritable_folder(tmp_path))],
                           capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert proc.returncode == 1
     assert len(proc.stderr.strip().splitlines()) == 1 and "cannot be written" in proc.stderr and "Traceback" not in proc.stderr

@@ -17,6 +17,7 @@ import pandas as pd
 import pytest
 from test_sweep_support import rows, sweep_dict, write_sweep_files
 
+from conftest import unwritable_folder
 from zsim.errors import EnvironmentFault, ScenarioError
 from zsim.sweep import plan as plan_module
 from zsim.sweep import report, run_sweep
@@ -395,17 +396,6 @@ def test_a_base_file_that_is_not_one_is_one_line(tmp_path, kind):
 # -- output folders and arguments ---------------------------------------------------------------
 
 
-def _unwritable_folder(tmp_path: Path) -> Path:
-    if os.geteuid() != 0:
-        folder = tmp_path / "read-only"
-        folder.mkdir()
-        folder.chmod(0o500)
-        return folder
-    if Path("/sys/kernel").is_dir():  # root may write anywhere but in sysfs
-        return Path("/sys/kernel")
-    pytest.skip("running as root with no sysfs: no folder is unwritable")
-
-
 def test_out_that_is_a_file_or_unwritable_fails_before_any_run(tmp_path, monkeypatch):
     from zsim.sweep import local
 
@@ -418,7 +408,7 @@ def test_out_that_is_a_file_or_unwritable_fails_before_any_run(tmp_path, monkeyp
     with pytest.raises(ScenarioError, match=r"a part of this path is a file"):
         run_sweep(sweep_dict(), a_file / "below", engine="serial", stream=None)
     with pytest.raises(EnvironmentFault, match="cannot be written"):
-        run_sweep(sweep_dict(), _unwritable_folder(tmp_path), engine="serial", stream=None)
+        run_sweep(sweep_dict(), unwritable_folder(tmp_path), engine="serial", stream=None)
     assert not ran
     assert a_file.read_text() == "not a folder"
 
@@ -435,7 +425,7 @@ def test_cli_out_and_report_out_that_are_files(tmp_path):
     result = zsim("report", str(out), "--out", str(a_file))
     assert result.returncode == 2
     assert one_line(result).startswith(f"zsim: {a_file}: is a file")
-    result = zsim("report", str(out), "--out", str(_unwritable_folder(tmp_path)))
+    result = zsim("report", str(out), "--out", str(unwritable_folder(tmp_path)))
     assert result.returncode == 1
     assert "cannot be written" in one_line(result)
     assert a_file.read_text() == "keep me"
