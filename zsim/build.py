@@ -218,7 +218,7 @@ def build(scenario: Scenario, seed: int, profile: Profile | None = None, trace_d
             count=send.count, duration_s=send.duration_s, until_s=scenario.until_s,
             interval=_sampler(send.interval, streams, f"send.{send.name}"),
             size=_sampler(send.size, streams, f"send.{send.name}.size", integer=True),
-            start_s=max(send.start_s, sock_spec.open_at_s), topics=send.topics, parts=send.parts,
+            start_s=scenario.starts_at(send), topics=send.topics, parts=send.parts,
             dontwait=send.dontwait, on_again=send.on_again, to=send.to, pacing=send.pacing,
         )
         sock.process.workloads.append(sender)
@@ -230,7 +230,7 @@ def build(scenario: Scenario, seed: int, profile: Profile | None = None, trace_d
         receiver = Receiver(
             world, recv.name, sock, sock.process,
             service=_sampler(recv.service, streams, f"recv.{recv.name}"),
-            start_s=max(recv.start_s, sock_spec.open_at_s), count=recv.count, duration_s=recv.duration_s,
+            start_s=scenario.starts_at(recv), count=recv.count, duration_s=recv.duration_s,
             reply=recv.reply, reply_size=_sampler(recv.reply_size, streams, f"recv.{recv.name}.reply_size", integer=True),
             pause_every=_sampler(recv.pause_every, streams, f"recv.{recv.name}.pause_every"),
             pause=_sampler(recv.pause, streams, f"recv.{recv.name}.pause"),

@@ -66,7 +66,7 @@ def static_warnings(scenario: Scenario) -> list[dict[str, str]]:
     until = scenario.until_s
     if until is not None:
         for send in scenario.sends:
-            start = max(send.start_s, by_name[send.socket].open_at_s)
+            start = scenario.starts_at(send)
             if start >= until:
                 found.append(_warning(
                     "starts_after_horizon", f"{workload_label('send', send.name)}.start_s",

@@ -364,13 +364,12 @@ class _Writer:
         simulator would run them side by side."""
         sock = unit.sock
         for before, after in zip(unit.loops, unit.loops[1:]):  # noqa: B905 - one shorter by construction
-            start = max(before.start_s, sock.open_at_s)
-            ends = start + before.duration_s if before.duration_s is not None else None
-            if ends is None or ends > max(after.start_s, sock.open_at_s):
+            ends = self.s.ends_at(before)
+            if ends is None or ends > self.s.starts_at(after):
                 self.notes.append(
                     f"socket {sock.name}: its loops {before.name} and {after.name} run one after the other in the thread that owns "
                     f"the socket (a ZeroMQ socket belongs to one thread); the simulator runs them side by side from "
-                    f"t = {_seconds(start)} and {_seconds(max(after.start_s, sock.open_at_s))}"
+                    f"t = {_seconds(self.s.starts_at(before))} and {_seconds(self.s.starts_at(after))}"
                 )
 
     # -- code: sockets -----------------------------------------------------------------
@@ -477,8 +476,8 @@ class _Writer:
         traits = TYPES[sock.type]
         var = self.var(sock, member)
         fn = self.ident("send", send.name, member, prefix="send_")
-        start = max(send.start_s, sock.open_at_s)
-        end_s = start + send.duration_s if send.duration_s is not None else None
+        start = self.s.starts_at(send)
+        end_s = self.s.ends_at(send)
         if sock.close_at_s is not None:
             end_s = sock.close_at_s if end_s is None else min(end_s, sock.close_at_s)
         random = not send.interval.is_constant or not send.size.is_constant
@@ -607,8 +606,8 @@ class _Writer:
         traits = TYPES[sock.type]
         var = self.var(sock, member)
         fn = self.ident("recv", recv.name, member, prefix="recv_")
-        start = max(recv.start_s, sock.open_at_s)
-        end_s = start + recv.duration_s if recv.duration_s is not None else None
+        start = self.s.starts_at(recv)
+        end_s = self.s.ends_at(recv)
         close = sock.close_at_s
         if close is not None:
             end_s = close if end_s is None else min(end_s, close)
@@ -1103,8 +1102,7 @@ class _Writer:
             times += [t for t in (proc.exit_at_s, proc.crash_at_s, proc.restart_at_s) if t is not None]
         workloads: list[SendSpec | RecvSpec] = [*s.sends, *s.recvs]
         for w in workloads:
-            start = max(w.start_s, s.socket(w.socket).open_at_s)
-            times.append(start + (w.duration_s or 0.0))
+            times.append(s.starts_at(w) + (w.duration_s or 0.0))
         return max(times)
 
     def imports(self) -> str:

@@ -200,6 +200,16 @@ class Scenario:
     def socket(self, name: str) -> SocketSpec:
         return self._sockets_by_name[name]
 
+    def starts_at(self, workload: SendSpec | RecvSpec) -> float:
+        """When a [[send]] or [[recv]] really starts: its ``start_s``, or later if its socket
+        opens later (``open_at_s``). One rule for the simulator (``zsim.build``), the real
+        harness, the warnings and ``zsim export``."""
+        return max(workload.start_s, self.socket(workload.socket).open_at_s)
+
+    def ends_at(self, workload: SendSpec | RecvSpec) -> float | None:
+        """``starts_at`` + ``duration_s``; None for a workload bounded otherwise (or not at all)."""
+        return self.starts_at(workload) + workload.duration_s if workload.duration_s is not None else None
+
     @functools.cached_property
     def _sockets_by_name(self) -> dict[str, SocketSpec]:
         # a dict, built once: a scan per lookup made building a 1,000-socket model quadratic
