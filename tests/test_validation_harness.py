@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from validation.child import FULL, SHORT, build_frames, parse_header, spin_until
+from validation.child import FULL, SHORT, build_frames, compute, parse_header
 from validation.harness import EndpointMap, build_plans, free_tcp_ports, merge_results, real_cpus, real_defaults
 from zsim import spec
 from zsim.cli import main as zsim_main
@@ -284,18 +284,28 @@ def test_real_cpus_map_cores_onto_the_cpus_the_harness_may_use():
         real_cpus(_machine_scenario(None, affinity=[3]), available)
 
 
-def test_a_busy_service_computes_and_a_waiting_one_sleeps():
+def test_a_busy_service_computes_its_cpu_time_and_a_waiting_one_sleeps():
+    import threading
     import time
 
     from validation.timing import wait_until
 
+    # CPU work is measured on the thread's own CPU clock, which a busy machine cannot
+    # advance for it: exactly 20 ms of it (to the loop's step), however long that takes
     start_cpu, start = time.thread_time(), time.perf_counter()
-    assert spin_until(start + 0.02)
-    busy_cpu = time.thread_time() - start_cpu
+    assert compute(0.02) is True
+    busy_cpu, busy_wall = time.thread_time() - start_cpu, time.perf_counter() - start
+    assert 0.02 <= busy_cpu <= 0.021
+    assert busy_wall >= 0.0199  # the two clocks are read microseconds apart
     start_cpu, start = time.thread_time(), time.perf_counter()
     assert wait_until(start + 0.02)
     waiting_cpu = time.thread_time() - start_cpu
-    # asleep but for the last 0.5 ms spin, against computing all along (on an idle machine
-    # 20 ms; a busy one shares the core, so less, but far more than a sleep's)
+    # asleep but for the last 0.5 ms spin
     assert waiting_cpu <= 0.005
-    assert busy_cpu >= waiting_cpu + 0.004
+    # a closing socket ends the work at its wall deadline, a stopping process at once
+    start = time.perf_counter()
+    assert compute(10.0, until=start + 0.01) is None
+    stop = threading.Event()
+    stop.set()
+    assert compute(10.0, stop) is False
+    assert time.perf_counter() - start < 1.0

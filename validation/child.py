@@ -24,7 +24,9 @@ that counts what is forwarded), and the main thread for the timeline: process ex
 Workloads follow docs/scenario-format.md exactly: ``send(); wait(interval)`` with the next
 attempt ``interval`` after the send call returned, ``recv(); wait(service)`` then the reply.
 Waits are ``validation.timing.wait_until`` (sleep, then spin); a ``busy = true`` service
-time is a busy loop on the clock instead (CPU work, as the model takes it). With
+time is CPU work instead: the thread computes until its own CPU clock
+(``time.thread_time``) has advanced by the service time, as the model takes it, so a
+thread sharing its core takes longer in wall time. With
 ``[machine] cores`` or an ``affinity`` the process is pinned to its CPUs before its
 context starts (``os.sched_setaffinity``), and ``io_threads`` sizes its context's I/O
 threads (``zmq.Context(io_threads=n)``). Random draws use the
@@ -61,6 +63,7 @@ from zsim.distributions import parse_distribution
 from zsim.socket_types import TYPES, names
 
 _pc = time.perf_counter
+_cpu = time.thread_time
 
 MAGIC_FULL = 0xA5
 MAGIC_SHORT = 0xA6
@@ -186,7 +189,8 @@ class SocketStats:
 # --------------------------------------------------------------------------------------
 # Workloads: generators that yield requests to the socket's scheduler
 #   ("wait", deadline)        -> True, or False when the process is stopping
-#   ("spin", deadline)        -> the same, computing (a busy loop) instead of sleeping
+#   ("spin", cpu_s)           -> True once the thread has computed cpu_s seconds of its
+#                                own CPU time, False when the process is stopping
 #   ("send", frames, dontwait) -> "sent" | "again" | "unroutable"
 #   ("recv",)                  -> list of frames, or None when RCVTIMEO expired
 
@@ -397,7 +401,8 @@ class RecvTask:
                     envelope, body = [], frames
                 stats.record(body if body else frames, got)
                 self.received += 1
-                if not (yield ("spin" if busy else "wait", got + self.service.next())):
+                service = self.service.next()
+                if not (yield (("spin", service) if busy else ("wait", got + service))):
                     return
                 if forward:
                     # a pipeline stage (zguide taskwork): the result goes out on another
@@ -601,13 +606,18 @@ class SocketAgent:
             except StopIteration:
                 return
             op = request[0]
-            if op == "wait" or op == "spin":
-                deadline = request[1]
-                if self.close_deadline is not None and deadline > self.close_deadline:
-                    (spin_until if op == "spin" else wait_until)(self.close_deadline, stop)
+            if op == "spin":
+                value = compute(request[1], stop, self.close_deadline)
+                if value is None:  # closing before the work was done
                     gen.close()
                     raise Closing()
-                value = spin_until(deadline, stop) if op == "spin" else wait_until(deadline, stop)
+            elif op == "wait":
+                deadline = request[1]
+                if self.close_deadline is not None and deadline > self.close_deadline:
+                    wait_until(self.close_deadline, stop)
+                    gen.close()
+                    raise Closing()
+                value = wait_until(deadline, stop)
                 if value:
                     late = _pc() - deadline
                     if late >= 0.0:
@@ -656,7 +666,9 @@ class SocketAgent:
                 result: Any = _NOTHING
                 if op == "spin":
                     # CPU work: the thread computes, its other workloads wait
-                    result = spin_until(request[1], stop)
+                    result = compute(request[1], stop, self.close_deadline)
+                    if result is None:
+                        raise Closing()
                 elif op == "wait":
                     if now >= request[1]:
                         result = True
@@ -710,7 +722,7 @@ class SocketAgent:
             deadlines = []
             events = 0
             for request, since in pending.values():
-                if request[0] in ("wait", "spin"):
+                if request[0] == "wait":
                     deadlines.append(request[1])
                 elif request[0] == "send":
                     events |= zmq.POLLOUT
@@ -918,6 +930,7 @@ class Process:
         self.stop = threading.Event()  # the process is exiting or the run is over
         self.end = threading.Event()  # the parent said stop (or went away)
         self.t0 = 0.0
+        self.cpu0 = 0.0
         self.horizon_s = plan["horizon_s"]
         self.streams = stream_factory(plan["seed"])
         self.last_activity = 0.0
@@ -1055,6 +1068,9 @@ class Process:
             "exit_completed_s": rel(self.exit_completed),
             "term_blocked": self.exit_started is not None and self.exit_completed is None and not crashed,
             "crashed_s": (now - t0) if crashed else None,
+            # every thread of the process (workloads, libzmq's I/O threads, the harness's
+            # own) since t0: compared with the model's per-process CPU (summary.machine)
+            "cpu_s": time.process_time() - self.cpu0,
             "sockets": sockets,
             "senders": senders,
             "receivers": receivers,
@@ -1099,6 +1115,7 @@ class Process:
         self.warm_up()
         emit({"ready": True})
         self.t0 = read_t0()
+        self.cpu0 = time.process_time()
         threading.Thread(target=self._read_commands, name="stdin", daemon=True).start()
         if self.busy_threads:
             sys.setswitchinterval(0.0002)
@@ -1194,18 +1211,23 @@ def read_t0(timeout_s: float = 120.0) -> float:
     return float(line.split()[1])
 
 
-def spin_until(deadline: float, stop: threading.Event | None = None) -> bool:
-    """A busy loop until ``deadline`` (``[[recv]] busy = true``): the thread computes all
-    along, so it holds a core (and this process's GIL). True at the deadline, False when
-    ``stop`` ended it."""
+def compute(cpu_s: float, stop: threading.Event | None = None, until: float | None = None) -> bool | None:
+    """CPU work (``[[recv]] busy = true``): a busy loop until this thread's own CPU clock
+    has advanced by ``cpu_s``, so the thread holds a core (and this process's GIL) all
+    along and, sharing its core, takes longer than ``cpu_s`` in wall time, as the model's
+    threads do. True when done, False when ``stop`` ended it, None when the wall clock
+    reached ``until`` (the socket is closing) first."""
+    target = _cpu() + cpu_s
     while True:
-        now = _pc()
-        if now >= deadline:
+        if _cpu() >= target:
             return True
         if stop is not None and stop.is_set():
             return False
-        end = min(deadline, now + 0.001)
-        while _pc() < end:
+        now = _pc()
+        if until is not None and now >= until:
+            return None
+        end = now + 0.001
+        while _pc() < end and _cpu() < target:
             pass
 
 

@@ -412,6 +412,13 @@ def summarise(model: Model, wall_s: float) -> RunResult:
         senders[sender.name] = entry
     receivers = {r.name: {"socket": r.socket.name, "received": r.received, "paused_s": r.paused_s} for r in model.receivers}
     proxies = {p.name: {"frontend": p.frontend.name, "backend": p.backend.name, "forwarded": p.forwarded} for p in model.proxies}
+    # with a machine (``[machine] cores``), the CPU each process's threads used: the same
+    # number the real harness reports (``time.process_time`` from t0), for comparison
+    process_cpu: dict[str, float] | None = None
+    if model.machine is not None:
+        process_cpu = {}
+        for thread in model.machine.threads:
+            process_cpu[thread.process] = process_cpu.get(thread.process, 0.0) + thread.cpu_s
     processes = {}
     for name, process in model.processes.items():
         processes[name] = {
@@ -419,6 +426,7 @@ def summarise(model: Model, wall_s: float) -> RunResult:
             "exit_completed_s": process.exit_completed_at,
             "term_blocked": process.term_blocked,
             "crashed_s": process.crashed_at,
+            "cpu_s": None if process_cpu is None else process_cpu.get(name, 0.0),
         }
 
     sent_total = ledger.n_sent
