@@ -4,6 +4,7 @@ own rules decide (processor sharing, one switch a time slice, the wake-up delay)
 from __future__ import annotations
 
 import copy
+import dataclasses
 import subprocess
 import sys
 from pathlib import Path
@@ -181,13 +182,45 @@ def test_an_io_thread_serves_its_engines_one_event_at_a_time():
         "recv": [{"socket": "ra"}, {"socket": "rb"}],
         "machine": {"cores": 8},
     }
-    one = zsim.run(raw).summary["machine"]["threads"]
+    no_wake = dataclasses.replace(profile_module.load("default"), io_wake_s=0.0)
+    one = zsim.run(raw, profile=no_wake).summary["machine"]["threads"]
     assert "io.src" in one and "io.src.1" not in one
     raw["process"][0]["io_threads"] = 2
-    two = zsim.run(raw).summary["machine"]["threads"]
+    two = zsim.run(raw, profile=no_wake).summary["machine"]["threads"]
     assert two["io.src.1"]["bursts"] > 0 and two["io.src.2"]["bursts"] > 0
     # the engine work is the same; split over two threads
     assert two["io.src.1"]["cpu_s"] + two["io.src.2"]["cpu_s"] == pytest.approx(one["io.src"]["cpu_s"], rel=0.05)
+
+
+def test_an_idle_io_thread_pays_its_wake_up_and_one_kept_busy_does_not():
+    """io_wake_s is CPU an I/O thread spends to wake for an event: paced messages (each an
+    event of its own) pay it every time, on both ends; it is burnt after the event's effects,
+    so the messages arrive when they would without it."""
+    wake = 25e-6
+
+    def paced(interval: float) -> dict[str, Any]:
+        return {
+            "scenario": {"name": "paced", "until_s": 1.0},
+            "process": [{"name": "src"}, {"name": "dst"}],
+            "socket": [{"name": "push", "type": "PUSH", "process": "src", "bind": "tcp://127.0.0.1:6001"},
+                       {"name": "pull", "type": "PULL", "process": "dst", "connect": "tcp://127.0.0.1:6001"}],
+            "send": [{"socket": "push", "count": 10, "interval_s": interval, "start_s": 0.1}],
+            "recv": [{"socket": "pull"}],
+            "machine": {"cores": 2},
+        }
+
+    base = zsim.run(paced(0.001), profile=_profile())
+    woken = zsim.run(paced(0.001), profile=_profile(io_wake_s=wake))
+    for process in ("src", "dst"):
+        extra = woken.summary["machine"]["threads"][f"io.{process}"]["cpu_s"] - base.summary["machine"]["threads"][f"io.{process}"]["cpu_s"]
+        bursts = woken.summary["machine"]["threads"][f"io.{process}"]["bursts"]
+        assert extra == pytest.approx(bursts * wake, rel=1e-9) and bursts >= 10
+    assert np.array_equal(woken.messages["time"], base.messages["time"])
+    assert woken.summary["processes"]["dst"]["cpu_s"] == pytest.approx(
+        sum(t["cpu_s"] for t in woken.summary["machine"]["threads"].values() if t["process"] == "dst"), rel=1e-12)
+    # back to back, one wake-up starts a run of events: far fewer wake-ups than messages
+    burst = zsim.run(paced(0.0), profile=_profile(io_wake_s=wake)).summary["machine"]["threads"]["io.src"]
+    assert burst["cpu_s"] < 5 * wake
 
 
 # -- cores = 0 is the model without a machine ------------------------------------------------
@@ -209,7 +242,7 @@ def test_no_machine_means_the_profiles_core_count(tmp_path):
     assert makespan(zsim.run(raw, profile=_profile(cores=1)).summary) == pytest.approx(2 * PER_WORKER * SERVICE, rel=1e-12)
     raw["machine"] = {"cores": 2}  # the scenario's wins
     assert makespan(zsim.run(raw, profile=_profile(cores=1)).summary) == pytest.approx(PER_WORKER * SERVICE, rel=1e-12)
-    assert profile_module.load("default").cores == 0  # shipped without: contention is not calibrated yet
+    assert profile_module.load("default").cores == 0  # shipped without a core count: docs/model.md, "Cores"
 
 
 # -- what the run says ---------------------------------------------------------------------------

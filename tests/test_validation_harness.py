@@ -12,6 +12,7 @@ import pytest
 
 from validation.child import FULL, SHORT, build_frames, compute, parse_header
 from validation.harness import EndpointMap, build_plans, free_tcp_ports, merge_results, real_cpus, real_defaults
+from zsim import profile as profile_module
 from zsim import spec
 from zsim.cli import main as zsim_main
 from zsim.errors import ScenarioError
@@ -225,6 +226,7 @@ def test_calibrate_writes_the_profile_atomically(tmp_path, monkeypatch):
     monkeypatch.setattr(cal, "measure_send_wake_cost", lambda transport, quick: {"idle_s": [1e-4, 1e-3], "cost_s": [1e-5, 2e-5]})
     monkeypatch.setattr(cal, "measure_engine", lambda transport, quick, progress: ({}, {}))
     monkeypatch.setattr(cal, "measure_kernel", lambda transport, quick, progress: ({}, {}))
+    monkeypatch.setattr(cal, "measure_scheduler", lambda quick, progress: ({"timeslice_s": 0.003}, {}))
     monkeypatch.setattr(cal, "fit_kernel", lambda profile, progress: profile)
     monkeypatch.setattr(cal, "to_toml", lambda profile, header="": "# stub profile\n")
     out = tmp_path / "new" / "profile.toml"
@@ -309,3 +311,24 @@ def test_a_busy_service_computes_its_cpu_time_and_a_waiting_one_sleeps():
     stop.set()
     assert compute(10.0, stop) is False
     assert time.perf_counter() - start < 1.0
+
+
+@pytest.mark.real
+@pytest.mark.timeout(120)
+def test_scheduler_measurements_pin_their_processes_and_make_a_loadable_profile():
+    """What load cannot change: two busy loops pinned to one CPU share at most that CPU
+    (unpinned, on two CPUs, each would get a whole one), and the section is a valid
+    ``[scheduler]`` whose costs the model takes."""
+    import os
+
+    from validation.calibrate import _spinners, measure_scheduler
+
+    cpu = sorted(os.sched_getaffinity(0))[-1]
+    shared = _spinners([cpu, cpu], 0.3)
+    assert sum(s["cpu_s"] / s["wall_s"] for s in shared) <= 1.02
+    section, notes = measure_scheduler(True, lambda _msg: None)
+    assert sorted(section) == ["context_switch_s", "io_wake_s", "timeslice_s", "wakeup_s"]
+    assert notes["cpus"] == sorted(os.sched_getaffinity(0))
+    profile = profile_module.from_dict({"profile": {"name": "t"}, "scheduler": section})
+    assert profile.cores == 0 and profile.timeslice_s == section["timeslice_s"] > 0
+    assert profile.io_wake_s == section["io_wake_s"] > 0

@@ -175,7 +175,7 @@ def _sampler(dist: Distribution | None, streams: Callable[[str], np.random.Gener
 def scheduler_params(profile: Profile, scenario: Scenario) -> SchedulerParams:
     """The machine of a run: ``[machine] cores`` if the scenario gives it, else the
     profile's recorded core count (0 when it records none); the scheduler's costs from the
-    profile's ``[scheduler]`` table, or the model's uncalibrated defaults."""
+    profile's ``[scheduler]`` table, or the model's defaults."""
     defaults = SchedulerParams()
     cores = scenario.machine.cores if scenario.machine.cores is not None else profile.cores
     return SchedulerParams(
@@ -183,6 +183,7 @@ def scheduler_params(profile: Profile, scenario: Scenario) -> SchedulerParams:
         context_switch_s=profile.context_switch_s if profile.context_switch_s is not None else defaults.context_switch_s,
         wakeup_s=profile.wakeup_s if profile.wakeup_s is not None else defaults.wakeup_s,
         timeslice_s=profile.timeslice_s if profile.timeslice_s is not None else defaults.timeslice_s,
+        io_wake_s=profile.io_wake_s if profile.io_wake_s is not None else defaults.io_wake_s,
     )
 
 

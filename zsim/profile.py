@@ -14,8 +14,9 @@ built in:
 
 ``[scheduler]`` records the machine's core count (``cores``, the default of a scenario's
 ``[machine] cores``; absent: 0, a core per thread) and the scheduler's costs
-(``context_switch_s``, ``wakeup_s``, ``timeslice_s``; absent: the uncalibrated defaults of
-``zsim.model.params.SchedulerParams``). The shipped profile records none of them yet.
+(``context_switch_s``, ``wakeup_s``, ``timeslice_s``, ``io_wake_s``; absent: the
+defaults of ``zsim.model.params.SchedulerParams``). The shipped profile
+records the measured costs but not the core count (docs/model.md, "Cores", says why).
 
 Kernel buffering is stored per transport as a table of *effective in-flight kernel bytes*
 by message size (``[tcp.kernel] payload_bytes``/``capacity_bytes``), because Linux counts
@@ -127,11 +128,12 @@ class Profile:
     transports: Mapping[str, TransportProfile] = field(default_factory=dict)
     source: str = "<builtin>"
     #: ``[scheduler]``: the machine's cores (0: none recorded) and the scheduler's costs
-    #: (None: the model's uncalibrated defaults)
+    #: (None: the model's defaults)
     cores: int = 0
     context_switch_s: float | None = None
     wakeup_s: float | None = None
     timeslice_s: float | None = None
+    io_wake_s: float | None = None
 
     def transport(self, name: str) -> TransportProfile:
         return self.transports.get(name, TransportProfile())
@@ -146,7 +148,7 @@ class Profile:
         # no core count (a core per thread), and a scheduler that costs nothing if a
         # scenario asks for cores anyway
         return Profile(name="ideal", meta={"derived_from": self.name}, transports=transports, source=self.source,
-                       context_switch_s=0.0, wakeup_s=0.0)
+                       context_switch_s=0.0, wakeup_s=0.0, io_wake_s=0.0)
 
 
 def _float(table: Mapping[str, Any], key: str, path: str, default: float | None = None) -> float:
@@ -283,6 +285,7 @@ def from_dict(raw: Mapping[str, Any], source: str = "<dict>") -> Profile:
         context_switch_s=_float(scheduler, "context_switch_s", "scheduler") if "context_switch_s" in scheduler else None,
         wakeup_s=_float(scheduler, "wakeup_s", "scheduler") if "wakeup_s" in scheduler else None,
         timeslice_s=_float(scheduler, "timeslice_s", "scheduler") if "timeslice_s" in scheduler else None,
+        io_wake_s=_float(scheduler, "io_wake_s", "scheduler") if "io_wake_s" in scheduler else None,
     )
 
 

@@ -49,15 +49,16 @@ class TransportParams:
 class SchedulerParams:
     """The machine's cores and the scheduler's costs (``zsim.model.cpu``).
 
-    ``cores = 0``: no machine, every thread has a core of its own. The three costs are not
-    calibrated yet (docs/model.md, "Cores"): their defaults are Linux's usual orders of
-    magnitude, not measurements.
+    ``cores = 0``: no machine, every thread has a core of its own. The defaults are Linux's
+    usual orders of magnitude, not measurements; a profile's ``[scheduler]`` gives
+    measured ones (``validation.calibrate.measure_scheduler``).
     """
 
     cores: int = 0
     context_switch_s: float = 5e-6  # one switch between two runnable threads on a core
     wakeup_s: float = 50e-6  # a woken thread waiting for a busy core to be preempted
     timeslice_s: float = 1.5e-3  # how long a thread runs before the next takes its core (EEVDF base slice, 2 cores)
+    io_wake_s: float = 0.0  # CPU an idle I/O thread spends to wake for an event (poller, syscalls, mailbox)
 
 
 @dataclass
