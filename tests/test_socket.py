@@ -382,13 +382,12 @@ def test_xpub_receives_new_subscriptions_and_last_unsubscriptions():
     assert subscription_events(xpub) == [("-", "b")]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "xpub_t::xread_activated (libzmq src/xpub.cpp) notifies the application of an "
-    "unsubscription when mtrie_t::rm returns not_found (notify = rm_result != values_remain): "
-    "an XSUB whose subscription was lost at a full pipe and that then unsubscribes makes the "
-    "XPUB's recv return a cancel it never saw subscribed; Socket._read_subscriptions passes "
-    "only removals that took a prefix away"))
 def test_xpub_passes_up_an_unsubscription_it_had_no_subscription_for():
+    """xpub_t::xread_activated: ``notify = rm_result != values_remain``; mtrie_t::rm
+    returns not_found for a prefix the pipe is not subscribed to, so the cancel reaches
+    the application. Here the XSUB's subscription to "z" was lost at the full pipe
+    (xsub_t::xsend caches it all the same), so its later cancel is one the XPUB never saw
+    subscribed."""
     net = Net()
     xpub = net.socket("xpub", "XPUB", bind=("inproc://t",), rcvhwm=1)
     xsub = net.socket("xsub", "XSUB", connect=("inproc://t",), sndhwm=1)
@@ -398,6 +397,30 @@ def test_xpub_passes_up_an_unsubscription_it_had_no_subscription_for():
     net.at(0.125)  # past xsub's command throttle: it sees the room the reads made
     xsub.send_subscription("z", False)  # xsub's own trie had "z": the cancel is sent
     assert subscription_events(xpub) == [("-", "z")]
+
+
+def test_xpub_passes_up_a_stray_unsubscription_while_others_keep_the_prefix():
+    """mtrie_t::rm erases the pipe from the prefix's set: erased == 0 with other pipes
+    left is not_found, not values_remain, so the XPUB's application hears "-c" although
+    s1 still subscribes to "c" (and still gets "c" messages). A pipe that did subscribe
+    and leaves others behind (values_remain) is not passed up."""
+    net = Net()
+    xpub = net.socket("xpub", "XPUB", bind=("inproc://t",), rcvhwm=1)
+    s1 = net.socket("s1", "SUB", connect=("inproc://t",), subscribe=("c",))
+    xsub = net.socket("xsub", "XSUB", connect=("inproc://t",), sndhwm=1)
+    for prefix in ("a", "b", "c"):  # "c" does not fit in xsub's pipe: lost
+        xsub.send_subscription(prefix, True)
+    assert subscription_events(xpub) == [("+", "c"), ("+", "a"), ("+", "b")]
+    net.at(0.125)
+    xsub.send_subscription("c", False)
+    assert subscription_events(xpub) == [("-", "c")]
+    assert xpub.send(net.msg("c1")) == SENT
+    got = s1.recv()
+    assert got is not None and got[MSG_TOPIC] == "c1"
+    s2 = net.socket("s2", "SUB", connect=("inproc://t",), subscribe=("a",))
+    assert subscription_events(xpub) == []  # "a" is not new
+    s2.send_subscription("a", False)  # xsub keeps "a": values_remain
+    assert subscription_events(xpub) == []
 
 
 # -- PAIR ----------------------------------------------------------------------------------

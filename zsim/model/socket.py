@@ -383,7 +383,15 @@ class Socket:
         return SENT
 
     def _read_subscriptions(self, pipe: Pipe, peer: Peer | None = None) -> None:
-        """``xpub_t::xread_activated``: apply every (un)subscription waiting in the pipe."""
+        """``xpub_t::xread_activated``: apply every (un)subscription waiting in the pipe.
+
+        An XPUB's application gets a subscription when it is the first for its prefix
+        (``mtrie_t::add`` returns true) and an unsubscription unless other pipes still
+        want the prefix: ``notify = rm_result != values_remain``, so a cancel for a prefix
+        this pipe never subscribed to (``rm`` returns ``not_found``: its subscription was
+        lost at a full pipe, or it never sent one) is passed up too, even while other
+        subscribers keep the prefix.
+        """
         if peer is None:
             peer = self._peer_of_in_pipe(pipe)
             if peer is None:
@@ -402,7 +410,9 @@ class Socket:
             elif kind == UNSUBSCRIBE_ID:
                 if peer.applied.remove(prefix):
                     if self.all_subs.remove(prefix) and app:
-                        self._queue_subscription_for_app(prefix, False)
+                        self._queue_subscription_for_app(prefix, False)  # last_value_removed
+                elif app:
+                    self._queue_subscription_for_app(prefix, False)  # not_found
 
     def _queue_subscription_for_app(self, prefix: str, subscribe: bool) -> None:
         self.pending_subscriptions.append((SUBSCRIBE_ID if subscribe else UNSUBSCRIBE_ID, self.env._now, 0, 0, prefix, (), self.index))
