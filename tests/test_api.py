@@ -5,6 +5,7 @@ the same as the run's summary and ledger, entity by entity."""
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -132,3 +133,11 @@ def test_compare_takes_dicts_and_gives_the_same_numbers_as_files() -> None:
     with pytest.raises(zsim.ScenarioError, match=r"<dict 2>: socket\[pub\]"):
         bad = {**raw, "socket": [dict(s, type="PUBB") if s["name"] == "pub" else s for s in raw["socket"]]}
         compare([raw, bad], replications=2, engine="serial", stream=None)
+
+
+def test_docs_model_md_explains_every_rule_the_rule_column_can_hold() -> None:
+    text = (ROOT / "docs" / "model.md").read_text()
+    section = text[text.index("### Fates and rules"):]
+    table = section[: section.index("\n#")]
+    documented = re.findall(r"^\| `([a-z_]+)` \|", table, re.M)
+    assert documented == [name for name in RULES.values() if name]

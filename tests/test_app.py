@@ -139,6 +139,38 @@ def test_req_out_of_turn_is_efsm():
     assert [e.split(":")[0] for e in errors] == ["REQ socket 'req'", "REQ socket 'req'", "REP socket 'rep'"]
 
 
+def test_a_rep_answers_an_app_dealer_only_when_it_sends_the_delimiter():
+    # rep_t::xrecv skips [body] (rule no_delimiter) and answers [b"", body]; the reply
+    # comes back with the delimiter, and like= carries it on.
+    raw = scenario({"name": "rep", "type": "REP", "bind": "inproc://r"}, {"name": "d", "type": "DEALER", "connect": "inproc://r"})
+    seen = []
+
+    def app(app):
+        rep, dealer = app.socket("rep"), app.socket("d")
+
+        def client():
+            bare = yield dealer.send(1)
+            framed = yield dealer.send(2, delimiter=True)
+            reply = yield dealer.recv()
+            seen.append(("reply", reply.envelope, reply.delimiter))
+            again = yield dealer.send(like=reply)
+            seen.append(("sent", bare, framed, again))
+
+        def worker():
+            while True:
+                request = yield rep.recv()
+                seen.append(("request", request.id, request.size, request.delimiter))
+                yield rep.send(5)
+
+        app.process(client())
+        app.process(worker())
+
+    summary = zsim.run(raw, 0, apps=[app]).summary
+    assert seen == [("request", 1, 2, True), ("reply", (), True), ("request", 3, 5, True), ("sent", 0, 1, 3)]
+    assert summary["ledger"]["discarded_by_rule"] == {"no_delimiter": 1}
+    assert (summary["sockets"]["rep"]["received"], summary["sockets"]["rep"]["discarded"]) == (2, 1)
+
+
 def test_a_call_waiting_when_its_process_exits_gets_socket_closed():
     push = {"name": "push", "type": "PUSH", "process": "a", "bind": "tcp://*:5555"}
     pull = {"name": "pull", "type": "PULL", "process": "b", "connect": "tcp://127.0.0.1:5555"}

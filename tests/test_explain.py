@@ -81,6 +81,18 @@ def test_unroutable_names_the_peer_nobody_is_called():
     assert "The [[send]] addresses 'ghost', which no socket of the scenario is called." in episode.paragraph(1)
 
 
+def test_a_dealer_talking_to_a_rep_is_told_it_sends_no_delimiter():
+    raw = scenario({"name": "rep", "type": "REP", "bind": "inproc://r"},
+                   {"name": "dealer", "type": "DEALER", "connect": "inproc://r"},
+                   sends=[{"socket": "dealer", "count": 12, "start_s": 0.01}],
+                   recvs=[{"socket": "rep"}])
+    story, _ = _explain(raw)
+    (episode,) = story.episodes
+    assert (episode.where, episode.rule, episode.state, episode.copies) == ("dealer->rep", "no_delimiter", "discarded", 12)
+    assert "Rule no_delimiter: a REP (or a REQ waiting for its reply) throws away a message with no empty delimiter" in (
+        episode.paragraph(1))
+
+
 def test_drops_in_two_bursts_are_two_episodes():
     raw = scenario({"name": "pub", "type": "PUB", "bind": "inproc://x", "options": {"sndhwm": 2}},
                    {"name": "sub", "type": "SUB", "connect": "inproc://x", "options": {"rcvhwm": 2, "subscribe": [""]}},

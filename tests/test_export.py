@@ -305,6 +305,38 @@ def test_router_dealer_broker_over_tcp_counts_every_hop_like_the_simulation(tmp_
         assert found["worker_fast"][1] + found["worker_slow"][1] == 100
 
 
+def _broker_with_a_dealer_client() -> dict[str, Any]:
+    """REQ and DEALER clients -> ROUTER | proxy | DEALER -> REP, over ipc, one process each."""
+    def sock(name: str, kind: str, process: str, **where: str) -> dict[str, Any]:
+        return {"name": name, "type": kind, "process": process, **{k: [v] for k, v in where.items()}}
+
+    return {
+        "scenario": {"name": "dealer-without-delimiter", "profile": "ideal"},
+        "process": [{"name": name} for name in ("broker", "clients", "worker")],
+        "socket": [sock("frontend", "ROUTER", "broker", bind="ipc://front"), sock("backend", "DEALER", "broker", bind="ipc://back"),
+                   sock("asker", "REQ", "clients", connect="ipc://front"), sock("dealer", "DEALER", "clients", connect="ipc://front"),
+                   sock("worker", "REP", "worker", connect="ipc://back")],
+        "proxy": [{"frontend": "frontend", "backend": "backend"}],
+        "send": [{"socket": "asker", "count": 20, "size_bytes": 32, "start_s": 0.3},
+                 {"socket": "dealer", "count": 57, "size_bytes": 32, "start_s": 0.3}],
+        "recv": [{"socket": "worker", "service_s": 0.001}],
+    }
+
+
+@pytest.mark.real
+def test_a_rep_behind_a_broker_never_sees_a_dealer_request_without_the_delimiter_like_the_simulation(tmp_path):
+    # The DEALER sends [body], the REP gets [id, body]: rep_t::xrecv skips it (rule
+    # no_delimiter); the REQ's [b"", body] beside it is answered. Counts, not times: every
+    # message is forwarded whatever the load (HWM 1000), and none of the DEALER's is answered.
+    raw = _broker_with_a_dealer_client()
+    report, text = run_program(raw, tmp_path)
+    assert "dealer.send(message)" in text  # no empty frame in front of the body
+    summary = zsim.run(raw, 1).summary
+    expected = {"frontend": (20, 77), "backend": (77, 20), "asker": (20, 20), "dealer": (57, 0), "worker": (20, 20)}
+    assert counts(report["sockets"]) == counts(summary["sockets"]) == expected
+    assert summary["ledger"]["discarded_by_rule"] == {"no_delimiter": 57}
+
+
 @pytest.mark.real
 def test_process_exit_with_linger_minus_one_blocks_term_like_the_simulation(tmp_path):
     raw = _free_ports(load_toml(ROOT / "validation" / "scenarios" / "linger_term_blocks.toml", "scenario"))

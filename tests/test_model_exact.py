@@ -305,3 +305,28 @@ def test_router_dealer_broker_delivers_every_reply():
     assert summary["sockets"]["worker1"]["received"] + summary["sockets"]["worker2"]["received"] == 20
     assert summary["sockets"]["worker1"]["received"] == 10  # the DEALER load-balances
     assert summary["ledger"]["dropped"] == 0
+
+
+def test_a_dealer_request_without_the_delimiter_never_reaches_the_rep_behind_a_broker():
+    # A DEALER client sends [body]; the ROUTER frontend pushes its routing id, the proxy
+    # and the DEALER backend pass [id, body] on, and rep_t::xrecv finds no empty frame
+    # before the last one: rolled back and skipped (rule no_delimiter). The REQ client's
+    # [b"", body] next to it is answered. Real libzmq 4.3.5: tests/test_export.py runs the
+    # same design on pyzmq.
+    raw = scenario(
+        {"name": "frontend", "type": "ROUTER", "bind": ["inproc://front"], "process": "broker"},
+        {"name": "backend", "type": "DEALER", "bind": ["inproc://back"], "process": "broker"},
+        {"name": "asker", "type": "REQ", "connect": ["inproc://front"], "process": "broker"},
+        {"name": "dealer", "type": "DEALER", "connect": ["inproc://front"], "process": "broker"},
+        {"name": "worker", "type": "REP", "connect": ["inproc://back"], "process": "broker"},
+        processes=[{"name": "broker"}],
+        proxies=[{"frontend": "frontend", "backend": "backend"}],
+        sends=[{"socket": "asker", "count": 20, "start_s": 0.01}, {"socket": "dealer", "count": 57, "start_s": 0.01}],
+        recvs=[{"socket": "worker", "service_s": 0.001}],
+    )
+    summary = run(raw)
+    counts = {name: (s["sent"], s["received"], s["discarded"]) for name, s in summary["sockets"].items()}
+    assert counts == {"frontend": (20, 77, 0), "backend": (77, 20, 0), "asker": (20, 20, 0), "dealer": (57, 0, 0),
+                      "worker": (20, 20, 57)}
+    assert summary["ledger"]["discarded_by_rule"] == {"no_delimiter": 57}
+    assert summary["ledger"]["dropped"] == summary["ledger"]["queued_at_end"] == 0

@@ -32,12 +32,13 @@ from zsim.model.fates import (
     RULE_FILTERED,
     RULE_HWM,
     RULE_LINGER,
+    RULE_NO_DELIMITER,
     RULE_NO_PEERS,
     RULE_REQ_STATE,
     SENT,
 )
 from zsim.model.kernel import Environment
-from zsim.model.pipe import MSG_ENVELOPE, MSG_ID, MSG_TOPIC, SUBSCRIBE_ID, UNSUBSCRIBE_ID
+from zsim.model.pipe import BOTTOM, MSG_ENVELOPE, MSG_ID, MSG_TOPIC, SUBSCRIBE_ID, UNSUBSCRIBE_ID
 from zsim.model.socket import Socket
 from zsim.model.world import World
 from zsim.spec import SocketOptions, parse_endpoint
@@ -327,6 +328,59 @@ def test_rep_reply_to_a_peer_that_is_gone_is_dropped_no_peer():
     assert (rep.copies, rep.dropped, rep.peers) == (1, 1, [])
 
 
+def test_rep_skips_whole_a_request_without_the_empty_delimiter():
+    """rep_t::xrecv copies the frames with MORE into the reply pipe until an empty one
+    (the bottom); a message whose last frame comes first is rolled back
+    (router_t::rollback) and skipped whole, and the loop reads on: the REP's application
+    never sees it and owes no reply. ZMQ_POLLIN still says readable (router_t::xhas_in
+    looks at the pipes, not at the envelope), so a poll is followed by EAGAIN. A DEALER
+    sending ``[b"", body]`` is what the REP wants; its reply comes back as ``[b"", reply]``."""
+    net = Net()
+    rep = net.socket("rep", "REP", bind=("inproc://r",))
+    dealer = net.socket("d", "DEALER", connect=("inproc://r",))
+    d_to_rep = net.pipe("d->rep")
+    bare, good, framed = net.msg(), net.msg(envelope=(BOTTOM,)), net.msg(envelope=("x",))  # [body] [b"", body] [b"x", body]
+    for m in (bare, good, framed):
+        assert dealer.send(m) == SENT
+    net.at(0.25)
+    got = rep.recv()
+    assert got is not None and got[MSG_ID] == good[MSG_ID]
+    assert net.records() == [(bare[MSG_ID], DISCARDED, rep.index, d_to_rep.index, RULE_NO_DELIMITER, 0.25)]
+    reply = net.msg()
+    assert rep.send(reply) == SENT
+    back = dealer.recv()
+    assert back is not None and back[MSG_ID] == reply[MSG_ID] and back[MSG_ENVELOPE] == (BOTTOM,)
+    net.at(0.5)
+    assert rep.has_in() is True  # only the malformed one is queued
+    assert rep.recv() is None
+    assert net.records()[-1] == (framed[MSG_ID], DISCARDED, rep.index, d_to_rep.index, RULE_NO_DELIMITER, 0.5)
+    assert rep.has_in() is False and rep.has_out() is False  # still waiting for a request
+    assert (rep.discarded, rep.copies) == (2, 1)
+
+
+def test_req_skips_a_reply_without_the_empty_delimiter_and_keeps_waiting():
+    """req_t::xrecv: the first frame of a reply must be empty with MORE; otherwise the
+    rest of the message is read and thrown away and the REQ waits on. The request it sent
+    carries the delimiter under the routing id the ROUTER pushed."""
+    net = Net()
+    router = net.socket("r", "ROUTER", bind=("inproc://r",))
+    req = net.socket("req", "REQ", connect=("inproc://r",))
+    r_to_req = net.pipe("r->req")
+    assert req.send(net.msg()) == SENT
+    request = router.recv()
+    assert request is not None and request[MSG_ENVELOPE] == ("req", BOTTOM)
+    bare = net.msg(envelope=("req",))  # [b"req", reply]: no delimiter reaches the REQ
+    assert router.send(bare) == SENT
+    assert req.recv() is None
+    assert net.records() == [(bare[MSG_ID], DISCARDED, req.index, r_to_req.index, RULE_NO_DELIMITER, 0.0)]
+    assert req.has_out() is False  # still owes the wait for its reply
+    reply = net.msg(envelope=request[MSG_ENVELOPE])
+    assert router.send(reply) == SENT
+    got = req.recv()
+    assert got is not None and got[MSG_ID] == reply[MSG_ID]
+    assert req.has_out() is True
+
+
 # -- PUB/SUB, XPUB ------------------------------------------------------------------------
 
 
@@ -382,13 +436,12 @@ def test_xpub_receives_new_subscriptions_and_last_unsubscriptions():
     assert subscription_events(xpub) == [("-", "b")]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "xpub_t::xread_activated (libzmq src/xpub.cpp) notifies the application of an "
-    "unsubscription when mtrie_t::rm returns not_found (notify = rm_result != values_remain): "
-    "an XSUB whose subscription was lost at a full pipe and that then unsubscribes makes the "
-    "XPUB's recv return a cancel it never saw subscribed; Socket._read_subscriptions passes "
-    "only removals that took a prefix away"))
 def test_xpub_passes_up_an_unsubscription_it_had_no_subscription_for():
+    """xpub_t::xread_activated: ``notify = rm_result != values_remain``; mtrie_t::rm
+    returns not_found for a prefix the pipe is not subscribed to, so the cancel reaches
+    the application. Here the XSUB's subscription to "z" was lost at the full pipe
+    (xsub_t::xsend caches it all the same), so its later cancel is one the XPUB never saw
+    subscribed."""
     net = Net()
     xpub = net.socket("xpub", "XPUB", bind=("inproc://t",), rcvhwm=1)
     xsub = net.socket("xsub", "XSUB", connect=("inproc://t",), sndhwm=1)
@@ -398,6 +451,30 @@ def test_xpub_passes_up_an_unsubscription_it_had_no_subscription_for():
     net.at(0.125)  # past xsub's command throttle: it sees the room the reads made
     xsub.send_subscription("z", False)  # xsub's own trie had "z": the cancel is sent
     assert subscription_events(xpub) == [("-", "z")]
+
+
+def test_xpub_passes_up_a_stray_unsubscription_while_others_keep_the_prefix():
+    """mtrie_t::rm erases the pipe from the prefix's set: erased == 0 with other pipes
+    left is not_found, not values_remain, so the XPUB's application hears "-c" although
+    s1 still subscribes to "c" (and still gets "c" messages). A pipe that did subscribe
+    and leaves others behind (values_remain) is not passed up."""
+    net = Net()
+    xpub = net.socket("xpub", "XPUB", bind=("inproc://t",), rcvhwm=1)
+    s1 = net.socket("s1", "SUB", connect=("inproc://t",), subscribe=("c",))
+    xsub = net.socket("xsub", "XSUB", connect=("inproc://t",), sndhwm=1)
+    for prefix in ("a", "b", "c"):  # "c" does not fit in xsub's pipe: lost
+        xsub.send_subscription(prefix, True)
+    assert subscription_events(xpub) == [("+", "c"), ("+", "a"), ("+", "b")]
+    net.at(0.125)
+    xsub.send_subscription("c", False)
+    assert subscription_events(xpub) == [("-", "c")]
+    assert xpub.send(net.msg("c1")) == SENT
+    got = s1.recv()
+    assert got is not None and got[MSG_TOPIC] == "c1"
+    s2 = net.socket("s2", "SUB", connect=("inproc://t",), subscribe=("a",))
+    assert subscription_events(xpub) == []  # "a" is not new
+    s2.send_subscription("a", False)  # xsub keeps "a": values_remain
+    assert subscription_events(xpub) == []
 
 
 # -- PAIR ----------------------------------------------------------------------------------

@@ -45,9 +45,9 @@ import simpy
 
 from .errors import Again, HostUnreachable, NotSupported, ScenarioError, SocketClosed, StateError
 from .model.fates import AGAIN, SENT, UNROUTABLE
-from .model.pipe import MSG_ENVELOPE, MSG_ID, MSG_SIZE, MSG_T0, MSG_TOPIC, SUBSCRIBE_ID, Message
+from .model.pipe import BOTTOM, MSG_ENVELOPE, MSG_ID, MSG_SIZE, MSG_T0, MSG_TOPIC, SUBSCRIBE_ID, Message
 from .model.socket import NEW, OPEN, Socket
-from .model.workload import ENVELOPE_FRAME_BYTES, message_wire_bytes
+from .model.workload import envelope_wire_bytes, message_wire_bytes
 from .socket_types import names
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -63,17 +63,21 @@ class Received:
     """A message an app received: what a pyzmq ``recv_multipart`` would let it see.
 
     ``envelope``: the routing ids a ROUTER prepended (first = the peer it came from), to
-    pass back in ``send(envelope=...)``; ``kind`` is ``"message"``, or ``"subscribe"`` /
+    pass back in ``send(envelope=...)``; ``delimiter``: the message carries an empty
+    delimiter frame under them (a REQ's request, a reply to one), which a REP or REQ it
+    is passed on to needs; ``kind`` is ``"message"``, or ``"subscribe"`` /
     ``"unsubscribe"`` for what an XPUB hands its application.
     """
 
-    __slots__ = ("id", "topic", "size", "envelope", "sent_at", "kind")
+    __slots__ = ("id", "topic", "size", "envelope", "delimiter", "sent_at", "kind")
 
     def __init__(self, msg: Message) -> None:
         self.id: int = msg[MSG_ID]
         self.topic: str = msg[MSG_TOPIC]
         self.size: int = msg[MSG_SIZE]
-        self.envelope: tuple = msg[MSG_ENVELOPE]
+        envelope: tuple = msg[MSG_ENVELOPE]
+        self.delimiter: bool = BOTTOM in envelope
+        self.envelope: tuple = tuple(e for e in envelope if e != BOTTOM) if self.delimiter else envelope
         self.sent_at: float = msg[MSG_T0]
         if self.id >= 0:
             self.kind = "message"
@@ -149,12 +153,15 @@ class AppSocket:
     # -- send ------------------------------------------------------------------------
 
     def send(self, size: int | None = None, *, topic: str | None = None, envelope: Iterable[Any] | None = None,
-             parts: int = 1, like: Received | None = None, dontwait: bool = False) -> simpy.Event:
+             parts: int = 1, like: Received | None = None, delimiter: bool | None = None,
+             dontwait: bool = False) -> simpy.Event:
         """``zmq_send`` of a message of ``size`` payload bytes (default 0); the event's
         value is the message id. ``envelope``: the routing ids in front of the message
-        (a ROUTER sends to the peer its first one names and strips it). ``like=received``
-        takes a received message's size, topic and envelope (a broker passing a request
-        on); arguments given override them."""
+        (a ROUTER sends to the peer its first one names and strips it). ``delimiter``:
+        an empty delimiter frame follows them (``b""``, which a REP or REQ peer requires;
+        a REQ adds its own). ``like=received`` takes a received message's size, topic,
+        envelope and delimiter (a broker passing a request on); arguments given override
+        them."""
         env, sock = self._env, self._sock
         event = self._call(_APP_CAN_SEND, "send")
         if event.triggered:
@@ -164,6 +171,10 @@ class AppSocket:
         if topic is None:
             topic = like.topic if like is not None else ""
         envelope = tuple(envelope) if envelope is not None else (like.envelope if like is not None else ())
+        if delimiter is None:
+            delimiter = like.delimiter if like is not None else False
+        if delimiter and BOTTOM not in envelope:
+            envelope += (BOTTOM,)
         if size < 0:
             event.fail(ValueError(f"send on {self.name!r}: size must be >= 0, got {size}"))
             return event
@@ -175,7 +186,7 @@ class AppSocket:
             event.fail(StateError(f"REP socket {self.name!r}: send before a request was received (EFSM)"))
             return event
         total, wire = message_wire_bytes(size, topic, parts)
-        wire += len(envelope) * ENVELOPE_FRAME_BYTES
+        wire += envelope_wire_bytes(envelope)
         if traits.request:
             wire += 2  # the REQ's empty delimiter frame
         world = self._world

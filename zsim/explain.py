@@ -380,6 +380,9 @@ def _lost_causes(ctx: _Context, rule: str, socket: str, start: float, end: float
         "engine_hup": "the ipc engine saw EPOLLHUP and left them in the kernel",
         "kernel_lost": "they were in the kernel or in flight when the connection broke",
         "req_state": "REQ discards a reply from a pipe it did not send its request to",
+        "no_delimiter": ("a REP (or a REQ waiting for its reply) throws away a message with no empty delimiter frame "
+                         "under its routing ids (rep_t::xrecv, req_t::xrecv); a DEALER or ROUTER [[send]] or a forwarding "
+                         "stage sends none, a REQ's requests and the replies to them carry it"),
         "no_peer": "the peer to reply to was gone",
     }.get(rule)
     if what:

@@ -3,8 +3,9 @@
 States: ``delivered`` (read by an application), ``forwarded`` (read by a proxy, which sends
 it on as new copies), ``dropped`` (a routing rule refused it: full pipe, no subscription
 yet, unknown ROUTER peer, conflated), ``discarded`` (received and thrown away: SUB filter,
-REQ state, or its connection went away), ``lost_on_close`` (a close, linger, process exit or
-crash took it), ``queued_at_end`` (still in a pipe, engine or kernel when the run ended).
+REQ state, no empty delimiter at a REP or REQ, or its connection went away),
+``lost_on_close`` (a close, linger, process exit or crash took it), ``queued_at_end``
+(still in a pipe, engine or kernel when the run ended). docs/model.md lists the rules.
 
 A *copy* is one message on one path: a PUB fanning out to ten SUBs makes ten copies.
 Sockets count the copies they create; after the run ``check_conservation`` verifies that

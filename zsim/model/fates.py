@@ -41,6 +41,7 @@ RULE_ENGINE_HUP = 10  # ipc: left in the kernel queue when the engine died (EPOL
 RULE_CRASH = 11  # the process crashed
 RULE_REQ_STATE = 12  # REQ: reply from a pipe it did not send to
 RULE_KERNEL_LOST = 13  # tcp/ipc: in the kernel or in flight when the connection broke
+RULE_NO_DELIMITER = 14  # REP/REQ: a message without the empty delimiter frame (rep_t/req_t::xrecv)
 
 RULES = {
     0: "",
@@ -57,6 +58,7 @@ RULES = {
     RULE_CRASH: "crash",
     RULE_REQ_STATE: "req_state",
     RULE_KERNEL_LOST: "kernel_lost",
+    RULE_NO_DELIMITER: "no_delimiter",
 }
 
 # -- where a message queued at the end sits -------------------------------------------------

@@ -10,8 +10,12 @@ next write sends it ``activate_read`` (``ypipe_t::flush`` returning false).
 
 Messages are tuples ``(id, t0, size, wire, topic, envelope, origin)`` shared between the
 copies a fan-out makes; the pipe never looks inside them. Control messages (subscriptions) have a
-negative id. Depth statistics (max and time integral) are kept here because they are the
-numbers users size buffers by; they cost two additions per operation.
+negative id. The envelope is the routing ids in front of the body, first frame first (a
+ROUTER pushes the sender's on receive and routes by, and strips, the first one on send),
+followed by ``BOTTOM`` when the message carries an empty delimiter frame.
+
+Depth statistics (max and time integral) are kept here because they are the numbers users
+size buffers by; they cost two additions per operation.
 """
 
 from __future__ import annotations
@@ -36,6 +40,13 @@ MSG_ORIGIN = 6
 
 SUBSCRIBE_ID = -1
 UNSUBSCRIBE_ID = -2
+
+#: the empty delimiter frame (libzmq's "bottom" of the traceback stack), the envelope's
+#: last entry when the message has one: a REQ puts it under its request (req_t::xsend),
+#: a REP reads the routing ids down to it and sends them back with the reply (rep_t),
+#: and both throw away a message without it (rep_t::xrecv, req_t::xrecv). Only its
+#: presence is modelled; its 2 wire bytes are in the REQ's request.
+BOTTOM = ""
 
 
 class WakeGroup:

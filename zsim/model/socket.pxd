@@ -7,7 +7,7 @@ from zsim.model.routing cimport Distribute, FairQueue, LoadBalance, RouteByIdent
 
 cdef int INBOUND_POLL_RATE
 cdef int MSG_ENVELOPE, MSG_ID, MSG_TOPIC, SUBSCRIBE_ID, UNSUBSCRIBE_ID
-cdef int AGAIN, SENT, RULE_FILTERED, RULE_HWM, RULE_NO_PEERS, RULE_REQ_STATE
+cdef int AGAIN, SENT, RULE_FILTERED, RULE_HWM, RULE_NO_DELIMITER, RULE_NO_PEERS, RULE_REQ_STATE
 
 
 @cython.final

@@ -27,12 +27,13 @@ from .fates import (
     AGAIN,
     RULE_FILTERED,
     RULE_HWM,
+    RULE_NO_DELIMITER,
     RULE_NO_PEERS,
     RULE_REQ_STATE,
     SENT,
 )
 from .peer import Peer, Subscriptions
-from .pipe import MSG_ENVELOPE, MSG_ID, MSG_TOPIC, SUBSCRIBE_ID, UNSUBSCRIBE_ID, Message, Pipe
+from .pipe import BOTTOM, MSG_ENVELOPE, MSG_ID, MSG_TOPIC, SUBSCRIBE_ID, UNSUBSCRIBE_ID, Message, Pipe
 from .routing import Distribute, FairQueue, LoadBalance, RouteByIdentity
 
 NEW = 0
@@ -383,7 +384,15 @@ class Socket:
         return SENT
 
     def _read_subscriptions(self, pipe: Pipe, peer: Peer | None = None) -> None:
-        """``xpub_t::xread_activated``: apply every (un)subscription waiting in the pipe."""
+        """``xpub_t::xread_activated``: apply every (un)subscription waiting in the pipe.
+
+        An XPUB's application gets a subscription when it is the first for its prefix
+        (``mtrie_t::add`` returns true) and an unsubscription unless other pipes still
+        want the prefix: ``notify = rm_result != values_remain``, so a cancel for a prefix
+        this pipe never subscribed to (``rm`` returns ``not_found``: its subscription was
+        lost at a full pipe, or it never sent one) is passed up too, even while other
+        subscribers keep the prefix.
+        """
         if peer is None:
             peer = self._peer_of_in_pipe(pipe)
             if peer is None:
@@ -402,7 +411,9 @@ class Socket:
             elif kind == UNSUBSCRIBE_ID:
                 if peer.applied.remove(prefix):
                     if self.all_subs.remove(prefix) and app:
-                        self._queue_subscription_for_app(prefix, False)
+                        self._queue_subscription_for_app(prefix, False)  # last_value_removed
+                elif app:
+                    self._queue_subscription_for_app(prefix, False)  # not_found
 
     def _queue_subscription_for_app(self, prefix: str, subscribe: bool) -> None:
         self.pending_subscriptions.append((SUBSCRIBE_ID if subscribe else UNSUBSCRIBE_ID, self.env._now, 0, 0, prefix, (), self.index))
@@ -442,9 +453,13 @@ class Socket:
         return status
 
     def _send_request(self, msg: Message) -> int:
-        """REQ: load-balance, then wait for the reply from that pipe only."""
+        """REQ: the empty delimiter under the request, load-balance, then wait for the
+        reply from that pipe only."""
         if self.awaiting_reply:
             raise RuntimeError(f"REQ socket {self.name}: send while a reply is pending (EFSM)")
+        envelope = msg[MSG_ENVELOPE]
+        if BOTTOM not in envelope:
+            msg = msg[:MSG_ENVELOPE] + (envelope + (BOTTOM,),) + msg[MSG_ENVELOPE + 1 :]
         status, pipe = self.lb.send(msg)  # type: ignore[union-attr]
         if status == SENT:
             self.copies += 1
@@ -582,12 +597,26 @@ class Socket:
                     self.discarded += 1
                     self.ledger.discarded(msg, self.index, pipe.index, RULE_REQ_STATE, self.env._now)  # type: ignore[union-attr]
                     continue
+                if BOTTOM not in msg[MSG_ENVELOPE]:
+                    # req_t::xrecv: the reply's first frame must be the empty delimiter;
+                    # a message without it is skipped and the REQ keeps waiting
+                    self.discarded += 1
+                    self.ledger.discarded(msg, self.index, pipe.index, RULE_NO_DELIMITER, self.env._now)  # type: ignore[union-attr]
+                    continue
                 self.awaiting_reply = False
                 self.reply_pipe = None
                 return msg
             if traits.reply:
+                envelope = msg[MSG_ENVELOPE]
+                if BOTTOM not in envelope:
+                    # rep_t::xrecv copies the routing ids into the reply pipe down to the
+                    # empty delimiter; a message that ends first is malformed: rolled back
+                    # and skipped whole, and the REP reads on (no reply is owed)
+                    self.discarded += 1
+                    self.ledger.discarded(msg, self.index, pipe.index, RULE_NO_DELIMITER, self.env._now)  # type: ignore[union-attr]
+                    continue
                 self.reply_peer = fq.peer_of[pipe]  # type: ignore[index]
-                self.reply_envelope = msg[MSG_ENVELOPE]
+                self.reply_envelope = envelope[: envelope.index(BOTTOM) + 1]
                 return msg
             return msg
 

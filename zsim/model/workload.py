@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from ..constants import INBOUND_POLL_RATE, frame_wire_bytes
 from .fates import AGAIN, RULE_UNROUTABLE, SENT, UNROUTABLE
-from .pipe import MSG_ENVELOPE, MSG_ID, MSG_TOPIC, SUBSCRIBE_ID, Message
+from .pipe import BOTTOM, MSG_ENVELOPE, MSG_ID, MSG_TOPIC, SUBSCRIBE_ID, Message
 from .socket import OPEN, Socket
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -34,6 +34,11 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: wire bytes of one routing-id frame (5-byte generated id + header) or REQ delimiter
 ENVELOPE_FRAME_BYTES = 7
+
+
+def envelope_wire_bytes(envelope: tuple) -> int:
+    """Wire bytes of a reply's routing-id frames (the delimiter, ``BOTTOM``, counts none)."""
+    return (len(envelope) - (BOTTOM in envelope)) * ENVELOPE_FRAME_BYTES
 
 
 def message_wire_bytes(size: int, topic: str, parts: int) -> tuple[int, int]:
@@ -568,7 +573,7 @@ class Receiver:
             world.next_message_id = mid + 1
             total, wire = message_wire_bytes(size, "", 1)
             envelope = msg[MSG_ENVELOPE]
-            wire += len(envelope) * ENVELOPE_FRAME_BYTES
+            wire += envelope_wire_bytes(envelope)
             self.pending_reply = (mid, now + busy, total, wire, "", envelope, self.socket.index)
             self.timer.set_fn(self._send_reply)
         if self.cpu is None:
