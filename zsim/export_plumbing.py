@@ -151,14 +151,20 @@ class Proc:
         return not self.stopping.wait(seconds)
 
     def busy(self, seconds: float) -> bool:
-        """Compute for that long (a busy loop: CPU work, which holds this process's GIL);
-        False when the process is leaving."""
-        self._planned(seconds)
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
+        """Compute ``seconds`` of this thread's own CPU time (a busy loop: CPU work, which
+        holds this process's GIL); sharing a core, that takes longer in wall time, as in
+        the simulator. False when the process is leaving."""
+        target = time.thread_time() + seconds
+        while True:
+            left = target - time.thread_time()
+            if left <= 0:
+                return not self.stopping.is_set()
+            self._planned(left)  # the run is not quiet while this thread still computes
+            end = time.monotonic() + min(left, 0.001)
+            while time.monotonic() < end:
+                pass
             if self.stopping.is_set():
                 return False
-        return not self.stopping.is_set()
 
     def sleep_until(self, t_s: float) -> bool:
         """Wait until t = t_s (at once if it is past); False when the process is leaving."""
