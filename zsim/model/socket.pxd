@@ -69,6 +69,7 @@ cdef class Socket:
     cpdef _schedule_wake(self)
     cpdef _wake(self)
     cpdef wait(self, callback)
+    cpdef _discard(self, tuple msg, Pipe pipe, int rule)
     cpdef _cmd_activate_read(self, Pipe pipe)
     @cython.locals(pipe=Pipe, read_count=long)
     cpdef _cmd_activate_write(self, tuple arg)

@@ -415,6 +415,12 @@ class Socket:
                 elif app:
                     self._queue_subscription_for_app(prefix, False)  # not_found
 
+    def _discard(self, msg: Message, pipe: Pipe | None, rule: int) -> None:
+        """A message read from ``pipe`` (never None here: the read returned a message) that
+        the socket throws away by ``rule``."""
+        self.discarded += 1
+        self.ledger.discarded(msg, self.index, pipe.index, rule, self.env._now)  # type: ignore[union-attr]
+
     def _queue_subscription_for_app(self, prefix: str, subscribe: bool) -> None:
         self.pending_subscriptions.append((SUBSCRIBE_ID if subscribe else UNSUBSCRIBE_ID, self.env._now, 0, 0, prefix, (), self.index))
         if self.waiters and not self.wake_pending:
@@ -474,8 +480,7 @@ class Socket:
                 stale, from_pipe = fq.recv()  # type: ignore[union-attr]
                 if stale is None:
                     break
-                self.discarded += 1
-                self.ledger.discarded(stale, self.index, from_pipe.index, RULE_REQ_STATE, self.env._now)  # type: ignore[union-attr]
+                self._discard(stale, from_pipe, RULE_REQ_STATE)
         return status
 
     def _send_reply(self, msg: Message) -> int:
@@ -585,8 +590,7 @@ class Socket:
             if traits.filters_on_recv:
                 subs = self.own_subs
                 if not subs.all and not subs.matches(msg[MSG_TOPIC]):  # type: ignore[union-attr]
-                    self.discarded += 1
-                    self.ledger.discarded(msg, self.index, pipe.index, RULE_FILTERED, self.env._now)  # type: ignore[union-attr]
+                    self._discard(msg, pipe, RULE_FILTERED)
                     continue
                 return msg
             if traits.prepends_identity:
@@ -594,14 +598,12 @@ class Socket:
                 return msg[:MSG_ENVELOPE] + ((peer.routing_key,) + msg[MSG_ENVELOPE],) + msg[MSG_ENVELOPE + 1 :]
             if traits.request:
                 if pipe is not self.reply_pipe:
-                    self.discarded += 1
-                    self.ledger.discarded(msg, self.index, pipe.index, RULE_REQ_STATE, self.env._now)  # type: ignore[union-attr]
+                    self._discard(msg, pipe, RULE_REQ_STATE)
                     continue
                 if BOTTOM not in msg[MSG_ENVELOPE]:
                     # req_t::xrecv: the reply's first frame must be the empty delimiter;
                     # a message without it is skipped and the REQ keeps waiting
-                    self.discarded += 1
-                    self.ledger.discarded(msg, self.index, pipe.index, RULE_NO_DELIMITER, self.env._now)  # type: ignore[union-attr]
+                    self._discard(msg, pipe, RULE_NO_DELIMITER)
                     continue
                 self.awaiting_reply = False
                 self.reply_pipe = None
@@ -612,8 +614,7 @@ class Socket:
                     # rep_t::xrecv copies the routing ids into the reply pipe down to the
                     # empty delimiter; a message that ends first is malformed: rolled back
                     # and skipped whole, and the REP reads on (no reply is owed)
-                    self.discarded += 1
-                    self.ledger.discarded(msg, self.index, pipe.index, RULE_NO_DELIMITER, self.env._now)  # type: ignore[union-attr]
+                    self._discard(msg, pipe, RULE_NO_DELIMITER)
                     continue
                 self.reply_peer = fq.peer_of[pipe]  # type: ignore[index]
                 self.reply_envelope = envelope[: envelope.index(BOTTOM) + 1]
