@@ -1211,6 +1211,25 @@ def _start(code: str, *args: Any) -> subprocess.Popen:
                             stdout=subprocess.PIPE, text=False)
 
 
+@contextlib.contextmanager
+def _pinned(cpu: int) -> Iterator[None]:
+    """This process on ``cpu`` alone, its affinity restored afterwards."""
+    old = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {cpu})
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, old)
+
+
+def _go(child: subprocess.Popen) -> None:
+    """Wait for a ``_SPIN_CHILD`` to be ready, then start it."""
+    assert child.stdout is not None and child.stdin is not None
+    child.stdout.readline()
+    child.stdin.write(b"go\n")
+    child.stdin.flush()
+
+
 def _spinners(cpus: Sequence[int], duration_s: float, gap_s: float = 20e-6) -> list[dict]:
     """Busy loops pinned to ``cpus`` (one each), started together: per spinner the lengths of
     its uninterrupted runs (a jump of the clock over ``gap_s`` is someone else's slice) and
@@ -1218,12 +1237,7 @@ def _spinners(cpus: Sequence[int], duration_s: float, gap_s: float = 20e-6) -> l
     children = [_start(_SPIN_CHILD, cpu, duration_s, gap_s) for cpu in cpus]
     try:
         for child in children:
-            assert child.stdout is not None
-            child.stdout.readline()
-        for child in children:
-            assert child.stdin is not None
-            child.stdin.write(b"go\n")
-            child.stdin.flush()
+            _go(child)
         return [json.loads(child.communicate(timeout=duration_s + 30)[0]) for child in children]
     finally:
         for child in children:
@@ -1236,40 +1250,33 @@ def _round_trips(cpu_self: int, cpu_other: int, count: int) -> float:
     """Median time of one byte there and back through two pipes, this process on
     ``cpu_self`` and an echo child on ``cpu_other``; on one CPU each round trip is two
     context switches (lmbench's lat_ctx)."""
-    old = os.sched_getaffinity(0)
     child = _start(_ECHO_CHILD, cpu_other)
+    assert child.stdin is not None and child.stdout is not None
     try:
-        os.sched_setaffinity(0, {cpu_self})
-        assert child.stdin is not None and child.stdout is not None
-        out, inp = child.stdin.fileno(), child.stdout.fileno()
-        os.read(inp, 1)
-        times = []
-        for _ in range(count):
-            start = _pc()
-            os.write(out, b"x")
+        with _pinned(cpu_self):
+            out, inp = child.stdin.fileno(), child.stdout.fileno()
             os.read(inp, 1)
-            times.append(_pc() - start)
-        return statistics.median(times)
+            times = []
+            for _ in range(count):
+                start = _pc()
+                os.write(out, b"x")
+                os.read(inp, 1)
+                times.append(_pc() - start)
+            return statistics.median(times)
     finally:
-        os.sched_setaffinity(0, old)
-        if child.stdin is not None:
-            child.stdin.close()
+        child.stdin.close()
         child.wait(5)
 
 
 def _sleep_lateness(cpu: int, count: int, sleep_s: float = 0.001) -> float:
     """Median lateness of ``time.sleep(sleep_s)`` for this process pinned to ``cpu``."""
-    old = os.sched_getaffinity(0)
-    try:
-        os.sched_setaffinity(0, {cpu})
+    with _pinned(cpu):
         late = []
         for _ in range(count):
             start = _pc()
             time.sleep(sleep_s)
             late.append(_pc() - start - sleep_s)
         return statistics.median(late)
-    finally:
-        os.sched_setaffinity(0, old)
 
 
 def _event_receiver(conn: Any) -> dict:
@@ -1369,10 +1376,7 @@ def measure_scheduler(quick: bool, progress: Progress) -> tuple[dict, dict]:
     idle_late = _sleep_lateness(cpu, count // 20)
     hog = _start(_SPIN_CHILD, cpu, 60.0, 1.0)
     try:
-        assert hog.stdout is not None and hog.stdin is not None
-        hog.stdout.readline()
-        hog.stdin.write(b"go\n")
-        hog.stdin.flush()
+        _go(hog)
         busy_late = _sleep_lateness(cpu, count // 20)
     finally:
         hog.kill()
