@@ -85,8 +85,11 @@ class Run:
             self._collect(0.1)
         sockets: dict[str, dict[str, int]] = {}
         processes: dict[str, dict[str, Any]] = {}
+        opened_s: dict[str, float] = {}
         errors: list[str] = []
         for report in self.got:
+            for name, t_s in report["opened_s"].items():
+                opened_s[name] = min(t_s, opened_s.get(name, t_s))  # a restarted process opens again
             for name, counts in report["sockets"].items():
                 total = sockets.setdefault(name, dict.fromkeys(counts, 0))
                 for key, value in counts.items():
@@ -99,7 +102,8 @@ class Run:
         if len(self.got) < instances:
             errors.append(f"{instances - len(self.got)} of {instances} processes sent no report")
         return {"scenario": SCENARIO, "seed": self.seed, "elapsed_s": round(self.now(), 3),
-                "sockets": dict(sorted(sockets.items())), "processes": processes, "errors": errors}
+                "sockets": dict(sorted(sockets.items())), "opened_s": dict(sorted(opened_s.items())),
+                "processes": processes, "errors": errors}
 
 
 COUNTS = ("sent", "received", "send_again", "send_unroutable", "recv_again")
@@ -128,6 +132,7 @@ class Proc:
         self.lock = threading.Lock()
         self.counts: dict[str, dict[str, int]] = {}
         self.names: dict[zmq.Socket, str] = {}
+        self.opened_s: dict[str, float] = {}  # when each socket's opener returned (bound, connected)
         self.loops: dict[str, int] = dict(resume or {})  # attempts done per loop (for a restart)
         self.restarted = resume is not None
         self.senders = senders  # [[send]] loops still going (exit_after_sends)
@@ -216,6 +221,7 @@ class Proc:
             if self.stopping.wait(0.001):
                 raise Stopped()
         sock = opener(self.ctx, *args)
+        self.opened_s.setdefault(name, round(self.now(), 6))
         if name in BINDERS:
             self.run.bound[BINDERS.index(name)] = 1
         self.names[sock] = name
@@ -298,6 +304,7 @@ class Proc:
         return {
             "process": self.name,
             "sockets": {name: dict(counts) for name, counts in self.counts.items()},
+            "opened_s": dict(self.opened_s),
             "loops": dict(self.loops),
             "exit_started_s": None if self.exit_started_s is None else round(self.exit_started_s, 6),
             "exit_completed_s": None if self.exit_completed_s is None else round(self.exit_completed_s, 6),
