@@ -931,6 +931,7 @@ class Process:
         self.end = threading.Event()  # the parent said stop (or went away)
         self.t0 = 0.0
         self.cpu0 = 0.0
+        self.io_cpu0 = 0.0
         self.horizon_s = plan["horizon_s"]
         self.streams = stream_factory(plan["seed"])
         self.last_activity = 0.0
@@ -1071,6 +1072,7 @@ class Process:
             # every thread of the process (workloads, libzmq's I/O threads, the harness's
             # own) since t0: compared with the model's per-process CPU (summary.machine)
             "cpu_s": time.process_time() - self.cpu0,
+            "io_cpu_s": io_thread_cpu_s() - self.io_cpu0,  # of which libzmq's I/O threads
             "sockets": sockets,
             "senders": senders,
             "receivers": receivers,
@@ -1116,6 +1118,7 @@ class Process:
         emit({"ready": True})
         self.t0 = read_t0()
         self.cpu0 = time.process_time()
+        self.io_cpu0 = io_thread_cpu_s()
         threading.Thread(target=self._read_commands, name="stdin", daemon=True).start()
         if self.busy_threads:
             sys.setswitchinterval(0.0002)
@@ -1174,6 +1177,25 @@ class Process:
             pass
         # "stop", or the parent closed our stdin (it is gone): end the run
         self.end.set()
+
+
+_TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
+
+
+def io_thread_cpu_s() -> float:
+    """CPU seconds (user + system) used so far by this process's libzmq I/O threads, the
+    threads libzmq names ``ZMQbg/IO/n`` (``thread_t::setSchedulingParameters``), read from
+    ``/proc/self/task/*/stat`` in clock ticks (10 ms); 0 where /proc has no such threads."""
+    total = 0
+    with contextlib.suppress(OSError):
+        for tid in os.listdir("/proc/self/task"):
+            with contextlib.suppress(OSError), open(f"/proc/self/task/{tid}/stat") as handle:
+                stat = handle.read()
+            name = stat[stat.find("(") + 1 : stat.rfind(")")]
+            if name.startswith("ZMQbg/IO"):
+                fields = stat[stat.rfind(")") + 2 :].split()
+                total += int(fields[11]) + int(fields[12])  # utime, stime: fields 14 and 15 of stat
+    return total * _TICK_S
 
 
 def _copy(values: array) -> np.ndarray:

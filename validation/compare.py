@@ -248,7 +248,7 @@ _FIELDS: dict[str, tuple[str, ...]] = {
                 "active_s") + tuple(f"rtt_s.{p}" for p in _PERCENTILES),
     "receivers": ("received", "paused_s"),
     "proxies": ("forwarded",),
-    "processes": ("exit_started_s", "exit_completed_s", "term_blocked", "crashed_s", "cpu_s"),
+    "processes": ("exit_started_s", "exit_completed_s", "term_blocked", "crashed_s", "cpu_s", "io_cpu_s"),
 }
 _LEDGER = ("sent", "copies", "delivered", "forwarded", "dropped", "discarded", "lost_on_close", "queued_at_end")
 _LEDGER_TABLES = ("dropped_by_rule", "discarded_by_rule", "lost_by_rule", "queued_by_place")

@@ -627,6 +627,7 @@ def merge_results(scenario: Scenario, results: dict[str, dict[str, Any]], result
             "term_blocked": bool(result.get("term_blocked")),
             "crashed_s": result.get("crashed_s"),
             "cpu_s": result.get("cpu_s"),
+            "io_cpu_s": result.get("io_cpu_s"),
         }
     # keep the scenario's order
     senders = {s.name: senders[s.name] for s in scenario.sends if s.name in senders}

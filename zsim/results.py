@@ -414,11 +414,15 @@ def summarise(model: Model, wall_s: float) -> RunResult:
     proxies = {p.name: {"frontend": p.frontend.name, "backend": p.backend.name, "forwarded": p.forwarded} for p in model.proxies}
     # with a machine (``[machine] cores``), the CPU each process's threads used: the same
     # number the real harness reports (``time.process_time`` from t0), for comparison
+    # (``io_cpu_s``: of which the context's I/O threads, as the harness reads libzmq's)
     process_cpu: dict[str, float] | None = None
+    io_cpu: dict[str, float] = {}
     if model.machine is not None:
         process_cpu = {}
         for thread in model.machine.threads:
             process_cpu[thread.process] = process_cpu.get(thread.process, 0.0) + thread.cpu_s
+            if thread.kind == "io":
+                io_cpu[thread.process] = io_cpu.get(thread.process, 0.0) + thread.cpu_s
     processes = {}
     for name, process in model.processes.items():
         processes[name] = {
@@ -427,6 +431,7 @@ def summarise(model: Model, wall_s: float) -> RunResult:
             "term_blocked": process.term_blocked,
             "crashed_s": process.crashed_at,
             "cpu_s": None if process_cpu is None else process_cpu.get(name, 0.0),
+            "io_cpu_s": None if process_cpu is None else io_cpu.get(name, 0.0),
         }
 
     sent_total = ledger.n_sent
