@@ -104,11 +104,48 @@ def test_a_time_slice_costs_a_context_switch_when_threads_share_a_core():
 
 
 def test_a_service_time_that_waits_needs_no_core():
-    # busy = false (the default): the service time is a sleep, so one core is plenty
-    summary = zsim.run(two_workers(1, busy=False), profile=_profile()).summary
+    # busy = false (the default) in a program that only sleeps: one core is plenty
+    raw = two_workers(1, busy=False)
+    raw["machine"]["wait_spin_s"] = 0
+    summary = zsim.run(raw, profile=_profile()).summary
     assert makespan(summary) == pytest.approx(PER_WORKER * SERVICE, rel=1e-12)
-    assert all(thread["waited_s"] == 0 for thread in summary["machine"]["threads"].values())
+    assert all(thread["waited_s"] == 0 and thread["cpu_s"] == 0 for thread in summary["machine"]["threads"].values())
     assert [w for w in summary["warnings"] if w["code"] == "cpu_contention"] == []
+
+
+@pytest.mark.parametrize(("spin", "spun"), [(None, 0.5e-3), (0.25e-3, 0.25e-3), (0.002, SERVICE)])
+def test_a_precise_wait_spins_its_end_and_on_a_shared_core_the_spin_takes_longer(spin, spun):
+    # The harness's wait_until sleeps, then spins the last 0.5 ms of a wait (the default):
+    # CPU work as long as the spin. Both workers spin at once: on one core each spin runs
+    # at half speed, so each 1 ms service takes 1 ms + spun; on two cores, exactly 1 ms.
+    raw = two_workers(1, busy=False)
+    if spin is not None:
+        raw["machine"]["wait_spin_s"] = spin
+    summary = zsim.run(raw, profile=_profile()).summary
+    assert makespan(summary) == pytest.approx(PER_WORKER * (SERVICE + spun), rel=1e-9)
+    assert summary["machine"]["wait_spin_s"] == (0.0005 if spin is None else spin)
+    raw["machine"]["cores"] = 2
+    alone = zsim.run(raw, profile=_profile()).summary
+    assert makespan(alone) == pytest.approx(PER_WORKER * SERVICE, rel=1e-9)
+    for name in ("recv.pull1", "recv.pull2"):
+        shared, own = summary["machine"]["threads"][name], alone["machine"]["threads"][name]
+        assert shared["spin_cpu_s"] == shared["cpu_s"] == own["spin_cpu_s"] == pytest.approx(PER_WORKER * spun, rel=1e-9)
+        assert shared["waited_s"] == pytest.approx(PER_WORKER * spun, rel=1e-9)  # half of each spin's length
+        assert own["waited_s"] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_a_spinning_thread_slows_a_cpu_bound_one_sharing_its_core():
+    # worker 1 computes (busy), worker 2 waits with its whole service spun: on one core
+    # the computing worker gets half of it while the other spins, so its work takes longer
+    raw = two_workers(1)
+    raw["recv"][1]["busy"] = False
+    raw["machine"]["wait_spin_s"] = 1.0
+    summary = zsim.run(raw, profile=_profile()).summary
+    threads = summary["machine"]["threads"]
+    assert threads["recv.pull1"]["cpu_s"] == pytest.approx(PER_WORKER * SERVICE, rel=1e-9)
+    assert threads["recv.pull1"]["waited_s"] > 0.5 * PER_WORKER * SERVICE
+    assert threads["recv.pull2"]["spin_cpu_s"] > 0
+    assert summary["sockets"]["pull1"]["received"] == summary["sockets"]["pull2"]["received"] == PER_WORKER
 
 
 def test_woken_thread_waits_for_a_busy_core_then_shares_it():
@@ -126,17 +163,30 @@ def test_woken_thread_waits_for_a_busy_core_then_shares_it():
         "send": [{"name": "one", "socket": "feed", "count": 1, "interval_s": 0},
                  {"name": "ticks", "socket": "out", "count": 20, "interval_s": interval, "start_s": 0.01}],
         "recv": [{"socket": "spinner", "service_s": 1.0, "busy": True}, {"socket": "sink"}],
-        "machine": {"cores": 1},
+        "machine": {"cores": 1, "wait_spin_s": 0},  # a program that sleeps: woken for each send
     }
-    result = zsim.run(raw, profile=_profile(wakeup_s=wakeup, api={"send_call_s": call}))
-    table = result.messages
-    out = result.socket_names.index("out")
-    sent = np.sort(table["t0"][table["origin"] == out])
+
+    def sent_and_ticks(raw: dict[str, Any]) -> tuple[np.ndarray, dict[str, Any]]:
+        result = zsim.run(raw, profile=_profile(wakeup_s=wakeup, api={"send_call_s": call}))
+        table = result.messages
+        sent = np.sort(table["t0"][table["origin"] == result.socket_names.index("out")])
+        return sent, result.summary["machine"]["threads"]["ticks"]
+
+    sent, ticks = sent_and_ticks(raw)
     cycle = wakeup + 2 * call + interval  # woken late, the call at half speed, then the sleep
     assert sent == pytest.approx(0.01 + cycle * np.arange(20), rel=1e-12)
-    ticks = result.summary["machine"]["threads"]["ticks"]
     assert ticks["wake_waits"] == 20
     assert ticks["waited_s"] == pytest.approx(20 * (wakeup + call), rel=1e-9)
+    # A program that spins the end of its waits (0.5 ms) is woken for the spin, which runs
+    # at half speed; the call that follows it is no wake-up: each cycle is the interval, one
+    # wake-up, the call and the spin's extra 0.5 ms (and the first call's wake-up)
+    spin = 0.0005
+    raw["machine"]["wait_spin_s"] = spin
+    sent, ticks = sent_and_ticks(raw)
+    cycle = interval + spin + wakeup + 2 * call
+    assert sent == pytest.approx(np.concatenate([[0.01], 0.01 + wakeup + cycle * np.arange(1, 20)]), rel=1e-12)
+    assert ticks["wake_waits"] == 1 + 20  # the first call, then every spin (the last send waits too)
+    assert ticks["spin_cpu_s"] == pytest.approx(20 * spin, rel=1e-9)
 
 
 def test_affinity_confines_a_process_to_its_cores():

@@ -184,6 +184,7 @@ def scheduler_params(profile: Profile, scenario: Scenario) -> SchedulerParams:
         wakeup_s=profile.wakeup_s if profile.wakeup_s is not None else defaults.wakeup_s,
         timeslice_s=profile.timeslice_s if profile.timeslice_s is not None else defaults.timeslice_s,
         io_wake_s=profile.io_wake_s if profile.io_wake_s is not None else defaults.io_wake_s,
+        wait_spin_s=scenario.machine.wait_spin_s if scenario.machine.wait_spin_s is not None else defaults.wait_spin_s,
     )
 
 

@@ -175,6 +175,9 @@ class MachineSpec:
     core count, and 0 (a core per thread) when the profile records none."""
 
     cores: int | None = None
+    #: an application's precise wait spins its last this many seconds (None: the model's
+    #: default, 0.5 ms, what the validation harness does; 0: the program only sleeps)
+    wait_spin_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -373,7 +376,7 @@ def parse_endpoint(text: str, path: str) -> Endpoint:
 
 _SCENARIO_KEYS = {"name", "description", "until_s", "profile", "seed"}
 _TOP_KEYS = {"scenario", "machine", "process", "socket", "send", "recv", "proxy", "app", "validation", "sweep", "limits"}
-_MACHINE_KEYS = {"cores"}
+_MACHINE_KEYS = {"cores", "wait_spin_s"}
 #: The most cores or I/O threads a scenario may ask for (a sanity bound, not libzmq's).
 MAX_CORES = 4096
 _APP_KEYS = {"name", "function"}
@@ -649,9 +652,9 @@ def _parse_machine(raw: Any) -> MachineSpec:
         return MachineSpec()
     table = _table(raw, "machine")
     _check_keys(table, _MACHINE_KEYS, "machine")
-    if "cores" not in table:
-        return MachineSpec()
-    return MachineSpec(cores=_int(table["cores"], "machine.cores", 0, MAX_CORES))
+    cores = _int(table["cores"], "machine.cores", 0, MAX_CORES) if "cores" in table else None
+    spin = _opt_time(table, "wait_spin_s", "machine")
+    return MachineSpec(cores=cores, wait_spin_s=spin)
 
 
 def _parse_affinity(raw: Any, path: str, cores: int | None) -> tuple[int, ...]:

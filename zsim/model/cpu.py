@@ -26,6 +26,17 @@ cost is burnt after, so an idle machine's latencies (measured end to end into th
 are unchanged. Each thread keeps what it used (``cpu_s``) and how long it was runnable without a
 core (``waited_s``: the burst's length beyond its CPU work, plus wake-up delays).
 
+An application's precise wait (an interval between sends, a service time that is not CPU,
+a scheduled send's due time) sleeps, then spins its last ``wait_spin_s`` on the clock, as
+the validation harness's ``wait_until`` does (0.5 ms: sleeping closer to a deadline would
+overshoot it). The spin is a burst of CPU as long as itself (``spin_cpu_s`` counts it): on
+a free core it ends exactly at the deadline; on a shared one it takes longer, because a
+thread checks its clock only while it runs, and a spin much shorter than a time slice
+(3.5 ms measured) is done within one of its slices. (A spin cut by the end of a slice
+would end at once when its thread runs again, its deadline being past: the model then
+overstates the delay by at most the spin, 0.5 ms.) ``[machine] wait_spin_s = 0`` models a
+program that only sleeps.
+
 ``cores = 0`` builds no ``Machine`` at all: every thread then has a core of its own and the
 model is exactly the one without this module.
 """
@@ -50,12 +61,17 @@ MAX_EXACT_SETS = 10
 Task = Callable[[], float]
 
 
+def SPIN() -> float:  # noqa: N802 - a marker: the burst is a precise wait's spin, not a task
+    return 0.0
+
+
 class Thread:
     """One OS thread: its bursts, its queue of work, its statistics."""
 
     __slots__ = ("machine", "name", "kind", "process", "affinity", "restricted", "index", "remaining", "work", "rate",
                  "started_at", "then_timer", "then_wait", "then_fn", "queue", "busy", "last_end", "wake_timer",
-                 "pending", "cpu_s", "waited_s", "wake_waits", "bursts", "in_run", "woke")
+                 "pending", "cpu_s", "waited_s", "wake_waits", "bursts", "in_run", "woke", "spin_item",
+                 "spin_timer", "spin_cpu_s", "spinning")
 
     def __init__(self, machine: Machine, name: str, kind: str, process: str, affinity: frozenset[int], index: int) -> None:
         self.machine = machine
@@ -84,6 +100,11 @@ class Thread:
         self.bursts = 0
         self.in_run = False
         self.woke = False  # the burst about to start follows an idle spell
+        # a precise wait's spin, due once its sleep is over (``wait``)
+        self.spin_item: tuple[float, Any, float, Callable[[], Any] | None, Task | None] | None = None
+        self.spin_timer = machine.env.timer(self._spin_due)
+        self.spinning = False  # the running burst is a spin
+        self.spin_cpu_s = 0.0  # of cpu_s, what spins used
 
     # -- application threads: a burst, then a sleep ------------------------------------------
 
@@ -94,6 +115,31 @@ class Thread:
     def run_then(self, cpu: float, fn: Callable[[], Any]) -> None:
         """Burn ``cpu`` seconds of CPU, then call ``fn()``."""
         self._enqueue((cpu, None, 0.0, fn, None))
+
+    def wait_until(self, timer: Any, until: float) -> None:
+        """A precise wait of the application until ``until``, then ``timer`` fires (called
+        while the thread is finishing a burst: the spin, if due at once, follows it)."""
+        self.wait(timer, until - self.machine.env._now)
+
+    def wait(self, timer: Any, wait: float) -> None:
+        spin = self.machine.wait_spin_s
+        if wait <= 0.0 or spin <= 0.0:
+            timer.arm(wait if wait > 0.0 else 0.0)
+            return
+        if spin > wait:
+            spin = wait
+        item = (spin, timer, 0.0, None, SPIN)
+        if wait > spin:
+            self.spin_item = item
+            self.spin_timer.arm(wait - spin)
+        else:
+            self.queue.appendleft(item)  # straight on from the call: no sleep, no wake-up
+
+    def _spin_due(self) -> None:
+        item = self.spin_item
+        self.spin_item = None
+        if item is not None:
+            self._enqueue(item)
 
     # -- I/O threads: tasks whose effects happen when the thread gets to them ----------------
 
@@ -112,6 +158,9 @@ class Thread:
 
         if mine(self.then_timer, self.then_fn):
             self.then_timer = self.then_fn = None
+        if self.spin_item is not None and mine(self.spin_item[1], None):
+            self.spin_item = None
+            self.spin_timer.cancel()
         if self.queue:
             self.queue = deque(item for item in self.queue if not mine(item[1], item[3]))
         pending = self.pending
@@ -151,7 +200,8 @@ class Thread:
 
     def _begin(self, item: tuple[float, Any, float, Callable[[], Any] | None, Task | None]) -> None:
         cpu, timer, wait, fn, task = item
-        if task is not None:
+        self.spinning = task is SPIN
+        if task is not None and not self.spinning:
             cpu = task()
             if self.woke:
                 cpu += self.machine.io_wake_s
@@ -167,8 +217,11 @@ class Thread:
         self.last_end = self.machine.env._now
         timer, fn = self.then_timer, self.then_fn
         self.then_timer = self.then_fn = None
+        if self.spinning:
+            self.spin_cpu_s += self.work
+            self.spinning = False
         if timer is not None:
-            timer.arm(self.then_wait)
+            self.wait(timer, self.then_wait)
         elif fn is not None:
             fn()
         if self.queue:
@@ -187,6 +240,7 @@ class Machine:
         self.params = params
         self.wakeup_s = params.wakeup_s
         self.io_wake_s = params.io_wake_s
+        self.wait_spin_s = params.wait_spin_s
         slice_s, switch_s = params.timeslice_s, params.context_switch_s
         #: the share of a contended core that is the thread's own work (one switch a slice)
         self.efficiency = slice_s / (slice_s + switch_s) if slice_s > 0 else 1.0
@@ -295,6 +349,8 @@ class Machine:
         for thread in self.running:
             done = thread.work - max(0.0, thread.remaining)
             thread.cpu_s += done
+            if thread.spinning:
+                thread.spin_cpu_s += done
             thread.waited_s += max(0.0, now - thread.started_at - done)
             thread.work = thread.remaining = max(0.0, thread.remaining)
             thread.started_at = now
@@ -308,6 +364,7 @@ class Machine:
                 "process": thread.process,
                 "cores": sorted(thread.affinity) if thread.restricted else None,
                 "cpu_s": thread.cpu_s,
+                "spin_cpu_s": thread.spin_cpu_s,
                 "waited_s": thread.waited_s,
                 "bursts": thread.bursts,
                 "wake_waits": thread.wake_waits,
@@ -318,6 +375,7 @@ class Machine:
             "wakeup_s": self.params.wakeup_s,
             "timeslice_s": self.params.timeslice_s,
             "io_wake_s": self.params.io_wake_s,
+            "wait_spin_s": self.params.wait_spin_s,
             "max_runnable": self.max_runnable,
             "cpu_s": sum(thread.cpu_s for thread in self.threads),
             "threads": threads,

@@ -59,6 +59,9 @@ class SchedulerParams:
     wakeup_s: float = 50e-6  # a woken thread waiting for a busy core to be preempted
     timeslice_s: float = 1.5e-3  # how long a thread runs before the next takes its core (EEVDF base slice, 2 cores)
     io_wake_s: float = 0.0  # CPU an idle I/O thread spends to wake for an event (poller, syscalls, mailbox)
+    #: an application's precise wait spins its last this many seconds on the clock (the
+    #: validation harness's ``validation.timing.SPIN_S``; 0: a program that only sleeps)
+    wait_spin_s: float = 0.0005
 
 
 @dataclass

@@ -299,7 +299,7 @@ class Sender:
         if due > self.env._now:
             if self.jitter is not None:
                 due += self.jitter.next()
-            self.timer.arm_at(due)
+            self.cpu.wait_until(self.timer, due)  # type: ignore[union-attr]
         else:
             self.timer.arm(0.0)
 
