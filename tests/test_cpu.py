@@ -329,7 +329,10 @@ def test_machine_cores_is_a_sweep_axis():
 @pytest.mark.parametrize("change,expected", [
     (lambda raw: raw.update(machine={"cores": -1}), "machine.cores: must be >= 0, got -1"),
     (lambda raw: raw.update(machine={"cores": 1.5}), "machine.cores: must be an integer, got 1.5"),
-    (lambda raw: raw.update(machine={"core": 2}), "machine.core: unknown field (did you mean 'cores'?); known: cores"),
+    (lambda raw: raw.update(machine={"core": 2}), "machine.core: unknown field (did you mean 'cores'?); known: cores, wait_spin_s"),
+    (lambda raw: raw.update(machine={"cores": 2, "wait_spin_s": -0.001}), "machine.wait_spin_s: must be >= 0, got -0.001"),
+    (lambda raw: raw.update(machine={"cores": 2, "wait_spin_s": "0.5ms"}),
+     "machine.wait_spin_s: must be a number of seconds, got '0.5ms'"),
     (lambda raw: raw["process"][1].update(affinity=[2]),
      "process[w1].affinity[0]: core 2 does not exist: the machine has 2 cores (0 to 1)"),
     (lambda raw: raw["process"][1].update(affinity=[0, 0]), "process[w1].affinity[1]: core 0 is listed twice"),
