@@ -115,7 +115,7 @@ def test_every_scenario_field_is_one_the_exporter_knows():
         "recv": {"name", "socket", "service_s", "busy", "start_s", "count", "duration_s", "reply", "reply_size_bytes",
                  "pause_every_s", "pause_s", "on_timeout", "forward_to"},
         "proxy": {"name", "frontend", "backend"},
-        "machine": {"cores"},
+        "machine": {"cores", "wait_spin_s"},
         "options": {"sndhwm", "rcvhwm", "linger", "sndtimeo", "rcvtimeo", "subscribe", "immediate", "conflate", "router_mandatory",
                     "xpub_nodrop", "sndbuf", "rcvbuf", "reconnect_ivl", "reconnect_ivl_max", "routing_id"},
     }
