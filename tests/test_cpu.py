@@ -134,6 +134,21 @@ def test_a_precise_wait_spins_its_end_and_on_a_shared_core_the_spin_takes_longer
         assert own["waited_s"] == pytest.approx(0.0, abs=1e-12)
 
 
+def test_two_loops_of_one_socket_each_spin_their_own_waits():
+    # a socket's workloads share its thread: both loops sleep at once, each must still spin
+    # and send at its own time (one pending spin must not replace the other)
+    raw = {"scenario": {"name": "two-loops", "profile": "ideal"},
+           "socket": [{"name": "push", "type": "PUSH", "bind": "inproc://x"},
+                      {"name": "pull", "type": "PULL", "connect": "inproc://x"}],
+           "send": [{"name": "a", "socket": "push", "count": 10, "interval_s": 0.002, "start_s": 0.01},
+                    {"name": "b", "socket": "push", "count": 10, "interval_s": 0.003, "start_s": 0.0105}],
+           "recv": [{"socket": "pull"}], "machine": {"cores": 1}}
+    summary = zsim.run(raw, profile=_profile()).summary
+    assert {name: sender["sent"] for name, sender in summary["senders"].items()} == {"a": 10, "b": 10}
+    assert summary["sockets"]["pull"]["received"] == 20
+    assert summary["machine"]["threads"]["socket.push"]["spin_cpu_s"] == pytest.approx(20 * 0.0005, rel=1e-9)
+
+
 def test_a_spinning_thread_slows_a_cpu_bound_one_sharing_its_core():
     # worker 1 computes (busy), worker 2 waits with its whole service spun: on one core
     # the computing worker gets half of it while the other spins, so its work takes longer

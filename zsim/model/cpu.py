@@ -70,8 +70,8 @@ class Thread:
 
     __slots__ = ("machine", "name", "kind", "process", "affinity", "restricted", "index", "remaining", "work", "rate",
                  "started_at", "then_timer", "then_wait", "then_fn", "queue", "busy", "last_end", "wake_timer",
-                 "pending", "cpu_s", "waited_s", "wake_waits", "bursts", "in_run", "woke", "spin_item",
-                 "spin_timer", "spin_cpu_s", "spinning")
+                 "pending", "cpu_s", "waited_s", "wake_waits", "bursts", "in_run", "woke", "asleep",
+                 "spin_cpu_s", "spinning")
 
     def __init__(self, machine: Machine, name: str, kind: str, process: str, affinity: frozenset[int], index: int) -> None:
         self.machine = machine
@@ -100,9 +100,9 @@ class Thread:
         self.bursts = 0
         self.in_run = False
         self.woke = False  # the burst about to start follows an idle spell
-        # a precise wait's spin, due once its sleep is over (``wait``)
-        self.spin_item: tuple[float, Any, float, Callable[[], Any] | None, Task | None] | None = None
-        self.spin_timer = machine.env.timer(self._spin_due)
+        # precise waits still asleep, each due to spin at its own time (several workloads
+        # of one socket share the thread, so several can sleep at once)
+        self.asleep: list[tuple[float, Any, float, Callable[[], Any] | None, Task | None]] = []
         self.spinning = False  # the running burst is a spin
         self.spin_cpu_s = 0.0  # of cpu_s, what spins used
 
@@ -122,6 +122,7 @@ class Thread:
         self.wait(timer, until - self.machine.env._now)
 
     def wait(self, timer: Any, wait: float) -> None:
+        """A precise wait of ``wait`` seconds, then ``timer`` fires: a sleep, then its spin."""
         spin = self.machine.wait_spin_s
         if wait <= 0.0 or spin <= 0.0:
             timer.arm(wait if wait > 0.0 else 0.0)
@@ -130,16 +131,17 @@ class Thread:
             spin = wait
         item = (spin, timer, 0.0, None, SPIN)
         if wait > spin:
-            self.spin_item = item
-            self.spin_timer.arm(wait - spin)
+            self.asleep.append(item)
+            self.machine.env.call_later(wait - spin, lambda: self._spin_due(item))
         else:
             self.queue.appendleft(item)  # straight on from the call: no sleep, no wake-up
 
-    def _spin_due(self) -> None:
-        item = self.spin_item
-        self.spin_item = None
-        if item is not None:
-            self._enqueue(item)
+    def _spin_due(self, item: tuple[float, Any, float, Callable[[], Any] | None, Task | None]) -> None:
+        for index, asleep in enumerate(self.asleep):
+            if asleep is item:  # not abandoned meanwhile
+                del self.asleep[index]
+                self._enqueue(item)
+                return
 
     # -- I/O threads: tasks whose effects happen when the thread gets to them ----------------
 
@@ -158,9 +160,8 @@ class Thread:
 
         if mine(self.then_timer, self.then_fn):
             self.then_timer = self.then_fn = None
-        if self.spin_item is not None and mine(self.spin_item[1], None):
-            self.spin_item = None
-            self.spin_timer.cancel()
+        if self.asleep:
+            self.asleep = [item for item in self.asleep if not mine(item[1], None)]
         if self.queue:
             self.queue = deque(item for item in self.queue if not mine(item[1], item[3]))
         pending = self.pending
