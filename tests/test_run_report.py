@@ -289,8 +289,9 @@ def test_latency_panels_are_the_deliveries_per_send_time_bin_and_account_for_eve
 def test_depth_panels_name_the_direction_and_leave_out_subscription_only_directions(push_pull):
     result, recorder = push_pull
     panels = report_data.depth_panels(result, recorder.result)
-    assert [p.direction for p in panels] == ["push->stalled", "push->fast"]  # the fast worker's kernel emptied sooner
-    stalled = panels[0]
+    # the largest backlog first: on the shipped profile's 2 cores the fast worker falls behind too
+    assert [p.direction for p in panels] == ["push->fast", "push->stalled"]
+    stalled = panels[1]
     kernel_max = [link["directions"]["push->stalled"]["kernel_bytes"]["max"] for link in result.summary["links"]
                   if "push->stalled" in link["directions"]]
     assert stalled.transport == "tcp" and stalled.kernel_peak_bytes == max(kernel_max) == 2_773_741

@@ -223,8 +223,8 @@ def hand_written_pipeline(workers: int) -> dict:
     """experiments/task_pipeline/pipeline.toml as it was written before templates: every
     worker eight lines of its own (generated with a loop, as it was)."""
     raw = zsim.spec.files.load_toml(PIPELINE, "scenario file")
-    hand = {"scenario": raw["scenario"], "process": [{"name": "ventilator"}], "socket": raw["socket"][:2], "send": raw["send"],
-            "recv": raw["recv"][:1]}
+    hand = {"scenario": raw["scenario"], "machine": raw["machine"], "process": [{"name": "ventilator"}], "socket": raw["socket"][:2],
+            "send": raw["send"], "recv": raw["recv"][:1]}
     service = {"dist": "uniform", "low_s": 0.001, "high_s": 0.010}
     for n in range(1, workers + 1):
         hand["process"].append({"name": f"worker{n}"})

@@ -414,10 +414,13 @@ def measure_api(quick: bool, progress: Progress) -> tuple[dict, dict]:
     overshoot = measure_sleep_overshoot(quick)
     jitter = measure_timer_jitter(quick)
     dropped = measure_send_dropped(quick)
+    loop = measure_app_loop(quick)
     api: dict[str, Any] = {
         "send_call_s": _round(statistics.median(push_reader_means)),
         "send_drop_call_s": _round(dropped["median_s"]),
         "recv_call_s": _round(statistics.median(recv_means)),
+        "send_loop_s": _round(loop["send_loop_s"]),
+        "recv_loop_s": _round(loop["recv_loop_s"]),
         "command_throttle_s": _round(throttle["computed_s"]),
         "sleep_overshoot_s": _round(overshoot["median_s"]),
         "timer_jitter_s": {"dist": "empirical", "values_s": jitter["values_s"]},
@@ -431,10 +434,12 @@ def measure_api(quick: bool, progress: Progress) -> tuple[dict, dict]:
         command_throttle=throttle,
         sleep_overshoot=overshoot,
         send_dropped=dropped,
+        app_loop=loop,
     )
     progress(
         f"  api: send PUB {statistics.median(pub_means) * 1e6:.3f} us, PUSH+reader "
-        f"{api['send_call_s'] * 1e6:.3f} us, recv {api['recv_call_s'] * 1e6:.3f} us, throttle "
+        f"{api['send_call_s'] * 1e6:.3f} us, recv {api['recv_call_s'] * 1e6:.3f} us, harness loop "
+        f"+{api['send_loop_s'] * 1e6:.2f} us a send, +{api['recv_loop_s'] * 1e6:.2f} us a recv, throttle "
         f"{api['command_throttle_s'] * 1e3:.4f} ms (observed {throttle['observed_median_s'] * 1e3:.4f} ms), "
         f"sleep overshoot {api['sleep_overshoot_s'] * 1e6:.1f} us, timer jitter median "
         f"{jitter['per_wait']['1ms']['median_us']:.1f} us (p99 {jitter['per_wait']['1ms']['p99_us']:.1f} us)"
@@ -463,6 +468,89 @@ def measure_send_dropped(quick: bool) -> dict:
             means.append(_time_send_loop(pub, count, payload))
     return {**_summary(means), "median_s": statistics.median(means), "count_per_repeat": count,
             "method": "PUB (SNDHWM 10) to a stalled SUB over tcp, 100 B, after 5,000 warm-up sends"}
+
+
+def measure_app_loop(quick: bool) -> dict:
+    """``send_loop_s`` and ``recv_loop_s``: the validation harness's own application loop per
+    attempt, beyond the ZeroMQ call. The harness itself runs (``run_real``, its own child
+    process, as in ``zsim validate``): a PUB with no subscriber sends back to back (every
+    send drops in ``dist_t``, the cheapest call), and a PULL drains messages a PUSH of the
+    same process queued before it started. What an attempt takes there, less the same call
+    with the same 64-byte message timed in a bare loop here (a PUB without subscriber; a
+    ``recv()`` of a queued message), is the loop's work: building the frames, the generator
+    and its scheduler, the statistics. (The size matters: a message over 33 bytes is
+    allocated, a shorter one is not.)"""
+    from validation.harness import run_real
+
+    count = 20_000 if quick else 100_000
+    size = 64  # carries the full header: the receiver records a latency, as most runs do
+    # one after the other, so that no two of the process's threads share the GIL: the PUSH
+    # fills, the PULL drains, then the PUB drops (at most 10 us a message each)
+    fill_start = 0.2
+    recv_start = fill_start + count * 10e-6 + 0.3
+    send_start = recv_start + count * 10e-6 + 0.3
+    raw = {
+        "scenario": {"name": "app-loop", "profile": "ideal"},
+        "process": [{"name": "a"}],
+        "socket": [
+            {"name": "pub", "type": "PUB", "process": "a", "bind": ["inproc://loop-pub"]},
+            {"name": "push", "type": "PUSH", "process": "a", "bind": ["inproc://loop-pull"],
+             "options": {"sndhwm": 0}},
+            {"name": "pull", "type": "PULL", "process": "a", "connect": ["inproc://loop-pull"],
+             "options": {"rcvhwm": 0}},
+        ],
+        "send": [
+            {"socket": "pub", "name": "drops", "count": count, "size_bytes": size, "start_s": send_start},
+            {"socket": "push", "name": "fill", "count": count, "size_bytes": size, "start_s": fill_start},
+        ],
+        "recv": [{"socket": "pull", "count": count, "start_s": recv_start}],
+    }
+    payload = b"x" * size
+    bare_sends, bare_recvs = [], []
+    with _contexts(1) as (ctx,):
+        for index in range(3 if quick else 5):
+            pub = _socket(ctx, zmq.PUB)
+            pub.bind(f"inproc://loop-bare-pub-{index}")
+            bare_sends.append(_time_send_loop(pub, count, payload))
+            pub.close()
+            pull = _socket(ctx, zmq.PULL, rcvhwm=0)
+            pull.bind(f"inproc://loop-bare-pull-{index}")
+            push = _socket(ctx, zmq.PUSH, sndhwm=0)
+            push.connect(f"inproc://loop-bare-pull-{index}")
+            for _ in range(count):
+                push.send(payload)
+            recv = pull.recv
+            start = _pc()
+            for _ in range(count):
+                recv()
+            bare_recvs.append((_pc() - start) / count)
+            push.close()
+            pull.close()
+    bare_send_s, bare_recv_s = statistics.median(bare_sends), statistics.median(bare_recvs)
+    sends, recvs = [], []
+    for seed in range(2 if quick else 3):
+        summary = run_real(raw, seed, timeout_s=60 + count * 1e-4)
+        finished = summary["senders"]["drops"].get("finished_at_s")
+        pull = summary["sockets"]["pull"]
+        if finished is not None and (pull.get("last_recv_s") or 0.0) < send_start:  # else they overlapped
+            sends.append((finished - send_start) / count)
+        if pull.get("received") == count and pull.get("first_recv_s") is not None:
+            recvs.append((pull["last_recv_s"] - pull["first_recv_s"]) / (count - 1))
+    send_attempt = statistics.median(sends) if sends else math.nan
+    recv_message = statistics.median(recvs) if recvs else math.nan
+    return {
+        "send_loop_s": max(0.0, send_attempt - bare_send_s),
+        "recv_loop_s": max(0.0, recv_message - bare_recv_s),
+        "send_attempt_s": _summary(sends),
+        "recv_message_s": _summary(recvs),
+        "bare_send_s": bare_send_s,
+        "bare_recv_s": bare_recv_s,
+        "count_per_run": count,
+        "size_bytes": size,
+        "method": ("validation harness, one process: a PUB without subscriber sending back to back "
+                   "(finished_at - start) / count, and a PULL draining messages already queued "
+                   "(last_recv - first_recv) / (count - 1); less the bare call of the same kind"),
+    }
 
 
 def measure_send_wake_cost(transport: str, quick: bool) -> dict:
@@ -1352,8 +1440,8 @@ def measure_scheduler(quick: bool, progress: Progress) -> tuple[dict, dict]:
       when the CPU is idle;
     - ``io_wake_s``: the CPU an idle I/O thread spends on one event (``measure_wake_cpu``,
       the mean of the sending and the receiving side);
-    - notes: ``cpus``, the CPUs this process may use (a profile that sets ``cores`` makes
-      it every scenario's default);
+    - ``cores``: how many CPUs this process may use, every scenario's default ``[machine]
+      cores`` (the notes list them: ``cpus``);
     - notes: the share two busy loops on one CPU each get (the model's efficiency,
       timeslice / (timeslice + switch), is checked against it) and the application
       threads' CPU of waking up, which the model does not charge yet.
@@ -1383,10 +1471,10 @@ def measure_scheduler(quick: bool, progress: Progress) -> tuple[dict, dict]:
         hog.wait(5)
     wakeup = max(0.0, busy_late - idle_late)
     wake = measure_wake_cpu(quick)
-    # the core count is in [profile] machine and the notes, not [scheduler] cores: recorded
-    # there it would turn contention on for every scenario, and the model does not charge
-    # all the CPU a Python application spends yet (docs/model.md, "Cores")
+    # the cores this process may use: every scenario's default [machine] cores (contention
+    # on, as on the machine measured; a scenario says cores = 0 for a core per thread)
     section = {
+        "cores": len(cpus),
         "context_switch_s": _round(switch, 9),
         "wakeup_s": _round(wakeup, 9),
         "timeslice_s": _round(timeslice, 9),

@@ -119,6 +119,8 @@ def model_params(profile: Profile) -> ModelParams:
         send_call_s=profile.send_call_s,
         send_drop_call_s=profile.send_drop_call_s,
         recv_call_s=profile.recv_call_s,
+        send_loop_s=profile.send_loop_s,
+        recv_loop_s=profile.recv_loop_s,
         command_throttle_s=profile.command_throttle_s,
         app_wake=wake,
         timer_jitter=profile.timer_jitter,

@@ -121,6 +121,8 @@ class Profile:
     send_call_s: float = 0.0
     send_drop_call_s: float | None = None
     recv_call_s: float = 0.0
+    send_loop_s: float = 0.0  # the harness's application loop per send attempt, beyond the call
+    recv_loop_s: float = 0.0  # the same per message received
     command_throttle_s: float = 0.0
     sleep_overshoot_s: float = 0.0
     wake: Distribution | None = None  # a blocked application thread waking on a command
@@ -275,6 +277,8 @@ def from_dict(raw: Mapping[str, Any], source: str = "<dict>") -> Profile:
         send_call_s=_float(api, "send_call_s", "api", 0.0),
         send_drop_call_s=_float(api, "send_drop_call_s", "api") if "send_drop_call_s" in api else None,
         recv_call_s=_float(api, "recv_call_s", "api", 0.0),
+        send_loop_s=_float(api, "send_loop_s", "api", 0.0),
+        recv_loop_s=_float(api, "recv_loop_s", "api", 0.0),
         command_throttle_s=_float(api, "command_throttle_s", "api", 0.0),
         sleep_overshoot_s=_float(api, "sleep_overshoot_s", "api", 0.0),
         wake=_dist(api, "wake_s", "api"),

@@ -69,6 +69,10 @@ class ModelParams:
     send_call_s: float = 0.0
     send_drop_call_s: float | None = None  # a send that queued nothing (PUB dropping)
     recv_call_s: float = 0.0
+    #: the application loop's own work per attempt beyond the call (building a message,
+    #: bookkeeping): the validation harness's Python loops, measured by ``zsim calibrate``
+    send_loop_s: float = 0.0
+    recv_loop_s: float = 0.0
     command_throttle_s: float = 0.0
     app_wake: Distribution | None = None  # a blocked application thread waking on a command
     timer_jitter: Distribution | None = None  # lateness added to every application wait

@@ -2,9 +2,11 @@
 
 Each is a small state machine driven by one re-armable timer and by socket wake-ups, not
 a generator per message. Time spent in the application is modelled explicitly: a send
-call costs ``send_call_s``, a recv call ``recv_call_s``, then the workload's own spacing
-(``interval``) or service time. A loop ``send(); sleep(interval)`` therefore sends every
-``send_call_s + interval`` seconds, and ``interval = 0`` means back to back.
+call costs ``send_call_s``, a recv call ``recv_call_s``, each plus the loop's own work
+around it (``send_loop_s``/``recv_loop_s``: building the message, bookkeeping), then the
+workload's own spacing (``interval``) or service time. A loop ``send(); sleep(interval)``
+therefore sends every ``send_call_s + send_loop_s + interval`` seconds, and
+``interval = 0`` means back to back.
 
 Blocking follows ``socket_base_t::send``/``recv``: a send that gets EAGAIN with no
 DONTWAIT and SNDTIMEO != 0 waits for the next command to the socket and retries; SNDTIMEO
@@ -126,10 +128,13 @@ class Sender:
         self.awaiting_reply = False
         self.request_sent_at = 0.0
         self.rtt = array("d")
-        self.send_cost = world.params.send_call_s
+        params = world.params
+        # an attempt costs the send call plus the loop's own work around it (send_loop_s)
+        self.send_cost = params.send_call_s + params.send_loop_s
         # a send that queues nothing (a PUB dropping to every subscriber) is cheaper
-        self.drop_cost = world.params.send_drop_call_s if world.params.send_drop_call_s is not None else self.send_cost
-        self.recv_cost = world.params.recv_call_s
+        drop_call = params.send_drop_call_s if params.send_drop_call_s is not None else params.send_call_s
+        self.drop_cost = drop_call + params.send_loop_s
+        self.recv_cost = params.recv_call_s  # a REQ's reply: part of the same iteration
         self.jitter = _jitter_sampler(world, name)
         self.ledger = world.ledger
         self.is_request = socket.traits.request
@@ -434,7 +439,8 @@ class Receiver:
         self.received = 0
         self.done = False
         self.waiting = False
-        self.recv_cost = world.params.recv_call_s
+        # a message costs the recv call plus the loop's own work around it (recv_loop_s)
+        self.recv_cost = world.params.recv_call_s + world.params.recv_loop_s
         self.send_cost = world.params.send_call_s
         self.jitter = _jitter_sampler(world, name)
         self.ledger = world.ledger
