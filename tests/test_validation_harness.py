@@ -327,8 +327,9 @@ def test_scheduler_measurements_pin_their_processes_and_make_a_loadable_profile(
     shared = _spinners([cpu, cpu], 0.3)
     assert sum(s["cpu_s"] / s["wall_s"] for s in shared) <= 1.02
     section, notes = measure_scheduler(True, lambda _msg: None)
-    assert sorted(section) == ["context_switch_s", "io_wake_s", "timeslice_s", "wakeup_s"]
+    assert sorted(section) == ["context_switch_s", "cores", "io_wake_s", "timeslice_s", "wakeup_s"]
     assert notes["cpus"] == sorted(os.sched_getaffinity(0))
     profile = profile_module.from_dict({"profile": {"name": "t"}, "scheduler": section})
-    assert profile.cores == 0 and profile.timeslice_s == section["timeslice_s"] > 0
+    # the CPUs it may use become every scenario's default [machine] cores
+    assert profile.cores == len(os.sched_getaffinity(0)) and profile.timeslice_s == section["timeslice_s"] > 0
     assert profile.io_wake_s == section["io_wake_s"] > 0
