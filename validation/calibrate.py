@@ -364,6 +364,15 @@ def _time_send_loop(sock: zmq.Socket, count: int, payload: bytes) -> float:
     return (_pc() - start) / count
 
 
+def _time_recv_loop(sock: zmq.Socket, count: int) -> float:
+    """Mean ``recv()`` of ``count`` messages already queued on ``sock``."""
+    recv = sock.recv
+    start = _pc()
+    for _ in range(count):
+        recv()
+    return (_pc() - start) / count
+
+
 def measure_api(quick: bool, progress: Progress) -> tuple[dict, dict]:
     """The ``[api]`` section and its notes."""
     count = 20_000 if quick else 200_000
@@ -402,11 +411,7 @@ def measure_api(quick: bool, progress: Progress) -> tuple[dict, dict]:
             pull.rcvhwm = 0
             push_unlimited_means.append(_time_send_loop(push, count, payload))
             # recv() with the messages already queued (the "full queue" case).
-            recv = pull.recv
-            start = _pc()
-            for _ in range(count):
-                recv()
-            recv_means.append((_pc() - start) / count)
+            recv_means.append(_time_recv_loop(pull, count))
             push.close()
             pull.close()
 
@@ -519,11 +524,7 @@ def measure_app_loop(quick: bool) -> dict:
             push.connect(f"inproc://loop-bare-pull-{index}")
             for _ in range(count):
                 push.send(payload)
-            recv = pull.recv
-            start = _pc()
-            for _ in range(count):
-                recv()
-            bare_recvs.append((_pc() - start) / count)
+            bare_recvs.append(_time_recv_loop(pull, count))
             push.close()
             pull.close()
     bare_send_s, bare_recv_s = statistics.median(bare_sends), statistics.median(bare_recvs)
