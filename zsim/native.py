@@ -42,6 +42,7 @@ MODULES = (
     "zsim.model.routing",
     "zsim.model.socket",
     "zsim.model.workload",
+    "zsim.model.cpu",
     "zsim.ledger",
 )
 

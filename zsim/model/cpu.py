@@ -45,6 +45,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -132,7 +133,7 @@ class Thread:
         item = (spin, timer, 0.0, None, SPIN)
         if wait > spin:
             self.asleep.append(item)
-            self.machine.env.call_later(wait - spin, lambda: self._spin_due(item))
+            self.machine.env.call_later(wait - spin, partial(self._spin_due, item))
         else:
             self.queue.appendleft(item)  # straight on from the call: no sleep, no wake-up
 
@@ -282,7 +283,10 @@ class Machine:
         if not self.any_restricted:
             return len(self.running) >= self.cores
         cores = thread.affinity
-        using = sum(1 for other in self.running if other.affinity & cores)
+        using = 0
+        for other in self.running:
+            if other.affinity & cores:
+                using += 1
         return using >= len(cores)
 
     def start(self, thread: Thread, cpu: float) -> None:
@@ -311,17 +315,27 @@ class Machine:
             self.timer.cancel()
             return
         self._share()
-        soonest = min(thread.remaining / thread.rate for thread in running)
+        soonest = running[0].remaining / running[0].rate
+        for thread in running:
+            left = thread.remaining / thread.rate
+            if left < soonest:
+                soonest = left
         self.timer.arm(soonest if soonest > 0 else 0.0)
 
     def _complete(self) -> None:
         self._advance()
         now = self.env._now
-        done = [thread for thread in self.running if thread.remaining <= DONE_S * thread.rate + DONE_S]
+        done = []
+        still = []
+        for thread in self.running:
+            if thread.remaining <= DONE_S * thread.rate + DONE_S:
+                done.append(thread)
+            else:
+                still.append(thread)
         if not done:  # pragma: no cover - rounding left a sliver: finish it
             self._reschedule()
             return
-        self.running = [thread for thread in self.running if thread not in done]
+        self.running = still
         for thread in done:
             thread.cpu_s += thread.work
             thread.waited_s += max(0.0, now - thread.started_at - thread.work)

@@ -2,6 +2,7 @@
 cimport cython
 
 from zsim.model.context cimport Context
+from zsim.model.cpu cimport Thread
 from zsim.model.kernel cimport FastTimer, Timer
 from zsim.model.socket cimport Socket
 
@@ -11,6 +12,7 @@ cdef int MSG_ENVELOPE, MSG_ID, MSG_TOPIC, SUBSCRIBE_ID
 
 cdef class Sender:
     cdef dict __dict__
+    cdef public Thread cpu
     cdef public Context world
     cdef public object env
     cdef public str name
@@ -65,6 +67,7 @@ cdef class Sender:
 
 cdef class Receiver:
     cdef dict __dict__
+    cdef public Thread cpu
     cdef public Context world
     cdef public object env
     cdef public str name
@@ -105,6 +108,7 @@ cdef class Receiver:
 
 cdef class Proxy:
     cdef dict __dict__
+    cdef public Thread cpu
     cdef public object world
     cdef public object env
     cdef public str name

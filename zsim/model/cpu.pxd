@@ -1,0 +1,86 @@
+# C declarations for zsim/model/cpu.py (Cython pure-Python mode; see zsim/native.py).
+cimport cython
+
+from zsim.model.kernel cimport Timer
+
+cdef double DONE_S
+cdef int MAX_EXACT_SETS
+
+cdef class Thread
+
+
+@cython.final
+cdef class Machine:
+    cdef public object env
+    cdef public int cores
+    cdef public frozenset all_cores
+    cdef public object params
+    cdef public double wakeup_s
+    cdef public double io_wake_s
+    cdef public double wait_spin_s
+    cdef public double efficiency
+    cdef public list threads
+    cdef public list running
+    cdef public double updated_at
+    cdef public Timer timer
+    cdef public bint any_restricted
+    cdef public int max_runnable
+    cdef public dict io_threads
+    cdef public dict io_load
+
+    @cython.locals(other=Thread, using=int)
+    cpdef bint contended(self, Thread thread)
+    cpdef start(self, Thread thread, double cpu)
+    @cython.locals(now=double, elapsed=double, thread=Thread)
+    cpdef _advance(self)
+    @cython.locals(thread=Thread, soonest=double, left=double)
+    cpdef _reschedule(self)
+    @cython.locals(now=double, thread=Thread, done=list, still=list)
+    cpdef _complete(self)
+    @cython.locals(thread=Thread, count=int, rate=double)
+    cpdef _share(self)
+
+
+@cython.final
+cdef class Thread:
+    cdef public Machine machine
+    cdef public str name
+    cdef public str kind
+    cdef public str process
+    cdef public frozenset affinity
+    cdef public bint restricted
+    cdef public int index
+    cdef public double remaining
+    cdef public double work
+    cdef public double rate
+    cdef public double started_at
+    cdef public object then_timer
+    cdef public double then_wait
+    cdef public object then_fn
+    cdef public object queue
+    cdef public bint busy
+    cdef public double last_end
+    cdef public Timer wake_timer
+    cdef public object pending
+    cdef public double cpu_s
+    cdef public double waited_s
+    cdef public long wake_waits
+    cdef public long bursts
+    cdef public bint in_run
+    cdef public bint woke
+    cdef public list asleep
+    cdef public double spin_cpu_s
+    cdef public bint spinning
+
+    cpdef run(self, double cpu, timer, double wait=*)
+    cpdef run_then(self, double cpu, fn)
+    cpdef wait_until(self, timer, double until)
+    @cython.locals(spin=double)
+    cpdef wait(self, timer, double wait)
+    cpdef submit(self, task)
+    @cython.locals(machine=Machine, now=double)
+    cpdef _enqueue(self, tuple item)
+    cpdef _woken(self)
+    @cython.locals(cpu=double, wait=double)
+    cpdef _begin(self, tuple item)
+    cpdef finished(self)
