@@ -345,6 +345,25 @@ def test_contention_is_a_warning_per_waiting_thread_and_a_table():
     assert not [w for w in zsim.run(two_workers(2), profile=_profile()).summary["warnings"] if w["code"] == "cpu_contention"]
 
 
+def test_contention_made_by_wait_spins_says_so_and_sleeping_waits_make_none():
+    """Two workers whose 1 ms service is a wait (busy = false) on 1 core: the harness-like
+    spin of each wait's last 0.5 ms is all the CPU there is, so the warning says so; a
+    program that sleeps (wait_spin_s = 0) never competes; spins that are a small part of
+    the CPU (under 20 %) go unmentioned."""
+    spin_note = ("; 100% of all the threads' CPU was spinning the end of precise waits "
+                 "([machine] wait_spin_s = 500 us, as the validation harness does; 0 if the program sleeps)")
+    found = [w for w in zsim.run(two_workers(1, busy=False), profile=_profile()).summary["warnings"] if w["code"] == "cpu_contention"]
+    assert [w["message"] for w in found] == [
+        "waited 5 ms for a core, against 5 ms of its own CPU work: up to 2 threads wanted the 1 core at once" + spin_note] * 2
+    sleeping = two_workers(1, busy=False)
+    sleeping["machine"]["wait_spin_s"] = 0
+    assert zsim.run(sleeping, profile=_profile()).summary["warnings"] == []
+    short = two_workers(1, busy=False)
+    short["machine"]["wait_spin_s"] = 0.0001  # 2 ms of spin against 20 ms of recv calls
+    messages = [w["message"] for w in zsim.run(short, profile=_profile(api={"recv_call_s": 0.001})).summary["warnings"]]
+    assert messages == ["waited 11 ms for a core, against 11 ms of its own CPU work: up to 2 threads wanted the 1 core at once"] * 2
+
+
 def test_machine_cores_is_a_sweep_axis():
     sweep = sweep_from_dict({"sweep": {"name": "cores", "replications": 1}, "base": two_workers(None),
                              "axes": {"machine.cores": [1, 2, 4]}})

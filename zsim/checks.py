@@ -30,6 +30,10 @@ BACKLOG_SHARE = 0.10
 #: would be noise, not an answer).
 CPU_WAIT_SHARE = 0.05
 CPU_WAIT_MIN_S = 1e-6
+#: A ``cpu_contention`` warning says how much of the CPU was spin when at least this share
+#: of all the threads' CPU time spun the end of precise waits (``[machine] wait_spin_s``,
+#: the validation harness's habit): in a program that sleeps instead, that CPU is not used.
+CPU_SPIN_SHARE = 0.2
 #: Offered utilisation (arrival rate x mean service / share of time not paused) at or
 #: above this is reported: the receiver cannot keep up in steady state.
 UTILISATION = 1.0
@@ -169,6 +173,12 @@ def cpu_warnings(machine: dict[str, Any] | None) -> list[dict[str, str]]:
         return []
     found = []
     cores = machine["cores"]
+    spin = sum(thread["spin_cpu_s"] for thread in machine["threads"].values())
+    spun = ""
+    if spin > 0.0 and spin >= CPU_SPIN_SHARE * machine["cpu_s"]:
+        spun = (f"; {spin / machine['cpu_s']:.0%} of all the threads' CPU was spinning the end of precise waits "
+                f"([machine] wait_spin_s = {_duration(machine['wait_spin_s'])}, as the validation harness does; "
+                "0 if the program sleeps)")
     for name, thread in machine["threads"].items():
         waited, used = thread["waited_s"], thread["cpu_s"]
         if waited < CPU_WAIT_MIN_S or waited < CPU_WAIT_SHARE * used:
@@ -178,7 +188,7 @@ def cpu_warnings(machine: dict[str, Any] | None) -> list[dict[str, str]]:
         found.append(_warning(
             "cpu_contention", f"thread[{name}]",
             f"waited {_duration(waited)} for a core, against {_duration(used)} of its own CPU work: up to "
-            f"{machine['max_runnable']} threads wanted {where} at once"))
+            f"{machine['max_runnable']} threads wanted {where} at once{spun}"))
     return found
 
 
