@@ -61,6 +61,7 @@ from typing import Any
 import zmq
 
 from zsim.calibration import fit_kernel
+from zsim.errors import EnvironmentFault
 from zsim.tomlw import to_toml
 
 __all__ = ["calibrate", "run_experiments", "to_toml", "main"]
@@ -537,8 +538,12 @@ def measure_app_loop(quick: bool) -> dict:
             sends.append((finished - send_start) / count)
         if pull.get("received") == count and pull.get("first_recv_s") is not None:
             recvs.append((pull["last_recv_s"] - pull["first_recv_s"]) / (count - 1))
-    send_attempt = statistics.median(sends) if sends else math.nan
-    recv_message = statistics.median(recvs) if recvs else math.nan
+    if not sends or not recvs:
+        # never a figure that looks measured (max(0.0, nan) would be 0.0)
+        raise EnvironmentFault("calibrate: api." + ("send_loop_s" if not sends else "recv_loop_s"),
+                               "no harness run measured it (the phases overlapped or messages went missing: "
+                               "the machine was too busy); run calibrate again on a quieter machine")
+    send_attempt, recv_message = statistics.median(sends), statistics.median(recvs)
     return {
         "send_loop_s": max(0.0, send_attempt - bare_send_s),
         "recv_loop_s": max(0.0, recv_message - bare_recv_s),

@@ -159,8 +159,8 @@ def _float(table: Mapping[str, Any], key: str, path: str, default: float | None 
             raise ScenarioError(f"{path}.{key}", "missing")
         return default
     value = table[key]
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-        raise ScenarioError(f"{path}.{key}", f"must be a number >= 0, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
+        raise ScenarioError(f"{path}.{key}", f"must be a finite number >= 0, got {value!r}")
     return float(value)
 
 
