@@ -347,6 +347,31 @@ def test_a_rep_behind_a_broker_never_sees_a_dealer_request_without_the_delimiter
 
 
 @pytest.mark.real
+def test_a_dealer_worker_behind_a_router_broker_sends_the_envelope_back_like_the_simulation(tmp_path):
+    # REQ clients -> ROUTER | proxy | DEALER -> a DEALER worker with reply = true: the
+    # worker gets [client id, b"", body] and must answer with the same envelope, or the
+    # broker's ROUTER cannot route the reply. Counts: every request is answered whatever
+    # the load (lockstep REQs, HWM 1000).
+    raw = {
+        "scenario": {"name": "dealer-worker", "until_s": 1.5},
+        "process": [{"name": "broker"}, {"name": "clients"}, {"name": "worker"}],
+        "socket": [
+            {"name": "frontend", "type": "ROUTER", "process": "broker", "bind": "ipc://front"},
+            {"name": "backend", "type": "DEALER", "process": "broker", "bind": "ipc://back"},
+            {"name": "c1", "type": "REQ", "process": "clients", "connect": "ipc://front", "open_at_s": 0.05},
+            {"name": "w", "type": "DEALER", "process": "worker", "connect": "ipc://back", "open_at_s": 0.05},
+        ],
+        "proxy": [{"name": "broker", "frontend": "frontend", "backend": "backend"}],
+        "send": [{"socket": "c1", "count": 20, "size_bytes": 32, "start_s": 0.3}],
+        "recv": [{"socket": "w", "reply": True}],
+    }
+    report, text = run_program(raw, tmp_path)
+    assert "envelope = message[:-1]" in text and "w.send_multipart([*envelope, reply], zmq.DONTWAIT)" in text
+    expected = {"frontend": (20, 20), "backend": (20, 20), "c1": (20, 20), "w": (20, 20)}
+    assert counts(report["sockets"]) == counts(zsim.run(raw, 1).summary["sockets"]) == expected
+
+
+@pytest.mark.real
 def test_process_exit_with_linger_minus_one_blocks_term_like_the_simulation(tmp_path):
     raw = _free_ports(load_toml(ROOT / "validation" / "scenarios" / "linger_term_blocks.toml", "scenario"))
     report, _ = run_program(raw, tmp_path)

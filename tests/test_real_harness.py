@@ -115,6 +115,34 @@ def test_router_identities_and_replies():
     assert summary["sockets"]["d2"]["received"] == 7
 
 
+def test_a_dealer_worker_behind_a_router_broker_replies_with_the_clients_envelope():
+    """REQ clients -> ROUTER | proxy | DEALER -> a DEALER worker with reply = true: the
+    worker receives the client's routing id and delimiter before the request and must send
+    them back, or the broker's ROUTER cannot route the reply (the simulator keeps the
+    envelope the same way). Every request gets its reply, in the simulator and for real."""
+    raw = {
+        "scenario": {"name": "dealer-worker", "until_s": 1.5},
+        "process": [{"name": "broker"}, {"name": "clients"}, {"name": "worker"}],
+        "socket": [
+            {"name": "frontend", "type": "ROUTER", "process": "broker", "bind": "ipc://front"},
+            {"name": "backend", "type": "DEALER", "process": "broker", "bind": "ipc://back"},
+            {"name": "c1", "type": "REQ", "process": "clients", "connect": "ipc://front", "open_at_s": 0.05},
+            {"name": "c2", "type": "REQ", "process": "clients", "connect": "ipc://front", "open_at_s": 0.05},
+            {"name": "w", "type": "DEALER", "process": "worker", "connect": "ipc://back", "open_at_s": 0.05},
+        ],
+        "proxy": [{"name": "broker", "frontend": "frontend", "backend": "backend"}],
+        "send": [{"socket": "c1", "count": 20, "size_bytes": 32, "start_s": 0.3},
+                 {"socket": "c2", "count": 20, "size_bytes": 32, "parts": 3, "start_s": 0.3}],
+        "recv": [{"socket": "w", "reply": True}],
+    }
+    import zsim
+
+    simulated = zsim.run(raw, seed=0).summary["sockets"]
+    real = run_real(raw, seed=0)["sockets"]
+    for summary in (simulated, real):
+        assert (summary["c1"]["received"], summary["c2"]["received"], summary["w"]["sent"]) == (20, 20, 40)
+
+
 def test_exit_with_blocked_term_is_bounded_and_reported():
     raw = {
         "scenario": {"name": "blocked"},

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from validation.child import FULL, SHORT, build_frames, compute, parse_header
+from validation.child import FULL, KIND_DATA, KIND_REPLY, SHORT, build_frames, compute, parse_header, split_envelope
 from validation.harness import EndpointMap, build_plans, free_tcp_ports, merge_results, real_cpus, real_defaults
 from zsim import profile as profile_module
 from zsim import spec
@@ -333,3 +333,23 @@ def test_scheduler_measurements_pin_their_processes_and_make_a_loadable_profile(
     # the CPUs it may use become every scenario's default [machine] cores
     assert profile.cores == len(os.sched_getaffinity(0)) and profile.timeslice_s == section["timeslice_s"] > 0
     assert profile.io_wake_s == section["io_wake_s"] > 0
+
+
+def test_the_envelope_is_every_frame_before_the_senders_own_whatever_the_hops():
+    """What a replying ROUTER or DEALER sends back: the routing ids and the delimiter in
+    front of the sending workload's frames (counted from its header), not a fixed shape."""
+    body = build_frames(100, "", 1, KIND_DATA, 3, 0, 0.0)
+    three = build_frames(100, "T", 3, KIND_DATA, 4, 0, 0.0)
+    frames = {"s3": 1, "s4": 3}
+    # a DEALER worker behind a ROUTER broker: the client's id and the REQ delimiter
+    assert split_envelope([b"\x00id01", b"", *body], "DEALER", frames) == ([b"\x00id01", b""], body)
+    # two ROUTER hops, then a multi-part request with a topic frame
+    assert split_envelope([b"hop2", b"hop1", b"", *three], "ROUTER", frames) == ([b"hop2", b"hop1", b""], three)
+    # a DEALER client's request at a ROUTER: the id alone
+    assert split_envelope([b"id", *body], "ROUTER", frames) == ([b"id"], body)
+    # a reply or a forwarded result is one frame
+    reply = build_frames(50, "", 1, KIND_REPLY, 0, 0, 0.0)
+    assert split_envelope([b"id", *reply], "ROUTER", {}) == ([b"id"], reply)
+    # too short for a header: the envelope's shape decides (a DEALER then has none)
+    assert split_envelope([b"id", b"", b"abc"], "ROUTER", frames) == ([b"id", b""], [b"abc"])
+    assert split_envelope([b"abc"], "DEALER", frames) == ([], [b"abc"])

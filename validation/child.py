@@ -118,6 +118,26 @@ def build_frames(size: int, topic: str, parts: int, kind: int, widx: int, seq: i
     return ([topic_b] if topic_b else []) + frames
 
 
+def split_envelope(frames: list[bytes], sock_type: str, body_frames: dict[str, int]) -> tuple[list[bytes], list[bytes]]:
+    """(envelope, body) of a received message, as the simulator keeps them: the envelope is
+    every frame the routing put before the sender's own frames (routing ids, the REQ
+    delimiter), however many hops added them, at a ROUTER or a DEALER alike (a DEALER
+    worker behind a ROUTER broker gets the client's id and delimiter and must send them
+    back). The body's frame count is the sending workload's (``body_frames``, by header
+    key; a reply or a forwarded result is one frame). A message too short to carry the
+    header falls back on the envelope's shape: a ROUTER's id, and the delimiter after it."""
+    header = parse_header(frames[-1]) if frames else None
+    if header is not None:
+        kind, widx = header[0], header[1]
+        count = body_frames.get(f"s{widx}", 1) if kind == KIND_DATA else 1
+        if 0 < count <= len(frames):
+            return frames[:len(frames) - count], frames[len(frames) - count:]
+    if TYPES[sock_type].prepends_identity:
+        envelope = frames[:2] if len(frames) > 2 and frames[1] == b"" else frames[:1]
+        return envelope, frames[len(envelope):]
+    return [], frames
+
+
 _ZEROS: dict[int, bytes] = {}
 _pack_full = FULL.pack
 _pack_short = SHORT.pack
@@ -371,6 +391,7 @@ class RecvTask:
         stop_on_timeout = plan["on_timeout"] == "stop"
         busy = plan.get("busy", False)
         widx = plan["index"]
+        body_frames = plan.get("body_frames", {})
         next_pause = start + self.pause_every.next() if self.pause_every is not None else float("inf")
         try:
             if not (yield ("wait", start)):
@@ -394,11 +415,7 @@ class RecvTask:
                     continue
                 got = _pc()
                 proc.touch()
-                if TYPES[sock_type].prepends_identity:
-                    envelope = frames[:2] if len(frames) > 2 and frames[1] == b"" else frames[:1]
-                    body = frames[len(envelope):]
-                else:
-                    envelope, body = [], frames
+                envelope, body = split_envelope(frames, sock_type, body_frames)
                 stats.record(body if body else frames, got)
                 self.received += 1
                 service = self.service.next()

@@ -247,6 +247,9 @@ def build_plans(scenario: Scenario, endpoints: EndpointMap, seed: int, results_d
             "pacing": send.pacing,
             "to": list(send.to),
         })
+    # how many frames each sending workload's messages have (build_frames: its parts, at
+    # least one), so that a receiver can tell the envelope from the body
+    body_frames = {f"s{send_index[send.name]}": max(1, send.parts) for send in scenario.sends}
     for recv in scenario.recvs:
         sock = by_name[recv.socket]
         plans[sock.process]["recvs"].append({
@@ -265,6 +268,7 @@ def build_plans(scenario: Scenario, endpoints: EndpointMap, seed: int, results_d
             "on_timeout": recv.on_timeout,
             "forward_to": recv.forward_to,
             "busy": recv.busy,
+            "body_frames": body_frames,
         })
     for proxy in scenario.proxies:
         front, back = by_name[proxy.frontend], by_name[proxy.backend]

@@ -656,7 +656,7 @@ class _Writer:
         if close is not None and not timeout:  # (RCVTIMEO bounds the wait otherwise)
             lines += [f"{body}if not {var}.poll(proc.ms_until({_num(close)})):",
                       f"{body}    return  # nothing more before the socket closes"]
-        uses = (forward is not None and recv.reply_size is None) or (recv.reply and (traits.prepends_identity
+        uses = (forward is not None and recv.reply_size is None) or (recv.reply and (not traits.reply
                                                                                or recv.reply_size is None))
         take = f"message = {var}.recv_multipart()" if uses else f"{var}.recv_multipart()"
         if timeout:
@@ -690,9 +690,19 @@ class _Writer:
         traits = TYPES[sock.type]
         lines = []
         frames = "message"
-        if traits.prepends_identity:
-            lines += [f"{body}# the routing id, and the empty delimiter frame when the peer is a REQ",
-                      f"{body}envelope = message[:2] if len(message) > 2 and message[1] == b\"\" else message[:1]"]
+        if not traits.reply:  # a ROUTER or a DEALER sends the request's envelope back itself
+            counts = {max(1, send.parts) for send in self.s.sends}
+            if len(counts) == 1:
+                count = counts.pop()
+                lines += [f"{body}# the routing ids and delimiter the hops put before the request's {count} frame"
+                          f"{'s' if count > 1 else ''}",
+                          f"{body}envelope = message[:-{count}]"]
+            elif traits.prepends_identity:
+                lines += [f"{body}# the routing id, and the empty delimiter frame when the peer is a REQ",
+                          f"{body}envelope = message[:2] if len(message) > 2 and message[1] == b\"\" else message[:1]"]
+            else:
+                lines += [f"{body}# up to the REQ delimiter, if a ROUTER in between kept one",
+                          f"{body}envelope = message[:message.index(b\"\") + 1] if b\"\" in message[:-1] else []"]
             frames = "message[len(envelope):]"
         size = f"sum(len(frame) for frame in {frames})"
         if recv.reply_size is not None:
@@ -700,7 +710,7 @@ class _Writer:
         lines.append(f"{body}reply = bytes({size})")
         if traits.reply:
             return lines + [f"{body}{var}.send(reply)", f"{body}proc.count({var}, \"sent\")"]
-        call = f"{var}.send_multipart([*envelope, reply]" if traits.prepends_identity else f"{var}.send(reply"
+        call = f"{var}.send_multipart([*envelope, reply]"
         mandatory = traits.send == ROUTE and sock.options.router_mandatory
         if traits.send == ROUTE and not mandatory:
             # a ROUTER without ROUTER_MANDATORY never blocks: it drops what it cannot route
