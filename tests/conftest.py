@@ -54,3 +54,23 @@ def unwritable_folder(tmp_path: Path) -> Path:
     if Path("/sys/kernel").is_dir():  # root may write anywhere but in sysfs
         return Path("/sys/kernel")
     pytest.skip("running as root with no sysfs: no folder is unwritable")
+
+
+def dealer_worker_behind_broker(*clients: dict[str, Any]) -> dict[str, Any]:
+    """REQ clients (``{"name", and send fields}``) -> ROUTER | proxy | DEALER over ipc -> a
+    DEALER worker with ``reply = true``: the worker gets each client's routing id and
+    delimiter before the request and must send them back for the reply to be routed."""
+    return {
+        "scenario": {"name": "dealer-worker", "until_s": 1.5},
+        "process": [{"name": "broker"}, {"name": "clients"}, {"name": "worker"}],
+        "socket": [
+            {"name": "frontend", "type": "ROUTER", "process": "broker", "bind": "ipc://front"},
+            {"name": "backend", "type": "DEALER", "process": "broker", "bind": "ipc://back"},
+            *({"name": c["name"], "type": "REQ", "process": "clients", "connect": "ipc://front", "open_at_s": 0.05}
+              for c in clients),
+            {"name": "w", "type": "DEALER", "process": "worker", "connect": "ipc://back", "open_at_s": 0.05},
+        ],
+        "proxy": [{"name": "broker", "frontend": "frontend", "backend": "backend"}],
+        "send": [{"socket": c["name"], "start_s": 0.3, **{k: v for k, v in c.items() if k != "name"}} for c in clients],
+        "recv": [{"socket": "w", "reply": True}],
+    }

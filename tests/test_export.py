@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from test_conservation import proxied, topologies  # every socket family, transport, close, crash, restart
 
 import zsim
+from conftest import dealer_worker_behind_broker
 from zsim import spec
 from zsim.cli import main
 from zsim.export import export_pyzmq, fold, infer
@@ -352,19 +353,7 @@ def test_a_dealer_worker_behind_a_router_broker_sends_the_envelope_back_like_the
     # worker gets [client id, b"", body] and must answer with the same envelope, or the
     # broker's ROUTER cannot route the reply. Counts: every request is answered whatever
     # the load (lockstep REQs, HWM 1000).
-    raw = {
-        "scenario": {"name": "dealer-worker", "until_s": 1.5},
-        "process": [{"name": "broker"}, {"name": "clients"}, {"name": "worker"}],
-        "socket": [
-            {"name": "frontend", "type": "ROUTER", "process": "broker", "bind": "ipc://front"},
-            {"name": "backend", "type": "DEALER", "process": "broker", "bind": "ipc://back"},
-            {"name": "c1", "type": "REQ", "process": "clients", "connect": "ipc://front", "open_at_s": 0.05},
-            {"name": "w", "type": "DEALER", "process": "worker", "connect": "ipc://back", "open_at_s": 0.05},
-        ],
-        "proxy": [{"name": "broker", "frontend": "frontend", "backend": "backend"}],
-        "send": [{"socket": "c1", "count": 20, "size_bytes": 32, "start_s": 0.3}],
-        "recv": [{"socket": "w", "reply": True}],
-    }
+    raw = dealer_worker_behind_broker({"name": "c1", "count": 20, "size_bytes": 32})
     report, text = run_program(raw, tmp_path)
     assert "envelope = message[:-1]" in text and "w.send_multipart([*envelope, reply], zmq.DONTWAIT)" in text
     expected = {"frontend": (20, 20), "backend": (20, 20), "c1": (20, 20), "w": (20, 20)}

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import dealer_worker_behind_broker
 from validation.harness import run_real
 from zsim.cli import main as zsim_main
 
@@ -120,21 +121,8 @@ def test_a_dealer_worker_behind_a_router_broker_replies_with_the_clients_envelop
     worker receives the client's routing id and delimiter before the request and must send
     them back, or the broker's ROUTER cannot route the reply (the simulator keeps the
     envelope the same way). Every request gets its reply, in the simulator and for real."""
-    raw = {
-        "scenario": {"name": "dealer-worker", "until_s": 1.5},
-        "process": [{"name": "broker"}, {"name": "clients"}, {"name": "worker"}],
-        "socket": [
-            {"name": "frontend", "type": "ROUTER", "process": "broker", "bind": "ipc://front"},
-            {"name": "backend", "type": "DEALER", "process": "broker", "bind": "ipc://back"},
-            {"name": "c1", "type": "REQ", "process": "clients", "connect": "ipc://front", "open_at_s": 0.05},
-            {"name": "c2", "type": "REQ", "process": "clients", "connect": "ipc://front", "open_at_s": 0.05},
-            {"name": "w", "type": "DEALER", "process": "worker", "connect": "ipc://back", "open_at_s": 0.05},
-        ],
-        "proxy": [{"name": "broker", "frontend": "frontend", "backend": "backend"}],
-        "send": [{"socket": "c1", "count": 20, "size_bytes": 32, "start_s": 0.3},
-                 {"socket": "c2", "count": 20, "size_bytes": 32, "parts": 3, "start_s": 0.3}],
-        "recv": [{"socket": "w", "reply": True}],
-    }
+    raw = dealer_worker_behind_broker({"name": "c1", "count": 20, "size_bytes": 32},
+                                      {"name": "c2", "count": 20, "size_bytes": 32, "parts": 3})
     import zsim
 
     simulated = zsim.run(raw, seed=0).summary["sockets"]
