@@ -8,18 +8,23 @@ from __future__ import annotations
 
 import pytest
 
+from zsim.model import kernel
 from zsim.model.pipe import Pipe
 
 
 class Clock:
-    """The two attributes a pipe reads from its environment."""
+    """What a pipe reads from its environment: the time, in ``clock.now``."""
 
     def __init__(self) -> None:
-        self._now = 0.0
+        self.clock = kernel.Clock()
 
     @property
     def now(self) -> float:
-        return self._now
+        return self.clock.now
+
+    @now.setter
+    def now(self, value: float) -> None:
+        self.clock.now = value
 
 
 class End:
@@ -57,7 +62,7 @@ def test_the_writer_stops_at_hwm_and_resumes_on_the_lwm_report():
     pipe, clock, trace = make(hwm=4)
     assert pipe.lwm == 2  # (hwm + 1) // 2
     assert write_while_room(pipe) == 4 and pipe.out_active is False
-    clock._now = 1.0
+    clock.now = 1.0
     assert pipe.read()[0] == 0 and trace == []  # one read: no report yet
     assert pipe.read()[0] == 1
     assert trace == [(1.0, "activate_write", 2)]  # every lwm complete reads
@@ -91,7 +96,7 @@ def test_hwm_zero_never_blocks():
 def test_an_empty_read_puts_the_reader_to_sleep_and_one_write_wakes_it():
     pipe, clock, trace = make(hwm=10)
     assert pipe.read() is None and pipe.reader_asleep
-    clock._now = 0.5
+    clock.now = 0.5
     pipe.write(msg(0))
     pipe.write(msg(1))  # the reader is awake already: no second command
     assert trace == [(0.5, "activate_read")]
@@ -112,7 +117,7 @@ def test_the_delimiter_refuses_writes_and_wakes_a_sleeping_reader():
     pipe, clock, trace = make(hwm=10)
     pipe.write(msg(0))
     assert pipe.read()[0] == 0 and pipe.read() is None  # asleep
-    clock._now = 2.0
+    clock.now = 2.0
     pipe.mark_delimited()
     assert not pipe.check_write()
     assert trace[-1] == (2.0, "activate_read")
@@ -121,9 +126,9 @@ def test_the_delimiter_refuses_writes_and_wakes_a_sleeping_reader():
 def test_depth_statistics_are_time_weighted():
     pipe, clock, _trace = make(hwm=0)
     pipe.write(msg(0))  # depth 1 from t = 0
-    clock._now = 1.0
+    clock.now = 1.0
     pipe.write(msg(1))  # depth 2 from t = 1
-    clock._now = 3.0
+    clock.now = 3.0
     pipe.read()  # depth 1 from t = 3
     assert pipe.max_depth == 2
     assert pipe.mean_depth(4.0) == pytest.approx((1 * 1 + 2 * 2 + 1 * 1) / 4)

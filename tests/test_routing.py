@@ -75,6 +75,7 @@ class Owner:
 
     def __init__(self, env: Environment, index: int = 7) -> None:
         self.env = env
+        self.clock = env.clock
         self.index = index
         self.copies = 0
         self.dropped = 0

@@ -192,7 +192,7 @@ class AppSocket:
         world = self._world
         mid = world.next_message_id
         world.next_message_id = mid + 1
-        msg = (mid, env._now, total, wire, topic, envelope, sock.index)
+        msg = (mid, env.now, total, wire, topic, envelope, sock.index)
         world.wake_debt = 0.0
         if traits.reply:
             self._owes_reply = False
@@ -219,11 +219,11 @@ class AppSocket:
 
     def _block_send(self, event: simpy.Event, msg: Message) -> None:
         sock, env = self._sock, self._env
-        since = env._now
+        since = env.now
         sock.blocked_count += 1
 
         def end(status: int) -> None:
-            sock.blocked_s += env._now - since
+            sock.blocked_s += env.now - since
             self._send_done(event, msg, status)
 
         def attempt() -> Callable[[], object] | None:
@@ -231,7 +231,7 @@ class AppSocket:
             return None if status == AGAIN else (lambda: end(status))
 
         def closed(error: Exception) -> None:
-            sock.blocked_s += env._now - since
+            sock.blocked_s += env.now - since
             event.fail(error)
 
         timeout = sock.options.sndtimeo
@@ -305,7 +305,7 @@ class AppSocket:
         return event
 
     def _got(self, event: simpy.Event, msg: Message) -> None:
-        sock, now = self._sock, self._env._now
+        sock, now = self._sock, self._env.now
         if msg[MSG_ID] >= 0:
             sock.received += 1
             self._ledger.delivered(msg, sock.index, sock.last_pipe_index, now)

@@ -154,7 +154,7 @@ class Guard:
         wall = time.perf_counter() - self.started
         if limits.max_wall_s is not None and wall > limits.max_wall_s:
             raise self._exceeded("max_wall_s", f"the run took {wall:.0f} s of wall-clock time (limit {limits.max_wall_s:g} s)")
-        now = env._now
+        now = env.now
         if now != self.instant:
             self.instant = now
             self.instant_events = events

@@ -1,8 +1,12 @@
 # C declarations for zsim/model/context.py (Cython pure-Python mode; see zsim/native.py).
 # World (zsim/model/world.py) is a Python subclass: it keeps its own fields in a __dict__.
 
+from zsim.model.kernel cimport Clock
+
+
 cdef class Context:
     cdef public object env
+    cdef public Clock clock
     cdef public object params
     cdef public object ledger
     cdef public object stream

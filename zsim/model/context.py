@@ -40,6 +40,7 @@ class Context:
 
     def __init__(self, env: Environment, params: ModelParams, ledger: LedgerSink, streams: Callable[[str], np.random.Generator]) -> None:
         self.env = env
+        self.clock = env.clock  # the time as a C double: see kernel.Clock
         self.params = params
         self.ledger = ledger
         self.stream = streams

@@ -1,7 +1,7 @@
 # C declarations for zsim/model/cpu.py (Cython pure-Python mode; see zsim/native.py).
 cimport cython
 
-from zsim.model.kernel cimport Timer
+from zsim.model.kernel cimport Clock, Timer
 
 cdef double DONE_S
 cdef int MAX_EXACT_SETS
@@ -12,6 +12,7 @@ cdef class Thread
 @cython.final
 cdef class Machine:
     cdef public object env
+    cdef public Clock clock
     cdef public int cores
     cdef public frozenset all_cores
     cdef public object params

@@ -120,7 +120,7 @@ class Thread:
     def wait_until(self, timer: Any, until: float) -> None:
         """A precise wait of the application until ``until``, then ``timer`` fires (called
         while the thread is finishing a burst: the spin, if due at once, follows it)."""
-        self.wait(timer, until - self.machine.env._now)
+        self.wait(timer, until - self.machine.clock.now)
 
     def wait(self, timer: Any, wait: float) -> None:
         """A precise wait of ``wait`` seconds, then ``timer`` fires: a sleep, then its spin."""
@@ -183,7 +183,7 @@ class Thread:
             return
         self.busy = True
         machine = self.machine
-        now = machine.env._now
+        now = machine.clock.now
         self.woke = now > self.last_end
         if self.woke and machine.wakeup_s > 0 and machine.contended(self):
             # woken while its cores are taken: it waits for the scheduler to preempt one
@@ -216,7 +216,7 @@ class Thread:
 
     def finished(self) -> None:
         """The burst is done: what follows it, then the next queued work."""
-        self.last_end = self.machine.env._now
+        self.last_end = self.machine.clock.now
         timer, fn = self.then_timer, self.then_fn
         self.then_timer = self.then_fn = None
         if self.spinning:
@@ -237,6 +237,7 @@ class Machine:
 
     def __init__(self, env: Environment, params: SchedulerParams) -> None:
         self.env = env
+        self.clock = env.clock  # the time as a C double: see kernel.Clock
         self.cores = params.cores
         self.all_cores = frozenset(range(params.cores))
         self.params = params
@@ -291,7 +292,7 @@ class Machine:
 
     def start(self, thread: Thread, cpu: float) -> None:
         self._advance()
-        now = self.env._now
+        now = self.clock.now
         thread.remaining = thread.work = cpu
         thread.started_at = now
         thread.bursts += 1
@@ -302,7 +303,7 @@ class Machine:
 
     def _advance(self) -> None:
         """Charge the time since the last change to every running burst."""
-        now = self.env._now
+        now = self.clock.now
         elapsed = now - self.updated_at
         if elapsed > 0:
             for thread in self.running:
@@ -324,7 +325,7 @@ class Machine:
 
     def _complete(self) -> None:
         self._advance()
-        now = self.env._now
+        now = self.clock.now
         done = []
         still = []
         for thread in self.running:
@@ -360,7 +361,7 @@ class Machine:
     def finish(self) -> None:
         """Charge the bursts still running at the end of the run to their threads."""
         self._advance()
-        now = self.env._now
+        now = self.clock.now
         for thread in self.running:
             done = thread.work - max(0.0, thread.remaining)
             thread.cpu_s += done

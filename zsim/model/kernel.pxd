@@ -3,6 +3,11 @@ cimport cython
 
 
 @cython.final
+cdef class Clock:
+    cdef public double now
+
+
+@cython.final
 cdef class _TimerEvent:
     cdef public object env
     cdef public object callbacks
@@ -20,6 +25,7 @@ cdef class Timer:
     cdef public list _callbacks
     cdef public list _queue
     cdef public object _eid
+    cdef public Clock clock
 
     cpdef arm(self, double delay, int priority=*)
     cpdef arm_at(self, double when, int priority=*)
@@ -33,11 +39,12 @@ cdef class FastTimer:
     cdef public list _callbacks
     cdef public list _queue
     cdef public object _eid
+    cdef public Clock clock
 
     cpdef arm(self, double delay, int priority=*)
     cpdef arm_at(self, double when, int priority=*)
     cpdef cancel(self)
 
 
-@cython.locals(timer_event=_TimerEvent, callbacks=list)
+@cython.locals(timer_event=_TimerEvent, callbacks=list, clock=Clock)
 cpdef long _run_events(env, list queue, double horizon, long left) except? -1

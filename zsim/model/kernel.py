@@ -24,7 +24,21 @@ from simpy.events import NORMAL, URGENT, Event, EventCallbacks, EventPriority
 
 from ..errors import ZsimError
 
-__all__ = ["Environment", "FastTimer", "Timer", "NORMAL", "URGENT"]
+__all__ = ["Clock", "Environment", "FastTimer", "Timer", "NORMAL", "URGENT"]
+
+
+class Clock:
+    """The simulation time, ``Environment.now``, in a field the compiled model reads as a C double.
+
+    ``Environment._now`` (what SimPy reads and writes) is this field: the model's hot path
+    reads ``clock.now`` directly instead of an attribute lookup on the environment, which
+    as a ``simpy.Environment`` subclass keeps its fields in a ``__dict__``.
+    """
+
+    __slots__ = ("now",)
+
+    def __init__(self, now: float = 0.0) -> None:
+        self.now = now
 
 
 class _TimerEvent:
@@ -52,7 +66,7 @@ class Timer:
     pops, and the next ``arm`` then uses a fresh event so the two entries never share one.
     """
 
-    __slots__ = ("env", "fn", "armed", "_event", "_in_heap", "_callbacks", "_queue", "_eid")
+    __slots__ = ("env", "fn", "armed", "_event", "_in_heap", "_callbacks", "_queue", "_eid", "clock")
 
     def __init__(self, env: Environment, fn: Callable[[], Any]) -> None:
         self.env = env
@@ -64,6 +78,7 @@ class Timer:
         self._callbacks: EventCallbacks = [self._fire]
         self._queue: list[Any] = env._queue  # SimPy's heap; a timer's entry is its _TimerEvent
         self._eid = env._eid
+        self.clock = env.clock
 
     def _fire(self, event: Event) -> None:
         if event is not self._event:
@@ -80,10 +95,10 @@ class Timer:
         event.callbacks = self._callbacks
         self._in_heap = True
         self.armed = True
-        heappush(self._queue, (self.env._now + delay, priority, next(self._eid), event))
+        heappush(self._queue, (self.clock.now + delay, priority, next(self._eid), event))
 
     def arm_at(self, when: float, priority: EventPriority = NORMAL) -> None:
-        now = self.env._now
+        now = self.clock.now
         self.arm(when - now if when > now else 0.0, priority)
 
     def cancel(self) -> None:
@@ -97,7 +112,7 @@ class FastTimer:
     at once), so a firing after ``stop`` is harmless and no cancel is needed.
     """
 
-    __slots__ = ("env", "_event", "_callbacks", "_queue", "_eid")
+    __slots__ = ("env", "_event", "_callbacks", "_queue", "_eid", "clock")
 
     def __init__(self, env: Environment, fn: Callable[[Event], Any]) -> None:
         self.env = env
@@ -105,6 +120,7 @@ class FastTimer:
         self._callbacks = [fn]
         self._queue: list[Any] = env._queue  # SimPy's heap; a timer's entry is its _TimerEvent
         self._eid = env._eid
+        self.clock = env.clock
 
     def arm(self, delay: float, priority: EventPriority = NORMAL) -> None:
         event = self._event
@@ -112,10 +128,10 @@ class FastTimer:
             # still pending: a second firing needs its own heap entry
             event = self._event = _TimerEvent(self.env)
         event.callbacks = self._callbacks
-        heappush(self._queue, (self.env._now + delay, priority, next(self._eid), event))
+        heappush(self._queue, (self.clock.now + delay, priority, next(self._eid), event))
 
     def arm_at(self, when: float, priority: EventPriority = NORMAL) -> None:
-        now = self.env._now
+        now = self.clock.now
         self.arm(when - now if when > now else 0.0, priority)
 
     def cancel(self) -> None:
@@ -145,6 +161,8 @@ class Environment(simpy.Environment):
     """``simpy.Environment`` with ``call_later`` and an inlined run loop."""
 
     def __init__(self, initial_time: float = 0) -> None:
+        #: the time, read by the model as ``clock.now``; ``_now`` below is this field
+        self.clock = Clock()
         super().__init__(initial_time)
         self._eid = count()
         #: Events processed by ``run`` so far.
@@ -153,6 +171,15 @@ class Environment(simpy.Environment):
         #: raise to stop the run. ``None``: no checks, the plain loop.
         self.monitor: Callable[[], Any] | None = None
         self.monitor_every = 16384
+
+    @property  # type: ignore[override]
+    def _now(self) -> float:
+        """SimPy's time field, kept in ``clock`` (what ``now``, ``schedule`` and ``step`` read)."""
+        return self.clock.now
+
+    @_now.setter
+    def _now(self, value: float) -> None:
+        self.clock.now = float(value)
 
     def call_later(self, delay: float, fn: Callable[[], Any], priority: EventPriority = NORMAL) -> None:
         """Call ``fn()`` ``delay`` seconds from now."""
@@ -209,11 +236,12 @@ class Environment(simpy.Environment):
 
 def _run_events(env: Environment, queue: list, horizon: float, left: int) -> int:
     """Process up to ``left`` events due by ``horizon``; returns how many of ``left`` remain."""
+    clock = env.clock
     while queue and left:
         if queue[0][0] > horizon:
             break
         now, _, _, event = heappop(queue)
-        env._now = now
+        clock.now = now
         if type(event) is _TimerEvent:
             # a timer: always ok, one callback (the compiled loop calls it with typed fields)
             timer_event: _TimerEvent = event

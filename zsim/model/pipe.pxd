@@ -1,4 +1,6 @@
 # C declarations for zsim/model/pipe.py (Cython pure-Python mode; see zsim/native.py).
+from zsim.model.kernel cimport Clock
+
 
 cdef class WakeGroup:
     cdef public long awake
@@ -7,6 +9,7 @@ cdef class WakeGroup:
 
 cdef class Pipe:
     cdef public object env
+    cdef public Clock clock
     cdef public str name
     cdef public long hwm
     cdef public long lwm

@@ -78,6 +78,7 @@ class Pipe:
 
     __slots__ = (
         "env",
+        "clock",
         "name",
         "hwm",
         "lwm",
@@ -118,6 +119,7 @@ class Pipe:
         index: int = -1,
     ) -> None:
         self.env = env
+        self.clock = env.clock  # the time as a C double: see kernel.Clock
         self.name = name
         self.conflate = conflate
         if conflate:
@@ -185,7 +187,7 @@ class Pipe:
         to ``on_displace`` (``ypipe_conflate_t``).
         """
         queue = self.queue
-        now = self.env._now
+        now = self.clock.now
         depth = len(queue)
         self.area += depth * (now - self.last_change)
         self.last_change = now
@@ -233,7 +235,7 @@ class Pipe:
             if self.delimited and self.owner is not None:
                 self.owner.on_delimiter(self)
             return None
-        now = self.env._now
+        now = self.clock.now
         depth = len(queue)
         self.area += depth * (now - self.last_change)
         self.last_change = now
@@ -265,7 +267,7 @@ class Pipe:
     def fall_asleep(self) -> None:
         """The reader found the pipe empty: it will need an activate_read to look again."""
         self.reader_asleep = True
-        self.asleep_since = self.env._now
+        self.asleep_since = self.clock.now
         if self.wake_counted:
             self.reader_idle()
 
@@ -279,11 +281,11 @@ class Pipe:
             if group is not None:  # always: only a pipe with a group counts itself awake
                 group.awake -= 1
                 if group.awake == 0:
-                    group.asleep_since = self.env._now
+                    group.asleep_since = self.clock.now
 
     def drain(self) -> list[Message]:
         """Remove and return everything queued (the pipe is being destroyed)."""
-        now = self.env._now
+        now = self.clock.now
         if self.wake_counted:
             self.reader_idle()
         self.area += len(self.queue) * (now - self.last_change)

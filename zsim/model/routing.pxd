@@ -1,6 +1,7 @@
 # C declarations for zsim/model/routing.py (Cython pure-Python mode; see zsim/native.py).
 cimport cython
 
+from zsim.model.kernel cimport Clock
 from zsim.model.peer cimport Peer, Subscriptions
 from zsim.model.pipe cimport Pipe
 
@@ -43,6 +44,7 @@ cdef class FairQueue:
 @cython.final
 cdef class Distribute:
     cdef public object owner
+    cdef public Clock clock
     cdef public list peers
     cdef public bint nodrop
     cdef public set _members
@@ -59,6 +61,7 @@ cdef class Distribute:
 @cython.final
 cdef class RouteByIdentity:
     cdef public object owner
+    cdef public Clock clock
     cdef public dict by_key
     cdef public bint mandatory
 

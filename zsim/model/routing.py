@@ -36,7 +36,7 @@ class SendOwner(Protocol):
     copies: int
     dropped: int
     ledger: LedgerSink
-    env: Any  # zsim.model.kernel.Environment: ``_now`` is read on the hot path
+    clock: Any  # zsim.model.kernel.Clock: the time, read on the hot path
 
 
 class LoadBalance:
@@ -193,10 +193,11 @@ class Distribute:
     tell the user *why* a copy was lost).
     """
 
-    __slots__ = ("owner", "peers", "nodrop", "_members")
+    __slots__ = ("owner", "clock", "peers", "nodrop", "_members")
 
     def __init__(self, owner: SendOwner, nodrop: bool = False) -> None:
         self.owner = owner
+        self.clock = owner.clock
         self.peers: list[Peer] = []  # in attach order: the order copies are made
         self.nodrop = nodrop
         self._members: set[int] = set()  # id(peer): membership in O(1) for large fan-outs
@@ -251,14 +252,14 @@ class Distribute:
                 else:
                     dropped += 1
                     pipe.dropped += 1  # type: ignore[union-attr]
-                    owner.ledger.dropped(msg, owner.index, pipe.index, RULE_HWM, owner.env._now)  # type: ignore[union-attr]
+                    owner.ledger.dropped(msg, owner.index, pipe.index, RULE_HWM, self.clock.now)  # type: ignore[union-attr]
             elif peer.alive and peer.remote_subs is not None and peer.remote_subs.matches(topic):
                 # The subscriber wants it, but this side cannot know yet: the slow joiner.
                 copies += 1
                 dropped += 1
                 pipe_index = peer.out_pipe.index if peer.out_pipe is not None else -1
                 rule = RULE_NOT_SUBSCRIBED if peer.attached else RULE_NOT_CONNECTED
-                owner.ledger.dropped(msg, owner.index, pipe_index, rule, owner.env._now)
+                owner.ledger.dropped(msg, owner.index, pipe_index, rule, self.clock.now)
         owner.copies += copies
         if dropped:
             owner.dropped += dropped
@@ -268,10 +269,11 @@ class Distribute:
 class RouteByIdentity:
     """``router_t``: ROUTER."""
 
-    __slots__ = ("owner", "by_key", "mandatory")
+    __slots__ = ("owner", "clock", "by_key", "mandatory")
 
     def __init__(self, owner: SendOwner, mandatory: bool = False) -> None:
         self.owner = owner
+        self.clock = owner.clock
         self.by_key: dict[object, Peer] = {}
         self.mandatory = mandatory
 
@@ -305,7 +307,7 @@ class RouteByIdentity:
         owner = self.owner
         envelope = msg[MSG_ENVELOPE]
         peer = self.by_key.get(envelope[0]) if envelope else None
-        now = owner.env._now
+        now = self.clock.now
         if peer is None or peer.out_pipe is None:
             if self.mandatory:
                 return UNROUTABLE

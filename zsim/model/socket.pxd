@@ -1,6 +1,7 @@
 # C declarations for zsim/model/socket.py (Cython pure-Python mode; see zsim/native.py).
 cimport cython
 
+from zsim.model.kernel cimport Clock
 from zsim.model.peer cimport Peer, Subscriptions
 from zsim.model.pipe cimport Pipe
 from zsim.model.routing cimport Distribute, FairQueue, LoadBalance, RouteByIdentity
@@ -14,6 +15,7 @@ cdef int AGAIN, SENT, RULE_FILTERED, RULE_HWM, RULE_NO_DELIMITER, RULE_NO_PEERS,
 cdef class Socket:
     cdef public object ctx
     cdef public object env
+    cdef public Clock clock
     cdef public long index
     cdef public str name
     cdef public str type

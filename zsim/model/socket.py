@@ -45,7 +45,7 @@ class Socket:
     """One simulated ZeroMQ socket."""
 
     __slots__ = (
-        "ctx", "env", "index", "name", "type", "traits", "process", "options", "routing_id", "state", "peers",
+        "ctx", "env", "clock", "index", "name", "type", "traits", "process", "options", "routing_id", "state", "peers",
         "mailbox", "last_command_time", "ticks", "waiters", "wake_pending", "own_subs", "lb", "fq", "dist", "router",
         "pair_peer", "all_subs", "pending_subscriptions", "reply_pipe", "awaiting_reply", "reply_peer",
         "reply_envelope", "sent", "send_again", "send_unroutable", "received", "recv_again", "dropped", "discarded",
@@ -65,6 +65,7 @@ class Socket:
     ) -> None:
         self.ctx = ctx
         self.env = ctx.env
+        self.clock = ctx.clock  # the time as a C double: see kernel.Clock
         self.index = index
         self.name = name
         self.type = type_name
@@ -185,7 +186,7 @@ class Socket:
 
     def process_commands(self, throttle: bool = False) -> None:
         if throttle:
-            now = self.env._now
+            now = self.clock.now
             last = self.last_command_time
             if last <= now and now - last <= self.throttle_s:
                 return
@@ -368,7 +369,7 @@ class Socket:
     def write_subscription(self, pipe: Pipe, prefix: str, subscribe: bool) -> None:
         if pipe.check_write():
             wire = len(prefix.encode()) + 1 + 2
-            pipe.write((SUBSCRIBE_ID if subscribe else UNSUBSCRIBE_ID, self.env._now, 0, wire, prefix, (), self.index))
+            pipe.write((SUBSCRIBE_ID if subscribe else UNSUBSCRIBE_ID, self.clock.now, 0, wire, prefix, (), self.index))
 
     def send_subscription(self, prefix: str, subscribe: bool) -> int:
         """XSUB ``xsend`` of a (un)subscription: cache it and send it to every peer."""
@@ -419,10 +420,10 @@ class Socket:
         """A message read from ``pipe`` (never None here: the read returned a message) that
         the socket throws away by ``rule``."""
         self.discarded += 1
-        self.ledger.discarded(msg, self.index, pipe.index, rule, self.env._now)  # type: ignore[union-attr]
+        self.ledger.discarded(msg, self.index, pipe.index, rule, self.clock.now)  # type: ignore[union-attr]
 
     def _queue_subscription_for_app(self, prefix: str, subscribe: bool) -> None:
-        self.pending_subscriptions.append((SUBSCRIBE_ID if subscribe else UNSUBSCRIBE_ID, self.env._now, 0, 0, prefix, (), self.index))
+        self.pending_subscriptions.append((SUBSCRIBE_ID if subscribe else UNSUBSCRIBE_ID, self.clock.now, 0, 0, prefix, (), self.index))
         if self.waiters and not self.wake_pending:
             self._schedule_wake()
 
@@ -441,7 +442,7 @@ class Socket:
         ``socket_base_t::send`` first calls ``process_commands(0, true)``: commands are
         looked at only if more than ``max_command_delay`` passed since the last look.
         """
-        now = self.env._now
+        now = self.clock.now
         last = self.last_command_time
         if not (last <= now and now - last <= self.throttle_s):
             self.last_command_time = now
@@ -487,7 +488,7 @@ class Socket:
         """REP: back to the pipe the request came from; dropped if full or gone."""
         peer = self.reply_peer
         self.reply_peer = None
-        now = self.env._now
+        now = self.clock.now
         self.copies += 1
         if peer is None or not peer.alive or peer.out_pipe is None:
             self.dropped += 1

@@ -3,7 +3,7 @@ cimport cython
 
 from zsim.model.context cimport Context
 from zsim.model.cpu cimport Thread
-from zsim.model.kernel cimport FastTimer, Timer
+from zsim.model.kernel cimport Clock, FastTimer, Timer
 from zsim.model.socket cimport Socket
 
 cdef int INBOUND_POLL_RATE, OPEN, AGAIN, SENT, UNROUTABLE, RULE_UNROUTABLE
@@ -15,6 +15,7 @@ cdef class Sender:
     cdef public Thread cpu
     cdef public Context world
     cdef public object env
+    cdef public Clock clock
     cdef public str name
     cdef public Socket socket
     cdef public object process
@@ -70,6 +71,7 @@ cdef class Receiver:
     cdef public Thread cpu
     cdef public Context world
     cdef public object env
+    cdef public Clock clock
     cdef public str name
     cdef public Socket socket
     cdef public object process
@@ -111,6 +113,7 @@ cdef class Proxy:
     cdef public Thread cpu
     cdef public object world
     cdef public object env
+    cdef public Clock clock
     cdef public str name
     cdef public Socket frontend
     cdef public Socket backend

@@ -96,6 +96,7 @@ class Sender:
     ) -> None:
         self.world = world
         self.env = world.env
+        self.clock = world.clock  # the time as a C double: see kernel.Clock
         self.name = name
         self.socket = socket
         self.process = process
@@ -157,7 +158,7 @@ class Sender:
     def stop(self) -> None:
         if not self.done:
             self.done = True
-            self.finished_at = self.env._now
+            self.finished_at = self.clock.now
         self.timer.cancel()
         self.timeout_timer.cancel()
         self.socket.stop_waiting(self._retry)
@@ -170,7 +171,7 @@ class Sender:
         """The process restarted: carry on with the attempts that are left."""
         if self.count is not None and self.attempts >= self.count:
             return
-        self.due = self.env._now  # a restarted schedule starts now, it does not catch up the crash
+        self.due = self.clock.now  # a restarted schedule starts now, it does not catch up the crash
         self.done = False
         self.pending = None
         self.awaiting_reply = False
@@ -214,7 +215,7 @@ class Sender:
     def _fire(self, event: object = None) -> None:
         if self.done or (event is not None and event is not self.timer._event):
             return
-        now = self.env._now
+        now = self.clock.now
         sock = self.socket
         if sock.state != OPEN:
             self._finish()
@@ -270,7 +271,7 @@ class Sender:
         self.ledger.sent(msg, sock.index)
         if self.is_request:
             self.awaiting_reply = True
-            self.request_sent_at = self.env._now
+            self.request_sent_at = self.clock.now
             self._await_reply()
             return
         self._next(self.send_cost)
@@ -289,7 +290,7 @@ class Sender:
         if self.cpu is not None:
             self.cpu.run_then(cost, self._after_call)
             return
-        ready = self.env._now + cost
+        ready = self.clock.now + cost
         due = self.due
         if due > ready:
             if self.jitter is not None:
@@ -301,7 +302,7 @@ class Sender:
     def _after_call(self) -> None:
         """With cores: the send call's burst is over; sleep until the next attempt is due."""
         due = self.due
-        if due > self.env._now:
+        if due > self.clock.now:
             if self.jitter is not None:
                 due += self.jitter.next()
             self.cpu.wait_until(self.timer, due)  # type: ignore[union-attr]
@@ -330,7 +331,7 @@ class Sender:
     def _block(self, msg: Message) -> None:
         sock = self.socket
         self.pending = msg
-        self.blocked_since = self.env._now
+        self.blocked_since = self.clock.now
         sock.blocked_count += 1
         sock.wait(self._retry)
         timeout = sock.options.sndtimeo
@@ -351,8 +352,8 @@ class Sender:
             return
         sock.stop_waiting(self._retry)
         self.timeout_timer.cancel()
-        sock.blocked_s += self.env._now - self.blocked_since
-        self.blocked_s += self.env._now - self.blocked_since
+        sock.blocked_s += self.clock.now - self.blocked_since
+        self.blocked_s += self.clock.now - self.blocked_since
         self.pending = None
         if status == SENT:
             self._sent(msg)
@@ -364,8 +365,8 @@ class Sender:
             return
         sock = self.socket
         sock.stop_waiting(self._retry)
-        sock.blocked_s += self.env._now - self.blocked_since
-        self.blocked_s += self.env._now - self.blocked_since
+        sock.blocked_s += self.clock.now - self.blocked_since
+        self.blocked_s += self.clock.now - self.blocked_since
         self.pending = None
         self._failed(AGAIN)
 
@@ -390,7 +391,7 @@ class Sender:
 
     def _reply(self, msg: Message) -> None:
         sock = self.socket
-        now = self.env._now
+        now = self.clock.now
         sock.received += 1
         self.ledger.delivered(msg, sock.index, sock.last_pipe_index, now)
         self.rtt.append(now - self.request_sent_at)
@@ -422,6 +423,7 @@ class Receiver:
     ) -> None:
         self.world = world
         self.env = world.env
+        self.clock = world.clock  # the time as a C double: see kernel.Clock
         self.name = name
         self.socket = socket
         self.process = process
@@ -484,7 +486,7 @@ class Receiver:
         if self.done or (event is not None and event is not self.timer._event):
             return
         sock = self.socket
-        now = self.env._now
+        now = self.clock.now
         if sock.state != OPEN or (self.count is not None and self.received >= self.count) or (self.end_s is not None and now >= self.end_s):
             self.stop()
             return
@@ -554,7 +556,7 @@ class Receiver:
 
     def _got(self, msg: Message) -> None:
         sock = self.socket
-        now = self.env._now
+        now = self.clock.now
         self.received += 1
         sock.received += 1
         if msg[0] >= 0:
@@ -598,8 +600,8 @@ class Receiver:
         self.pending_reply = None
         if msg is None or self.done:
             return
-        self.forwarding = (msg[0], self.env._now) + msg[2:]
-        self.forward_blocked_since = self.env._now
+        self.forwarding = (msg[0], self.clock.now) + msg[2:]
+        self.forward_blocked_since = self.clock.now
         self._forward_retry()
 
     def _forward_retry(self) -> None:
@@ -618,7 +620,7 @@ class Receiver:
             return
         target.stop_waiting(self._forward_retry)
         self.forwarding = None
-        now = self.env._now
+        now = self.clock.now
         if now > self.forward_blocked_since:
             target.blocked_s += now - self.forward_blocked_since
             target.blocked_count += 1
@@ -642,7 +644,7 @@ class Receiver:
         self.pending_reply = None
         sock = self.socket
         if msg is not None and not self.done and sock.is_open:
-            now = self.env._now
+            now = self.clock.now
             msg = (msg[0], now) + msg[2:]
             status = sock.send(msg)
             if status == SENT:
@@ -670,6 +672,7 @@ class Proxy:
     def __init__(self, world: World, name: str, frontend: Socket, backend: Socket, process: Process) -> None:
         self.world = world
         self.env = world.env
+        self.clock = world.clock  # the time as a C double: see kernel.Clock
         self.name = name
         self.frontend = frontend
         self.backend = backend
@@ -743,7 +746,7 @@ class Proxy:
             return False
         source.received += 1
         if msg[MSG_ID] >= 0:
-            self.ledger.forwarded(msg, source.index, source.last_pipe_index, self.env._now)
+            self.ledger.forwarded(msg, source.index, source.last_pipe_index, self.clock.now)
         self.forwarded += 1
         if self._send(msg, target) == AGAIN:
             self.pending = (msg, target)
@@ -775,6 +778,6 @@ class Proxy:
             target.send_unroutable += 1
             target.copies += 1
             target.dropped += 1
-            self.ledger.dropped(msg, target.index, -1, RULE_UNROUTABLE, self.env._now)
+            self.ledger.dropped(msg, target.index, -1, RULE_UNROUTABLE, self.clock.now)
             return SENT
         return status

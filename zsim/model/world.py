@@ -49,7 +49,7 @@ class Process:
             return
         self.exiting = True
         world = self.world
-        self.exit_started_at = world.env._now
+        self.exit_started_at = world.clock.now
         for workload in self.workloads:
             workload.stop()
         for sock in self.sockets:
@@ -59,7 +59,7 @@ class Process:
     def _check_done(self) -> None:
         if self.exiting and self.alive and not self.pending_sessions:
             self.alive = False
-            self.exit_completed_at = self.world.env._now
+            self.exit_completed_at = self.world.clock.now
             for callback in self.on_exit:
                 callback()
 
@@ -72,7 +72,7 @@ class Process:
         if not self.alive:
             return
         world = self.world
-        self.crashed_at = world.env._now
+        self.crashed_at = world.clock.now
         for workload in self.workloads:
             workload.stop()
         for sock in self.sockets:

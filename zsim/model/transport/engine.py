@@ -117,6 +117,7 @@ class Engine:
         self.session = session
         self.ctx = link.ctx
         self.env = link.ctx.env
+        self.clock = link.ctx.clock  # the time: see kernel.Clock
         self.params: TransportParams = link.params
         self.out_wire = out_wire
         self.in_wire = in_wire
@@ -157,7 +158,7 @@ class Engine:
         """``out_event`` when the I/O thread gets to it; its cost is the thread's burst
         (``_out_event`` writes it as ``out_free_at``, which the I/O thread replaces)."""
         self.out_queued = False
-        now = self.env._now
+        now = self.clock.now
         self.out_free_at = now
         self._out_event()
         cost = self.out_free_at - now
@@ -171,7 +172,7 @@ class Engine:
 
     def _in_task(self) -> float:
         self.in_queued = False
-        now = self.env._now
+        now = self.clock.now
         self.in_free_at = now
         self._in_event()
         cost = self.in_free_at - now
@@ -184,7 +185,7 @@ class Engine:
         """POLLOUT / activate_read from the socket: run ``out_event`` when the engine is free."""
         if self.closed or self.out_timer.armed:
             return
-        now = self.env._now
+        now = self.clock.now
         when = max(now + delay, self.out_free_at)
         self.out_timer.arm(when - now)
 
@@ -211,7 +212,7 @@ class Engine:
                     session.delimiter_reached()
                 return
             cost = params.engine_s_per_msg * pulled + params.engine_s_per_byte * self.out_bytes
-            self.out_free_at = self.env._now + cost
+            self.out_free_at = self.clock.now + cost
         self._write()
 
     def _write(self) -> None:
@@ -232,7 +233,7 @@ class Engine:
             overhead = charge_fn(free) - free if free > 0 else 0
         if free <= 0:
             self._wait_for_space()
-            wire.observe(self.env._now)  # the batch just pulled waits in the engine
+            wire.observe(self.clock.now)  # the batch just pulled waits in the engine
             return
         moved = 0
         completed = 0
@@ -255,7 +256,7 @@ class Engine:
         wire.msgs += completed
         wire.charged += moved + overhead
         self.out_bytes -= moved
-        wire.observe(self.env._now)
+        wire.observe(self.clock.now)
         reader = wire.reader
         if reader is not None and moved:
             reader.kick_in(self.latency.next())
@@ -292,7 +293,7 @@ class Engine:
                     return
             self.out_waiting_space = False
             if self.out_batch:
-                now = self.env._now
+                now = self.clock.now
                 when = max(now, self.out_free_at)
                 if not self.out_timer.armed:
                     self.out_timer.arm(when - now)
@@ -302,7 +303,7 @@ class Engine:
     def kick_in(self, delay: float = 0.0) -> None:
         if self.closed or self.input_stopped:
             return
-        now = self.env._now
+        now = self.clock.now
         when = max(now + delay, self.in_free_at)
         if self.in_timer.armed:
             return
@@ -351,16 +352,16 @@ class Engine:
         if writer is not None:
             writer.space_freed()
         params = self.params
-        self.in_free_at = self.env._now + params.engine_s_per_msg * len(decoded) + params.engine_s_per_byte * taken
+        self.in_free_at = self.clock.now + params.engine_s_per_msg * len(decoded) + params.engine_s_per_byte * taken
         session = self.session
         for i, msg in enumerate(decoded):
             if not session.push(msg):
                 self.held = msg
                 self.in_buffer.extend(decoded[i + 1 :])
                 self._stop_input()
-                wire.observe(self.env._now)
+                wire.observe(self.clock.now)
                 return
-        wire.observe(self.env._now)
+        wire.observe(self.clock.now)
         if wire.queue or wire.peer_closed:
             self.kick_in()
 
@@ -395,9 +396,9 @@ class Engine:
             msg = self.in_buffer.popleft()
             if not session.push(msg):
                 self.held = msg
-                self.in_wire.observe(self.env._now)
+                self.in_wire.observe(self.clock.now)
                 return
-        self.in_wire.observe(self.env._now)
+        self.in_wire.observe(self.clock.now)
         if self.io_error:
             # Everything decoded is in the pipe; what is still in the kernel is lost.
             self.link.engine_error(self, "hup")

@@ -21,12 +21,12 @@ if TYPE_CHECKING:  # pragma: no cover
 
 def record_lost(ctx: Context, msgs: Any, socket_index: int, pipe_index: int, rule: int) -> int:
     """Ledger every user message of ``msgs`` as lost; returns how many."""
-    return _record(ctx.ledger.lost, ctx.env._now, msgs, socket_index, pipe_index, rule)
+    return _record(ctx.ledger.lost, ctx.clock.now, msgs, socket_index, pipe_index, rule)
 
 
 def record_discarded(ctx: Context, msgs: Any, socket_index: int, pipe_index: int, rule: int) -> int:
     """Ledger every user message of ``msgs`` as discarded; returns how many."""
-    return _record(ctx.ledger.discarded, ctx.env._now, msgs, socket_index, pipe_index, rule)
+    return _record(ctx.ledger.discarded, ctx.clock.now, msgs, socket_index, pipe_index, rule)
 
 
 def _record(write: Any, now: float, msgs: Any, socket_index: int, pipe_index: int, rule: int) -> int:
@@ -45,7 +45,7 @@ def drop_displaced(ctx: Context, pipe: Pipe, owner: Socket) -> None:
     def displaced(msg: Message) -> None:
         if msg[MSG_ID] >= 0:
             owner.dropped += 1
-            ctx.ledger.dropped(msg, owner.index, pipe.index, RULE_CONFLATED, ctx.env._now)
+            ctx.ledger.dropped(msg, owner.index, pipe.index, RULE_CONFLATED, ctx.clock.now)
 
     pipe.on_displace = displaced
 

@@ -94,8 +94,8 @@ class Link:
         c_rcv = c_sock.options.rcvbuf if transport == "tcp" else -1
         b_snd = b_sock.options.sndbuf if transport == "tcp" else -1
         b_rcv = b_sock.options.rcvbuf if transport == "tcp" else -1
-        self.c2b = Wire(f"{c_sock.name}->{b_sock.name}", fn, c_snd, b_rcv, c_sock.options.sndhwm, self.ctx.env._now)
-        self.b2c = Wire(f"{b_sock.name}->{c_sock.name}", fn, b_snd, c_rcv, b_sock.options.sndhwm, self.ctx.env._now)
+        self.c2b = Wire(f"{c_sock.name}->{b_sock.name}", fn, c_snd, b_rcv, c_sock.options.sndhwm, self.ctx.clock.now)
+        self.b2c = Wire(f"{b_sock.name}->{c_sock.name}", fn, b_snd, c_rcv, b_sock.options.sndhwm, self.ctx.clock.now)
         # conn.rng also draws the handshake time and the reconnect jitter (one stream per
         # sampler would change every tcp/ipc ledger and needs the kernel tables re-fitted)
         self.latency_sampler: Sampler = self.params.hop_latency.sampler(conn.rng, shared_stream=True)
@@ -122,6 +122,7 @@ class StreamConnection:
     def __init__(self, ctx: Context, connector: Socket, endpoint: Any, index: int) -> None:
         self.ctx = ctx
         self.env = ctx.env
+        self.clock = ctx.clock  # the time: see kernel.Clock
         self.endpoint = endpoint
         self.transport = endpoint.transport
         self.params = ctx.params.transport(self.transport)
@@ -139,7 +140,7 @@ class StreamConnection:
         self.attempt_timer = self.env.timer(self._attempt)
         self.handshake_timer = self.env.timer(self._handshake_done)
         self.handshake_binder: Socket | None = None
-        self.last_attempt = self.env._now
+        self.last_attempt = self.clock.now
         self.waiting_for_listener = False
         self.c_peer: Peer | None = None
         self.b_peer: Peer | None = None
@@ -203,7 +204,7 @@ class StreamConnection:
         """``tcp_connecter_t::start_connecting``: the listener is there or it is not."""
         if self.closed or not self.connector.is_open:
             return
-        self.last_attempt = self.env._now
+        self.last_attempt = self.clock.now
         binder = self.ctx.listeners.get(self.endpoint.key)
         if binder is None or not binder.is_open:
             self._schedule_retry()
@@ -250,7 +251,7 @@ class StreamConnection:
             return
         self.waiting_for_listener = False
         attempt = self.last_attempt + self._pending_delay
-        now = self.env._now
+        now = self.clock.now
         while attempt < now:
             delay = self._reconnect_delay()
             if delay is None:
@@ -337,7 +338,7 @@ class StreamConnection:
             reader = wire.reader
             losses = [(msg, sock, pipe_index, kernel_rule if place == WHERE_KERNEL else engine_rule)
                       for msg, sock, pipe_index, place in in_flight(engine, wire)]
-            now = ctx.env._now
+            now = ctx.clock.now
             for msg, where, pipe_index, why in losses:
                 if msg[MSG_ID] >= 0:
                     ctx.ledger.lost(msg, where.index, pipe_index, why, now)
@@ -370,7 +371,7 @@ class StreamConnection:
             if peer is not None:
                 self._drop_connect_pipes(RULE_DISCONNECT)
         if self.connector.is_open and not self.closed:
-            self.last_attempt = self.env._now
+            self.last_attempt = self.clock.now
             self._schedule_retry()
 
     def _terminate_bind_session(self, session: Session, rule: int) -> None:
@@ -510,7 +511,7 @@ class StreamConnection:
                 out_wire.msgs += len(engine.out_batch)
                 engine.out_batch.clear()
                 engine.out_bytes = 0
-                out_wire.observe(self.env._now)
+                out_wire.observe(self.clock.now)
             engine.shutdown()
             session.engine = None
             # Whatever the peer sent us and we never decoded is lost.
@@ -528,7 +529,7 @@ class StreamConnection:
             engine.held = None
             engine.in_buffer.clear()
             engine.partial = None
-            engine.in_wire.observe(self.env._now)
+            engine.in_wire.observe(self.clock.now)
             other = link.b_engine if engine is link.c_engine else link.c_engine
             other.out_wire_closed = True  # type: ignore[attr-defined]
             other.peer_closed()
