@@ -22,7 +22,7 @@ def test_a_sampler_that_draws_little_holds_little():
     dist = parse_distribution({"dist": "exponential", "mean_s": 1.0}, "x", "s")
     sampler = dist.sampler(np.random.default_rng(1))
     sampler.next()
-    assert len(sampler._block) == 16
+    assert sampler.held == 16
     for _ in range(16 + 32 + 64):
         sampler.next()
-    assert len(sampler._block) == 128
+    assert sampler.held == 128

@@ -44,6 +44,7 @@ MODULES = (
     "zsim.model.workload",
     "zsim.model.cpu",
     "zsim.ledger",
+    "zsim.sampler",
 )
 
 #: set to 1 to run the ``.py`` files even where compiled modules are installed

@@ -4,6 +4,7 @@ cimport cython
 from zsim.model.kernel cimport Clock
 from zsim.model.peer cimport Peer, Subscriptions
 from zsim.model.pipe cimport Pipe
+from zsim.sampler cimport Sampler
 from zsim.model.routing cimport Distribute, FairQueue, LoadBalance, RouteByIdentity
 
 cdef int INBOUND_POLL_RATE
@@ -58,7 +59,7 @@ cdef class Socket:
     cdef public object xrecv
     cdef public double throttle_s
     cdef public object ledger
-    cdef public object wake_sampler
+    cdef public Sampler wake_sampler
     cdef object __weakref__
 
     @cython.locals(policy=object)

@@ -5,6 +5,7 @@ from zsim.model.context cimport Context
 from zsim.model.cpu cimport Thread
 from zsim.model.kernel cimport Clock, FastTimer, Timer
 from zsim.model.socket cimport Socket
+from zsim.sampler cimport Sampler
 
 cdef int INBOUND_POLL_RATE, OPEN, AGAIN, SENT, UNROUTABLE, RULE_UNROUTABLE
 cdef int MSG_ENVELOPE, MSG_ID, MSG_TOPIC, SUBSCRIBE_ID
@@ -22,8 +23,8 @@ cdef class Sender:
     cdef public object count
     cdef public object end_s
     cdef public object until_s
-    cdef public object interval
-    cdef public object size
+    cdef public Sampler interval
+    cdef public Sampler size
     cdef public double start_s
     cdef public tuple topics
     cdef public long parts
@@ -48,7 +49,7 @@ cdef class Sender:
     cdef public double send_cost
     cdef public double drop_cost
     cdef public double recv_cost
-    cdef public object jitter
+    cdef public Sampler jitter
     cdef public object ledger
     cdef public bint is_request
     cdef public long _topic_index
@@ -75,14 +76,14 @@ cdef class Receiver:
     cdef public str name
     cdef public Socket socket
     cdef public object process
-    cdef public object service
+    cdef public Sampler service
     cdef public double start_s
     cdef public object count
     cdef public object end_s
     cdef public bint reply
-    cdef public object reply_size
-    cdef public object pause_every
-    cdef public object pause
+    cdef public Sampler reply_size
+    cdef public Sampler pause_every
+    cdef public Sampler pause
     cdef public str on_timeout
     cdef public FastTimer timer
     cdef public Timer timeout_timer
@@ -91,7 +92,7 @@ cdef class Receiver:
     cdef public bint waiting
     cdef public double recv_cost
     cdef public double send_cost
-    cdef public object jitter
+    cdef public Sampler jitter
     cdef public object ledger
     cdef public object delivered
     cdef public double next_pause_at

@@ -30,7 +30,7 @@ from .pipe import BOTTOM, MSG_ENVELOPE, MSG_ID, MSG_TOPIC, SUBSCRIBE_ID, Message
 from .socket import OPEN, Socket
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..distributions import Sampler
+    from ..sampler import Sampler
     from .cpu import Thread
     from .world import Process, World
 

@@ -27,7 +27,7 @@ from .engine import Engine, Wire
 from .losses import drop_displaced, in_flight, record_discarded, record_lost, wire_messages
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...distributions import Sampler
+    from ...sampler import Sampler
     from ..params import TransportParams
 
 

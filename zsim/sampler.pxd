@@ -1,0 +1,21 @@
+# C declarations for zsim/sampler.py (Cython pure-Python mode; see zsim/native.py).
+cimport cython
+
+cdef long BLOCK, FIRST_BLOCK
+
+
+@cython.final
+cdef class Sampler:
+    cdef object _dist
+    cdef object _rng
+    cdef bint _integer
+    cdef object _block
+    cdef long _index
+    cdef long _length
+    cdef object _constant
+    cdef long _size
+    cdef bint _packed
+
+    cpdef _refill(self)
+    @cython.locals(index=long)
+    cpdef object next(self)
