@@ -182,3 +182,17 @@ def test_link_occupancy_empties_when_the_reader_keeps_up():
     assert all(level["at_end"] == 0 for level in forward.values())
     # one 1 KB message at a time crosses; the average is a fraction of one message
     assert forward["kernel_messages"]["max"] >= 1 and forward["kernel_messages"]["mean"] < 1
+
+
+def test_drop_counts_by_row_are_numpys_unique_rows_in_the_same_order():
+    # the per-socket and per-pipe "dropped_by" tables count (socket, pipe, rule) rows on one
+    # integer key; pipe -1 is "no pipe": the rows, counts and their order must be np.unique's
+    import numpy as np
+
+    from zsim.results import _count_rows
+
+    rng = np.random.default_rng(5)
+    dest, pipe, rule = rng.integers(0, 40, 5000), rng.integers(-1, 300, 5000), rng.integers(0, 12, 5000)
+    unique, counts = np.unique(np.stack([dest, pipe, rule], axis=1), axis=0, return_counts=True)
+    assert _count_rows(dest, pipe, rule) == [(tuple(row), n) for row, n in zip(unique.tolist(), counts.tolist(), strict=True)]
+    assert _count_rows(np.array([3, 3, -1]), np.array([0, 0, 7])) == [((-1, 7), 1), ((3, 0), 2)]

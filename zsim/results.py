@@ -105,6 +105,33 @@ def _settling(world: Any, table: dict[str, np.ndarray], meant_for: tuple[np.ndar
     return found
 
 
+def _count_rows(*columns: np.ndarray) -> list[tuple[tuple[int, ...], int]]:
+    """The distinct rows of equal-length integer columns and how often each occurs, in
+    lexicographic order: ``np.unique(np.stack(columns, 1), axis=0, return_counts=True)``.
+
+    Counted on one int64 key per row: ``np.unique`` with ``axis=0`` sorts a structured view
+    whose every comparison allocates, which cost ~3,600 instructions per dropped copy on
+    M/M/1/3 (more than the simulation of the copy).
+    """
+    lows = [int(column.min()) for column in columns]
+    spans = [int(column.max()) - low + 1 for column, low in zip(columns, lows, strict=True)]
+    if math.prod(spans) >= 2**62:  # pragma: no cover - far beyond any topology's indices
+        unique, counts = np.unique(np.stack(columns, axis=1), axis=0, return_counts=True)
+        return [(tuple(row), n) for row, n in zip(unique.tolist(), counts.tolist(), strict=True)]
+    key = np.zeros(len(columns[0]), dtype=np.int64)
+    for column, low, span in zip(columns, lows, spans, strict=True):
+        key = key * span + (column.astype(np.int64) - low)
+    values, counts = np.unique(key, return_counts=True)
+    rows = []
+    for value, n in zip(values.tolist(), counts.tolist(), strict=True):
+        row = []
+        for low, span in zip(reversed(lows), reversed(spans), strict=True):
+            value, digit = divmod(value, span)
+            row.append(digit + low)
+        rows.append((tuple(reversed(row)), n))
+    return rows
+
+
 def _inbound(world: Any, table: dict[str, np.ndarray], pipe_names: list[str],
              meant_for: tuple[np.ndarray, np.ndarray]) -> dict[int, dict[str, Any]]:
     """Per receiving socket: the fate of every copy meant for it (``meant_for``:
@@ -122,9 +149,7 @@ def _inbound(world: Any, table: dict[str, np.ndarray], pipe_names: list[str],
     dropped = wanted & (state == 2)
     drops: dict[int, dict[str, int]] = {}
     if dropped.any():
-        keys = np.stack([dest[dropped], pipe[dropped], rule[dropped].astype(np.int64)], axis=1)
-        unique, how_many = np.unique(keys, axis=0, return_counts=True)
-        for (d, p, r), n in zip(unique.tolist(), how_many.tolist(), strict=True):
+        for (d, p, r), n in _count_rows(dest[dropped], pipe[dropped], rule[dropped].astype(np.int64)):
             where = pipe_names[p] if p >= 0 else "no pipe"
             drops.setdefault(d, {})[f"{where}: {RULES.get(r, str(r))}"] = n
     inbound: dict[int, dict[str, Any]] = {}
@@ -170,9 +195,7 @@ def _pipe_drops(table: dict[str, np.ndarray]) -> dict[int, dict[str, int]]:
     dropped = (state == 2) & (pipe >= 0)
     result: dict[int, dict[str, int]] = {}
     if dropped.any():
-        keys = np.stack([pipe[dropped], rule[dropped].astype(np.int64)], axis=1)
-        unique, how_many = np.unique(keys, axis=0, return_counts=True)
-        for (p, r), n in zip(unique.tolist(), how_many.tolist(), strict=True):
+        for (p, r), n in _count_rows(pipe[dropped], rule[dropped].astype(np.int64)):
             result.setdefault(p, {})[RULES.get(r, str(r))] = n
     return result
 
