@@ -12,10 +12,14 @@ cdef class Sampler:
     cdef object _block
     cdef long _index
     cdef long _length
+    cdef long _drawn
+    cdef object _replay
     cdef object _constant
     cdef long _size
     cdef bint _packed
 
+    cpdef _draw(self, rng, long size)
+    cpdef _hold(self, block, long keep)
     cpdef _refill(self)
     @cython.locals(index=long)
     cpdef object next(self)

@@ -32,7 +32,8 @@ class Sampler:
     touches the random stream, so adding a constant workload leaves every other stream alone.
     """
 
-    __slots__ = ("_dist", "_rng", "_integer", "_block", "_index", "_length", "_constant", "_size", "_packed")
+    __slots__ = ("_dist", "_rng", "_integer", "_block", "_index", "_length", "_drawn", "_replay", "_constant", "_size",
+                 "_packed")
 
     def __init__(self, dist: Any, rng: np.random.Generator | None, integer: bool = False,
                  shared_stream: bool = False) -> None:
@@ -41,11 +42,12 @@ class Sampler:
         self._integer = integer
         self._block: Any = []
         self._index = 0
-        self._length = 0
+        self._length = 0  # values held in _block
+        self._drawn = 0  # values drawn from the stream for the current block (more than held: see _refill)
+        self._replay: Any = None  # the stream's state before the current block, while it is held in part
         # a stream shared with other draws must keep its draws in the same order: full
         # blocks from the start (growing ones would interleave differently), held packed
-        # (8 bytes a value, not a 32-byte float object: 32 KB a sampler, not 130 KB; one
-        # per tcp connection and one per link)
+        # (8 bytes a value, not a 32-byte float object)
         self._size = BLOCK if shared_stream else FIRST_BLOCK
         self._packed = shared_stream
         self._constant: float | int | None = None
@@ -54,27 +56,56 @@ class Sampler:
         elif rng is None:
             raise ValueError("a random distribution needs a random stream")
 
-    def _refill(self) -> None:
-        dist, rng = self._dist, self._rng
-        assert rng is not None
-        size = self._size
-        self._size = min(2 * size, BLOCK)
+    def _draw(self, rng: np.random.Generator, size: int) -> Any:
+        dist = self._dist
         if dist.kind == "exponential":
-            block = rng.exponential(dist.mean, size) if dist.mean > 0 else np.zeros(size)
-        elif dist.kind == "uniform":
-            block = rng.uniform(dist.low, dist.high, size)
-        elif dist.kind == "lognormal":
+            return rng.exponential(dist.mean, size) if dist.mean > 0 else np.zeros(size)
+        if dist.kind == "uniform":
+            return rng.uniform(dist.low, dist.high, size)
+        if dist.kind == "lognormal":
             mu = math.log(dist.mean) - dist.sigma**2 / 2.0
-            block = rng.lognormal(mu, dist.sigma, size)
-        else:  # empirical
-            block = rng.choice(np.asarray(dist.values, dtype=float), size)
+            return rng.lognormal(mu, dist.sigma, size)
+        return rng.choice(np.asarray(dist.values, dtype=float), size)  # empirical
+
+    def _hold(self, block: Any, keep: int) -> None:
+        block = block[:keep]
         if self._integer:
             values = np.rint(block).astype(np.int64)
             self._block = array("q", values.tobytes()) if self._packed else values.tolist()
         else:
             self._block = array("d", block.tobytes()) if self._packed else block.tolist()
+        self._length = keep
+
+    def _refill(self) -> None:
+        """Hold the next values: more of the current block, or a new block.
+
+        A shared stream's block is drawn whole (4096 values, so the stream's other draws
+        come after it, as they always have) but held in part: its first 16 values, then 8x
+        more each time they run out, drawn again from the stream's state saved before the
+        block (numpy gives the same values from the same state). A connection's handshake
+        sampler uses one value or a few, not 32 KB of them.
+        """
+        if self._length < self._drawn:
+            replay = np.random.Generator(type(self._rng.bit_generator)())  # type: ignore[union-attr]
+            replay.bit_generator.state = self._replay
+            keep = min(self._drawn, 8 * self._length)
+            self._hold(self._draw(replay, self._drawn), keep)
+            if keep == self._drawn:
+                self._replay = None
+            return  # _index goes on where it was
+        rng = self._rng
+        assert rng is not None
+        size = self._size
+        self._size = min(2 * size, BLOCK)
+        state = rng.bit_generator.state if self._packed and size > FIRST_BLOCK else None
+        block = self._draw(rng, size)
+        self._drawn = size
         self._index = 0
-        self._length = size
+        if state is not None:
+            self._replay = state
+            self._hold(block, FIRST_BLOCK)
+        else:
+            self._hold(block, size)
 
     @property
     def constant(self) -> float | int | None:
@@ -92,6 +123,6 @@ class Sampler:
         index = self._index
         if index >= self._length:
             self._refill()
-            index = 0
+            index = self._index
         self._index = index + 1
         return self._block[index]
