@@ -2,6 +2,22 @@
 cimport cython
 
 
+cdef bint _COMPILED
+
+
+# the heap (heapq's own algorithm: its indices are in range by construction; kernel.py turns
+# off bounds checks and negative indices for the module)
+@cython.locals(ta=double, tb=double, pa=long, pb=long)
+cdef inline bint _before(tuple a, tuple b) except -1
+@cython.locals(item=tuple, parent=tuple, parent_pos=Py_ssize_t)
+cdef _sift_down(list heap, Py_ssize_t start, Py_ssize_t pos)
+@cython.locals(end=Py_ssize_t, start=Py_ssize_t, item=tuple, child=Py_ssize_t, right=Py_ssize_t)
+cdef _sift_up(list heap, Py_ssize_t pos)
+cpdef _push(list heap, tuple entry)
+@cython.locals(last=tuple, first=tuple)
+cpdef tuple _pop(list heap)
+
+
 @cython.final
 cdef class Clock:
     cdef public double now

@@ -1,3 +1,4 @@
+# cython: boundscheck=False, wraparound=False
 """The simulation clock: a SimPy environment with a lean run loop and re-armable timers.
 
 Everything in the model is a SimPy event; users can mix their own ``env.process(...)``
@@ -25,6 +26,75 @@ from simpy.events import NORMAL, URGENT, Event, EventCallbacks, EventPriority
 from ..errors import ZsimError
 
 __all__ = ["Clock", "Environment", "FastTimer", "Timer", "NORMAL", "URGENT"]
+
+#: True when this module runs compiled: the heap's entries are then compared as C numbers
+#: (``_push``/``_pop``); uncompiled, ``heapq``'s C functions are faster than Python sifts
+_COMPILED = not __file__.endswith(".py")
+
+
+def _before(a: tuple, b: tuple) -> bool:
+    """``a < b`` for two heap entries ``(time, priority, eid, event)``, as ``heapq`` compares
+    them: the first field that differs decides (eids are unique, so never the event)."""
+    ta, tb = a[0], b[0]
+    if ta != tb:
+        return ta < tb
+    pa, pb = a[1], b[1]
+    if pa != pb:
+        return pa < pb
+    return a[2] < b[2]  # type: ignore[no-any-return]
+
+
+def _sift_down(heap: list, start: int, pos: int) -> None:
+    """``heapq._siftdown``: move ``heap[pos]`` up towards ``start`` while it sorts before its parent."""
+    item = heap[pos]
+    while pos > start:
+        parent_pos = (pos - 1) >> 1
+        parent = heap[parent_pos]
+        if _before(item, parent):
+            heap[pos] = parent
+            pos = parent_pos
+            continue
+        break
+    heap[pos] = item
+
+
+def _sift_up(heap: list, pos: int) -> None:
+    """``heapq._siftup``: the same steps, so the heap's layout is ``heapq``'s, entry for entry."""
+    end = len(heap)
+    start = pos
+    item = heap[pos]
+    child = 2 * pos + 1
+    while child < end:
+        right = child + 1
+        if right < end and not _before(heap[child], heap[right]):
+            child = right
+        heap[pos] = heap[child]
+        pos = child
+        child = 2 * pos + 1
+    heap[pos] = item
+    _sift_down(heap, start, pos)
+
+
+def _push(heap: list, entry: tuple) -> None:
+    """``heapq.heappush`` (the same heap, so SimPy's own ``heappush``/``heappop`` share it)."""
+    if not _COMPILED:
+        heappush(heap, entry)
+        return
+    heap.append(entry)
+    _sift_down(heap, 0, len(heap) - 1)
+
+
+def _pop(heap: list) -> tuple:
+    """``heapq.heappop``."""
+    if not _COMPILED:
+        return heappop(heap)  # type: ignore[no-any-return]
+    last = heap.pop()
+    if heap:
+        first = heap[0]
+        heap[0] = last
+        _sift_up(heap, 0)
+        return first  # type: ignore[no-any-return]
+    return last  # type: ignore[no-any-return]
 
 
 class Clock:
@@ -95,7 +165,7 @@ class Timer:
         event.callbacks = self._callbacks
         self._in_heap = True
         self.armed = True
-        heappush(self._queue, (self.clock.now + delay, priority, next(self._eid), event))
+        _push(self._queue, (self.clock.now + delay, priority, next(self._eid), event))
 
     def arm_at(self, when: float, priority: EventPriority = NORMAL) -> None:
         now = self.clock.now
@@ -128,7 +198,7 @@ class FastTimer:
             # still pending: a second firing needs its own heap entry
             event = self._event = _TimerEvent(self.env)
         event.callbacks = self._callbacks
-        heappush(self._queue, (self.clock.now + delay, priority, next(self._eid), event))
+        _push(self._queue, (self.clock.now + delay, priority, next(self._eid), event))
 
     def arm_at(self, when: float, priority: EventPriority = NORMAL) -> None:
         now = self.clock.now
@@ -184,12 +254,12 @@ class Environment(simpy.Environment):
     def call_later(self, delay: float, fn: Callable[[], Any], priority: EventPriority = NORMAL) -> None:
         """Call ``fn()`` ``delay`` seconds from now."""
         event = _Call(self, lambda _event: fn())
-        heappush(self._queue, (self._now + delay, priority, next(self._eid), event))
+        _push(self._queue, (self._now + delay, priority, next(self._eid), event))
 
     def call_soon(self, fn: Callable[[], Any]) -> None:
         """Call ``fn()`` at the current time, after the events already due now."""
         event = _Call(self, lambda _event: fn())
-        heappush(self._queue, (self._now, NORMAL, next(self._eid), event))
+        _push(self._queue, (self._now, NORMAL, next(self._eid), event))
 
     def timer(self, fn: Callable[[], Any]) -> Timer:
         return Timer(self, fn)
@@ -240,7 +310,7 @@ def _run_events(env: Environment, queue: list, horizon: float, left: int) -> int
     while queue and left:
         if queue[0][0] > horizon:
             break
-        now, _, _, event = heappop(queue)
+        now, _, _, event = _pop(queue)
         clock.now = now
         if type(event) is _TimerEvent:
             # a timer: always ok, one callback (the compiled loop calls it with typed fields)
