@@ -27,7 +27,7 @@ def compiled_modules() -> tuple[str, ...]:
 
 
 WARNING = ("WARNING: zsim's compiled core was not built ({reason}); zsim will run as pure Python, same results, "
-           "about 2-3x slower. Install Cython >= 3 and a C compiler (Debian: gcc, python3-dev), then reinstall.")
+           "about 3x slower. Install Cython >= 3 and a C compiler (Debian: gcc, python3-dev), then reinstall.")
 
 
 def warn(reason: str) -> None:
