@@ -29,7 +29,7 @@ __all__ = ["Clock", "Environment", "FastTimer", "Timer", "NORMAL", "URGENT"]
 
 #: True when this module runs compiled: the heap's entries are then compared as C numbers
 #: (``_push``/``_pop``); uncompiled, ``heapq``'s C functions are faster than Python sifts
-_COMPILED = not __file__.endswith(".py")
+_COMPILED = not __file__.endswith((".py", ".pyc"))
 
 
 def _before(a: tuple, b: tuple) -> bool:
