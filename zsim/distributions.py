@@ -11,9 +11,8 @@ A distribution is written as a plain number (a constant) or as a table::
 Sizes use ``_bytes`` in place of ``_s``. ``lognormal`` is parametrised by its mean (not
 the mean of the logarithm) so that changing ``sigma`` keeps the offered load constant.
 
-Samplers draw in blocks from a numpy ``Generator`` passed in by the caller: drawing one
-value at a time from numpy costs about a microsecond, a block of 4096 costs a few
-nanoseconds a value, and the hot path of the simulator draws once per message.
+``Distribution.sampler(rng)`` gives a ``zsim.sampler.Sampler``, which draws its values in
+blocks from the numpy ``Generator`` passed in by the caller.
 """
 
 from __future__ import annotations

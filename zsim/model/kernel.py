@@ -77,17 +77,12 @@ def _sift_up(heap: list, pos: int) -> None:
 
 def _push(heap: list, entry: tuple) -> None:
     """``heapq.heappush`` (the same heap, so SimPy's own ``heappush``/``heappop`` share it)."""
-    if not _COMPILED:
-        heappush(heap, entry)
-        return
     heap.append(entry)
     _sift_down(heap, 0, len(heap) - 1)
 
 
 def _pop(heap: list) -> tuple:
     """``heapq.heappop``."""
-    if not _COMPILED:
-        return heappop(heap)  # type: ignore[no-any-return]
     last = heap.pop()
     if heap:
         first = heap[0]
@@ -95,6 +90,11 @@ def _pop(heap: list) -> tuple:
         _sift_up(heap, 0)
         return first  # type: ignore[no-any-return]
     return last  # type: ignore[no-any-return]
+
+
+if not _COMPILED:
+    # uncompiled, the callers call heapq's C functions themselves (no Python call between)
+    globals().update(_push=heappush, _pop=heappop)
 
 
 class Clock:
