@@ -105,15 +105,17 @@ def lateness_summary(samples: Sequence[float]) -> dict[str, float]:
 # CPU starvation: how long this process's threads were ready to run but had no CPU
 
 
-def run_queue_waits(name_prefix: str | None = None) -> dict[int, float]:
-    """Run-queue wait (seconds) so far per thread id of this process (threads whose name
-    starts with ``name_prefix``). Compare two samples thread by thread
-    (``waited_between``): threads come and go, so sums of two samples do not subtract."""
+def run_queue_waits(name_prefix: str | None = None, pids: Sequence[int] = ()) -> dict[int, float]:
+    """Run-queue wait (seconds) so far per thread id of this process and of the processes
+    ``pids`` (e.g. a child that plays the other side), over threads whose name starts with
+    ``name_prefix``. Compare two samples thread by thread (``waited_between``): threads
+    come and go, so sums of two samples do not subtract."""
     import glob
     import os
 
     waits: dict[int, float] = {}
-    for task in glob.glob("/proc/self/task/*"):
+    tasks = [task for pid in ("self", *pids) for task in glob.glob(f"/proc/{pid}/task/*")]
+    for task in tasks:
         try:
             if name_prefix is not None:
                 with open(os.path.join(task, "comm")) as handle:
@@ -131,7 +133,7 @@ def waited_between(before: dict[int, float], after: dict[int, float]) -> float:
     return sum(max(0.0, after[tid] - before[tid]) for tid in after.keys() & before.keys())
 
 
-def run_queue_wait_s(name_prefix: str | None = None) -> float | None:
+def run_queue_wait_s(name_prefix: str | None = None, pids: Sequence[int] = ()) -> float | None:
     """Seconds the threads of this process (those whose name starts with ``name_prefix``,
     e.g. ``"ZMQbg/IO/"`` for libzmq's I/O threads) have spent runnable on a run queue
     waiting for a CPU, summed over threads (``/proc/self/task/*/schedstat``, field 2).
@@ -140,7 +142,7 @@ def run_queue_wait_s(name_prefix: str | None = None) -> float | None:
     This is what a loaded machine does to a real run and nothing else does: a thread that
     sleeps, blocks or spins is not counted, a thread that wanted a core and did not get
     one is."""
-    waits = run_queue_waits(name_prefix)
+    waits = run_queue_waits(name_prefix, pids)
     return sum(waits.values()) if waits else None
 
 
@@ -156,29 +158,31 @@ def thread_run_queue_wait_s(native_id: int) -> float | None:
 
 class Starvation:
     """``with Starvation() as s: ...`` then ``s.waited_s`` (run-queue wait of this process's
-    threads during the block, summed over threads), ``s.wall_s`` and ``s.share`` (waited /
-    wall; 0 on an idle machine, about 1 per thread that wanted a core and waited all along).
-    Only threads alive at both ends are counted (one that ends inside the block has left
-    ``/proc`` by then): measure around work whose threads (and libzmq I/O threads, which
-    live as long as their context) exist before and after it."""
+    threads, and of the processes ``pids``, during the block, summed over threads),
+    ``s.wall_s`` and ``s.share`` (waited / wall; 0 on an idle machine, about 1 per thread
+    that wanted a core and waited all along). Only threads alive at both ends are counted
+    (one that ends inside the block has left ``/proc`` by then): measure around work whose
+    threads (and libzmq I/O threads, which live as long as their context) exist before and
+    after it."""
 
-    def __init__(self, name_prefix: str | None = None) -> None:
+    def __init__(self, name_prefix: str | None = None, pids: Sequence[int] = ()) -> None:
         self.name_prefix = name_prefix
+        self.pids = tuple(pids)
         self.waited_s: float | None = None
         self.wall_s = 0.0
-        self._start_wait: float | None = None
+        self._start_waits: dict[int, float] = {}
         self._start = 0.0
 
     def __enter__(self) -> Starvation:
-        self._start_wait = run_queue_wait_s(self.name_prefix)
+        self._start_waits = run_queue_waits(self.name_prefix, self.pids)
         self._start = _pc()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.wall_s = _pc() - self._start
-        end = run_queue_wait_s(self.name_prefix)
-        if end is not None and self._start_wait is not None:
-            self.waited_s = max(0.0, end - self._start_wait)
+        end = run_queue_waits(self.name_prefix, self.pids)
+        if end and self._start_waits:
+            self.waited_s = waited_between(self._start_waits, end)
 
     @property
     def share(self) -> float | None:
