@@ -353,3 +353,43 @@ def test_the_envelope_is_every_frame_before_the_senders_own_whatever_the_hops():
     # too short for a header: the envelope's shape decides (a DEALER then has none)
     assert split_envelope([b"id", b"", b"abc"], "ROUTER", frames) == ([b"id", b""], [b"abc"])
     assert split_envelope([b"abc"], "DEALER", frames) == ([], [b"abc"])
+
+
+def test_the_harness_draws_what_the_simulator_draws(tmp_path):
+    """Stream names and the effective DONTWAIT are derived once (``zsim.spec``): a seed
+    gives the real harness's workloads the simulator's intervals, sizes, service times and
+    pauses, value for value, and ``sndtimeo = 0`` makes both sides' sends non-blocking."""
+    from types import SimpleNamespace
+
+    from validation.child import RecvTask, SendTask
+    from zsim.build import build, stream_factory
+
+    scenario = spec.from_dict({
+        "scenario": {"name": "draws", "until_s": 1.0},
+        "process": [{"name": "a"}, {"name": "b"}],
+        "socket": [
+            {"name": "push", "type": "PUSH", "process": "a", "bind": "tcp://*:5555", "options": {"sndtimeo": 0}},
+            {"name": "pull", "type": "PULL", "process": "b", "connect": "tcp://localhost:5555"},
+        ],
+        "send": [{"name": "load", "socket": "push", "interval_s": {"dist": "exponential", "mean_s": 0.01},
+                  "size_bytes": {"dist": "uniform", "low_bytes": 10, "high_bytes": 900}}],
+        "recv": [{"name": "work", "socket": "pull", "service_s": {"dist": "lognormal", "mean_s": 0.001, "sigma": 0.5},
+                  "pause_every_s": {"dist": "uniform", "low_s": 0.1, "high_s": 0.3}, "pause_s": {"dist": "exponential", "mean_s": 0.02}}],
+    })
+    seed = 11
+    plans = build_plans(scenario, EndpointMap.allocate(scenario, str(tmp_path)), seed=seed, results_dir=str(tmp_path),
+                        horizon_s=1.0, hard_limit_s=10.0)
+    model = build(scenario, seed)
+    sim_send, sim_recv = model.senders[0], model.receivers[0]
+    assert plans["a"]["sends"][0]["dontwait"] is True and sim_send.dontwait is True
+    real_send = SendTask(plans["a"]["sends"][0], SimpleNamespace(streams=stream_factory(seed)), None)
+    real_recv = RecvTask(plans["b"]["recvs"][0], SimpleNamespace(streams=stream_factory(seed)), None)
+    # the simulator draws the first pause point when it builds the receiver
+    assert sim_recv.next_pause_at == scenario.starts_at(scenario.recvs[0]) + real_recv.pause_every.next()
+    pairs = [(sim_send.interval, real_send.interval), (sim_send.size, real_send.size),
+             (sim_recv.service, real_recv.service), (sim_recv.pause_every, real_recv.pause_every),
+             (sim_recv.pause, real_recv.pause)]
+    for sim, real in pairs:
+        drawn = [sim.next() for _ in range(50)]
+        assert len(set(drawn)) > 40  # random, not a constant
+        assert drawn == [real.next() for _ in range(50)]

@@ -229,8 +229,9 @@ class SendTask:
         self.stats = stats
         self.name = plan["name"]
         streams = proc.streams
-        self.interval = _sampler(plan["interval"], streams(f"send.{self.name}"))
-        self.size = _sampler(plan["size"], streams(f"send.{self.name}.size"), "bytes", integer=True)
+        names = plan["streams"]  # zsim.spec.SendSpec.streams: the simulator's names
+        self.interval = _sampler(plan["interval"], streams(names["interval"]))
+        self.size = _sampler(plan["size"], streams(names["size"]), "bytes", integer=True)
         self.attempts = 0
         self.sent = 0
         self.again = 0
@@ -370,10 +371,11 @@ class RecvTask:
         self.stats = stats
         self.name = plan["name"]
         streams = proc.streams
-        self.service = _sampler(plan["service"], streams(f"recv.{self.name}"))
-        self.reply_size = _sampler(plan["reply_size"], streams(f"recv.{self.name}.reply_size"), "bytes", integer=True)
-        self.pause_every = _sampler(plan["pause_every"], streams(f"recv.{self.name}.pause_every"))
-        self.pause = _sampler(plan["pause"], streams(f"recv.{self.name}.pause"))
+        names = plan["streams"]  # zsim.spec.RecvSpec.streams: the simulator's names
+        self.service = _sampler(plan["service"], streams(names["service"]))
+        self.reply_size = _sampler(plan["reply_size"], streams(names["reply_size"]), "bytes", integer=True)
+        self.pause_every = _sampler(plan["pause_every"], streams(names["pause_every"]))
+        self.pause = _sampler(plan["pause"], streams(names["pause"]))
         self.received = 0
         self.paused_s = 0.0
         self.replies_sent = 0

@@ -220,10 +220,10 @@ def build(scenario: Scenario, seed: int, profile: Profile | None = None, trace_d
         sender = Sender(
             world, send.name, sock, sock.process,
             count=send.count, duration_s=send.duration_s, until_s=scenario.until_s,
-            interval=_sampler(send.interval, streams, f"send.{send.name}"),
-            size=_sampler(send.size, streams, f"send.{send.name}.size", integer=True),
+            interval=_sampler(send.interval, streams, send.streams["interval"]),
+            size=_sampler(send.size, streams, send.streams["size"], integer=True),
             start_s=scenario.starts_at(send), topics=send.topics, parts=send.parts,
-            dontwait=send.dontwait, on_again=send.on_again, to=send.to, pacing=send.pacing,
+            dontwait=scenario.never_waits(send), on_again=send.on_again, to=send.to, pacing=send.pacing,
         )
         sock.process.workloads.append(sender)
         model.senders.append(sender)
@@ -233,11 +233,11 @@ def build(scenario: Scenario, seed: int, profile: Profile | None = None, trace_d
         sock_spec = scenario.socket(recv.socket)
         receiver = Receiver(
             world, recv.name, sock, sock.process,
-            service=_sampler(recv.service, streams, f"recv.{recv.name}"),
+            service=_sampler(recv.service, streams, recv.streams["service"]),
             start_s=scenario.starts_at(recv), count=recv.count, duration_s=recv.duration_s,
-            reply=recv.reply, reply_size=_sampler(recv.reply_size, streams, f"recv.{recv.name}.reply_size", integer=True),
-            pause_every=_sampler(recv.pause_every, streams, f"recv.{recv.name}.pause_every"),
-            pause=_sampler(recv.pause, streams, f"recv.{recv.name}.pause"),
+            reply=recv.reply, reply_size=_sampler(recv.reply_size, streams, recv.streams["reply_size"], integer=True),
+            pause_every=_sampler(recv.pause_every, streams, recv.streams["pause_every"]),
+            pause=_sampler(recv.pause, streams, recv.streams["pause"]),
             on_timeout=recv.on_timeout,
             forward_to=model.sockets[recv.forward_to] if recv.forward_to else None,
             busy=recv.busy,

@@ -119,6 +119,13 @@ class SendSpec:
     #: the wait after each send call returns (send(); sleep(interval); default with interval_s)
     pacing: str = "after_send"
 
+    @property
+    def streams(self) -> dict[str, str]:
+        """The random stream each drawn field uses (``zsim.build.stream_factory`` names):
+        one naming for the simulator and the real harness, so a seed gives both the same
+        intervals and sizes."""
+        return {"interval": f"send.{self.name}", "size": f"send.{self.name}.size"}
+
 
 @dataclass(frozen=True)
 class RecvSpec:
@@ -137,6 +144,12 @@ class RecvSpec:
     #: the service time is CPU work (a busy loop) rather than waiting (sleep, I/O); it
     #: only matters with [machine] cores, where CPU work needs a core
     busy: bool = False
+
+    @property
+    def streams(self) -> dict[str, str]:
+        """The random stream each drawn field uses (see ``SendSpec.streams``)."""
+        return {"service": f"recv.{self.name}", "reply_size": f"recv.{self.name}.reply_size",
+                "pause_every": f"recv.{self.name}.pause_every", "pause": f"recv.{self.name}.pause"}
 
 
 @dataclass(frozen=True)
@@ -208,6 +221,12 @@ class Scenario:
         opens later (``open_at_s``). One rule for the simulator (``zsim.build``), the real
         harness, the warnings and ``zsim export``."""
         return max(workload.start_s, self.socket(workload.socket).open_at_s)
+
+    def never_waits(self, send: SendSpec) -> bool:
+        """Whether a [[send]]'s calls return at once instead of blocking: ``dontwait``, or
+        its socket's ``sndtimeo = 0`` (libzmq's ``socket_base_t::send`` returns EAGAIN
+        without waiting either way). One rule for the simulator and the real harness."""
+        return send.dontwait or self.socket(send.socket).options.sndtimeo == 0
 
     def ends_at(self, workload: SendSpec | RecvSpec) -> float | None:
         """``starts_at`` + ``duration_s``; None for a workload bounded otherwise (or not at all)."""

@@ -108,7 +108,7 @@ class Sender:
         self.start_s = start_s
         self.topics = topics or ("",)
         self.parts = parts
-        self.dontwait = dontwait or socket.options.sndtimeo == 0
+        self.dontwait = dontwait  # Scenario.never_waits: the flag or sndtimeo = 0
         self.on_again = on_again
         self.to = to
         self.timer = self.env.fast_timer(self._fire)
