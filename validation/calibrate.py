@@ -533,11 +533,12 @@ def measure_app_loop(quick: bool) -> dict:
     for seed in range(2 if quick else 3):
         summary = run_real(raw, seed, timeout_s=60 + count * 1e-4)
         finished = summary["senders"]["drops"].get("finished_at_s")
-        pull = summary["sockets"]["pull"]
-        if finished is not None and (pull.get("last_recv_s") or 0.0) < send_start:  # else they overlapped
+        pulled = summary["sockets"]["pull"]
+        first_recv, last_recv = pulled.get("first_recv_s"), pulled.get("last_recv_s")
+        if finished is not None and (last_recv or 0.0) < send_start:  # else they overlapped
             sends.append((finished - send_start) / count)
-        if pull.get("received") == count and pull.get("first_recv_s") is not None:
-            recvs.append((pull["last_recv_s"] - pull["first_recv_s"]) / (count - 1))
+        if pulled["received"] == count and first_recv is not None and last_recv is not None:
+            recvs.append((last_recv - first_recv) / (count - 1))
     if not sends or not recvs:
         # never a figure that looks measured (max(0.0, nan) would be 0.0)
         raise EnvironmentFault("calibrate: api." + ("send_loop_s" if not sends else "recv_loop_s"),

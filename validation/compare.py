@@ -58,6 +58,7 @@ from zsim.checks import ACHIEVED_RATE_SHARE
 from zsim.errors import ScenarioError
 from zsim.expressions import evaluate
 from zsim.spec import Scenario
+from zsim.summary import ENTITIES, LedgerSummary, Percentiles, RunSummary, scalar_fields
 
 __all__ = [
     "Tolerance", "ValidationSpec", "MetricResult", "ScenarioValidation", "parse_validation", "validate",
@@ -237,21 +238,15 @@ def parse_validation(scenario: Scenario) -> ValidationSpec:
 # --------------------------------------------------------------------------------------
 # Which metric paths exist (checked when the file is loaded, before anything runs)
 
-_PERCENTILES = ("count", "mean", "p50", "p95", "p99", "max")
-#: fields per entity of the summary (``zsim/results.py``, ``validation/harness.py``) and
-#: the extras both sides add (``sim_extras``/``real_extras``)
-_FIELDS: dict[str, tuple[str, ...]] = {
-    "sockets": ("sent", "send_again", "send_unroutable", "received", "recv_again", "dropped", "discarded",
-                "lost_on_close", "blocked_s", "blocked_count", "first_recv_s", "last_recv_s", "first_sent_s",
-                "first_index", "last_index") + tuple(f"latency_s.{p}" for p in _PERCENTILES),
-    "senders": ("attempts", "sent", "again", "unroutable", "finished_at_s", "requested_rate_per_s", "achieved_rate_per_s",
-                "active_s") + tuple(f"rtt_s.{p}" for p in _PERCENTILES),
-    "receivers": ("received", "paused_s"),
-    "proxies": ("forwarded",),
-    "processes": ("exit_started_s", "exit_completed_s", "term_blocked", "crashed_s", "cpu_s", "io_cpu_s"),
-}
-_LEDGER = ("sent", "copies", "delivered", "forwarded", "dropped", "discarded", "lost_on_close", "queued_at_end")
-_LEDGER_TABLES = ("dropped_by_rule", "discarded_by_rule", "lost_by_rule", "queued_by_place")
+_PERCENTILES = tuple(Percentiles.__annotations__)
+#: fields per entity of the summary, read from its type (``zsim.summary``, which the
+#: simulator and the harness both fill), and the extras both sides add
+#: (``sim_extras``/``real_extras``)
+_EXTRAS: dict[str, tuple[str, ...]] = {"sockets": ("first_recv_s", "last_recv_s", "first_sent_s", "first_index", "last_index")}
+_FIELDS: dict[str, tuple[str, ...]] = {kind: scalar_fields(entry, both_sides=True) + _EXTRAS.get(kind, ())
+                                       for kind, entry in ENTITIES.items()}
+_LEDGER = scalar_fields(LedgerSummary)
+_LEDGER_TABLES = tuple(name for name in LedgerSummary.__annotations__ if name not in _LEDGER)
 
 
 def _entities(scenario: Scenario) -> dict[str, list[str]]:
@@ -793,8 +788,8 @@ class ScenarioValidation:
     replications: int
     seeds: list[int]
     metrics: list[MetricResult]
-    sim_summaries: list[dict[str, Any]]
-    real_summaries: list[dict[str, Any]]
+    sim_summaries: list[RunSummary]
+    real_summaries: list[RunSummary]
     real_errors: list[str]
     sim_errors: list[str]
     wall_sim_s: float
@@ -897,7 +892,7 @@ def validate(source: str | Path | Scenario, replications: int | None = None, see
     seeds = [seed + i for i in range(n)]
     say = progress or (lambda _msg: None)
 
-    sim_summaries: list[dict[str, Any]] = []
+    sim_summaries: list[RunSummary] = []
     sim_lookups: list[Callable[[str], Any] | None] = []
     sim_samples: dict[str, list[np.ndarray]] = {}
     sim_errors: list[str] = []
@@ -925,7 +920,7 @@ def validate(source: str | Path | Scenario, replications: int | None = None, see
     wall_sim = _pc() - started
     say(f"  simulated {len(sim_summaries)}/{n} in {wall_sim:.1f} s")
 
-    real_summaries: list[dict[str, Any]] = []
+    real_summaries: list[RunSummary] = []
     real_lookups: list[Callable[[str], Any] | None] = []
     real_samples: dict[str, list[np.ndarray]] = {}
     real_errors: list[str] = []

@@ -52,6 +52,17 @@ from zsim import spec
 from zsim.errors import ScenarioError
 from zsim.socket_types import TYPES
 from zsim.spec import Endpoint, Scenario
+from zsim.summary import (
+    LedgerSummary,
+    ProcessSummary,
+    ProxySummary,
+    ReceiverSummary,
+    RunSummary,
+    SenderSummary,
+    SocketSummary,
+    percentiles,
+    sender_rates,
+)
 
 __all__ = ["run_real", "RealRunError", "build_plans", "EndpointMap", "real_defaults"]
 
@@ -388,7 +399,7 @@ class _Child:
 
 
 def run_real(scenario: Scenario | str | Path | Mapping[str, Any], seed: int = 0, *, timeout_s: float | None = None,
-             keep_dir: str | None = None, samples: dict[str, np.ndarray] | None = None) -> dict[str, Any]:
+             keep_dir: str | None = None, samples: dict[str, np.ndarray] | None = None) -> RunSummary:
     """Run ``scenario`` once on real pyzmq; return the summary dict (see the module doc).
 
     ``samples``, if given, receives the per-message samples: ``latency`` (every delivery
@@ -532,15 +543,6 @@ def _raise_interrupt(signum: int, frame: Any) -> None:
 # Results
 
 
-def percentiles(values: np.ndarray) -> dict[str, Any]:
-    """The same statistics as ``zsim.results._percentiles``."""
-    if len(values) == 0:
-        return {"count": 0, "mean": None, "p50": None, "p95": None, "p99": None, "max": None}
-    p50, p95, p99 = np.percentile(values, [50, 95, 99])
-    return {"count": int(len(values)), "mean": float(values.mean()), "p50": float(p50), "p95": float(p95),
-            "p99": float(p99), "max": float(values.max())}
-
-
 def _origin_name(scenario: Scenario, origin: str) -> str:
     """``s3`` -> the name of [[send]] number 3; ``r1`` -> replies of [[recv]] number 1."""
     kind, number = origin[0], int(origin[1:])
@@ -557,11 +559,12 @@ def count_runs(runs: list[list[int]]) -> int:
 
 
 def merge_results(scenario: Scenario, results: dict[str, dict[str, Any]], results_dir: Path, *, seed: int,
-                  wall_s: float, t0: float, samples: dict[str, np.ndarray] | None = None) -> dict[str, Any]:
-    """Child results -> one summary with the keys of ``zsim run --json``."""
+                  wall_s: float, t0: float, samples: dict[str, np.ndarray] | None = None) -> RunSummary:
+    """Child results -> one summary of the simulator's shape (``zsim.summary.RunSummary``, what
+    ``zsim run --json`` prints), with what the harness cannot observe as None."""
     import zmq
 
-    sockets: dict[str, Any] = {}
+    sockets: dict[str, SocketSummary] = {}
     latency_all: list[np.ndarray] = []
     indices: dict[str, Any] = {}
     errors: list[str] = []
@@ -573,7 +576,7 @@ def merge_results(scenario: Scenario, results: dict[str, dict[str, Any]], result
         end_s = max(end_s, result.get("snapshot_s") or 0.0)
     for sock in scenario.sockets:
         stats = socket_stats.get(sock.name, {})
-        entry: dict[str, Any] = {
+        entry: SocketSummary = {
             "type": sock.type,
             "process": sock.process,
             "sent": stats.get("sent", 0),
@@ -602,27 +605,35 @@ def merge_results(scenario: Scenario, results: dict[str, dict[str, Any]], result
         if stats.get("indices"):
             indices[sock.name] = {_origin_name(scenario, origin): runs for origin, runs in stats["indices"].items()}
         sockets[sock.name] = entry
-    senders: dict[str, Any] = {}
-    receivers: dict[str, Any] = {}
-    proxies: dict[str, Any] = {}
-    processes: dict[str, Any] = {}
+    senders: dict[str, SenderSummary] = {}
+    receivers: dict[str, ReceiverSummary] = {}
+    proxies: dict[str, ProxySummary] = {}
+    processes: dict[str, ProcessSummary] = {}
     schedules: dict[str, Any] = {}
-    ends: dict[str, float | None] = {}  # per sender: when its process took its counters
+    send_specs = {send.name: send for send in scenario.sends}
     for result in results.values():
         for name, sender in result["senders"].items():
-            entry = {k: sender[k] for k in ("socket", "attempts", "sent", "again", "unroutable")}
-            if sender.get("finished_at_s") is not None:
-                entry["finished_at_s"] = sender["finished_at_s"]
+            # requested against achieved rate, as the simulator reports them: a sender still
+            # running when its process took its counters (until_s, a crash) was active until then
+            send = send_specs[name]
+            end = sender.get("finished_at_s")
+            sender_entry: SenderSummary = {
+                "socket": sender["socket"], "attempts": sender["attempts"], "sent": sender["sent"],
+                "again": sender["again"], "unroutable": sender["unroutable"],
+                **sender_rates(sender["sent"], send.interval.expected(), scenario.starts_at(send),
+                               end if end is not None else result.get("snapshot_s")),
+            }
+            if end is not None:
+                sender_entry["finished_at_s"] = end
             rtt_path = results_dir / f"rtt-{name}.npy"
             if rtt_path.exists():
                 rtt = np.load(rtt_path)
                 if len(rtt):
-                    entry["rtt_s"] = percentiles(rtt)
+                    sender_entry["rtt_s"] = percentiles(rtt)
                     if samples is not None:
                         samples[f"rtt.{name}"] = rtt
-            senders[name] = entry
+            senders[name] = sender_entry
             schedules[name] = sender.get("schedule")
-            ends[name] = result.get("snapshot_s")
         for name, receiver in result["receivers"].items():
             receivers[name] = {"socket": receiver["socket"], "received": receiver["received"], "paused_s": receiver["paused_s"]}
         for name, proxy in result["proxies"].items():
@@ -637,20 +648,6 @@ def merge_results(scenario: Scenario, results: dict[str, dict[str, Any]], result
         }
     # keep the scenario's order
     senders = {s.name: senders[s.name] for s in scenario.sends if s.name in senders}
-    for send in scenario.sends:
-        # requested against achieved rate, as the simulator reports them (zsim.results): a
-        # sender still running when its process took its counters (until_s, a crash) was
-        # active until then
-        rates = senders.get(send.name)
-        if rates is None:
-            continue
-        mean = send.interval.expected()
-        rates["requested_rate_per_s"] = (1.0 / mean) if mean > 0 else None
-        finished, start = rates.get("finished_at_s"), send.start_s
-        end = finished if finished is not None else ends.get(send.name)
-        active = max(0.0, end - start) if end is not None else None
-        rates["active_s"] = active
-        rates["achieved_rate_per_s"] = (rates["sent"] / active) if active else None
     receivers = {r.name: receivers[r.name] for r in scenario.recvs if r.name in receivers}
     latency = np.concatenate(latency_all) if latency_all else np.zeros(0)
     if samples is not None:
@@ -664,7 +661,21 @@ def merge_results(scenario: Scenario, results: dict[str, dict[str, Any]], result
     delivered = sum(r["received"] for r in receivers.values()) + sum(
         result.get("replies_received", 0) for result in results.values())
     forwarded = sum(p["forwarded"] for p in proxies.values())
-    summary: dict[str, Any] = {
+    ledger: LedgerSummary = {
+        "sent": sent_total,
+        "copies": None,
+        "delivered": delivered,
+        "forwarded": forwarded,
+        "dropped": None,
+        "discarded": None,
+        "lost_on_close": None,
+        "queued_at_end": None,
+        "dropped_by_rule": None,
+        "discarded_by_rule": None,
+        "lost_by_rule": None,
+        "queued_by_place": None,
+    }
+    summary: RunSummary = {
         "ok": not errors,
         "mode": "real",
         "scenario": scenario.name,
@@ -674,20 +685,7 @@ def merge_results(scenario: Scenario, results: dict[str, dict[str, Any]], result
         "profile": None,
         "sim_time_s": end_s,
         "wall_s": wall_s,
-        "ledger": {
-            "sent": sent_total,
-            "copies": None,
-            "delivered": delivered,
-            "forwarded": forwarded,
-            "dropped": None,
-            "discarded": None,
-            "lost_on_close": None,
-            "queued_at_end": None,
-            "dropped_by_rule": None,
-            "discarded_by_rule": None,
-            "lost_by_rule": None,
-            "queued_by_place": None,
-        },
+        "ledger": ledger,
         "latency_s": percentiles(latency),
         "sockets": sockets,
         "pipes": [],

@@ -15,6 +15,7 @@ sender that did not reach its requested rate).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from .socket_types import DIST, TYPES
@@ -93,7 +94,7 @@ def _pause_share(recv: Any) -> float:
     return pause / (every + pause) if every + pause > 0 else 0.0
 
 
-def run_warnings(scenario: Scenario, summary: dict[str, Any]) -> list[dict[str, str]]:
+def run_warnings(scenario: Scenario, summary: Mapping[str, Any]) -> list[dict[str, str]]:
     """Warnings read off a run: overload, a backlog left at the end, a rate not achieved."""
     found: list[dict[str, str]] = []
     sockets = summary["sockets"]

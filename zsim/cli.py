@@ -12,7 +12,7 @@ import argparse
 import math
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NoReturn
 
 from .errors import ConservationError, EnvironmentFault, ScenarioError, ZsimError
@@ -55,7 +55,7 @@ def _rate(value: float | None) -> str:
     return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
 
 
-def _receiver_table(summary: dict[str, Any]) -> list[str]:
+def _receiver_table(summary: Mapping[str, Any]) -> list[str]:
     """Per receiving socket: the fate of the copies meant for it and its own latency."""
     rows = [(name, sock) for name, sock in summary["sockets"].items() if "inbound" in sock]
     if not rows:
@@ -84,7 +84,7 @@ def _receiver_table(summary: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _sender_table(summary: dict[str, Any]) -> list[str]:
+def _sender_table(summary: Mapping[str, Any]) -> list[str]:
     rows = list(summary.get("senders", {}).items())
     if not rows:
         return []
@@ -105,7 +105,7 @@ def _span(low: Any, high: Any, fmt: Callable[[float], str]) -> str:
     return fmt(low) if low == high else f"{fmt(low)} .. {fmt(high)}"
 
 
-def _template_table(summary: dict[str, Any]) -> list[str]:
+def _template_table(summary: Mapping[str, Any]) -> list[str]:
     """Per receiving socket template (``count = N``): the receiver table's counts summed
     over its members, and the spread of their loss and p99 latency, so 'is any of the 8
     workers worse?' is one line."""
@@ -142,7 +142,7 @@ def _level(level: dict[str, Any], messages: str, size: str, key: str) -> str:
     return f"{text} / {human_bytes(level[size][key])}"
 
 
-def _link_table(summary: dict[str, Any]) -> list[str]:
+def _link_table(summary: Mapping[str, Any]) -> list[str]:
     """Per direction of each tcp/ipc link: messages / bytes in the kernel (max, time
     average) and the most held by the sending engine's batch and the receiving engine."""
     links = summary.get("links") or []
@@ -164,7 +164,7 @@ def _link_table(summary: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _thread_table(summary: dict[str, Any]) -> list[str]:
+def _thread_table(summary: Mapping[str, Any]) -> list[str]:
     """With [machine] cores: each thread's CPU work and its wait for a core."""
     machine = summary.get("machine")
     if not machine:
@@ -181,7 +181,7 @@ def _thread_table(summary: dict[str, Any]) -> list[str]:
     return lines
 
 
-def format_summary(summary: dict[str, Any]) -> str:
+def format_summary(summary: Mapping[str, Any]) -> str:
     """The readable table ``zsim run`` prints."""
     lines = []
     ledger = summary["ledger"]

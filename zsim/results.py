@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import platform
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,6 +22,17 @@ from . import steady
 from .files import atomic_write, prepare_output_dir
 from .ledger import DELIVERED, RULES, STATES, WHERE
 from .model.fates import RULE_FILTERED  # a SUB's own filter threw the copy away (not wanted)
+from .summary import (
+    LedgerSummary,
+    ProcessSummary,
+    ProxySummary,
+    ReceiverSummary,
+    RunSummary,
+    SenderSummary,
+    SocketSummary,
+    percentiles,
+    sender_rates,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from .build import Model
@@ -38,21 +50,6 @@ def versions() -> dict[str, str]:
         "simpy": getattr(simpy, "__version__", "?"),
         "numpy": np.__version__,
         "models_libzmq": "4.3.5",
-    }
-
-
-def _percentiles(values: np.ndarray) -> dict[str, float | int | None]:
-    if len(values) == 0:
-        return {"count": 0, "mean": None, "p50": None, "p95": None, "p99": None, "p99_9": None, "max": None}
-    p50, p95, p99, p999 = np.percentile(values, [50, 95, 99, 99.9])
-    return {
-        "count": int(len(values)),
-        "mean": float(values.mean()),
-        "p50": float(p50),
-        "p95": float(p95),
-        "p99": float(p99),
-        "p99_9": float(p999),
-        "max": float(values.max()),
     }
 
 
@@ -174,21 +171,6 @@ def _inbound(world: Any, table: dict[str, np.ndarray], pipe_names: list[str],
     return inbound
 
 
-def _sender_rates(sender: Any, spec: Any, now: float) -> dict[str, Any]:
-    """Requested against achieved send rate, and time blocked in send, of one ``[[send]]``."""
-    mean = spec.interval.expected() if spec is not None else 0.0
-    start = sender.start_s
-    end = sender.finished_at if sender.finished_at is not None else now
-    active = max(0.0, end - start)
-    blocked = sender.blocked_s + (now - sender.blocked_since if sender.pending is not None else 0.0)
-    return {
-        "requested_rate_per_s": (1.0 / mean) if mean > 0 else None,  # None: back to back, as fast as it can
-        "achieved_rate_per_s": (sender.sent / active) if active > 0 else None,
-        "active_s": active,
-        "blocked_s": blocked,
-    }
-
-
 def _pipe_drops(table: dict[str, np.ndarray]) -> dict[int, dict[str, int]]:
     """Per pipe index: copies dropped on it, by rule."""
     state, rule, pipe = table["state"], table["rule"], table["pipe"].astype(np.int64)
@@ -218,7 +200,7 @@ class RunResult:
     (``messages``, integer-coded; ``messages_frame()`` decodes them) and, with
     ``zsim.run(..., trace=True)``, every pipe's depth changes (``depth``, ``depth_frame()``)."""
 
-    summary: dict[str, Any]
+    summary: RunSummary
     messages: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
     depth: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
     socket_names: list[str] = field(default_factory=list, repr=False)
@@ -252,7 +234,7 @@ class RunResult:
         summary = self.summary
         if kind == "socket":
             for name, sock in summary["sockets"].items():
-                entry = {"type": sock["type"], "process": sock["process"]}
+                entry: dict[str, Any] = {"type": sock["type"], "process": sock["process"]}
                 entry.update({key: row.get(f"socket.{name}.{key}", math.nan) for key in (*PER_SOCKET, "dropped")})
                 if "inbound" not in sock:
                     entry["dropped"] = math.nan  # nothing was meant for it: its drops as a sender are dropped_sending
@@ -354,10 +336,10 @@ def summarise(model: Model, wall_s: float) -> RunResult:
     sorted_latency = latency[order]
     settling = _settling(world, table, meant_for, order, bounds, sorted_latency)
     lost_at = np.bincount(table["socket"][(state == 4) & (table["socket"] >= 0)], minlength=len(world.sockets))
-    sockets: dict[str, Any] = {}
+    sockets: dict[str, SocketSummary] = {}
     for sock in world.sockets:
         sock_latency = sorted_latency[bounds[sock.index]:bounds[sock.index + 1]]
-        entry: dict[str, Any] = {
+        entry: SocketSummary = {
             "type": sock.type,
             "process": sock.process.name,
             "sent": sock.sent,
@@ -372,13 +354,13 @@ def summarise(model: Model, wall_s: float) -> RunResult:
             "blocked_count": sock.blocked_count,
         }
         if len(sock_latency):
-            entry["latency_s"] = _percentiles(sock_latency)
+            entry["latency_s"] = percentiles(sock_latency)
         if sock.index in settling:
             entry["settling"] = settling[sock.index]
             latency_warmup = settling[sock.index].get("latency")
             if latency_warmup is not None:
                 # the steady-state estimate: the copies after MSER-5's warm-up
-                entry["steady_latency_s"] = _percentiles(sock_latency[latency_warmup["warmup_copies"]:])
+                entry["steady_latency_s"] = percentiles(sock_latency[latency_warmup["warmup_copies"]:])
         if sock.index in inbound:
             entry["inbound"] = inbound[sock.index]
         sockets[sock.name] = entry
@@ -422,19 +404,27 @@ def summarise(model: Model, wall_s: float) -> RunResult:
             }
         )
 
-    senders = {}
+    senders: dict[str, SenderSummary] = {}
     send_specs = {send.name: send for send in scenario.sends}
     for sender in model.senders:
-        entry = {"socket": sender.socket.name, "attempts": sender.attempts, "sent": sender.sent, "again": sender.again,
-                 "unroutable": sender.unroutable}
-        entry.update(_sender_rates(sender, send_specs.get(sender.name), now))
+        spec = send_specs.get(sender.name)
+        blocked_s = sender.blocked_s + (now - sender.blocked_since if sender.pending is not None else 0.0)
+        sender_entry: SenderSummary = {
+            "socket": sender.socket.name, "attempts": sender.attempts, "sent": sender.sent, "again": sender.again,
+            "unroutable": sender.unroutable,
+            **sender_rates(sender.sent, spec.interval.expected() if spec is not None else 0.0, sender.start_s,
+                           sender.finished_at if sender.finished_at is not None else now),
+            "blocked_s": blocked_s,
+        }
         if sender.finished_at is not None:
-            entry["finished_at_s"] = sender.finished_at
+            sender_entry["finished_at_s"] = sender.finished_at
         if len(sender.rtt):
-            entry["rtt_s"] = _percentiles(np.frombuffer(sender.rtt, dtype=np.float64))
-        senders[sender.name] = entry
-    receivers = {r.name: {"socket": r.socket.name, "received": r.received, "paused_s": r.paused_s} for r in model.receivers}
-    proxies = {p.name: {"frontend": p.frontend.name, "backend": p.backend.name, "forwarded": p.forwarded} for p in model.proxies}
+            sender_entry["rtt_s"] = percentiles(np.frombuffer(sender.rtt, dtype=np.float64))
+        senders[sender.name] = sender_entry
+    receivers: dict[str, ReceiverSummary] = {
+        r.name: {"socket": r.socket.name, "received": r.received, "paused_s": r.paused_s} for r in model.receivers}
+    proxies: dict[str, ProxySummary] = {
+        p.name: {"frontend": p.frontend.name, "backend": p.backend.name, "forwarded": p.forwarded} for p in model.proxies}
     # with a machine (``[machine] cores``), the CPU each process's threads used: the same
     # number the real harness reports (``time.process_time`` from t0), for comparison
     # (``io_cpu_s``: of which the context's I/O threads, as the harness reads libzmq's)
@@ -446,7 +436,7 @@ def summarise(model: Model, wall_s: float) -> RunResult:
             process_cpu[thread.process] = process_cpu.get(thread.process, 0.0) + thread.cpu_s
             if thread.kind == "io":
                 io_cpu[thread.process] = io_cpu.get(thread.process, 0.0) + thread.cpu_s
-    processes = {}
+    processes: dict[str, ProcessSummary] = {}
     for name, process in model.processes.items():
         processes[name] = {
             "exit_started_s": process.exit_started_at,
@@ -458,7 +448,21 @@ def summarise(model: Model, wall_s: float) -> RunResult:
         }
 
     sent_total = ledger.n_sent
-    summary: dict[str, Any] = {
+    ledger_entry: LedgerSummary = {
+        "sent": sent_total,
+        "copies": copies,
+        "delivered": by_state["delivered"],
+        "forwarded": by_state["forwarded"],
+        "dropped": by_state["dropped"],
+        "discarded": by_state["discarded"],
+        "lost_on_close": by_state["lost_on_close"],
+        "queued_at_end": by_state["queued_at_end"],
+        "dropped_by_rule": by_rule(2),
+        "discarded_by_rule": by_rule(3),
+        "lost_by_rule": by_rule(4),
+        "queued_by_place": by_rule(5),
+    }
+    summary: RunSummary = {
         "ok": True,
         "scenario": scenario.name,
         "scenario_digest": scenario.digest,
@@ -467,16 +471,8 @@ def summarise(model: Model, wall_s: float) -> RunResult:
         "profile": model.profile.name,
         "sim_time_s": now,
         "wall_s": wall_s,
-        "ledger": {
-            "sent": sent_total,
-            "copies": copies,
-            **by_state,
-            "dropped_by_rule": by_rule(2),
-            "discarded_by_rule": by_rule(3),
-            "lost_by_rule": by_rule(4),
-            "queued_by_place": by_rule(5),
-        },
-        "latency_s": _percentiles(latency),
+        "ledger": ledger_entry,
+        "latency_s": percentiles(latency),
         "sockets": sockets,
         "pipes": pipes,
         "links": links,
@@ -590,7 +586,7 @@ def _number(value: Any) -> float:
     return float(value) if value is not None else math.nan
 
 
-def _receiving_load(scenario: Any, summary: dict[str, Any]) -> dict[str, dict[str, float]]:
+def _receiving_load(scenario: Any, summary: Mapping[str, Any]) -> dict[str, dict[str, float]]:
     """Per socket read by a ``[[recv]]``: offered utilisation (copies meant for it per second
     x mean service time, over the share of time its readers are not paused; several
     readers add their capacities) and 0/1 flags for the run's ``overloaded``,
@@ -647,7 +643,7 @@ def _delivery_times(result: RunResult) -> dict[str, tuple[float, float]]:
     return {name: (float(first[i]), float(last[i])) for i, name in enumerate(result.socket_names) if np.isfinite(first[i])}
 
 
-def flat_metrics(summary: dict[str, Any], result: RunResult | None = None, scenario: Any = None) -> dict[str, Any]:
+def flat_metrics(summary: Mapping[str, Any], result: RunResult | None = None, scenario: Any = None) -> dict[str, Any]:
     """One flat row of a run's numbers (for sweeps and comparisons).
 
     Pooled figures (every copy of the run together): ``sent``, ``copies``, ``delivered``,

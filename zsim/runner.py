@@ -342,7 +342,7 @@ def run_safe(
     """Like ``run(...).summary`` but never raises: a failure becomes a record with ``error``."""
     started = time.perf_counter()
     try:
-        return run(scenario, seed, profile=profile, limits=limits, apps=apps).summary
+        return dict(run(scenario, seed, profile=profile, limits=limits, apps=apps).summary)
     except ZsimError as exc:
         kind = type(exc).__name__
         return {"ok": False, "error": f"{kind}: {exc}", "seed": seed, "wall_s": time.perf_counter() - started}

@@ -113,7 +113,7 @@ def _run(scenario: scenario_spec.Scenario, seed: int, limits: RunLimits) -> tupl
     started = time.perf_counter()
     try:
         result = run(scenario, seed, limits=limits)
-        return result.summary, result
+        return dict(result.summary), result
     except ZsimError as exc:
         return {"ok": False, "error": f"{type(exc).__name__}: {exc}", "seed": seed, "wall_s": time.perf_counter() - started}, None
     except Exception as exc:  # noqa: BLE001 - a sweep records every fault
