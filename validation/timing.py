@@ -108,8 +108,14 @@ def lateness_summary(samples: Sequence[float]) -> dict[str, float]:
 def run_queue_waits(name_prefix: str | None = None, pids: Sequence[int] = ()) -> dict[int, float]:
     """Run-queue wait (seconds) so far per thread id of this process and of the processes
     ``pids`` (e.g. a child that plays the other side), over threads whose name starts with
-    ``name_prefix``. Compare two samples thread by thread (``waited_between``): threads
-    come and go, so sums of two samples do not subtract."""
+    ``name_prefix`` (e.g. ``"ZMQbg/IO/"`` for libzmq's I/O threads), from
+    ``/proc/<pid>/task/*/schedstat`` (field 2); empty where the kernel does not keep the
+    statistic. Compare two samples thread by thread (``waited_between``): threads come and
+    go, so sums of two samples do not subtract.
+
+    This is what a loaded machine does to a real run and nothing else does: a thread that
+    sleeps, blocks or spins is not counted, a thread that wanted a core and did not get
+    one is."""
     import glob
     import os
 
@@ -131,19 +137,6 @@ def run_queue_waits(name_prefix: str | None = None, pids: Sequence[int] = ()) ->
 def waited_between(before: dict[int, float], after: dict[int, float]) -> float:
     """Run-queue wait between two ``run_queue_waits`` samples, over the threads in both."""
     return sum(max(0.0, after[tid] - before[tid]) for tid in after.keys() & before.keys())
-
-
-def run_queue_wait_s(name_prefix: str | None = None, pids: Sequence[int] = ()) -> float | None:
-    """Seconds the threads of this process (those whose name starts with ``name_prefix``,
-    e.g. ``"ZMQbg/IO/"`` for libzmq's I/O threads) have spent runnable on a run queue
-    waiting for a CPU, summed over threads (``/proc/self/task/*/schedstat``, field 2).
-    None where the kernel does not keep the statistic.
-
-    This is what a loaded machine does to a real run and nothing else does: a thread that
-    sleeps, blocks or spins is not counted, a thread that wanted a core and did not get
-    one is."""
-    waits = run_queue_waits(name_prefix, pids)
-    return sum(waits.values()) if waits else None
 
 
 def thread_run_queue_wait_s(native_id: int) -> float | None:

@@ -53,8 +53,6 @@ def versions() -> dict[str, str]:
     }
 
 
-
-
 def _destinations(world: Any, table: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """Per record: the socket the copy was meant for, and whether it counts for it.
 

@@ -174,18 +174,23 @@ ENTITIES: dict[str, type] = {"sockets": SocketSummary, "senders": SenderSummary,
                              "proxies": ProxySummary, "processes": ProcessSummary}
 
 
+def _unwrap(hint: Any) -> tuple[Any, tuple[Any, ...]]:
+    """A field's type without ``NotRequired``/``Annotated``, and its ``Annotated`` marks."""
+    marks: tuple[Any, ...] = ()
+    while get_origin(hint) in (NotRequired, Annotated):
+        if get_origin(hint) is Annotated:
+            marks += tuple(hint.__metadata__)
+        hint = get_args(hint)[0]
+    return hint, marks
+
+
 def scalar_fields(entry_type: type, both_sides: bool = False) -> tuple[str, ...]:
     """The fields of an entity that hold one number (or flag), in declaration order; a
     ``Percentiles`` field gives ``<field>.<statistic>``. ``both_sides``: only those the
     simulator and the real harness both fill."""
     fields: list[str] = []
     for name, hint in get_type_hints(entry_type, include_extras=True).items():
-        while get_origin(hint) is NotRequired:
-            hint = get_args(hint)[0]
-        marks: tuple[Any, ...] = ()
-        if get_origin(hint) is Annotated:
-            hint, *rest = get_args(hint)
-            marks = tuple(rest)
+        hint, marks = _unwrap(hint)
         if both_sides and (SIM_ONLY in marks or REAL_ONLY in marks):
             continue
         kinds = get_args(hint) or (hint,)
@@ -196,17 +201,11 @@ def scalar_fields(entry_type: type, both_sides: bool = False) -> tuple[str, ...]
     return tuple(fields)
 
 
-def _unwrap(hint: Any) -> Any:
-    while get_origin(hint) in (NotRequired, Annotated):
-        hint = get_args(hint)[0]
-    return hint
-
-
 def shape_problems(value: Any, typed: Any = RunSummary, path: str = "summary") -> list[str]:
     """How ``value`` departs from the summary's type: a required key missing, a key the
     type does not know, an entry of the wrong kind (checked down through the typed
     entities; numbers are not checked one by one). Empty when it conforms."""
-    typed = _unwrap(typed)
+    typed = _unwrap(typed)[0]
     if not (isinstance(typed, type) and issubclass(typed, dict) and hasattr(typed, "__required_keys__")):
         origin, args = get_origin(typed), get_args(typed)
         if origin is dict and not isinstance(value, dict):
