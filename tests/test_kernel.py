@@ -1,9 +1,9 @@
-"""The kernel's event heap: the compiled push/pop keep heapq's layout entry for entry.
+"""The kernel's event queue and SimPy's scheduling API over it.
 
-SimPy's own ``schedule``/``step`` push and pop the same list with ``heapq``; zsim's
-compiled ``_push``/``_pop`` compare entries as C numbers but must leave the list exactly
-as ``heapq`` would, or the two would disagree on the next event (uncompiled, they are
-``heapq``'s functions).
+Compiled, the pending events are an ``EventQueue`` of typed arrays; uncompiled, a
+``HeapqQueue`` of SimPy's ``(time, priority, eid, event)`` tuples under ``heapq``. Both must
+pop exactly the events ``heapq`` would, in the same order, or the two modes' ledgers would
+differ. ``EventQueue`` runs uncompiled too (slowly), so these tests check it in both modes.
 """
 
 from __future__ import annotations
@@ -12,30 +12,52 @@ import heapq
 import random
 
 import numpy as np
+import pytest
+import simpy
 
 from zsim.model import kernel
 
 
-def test_push_and_pop_leave_the_heap_exactly_as_heapq_does():
+@pytest.mark.parametrize("queue_type", [kernel.EventQueue, kernel.HeapqQueue])
+def test_the_queue_pops_what_heapq_pops_in_the_same_order(queue_type):
     rng = random.Random(3)
-    ours: list = []
+    ours = queue_type()
     theirs: list = []
     eid = 0
     for step in range(20_000):
         if theirs and rng.random() < 0.45:
-            assert kernel._pop(ours) == heapq.heappop(theirs)
+            when, _, _, event = heapq.heappop(theirs)
+            assert ours.first_time() == when
+            assert ours.pop() is event
         else:
-            # few distinct times and two priorities: ties are common, the eid decides
-            time = rng.choice((0.0, 0.5, 1.0, 1.25, 3.0)) + (step // 1000)
+            # few distinct times and three priorities: ties are common, priority then eid decide
+            when = rng.choice((0.0, 0.5, 1.0, 1.25, 3.0)) + (step // 1000)
             if rng.random() < 0.1:
-                time = np.float64(time)  # a user's numpy delay gives a numpy time
-            entry = (time, rng.choice((0, 1)), eid, object())
+                when = np.float64(when)  # a user's numpy delay gives a numpy time
+            priority = rng.choice((-1, 0, 1))
+            event = object()
+            ours.push(when, priority, event)
+            heapq.heappush(theirs, (when, priority, eid, event))
             eid += 1
-            kernel._push(ours, entry)
-            heapq.heappush(theirs, entry)
-        assert ours == theirs
+        assert len(ours) == len(theirs)
     while theirs:
-        assert kernel._pop(ours) == heapq.heappop(theirs)
+        assert ours.pop() is heapq.heappop(theirs)[3]
+    assert len(ours) == 0
+
+
+def test_the_typed_queue_grows_and_reuses_the_slots_it_frees():
+    queue = kernel.EventQueue(capacity=2)
+    events = [object() for _ in range(100)]
+    for i, event in enumerate(events):
+        queue.push(float(100 - i), 1, event)  # latest first: every push rises to the root
+    assert queue.capacity == 128 and len(queue) == 100
+    assert [queue.pop() for _ in range(100)] == events[::-1]
+    # the slots are free again: the next pushes reuse them and grow no list
+    for event in events[:50]:
+        queue.push(1.0, 1, event)
+    assert len(queue.events) == 100
+    assert [queue.pop() for _ in range(50)] == events[:50]
+    assert all(event is None for event in queue.events)  # a popped event is not kept alive
 
 
 def test_simpy_timeouts_and_zsim_timers_share_one_order():
@@ -55,3 +77,52 @@ def test_simpy_timeouts_and_zsim_timers_share_one_order():
     # at equal times, first scheduled first: the timer and the call were scheduled before the
     # user's first and second timeouts
     assert seen == [("timer", 0.5), ("user", 0.5), ("call", 1.0), ("user", 1.0), ("user", 1.5)]
+
+
+def test_simpys_public_scheduling_api_works_on_the_queue():
+    env = kernel.Environment()
+    seen = []
+    late, urgent = env.event(), env.event()
+    late.callbacks.append(lambda _e: seen.append(("late", env.now)))
+    urgent.callbacks.append(lambda _e: seen.append(("urgent", env.now)))
+    late._ok = urgent._ok = True
+    env.schedule(late, simpy.core.NORMAL, 2.0)
+    env.schedule(urgent, simpy.core.URGENT, 2.0)  # scheduled later, same time, urgent: first
+    assert env.peek() == 2.0
+    env.step()
+    assert seen == [("urgent", 2.0)] and env.now == 2.0
+    env.step()
+    assert seen == [("urgent", 2.0), ("late", 2.0)]
+    assert env.peek() == float("inf")
+    with pytest.raises(simpy.core.EmptySchedule):
+        env.step()
+    with pytest.raises(ValueError, match="priority"):
+        env.schedule(env.event(), 1000)
+
+
+def test_run_until_an_event_returns_its_value_and_keeps_the_rest_pending():
+    env = kernel.Environment()
+
+    def worker():
+        yield env.timeout(1.5)
+        return "done"
+
+    proc = env.process(worker())
+    timer_fired = []
+    env.fast_timer(lambda _e: timer_fired.append(env.now)).arm(5.0)
+    assert env.run(until=proc) == "done"  # SimPy's own loop, stepping this queue
+    assert env.now == 1.5 and timer_fired == []
+    env.run()
+    assert timer_fired == [5.0]
+
+
+def test_a_failed_event_nobody_waits_for_crashes_the_run_as_in_simpy():
+    env = kernel.Environment()
+
+    def failing():
+        yield env.timeout(1.0)
+        raise KeyError("boom")
+
+    env.process(failing())
+    with pytest.raises(KeyError, match="boom"):
+        env.run()

@@ -5,17 +5,32 @@ cimport cython
 cdef bint _COMPILED
 
 
-# the heap (heapq's own algorithm: its indices are in range by construction; kernel.py turns
-# off bounds checks and negative indices for the module)
-@cython.locals(ta=double, tb=double, pa=long, pb=long)
-cdef inline bint _before(tuple a, tuple b) except -1
-@cython.locals(item=tuple, parent=tuple, parent_pos=Py_ssize_t)
-cdef _sift_down(list heap, Py_ssize_t start, Py_ssize_t pos)
-@cython.locals(end=Py_ssize_t, start=Py_ssize_t, item=tuple, child=Py_ssize_t, right=Py_ssize_t)
-cdef _sift_up(list heap, Py_ssize_t pos)
-cpdef _push(list heap, tuple entry)
-@cython.locals(last=tuple, first=tuple)
-cpdef tuple _pop(list heap)
+cdef long _EID_BITS
+cdef long MIN_PRIORITY, MAX_PRIORITY
+
+
+@cython.final
+cdef class EventQueue:
+    cdef public double[::1] times
+    cdef public long long[::1] keys
+    cdef public long long[::1] slots
+    cdef public list events
+    cdef public long long[::1] free
+    cdef public Py_ssize_t n_free
+    cdef public Py_ssize_t size
+    cdef public Py_ssize_t capacity
+    cdef public long long next_eid
+
+    @cython.locals(size=Py_ssize_t, times="double[::1]", keys="long long[::1]", slots="long long[::1]", free="long long[::1]")
+    cpdef _grow(self, Py_ssize_t capacity)
+    cpdef double first_time(self)
+    @cython.locals(size=Py_ssize_t, key="long long", slot="long long", pos=Py_ssize_t, parent=Py_ssize_t,
+                   parent_time=double, times="double[::1]", keys="long long[::1]", slots="long long[::1]")
+    cpdef push(self, double when, long priority, object event)
+    @cython.locals(size=Py_ssize_t, key="long long", slot="long long", pos=Py_ssize_t, parent=Py_ssize_t, child=Py_ssize_t,
+                   right=Py_ssize_t, when=double, parent_time=double, right_time=double, child_time=double,
+                   times="double[::1]", keys="long long[::1]", slots="long long[::1]")
+    cpdef object pop(self)
 
 
 @cython.final
@@ -39,8 +54,7 @@ cdef class Timer:
     cdef public _TimerEvent _event
     cdef public bint _in_heap
     cdef public list _callbacks
-    cdef public list _queue
-    cdef public object _eid
+    cdef public EventQueue _queue
     cdef public Clock clock
 
     cpdef arm(self, double delay, int priority=*)
@@ -53,8 +67,7 @@ cdef class FastTimer:
     cdef public object env
     cdef public _TimerEvent _event
     cdef public list _callbacks
-    cdef public list _queue
-    cdef public object _eid
+    cdef public EventQueue _queue
     cdef public Clock clock
 
     cpdef arm(self, double delay, int priority=*)
@@ -62,5 +75,7 @@ cdef class FastTimer:
     cpdef cancel(self)
 
 
-@cython.locals(timer_event=_TimerEvent, callbacks=list, clock=Clock)
-cpdef long _run_events(env, list queue, double horizon, long left) except? -1
+@cython.locals(clock=Clock, now=double)
+cpdef long _run_events(env, EventQueue queue, double horizon, long left) except? -1
+@cython.locals(timer_event=_TimerEvent, callbacks=list)
+cdef inline _process(object event)

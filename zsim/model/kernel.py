@@ -2,22 +2,28 @@
 """The simulation clock: a SimPy environment with a lean run loop and re-armable timers.
 
 Everything in the model is a SimPy event; users can mix their own ``env.process(...)``
-generators with the model. Two additions keep the hot path cheap:
+generators with the model. Three additions keep the hot path cheap:
 
+* The pending events are an ``EventQueue``: a heap of typed arrays (time, order key,
+  slot), not SimPy's list of ``(time, priority, eid, event)`` tuples, so scheduling an
+  event allocates nothing and a sift compares C numbers in a few contiguous kilobytes.
+  ``schedule``, ``peek`` and ``step`` are SimPy's, over it. Uncompiled, the queue is
+  ``HeapqQueue``, SimPy's own tuples under ``heapq``; both pop events in the same order.
 * ``Environment.run`` is SimPy's loop (``simpy.core.Environment.step``) inlined, so each
-  event costs one heap pop and its callbacks, not a method call and a ``try`` per step.
+  event costs one pop and its callbacks, not a method call and a ``try`` per step.
 * ``Timer`` is an event that can be scheduled again after it fired, so a sender that
   fires a million times reuses one object instead of allocating a ``Timeout`` per message.
-  Timers are ordinary SimPy events while scheduled (``callbacks`` is a list, ``_ok`` is
-  true), which is all ``Environment.step`` needs.
+  Timers carry what ``step`` reads of an event while scheduled (``callbacks`` is a list,
+  ``_ok`` is true).
 """
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable
 from heapq import heappop, heappush
 from itertools import count
-from typing import Any
+from typing import Any, Protocol
 
 import simpy
 from simpy.core import EmptySchedule, StopSimulation
@@ -27,74 +33,189 @@ from ..errors import ZsimError
 
 __all__ = ["Clock", "Environment", "FastTimer", "Timer", "NORMAL", "URGENT"]
 
-#: True when this module runs compiled: the heap's entries are then compared as C numbers
-#: (``_push``/``_pop``); uncompiled, ``heapq``'s C functions are faster than Python sifts
+#: True when this module runs compiled: the pending events are then an ``EventQueue`` of
+#: typed arrays; uncompiled, a ``HeapqQueue`` (``heapq``'s C functions over tuples are faster
+#: than any heap written in Python). Both pop the same events in the same order.
 _COMPILED = not __file__.endswith((".py", ".pyc"))
 
-
-def _before(a: tuple, b: tuple) -> bool:
-    """``a < b`` for two heap entries ``(time, priority, eid, event)``, as ``heapq`` compares
-    them: the first field that differs decides (eids are unique, so never the event)."""
-    ta, tb = a[0], b[0]
-    if ta != tb:
-        return ta < tb
-    pa, pb = a[1], b[1]
-    if pa != pb:
-        return pa < pb
-    return a[2] < b[2]  # type: ignore[no-any-return]
+#: an entry's order key: ``(priority << _EID_BITS) + eid``, so comparing keys compares
+#: ``(priority, eid)`` as SimPy's ``(time, priority, eid, event)`` tuples do
+_EID_BITS = 56
+#: the priorities a key can hold; SimPy uses URGENT (0), NORMAL (1) and -1 (an event whose
+#: callbacks a ``StopSimulation`` interrupted, put back in front)
+MIN_PRIORITY = -64
+MAX_PRIORITY = 63
 
 
-def _sift_down(heap: list, start: int, pos: int) -> None:
-    """``heapq._siftdown``: move ``heap[pos]`` up towards ``start`` while it sorts before its parent."""
-    item = heap[pos]
-    while pos > start:
-        parent_pos = (pos - 1) >> 1
-        parent = heap[parent_pos]
-        if _before(item, parent):
-            heap[pos] = parent
-            pos = parent_pos
-            continue
-        break
-    heap[pos] = item
+class EventQueue:
+    """The pending events: a binary heap ordered by ``(time, priority, eid)``, SimPy's order.
+
+    The heap is three typed arrays (time, order key, slot), so a sift compares and moves C
+    numbers in a few contiguous kilobytes; the events themselves sit in ``events`` at their
+    slot and are touched only on push and pop. A heap of ``(time, priority, eid, event)``
+    tuples (SimPy's) allocates a tuple, a float and an int per event and chases pointers
+    to them on every comparison: at 1,000 subscribers, a thousand pending service timers
+    no longer fit the first-level cache that way.
+
+    ``eid`` numbers the pushes, so two events due at the same time with the same priority
+    pop in the order they were scheduled; with unique keys the pop order is the total
+    order, whatever the heap's layout, so this and ``HeapqQueue`` pop the same sequence.
+    """
+
+    __slots__ = ("times", "keys", "slots", "events", "free", "n_free", "size", "capacity", "next_eid")
+
+    def __init__(self, capacity: int = 64) -> None:
+        self.size = 0
+        self.capacity = 0
+        self.next_eid = 0
+        self.times = array("d")  # the heap, three fields per entry: when it is due,
+        self.keys = array("q")  # its order key among entries due at the same time,
+        self.slots = array("q")  # and where its event is in ``events``
+        self.free = array("q")  # free slots in ``events``, a stack of n_free
+        self.events: list[Any] = []  # by slot; None where free
+        self.n_free = 0
+        self._grow(capacity)
+
+    def _grow(self, capacity: int) -> None:
+        """Arrays of ``capacity`` entries holding the current ones."""
+        size = self.size
+        # array.array: typed storage without numpy; the compiled fields are views of it
+        times = array("d", bytes(8 * capacity))
+        keys = array("q", bytes(8 * capacity))
+        slots = array("q", bytes(8 * capacity))
+        free = array("q", bytes(8 * capacity))
+        if size:
+            times[:size] = self.times[:size]
+            keys[:size] = self.keys[:size]
+            slots[:size] = self.slots[:size]
+        if self.n_free:
+            free[: self.n_free] = self.free[: self.n_free]
+        self.times, self.keys, self.slots, self.free = times, keys, slots, free
+        self.capacity = capacity
+
+    def __len__(self) -> int:
+        return self.size
+
+    def first_time(self) -> float:
+        """When the next event is due (the queue is not empty)."""
+        return self.times[0]  # type: ignore[no-any-return]
+
+    def push(self, when: float, priority: int, event: Any) -> None:
+        """Schedule ``event`` at ``when`` (``MIN_PRIORITY <= priority <= MAX_PRIORITY``)."""
+        size = self.size
+        if size == self.capacity:
+            self._grow(2 * self.capacity)
+        key = (priority << _EID_BITS) + self.next_eid
+        self.next_eid += 1
+        if self.n_free:
+            self.n_free -= 1
+            slot = self.free[self.n_free]
+            self.events[slot] = event
+        else:
+            slot = len(self.events)
+            self.events.append(event)
+        times, keys, slots = self.times, self.keys, self.slots
+        pos = size
+        self.size = size + 1
+        while pos > 0:  # heapq._siftdown: up towards the root while before the parent
+            parent = (pos - 1) >> 1
+            parent_time = times[parent]
+            if when < parent_time or (when == parent_time and key < keys[parent]):
+                times[pos] = parent_time
+                keys[pos] = keys[parent]
+                slots[pos] = slots[parent]
+                pos = parent
+                continue
+            break
+        times[pos] = when
+        keys[pos] = key
+        slots[pos] = slot
+
+    def pop(self) -> Any:
+        """Remove and return the next event (the queue is not empty; its time is ``first_time()``)."""
+        times, keys, slots = self.times, self.keys, self.slots
+        slot = slots[0]
+        event = self.events[slot]
+        self.events[slot] = None
+        self.free[self.n_free] = slot
+        self.n_free += 1
+        size = self.size - 1
+        self.size = size
+        if size == 0:
+            return event
+        # heapq._siftup: the hole at the root goes down along the earlier child to a leaf,
+        # then the last entry fills it and rises to its place
+        when = times[size]
+        key = keys[size]
+        slot = slots[size]
+        pos = 0
+        child = 1
+        while child < size:
+            right = child + 1
+            if right < size:
+                right_time = times[right]
+                child_time = times[child]
+                if right_time < child_time or (right_time == child_time and keys[right] < keys[child]):
+                    child = right
+            times[pos] = times[child]
+            keys[pos] = keys[child]
+            slots[pos] = slots[child]
+            pos = child
+            child = 2 * pos + 1
+        while pos > 0:
+            parent = (pos - 1) >> 1
+            parent_time = times[parent]
+            if when < parent_time or (when == parent_time and key < keys[parent]):
+                times[pos] = parent_time
+                keys[pos] = keys[parent]
+                slots[pos] = slots[parent]
+                pos = parent
+                continue
+            break
+        times[pos] = when
+        keys[pos] = key
+        slots[pos] = slot
+        return event
 
 
-def _sift_up(heap: list, pos: int) -> None:
-    """``heapq._siftup``: the same steps, so the heap's layout is ``heapq``'s, entry for entry."""
-    end = len(heap)
-    start = pos
-    item = heap[pos]
-    child = 2 * pos + 1
-    while child < end:
-        right = child + 1
-        if right < end and not _before(heap[child], heap[right]):
-            child = right
-        heap[pos] = heap[child]
-        pos = child
-        child = 2 * pos + 1
-    heap[pos] = item
-    _sift_down(heap, start, pos)
+class HeapqQueue:
+    """``EventQueue``'s twin for pure Python: SimPy's heap of ``(time, priority, eid, event)``
+    tuples under ``heapq``'s C functions (``_run_events_pure`` pops ``heap`` itself)."""
+
+    __slots__ = ("heap", "eids")
+
+    def __init__(self) -> None:
+        self.heap: list[tuple] = []
+        self.eids = count()
+
+    def __len__(self) -> int:
+        return len(self.heap)
+
+    def first_time(self) -> float:
+        return self.heap[0][0]  # type: ignore[no-any-return]
+
+    def push(self, when: float, priority: int, event: Any) -> None:
+        heappush(self.heap, (when, priority, next(self.eids), event))
+
+    def pop(self) -> Any:
+        return heappop(self.heap)[3]
 
 
-def _push(heap: list, entry: tuple) -> None:
-    """``heapq.heappush`` (the same heap, so SimPy's own ``heappush``/``heappop`` share it)."""
-    heap.append(entry)
-    _sift_down(heap, 0, len(heap) - 1)
+class PendingEvents(Protocol):
+    """What ``EventQueue`` and ``HeapqQueue`` both are to the ``Environment``."""
+
+    def __len__(self) -> int: ...
+
+    def first_time(self) -> float: ...
+
+    def push(self, when: float, priority: int, event: Any) -> None: ...
+
+    def pop(self) -> Any: ...
 
 
-def _pop(heap: list) -> tuple:
-    """``heapq.heappop``."""
-    last = heap.pop()
-    if heap:
-        first = heap[0]
-        heap[0] = last
-        _sift_up(heap, 0)
-        return first  # type: ignore[no-any-return]
-    return last  # type: ignore[no-any-return]
-
-
-if not _COMPILED:
-    # uncompiled, the callers call heapq's C functions themselves (no Python call between)
-    globals().update(_push=heappush, _pop=heappop)
+def new_queue() -> PendingEvents:
+    """The queue this process's kernel runs on (compiled: typed arrays; pure: heapq)."""
+    return EventQueue() if _COMPILED else HeapqQueue()
 
 
 class Clock:
@@ -136,7 +257,7 @@ class Timer:
     pops, and the next ``arm`` then uses a fresh event so the two entries never share one.
     """
 
-    __slots__ = ("env", "fn", "armed", "_event", "_in_heap", "_callbacks", "_queue", "_eid", "clock")
+    __slots__ = ("env", "fn", "armed", "_event", "_in_heap", "_callbacks", "_queue", "clock")
 
     def __init__(self, env: Environment, fn: Callable[[], Any]) -> None:
         self.env = env
@@ -146,8 +267,7 @@ class Timer:
         self._in_heap = False
         # The run loop never mutates a callbacks list, so one list serves every firing.
         self._callbacks: EventCallbacks = [self._fire]
-        self._queue: list[Any] = env._queue  # SimPy's heap; a timer's entry is its _TimerEvent
-        self._eid = env._eid
+        self._queue = env._queue  # the pending events; a timer's entry is its _TimerEvent
         self.clock = env.clock
 
     def _fire(self, event: Event) -> None:
@@ -165,7 +285,7 @@ class Timer:
         event.callbacks = self._callbacks
         self._in_heap = True
         self.armed = True
-        _push(self._queue, (self.clock.now + delay, priority, next(self._eid), event))
+        self._queue.push(self.clock.now + delay, priority, event)
 
     def arm_at(self, when: float, priority: EventPriority = NORMAL) -> None:
         now = self.clock.now
@@ -182,14 +302,13 @@ class FastTimer:
     at once), so a firing after ``stop`` is harmless and no cancel is needed.
     """
 
-    __slots__ = ("env", "_event", "_callbacks", "_queue", "_eid", "clock")
+    __slots__ = ("env", "_event", "_callbacks", "_queue", "clock")
 
     def __init__(self, env: Environment, fn: Callable[[Event], Any]) -> None:
         self.env = env
         self._event = _TimerEvent(env)
         self._callbacks = [fn]
-        self._queue: list[Any] = env._queue  # SimPy's heap; a timer's entry is its _TimerEvent
-        self._eid = env._eid
+        self._queue = env._queue  # the pending events; a timer's entry is its _TimerEvent
         self.clock = env.clock
 
     def arm(self, delay: float, priority: EventPriority = NORMAL) -> None:
@@ -198,7 +317,7 @@ class FastTimer:
             # still pending: a second firing needs its own heap entry
             event = self._event = _TimerEvent(self.env)
         event.callbacks = self._callbacks
-        _push(self._queue, (self.clock.now + delay, priority, next(self._eid), event))
+        self._queue.push(self.clock.now + delay, priority, event)
 
     def arm_at(self, when: float, priority: EventPriority = NORMAL) -> None:
         now = self.clock.now
@@ -228,13 +347,23 @@ class _Call(Event):
 
 
 class Environment(simpy.Environment):
-    """``simpy.Environment`` with ``call_later`` and an inlined run loop."""
+    """``simpy.Environment`` with ``call_later``, re-armable timers and an inlined run loop.
+
+    SimPy's public API works unchanged: ``process``, ``timeout``, ``event``, ``all_of``,
+    ``any_of``, ``schedule``, ``peek``, ``step``, ``run`` and ``now``, so user processes run
+    beside the model. The pending events are not SimPy's list of tuples but ``_queue``, an
+    ``EventQueue`` (compiled) or ``HeapqQueue`` (pure Python); ``schedule``, ``peek`` and
+    ``step`` are SimPy's, over that queue. Code that pushes onto SimPy's private ``_queue``
+    list with ``heapq`` gets a ``TypeError`` instead of an event that never fires.
+    """
+
+    _queue: PendingEvents  # type: ignore[assignment]  # SimPy's is a list of tuples
 
     def __init__(self, initial_time: float = 0) -> None:
         #: the time, read by the model as ``clock.now``; ``_now`` below is this field
         self.clock = Clock()
         super().__init__(initial_time)
-        self._eid = count()
+        self._queue = new_queue()
         #: Events processed by ``run`` so far.
         self.events_processed = 0
         #: Called every ``monitor_every`` events by ``run`` (work limits, progress); it may
@@ -244,22 +373,53 @@ class Environment(simpy.Environment):
 
     @property  # type: ignore[override]
     def _now(self) -> float:
-        """SimPy's time field, kept in ``clock`` (what ``now``, ``schedule`` and ``step`` read)."""
+        """SimPy's time field, kept in ``clock`` (what ``now`` reads)."""
         return self.clock.now
 
     @_now.setter
     def _now(self, value: float) -> None:
         self.clock.now = float(value)
 
+    # -- SimPy's scheduling API, over the queue ------------------------------------------
+
+    def schedule(self, event: Event, priority: EventPriority = NORMAL, delay: float = 0) -> None:
+        """Schedule ``event`` with ``priority`` after ``delay`` (``simpy.Environment.schedule``)."""
+        if not MIN_PRIORITY <= priority <= MAX_PRIORITY:
+            raise ValueError(f"priority must be in [{MIN_PRIORITY}, {MAX_PRIORITY}], got {priority}")
+        self._queue.push(self.clock.now + delay, int(priority), event)
+
+    def peek(self) -> float:
+        """When the next event is due, or infinity (``simpy.Environment.peek``)."""
+        return self._queue.first_time() if len(self._queue) else float("inf")
+
+    def step(self) -> None:
+        """Process the next event (``simpy.Environment.step``, also what ``run(until=event)``
+        steps with); ``EmptySchedule`` when there is none."""
+        queue = self._queue
+        if not len(queue):
+            raise EmptySchedule()
+        self.clock.now = queue.first_time()
+        event = queue.pop()
+        callbacks, event.callbacks = event.callbacks, None
+        try:
+            for callback in callbacks:
+                callback(event)
+        except StopSimulation:
+            # SimPy's own recovery: the callbacks not yet run go back in front of the queue
+            event.callbacks = callbacks[callbacks.index(callback) + 1 :]
+            self.schedule(event, EventPriority(-1))
+            raise
+        _raise_if_failed(event)
+
+    # -- zsim's additions --------------------------------------------------------------
+
     def call_later(self, delay: float, fn: Callable[[], Any], priority: EventPriority = NORMAL) -> None:
         """Call ``fn()`` ``delay`` seconds from now."""
-        event = _Call(self, lambda _event: fn())
-        _push(self._queue, (self._now + delay, priority, next(self._eid), event))
+        self._queue.push(self.clock.now + delay, priority, _Call(self, lambda _event: fn()))
 
     def call_soon(self, fn: Callable[[], Any]) -> None:
         """Call ``fn()`` at the current time, after the events already due now."""
-        event = _Call(self, lambda _event: fn())
-        _push(self._queue, (self._now, NORMAL, next(self._eid), event))
+        self._queue.push(self.clock.now, NORMAL, _Call(self, lambda _event: fn()))
 
     def timer(self, fn: Callable[[], Any]) -> Timer:
         return Timer(self, fn)
@@ -267,7 +427,7 @@ class Environment(simpy.Environment):
     def fast_timer(self, fn: Callable[[Event], Any]) -> FastTimer:
         return FastTimer(self, fn)
 
-    def run(self, until: float | Event | None = None) -> Any:  # noqa: C901 - hot loop
+    def run(self, until: float | Event | None = None) -> Any:
         """Run until the queue is empty, a time is reached, or an event is processed.
 
         Same contract as ``simpy.Environment.run``; when ``until`` is a time, the clock is
@@ -281,15 +441,17 @@ class Environment(simpy.Environment):
             if isinstance(until, Event):
                 return super().run(until)
             stop_at = float(until)
-            if stop_at < self._now:
-                raise ValueError(f"until ({stop_at}) must be >= now ({self._now})")
+            if stop_at < self.clock.now:
+                raise ValueError(f"until ({stop_at}) must be >= now ({self.clock.now})")
         horizon = float("inf") if stop_at is None else stop_at
         monitor = self.monitor
         chunk = self.monitor_every if monitor is not None else 1 << 62
+        queue = self._queue
         try:
-            while self._queue:
+            while len(queue):
                 # Up to ``chunk`` events, then the monitor: one counter per event, not a call.
-                left = _run_events(self, self._queue, horizon, chunk)
+                # compiled: an EventQueue; uncompiled, _run_events is _run_events_pure
+                left = _run_events(self, queue, horizon, chunk)  # type: ignore[arg-type]
                 self.events_processed += chunk - left
                 if left:
                     break  # the horizon or an empty queue ended the chunk: the run is over
@@ -297,39 +459,72 @@ class Environment(simpy.Environment):
                     monitor()
         except StopSimulation as exc:
             return exc.args[0]
-        except EmptySchedule:  # pragma: no cover - cannot happen with the guard above
-            pass
         if stop_at is not None:
-            self._now = stop_at
+            self.clock.now = stop_at
         return None
 
 
-def _run_events(env: Environment, queue: list, horizon: float, left: int) -> int:
+def _raise_if_failed(event: Any) -> None:
+    """A failed event nobody defused crashes the run, as in SimPy (``Environment.step``)."""
+    if not event._ok and not hasattr(event, "_defused"):
+        value = event._value
+        if isinstance(value, ZsimError):
+            raise value  # zsim's own errors carry fields (path, reason) args cannot rebuild
+        exc = type(value)(*value.args)
+        exc.__cause__ = value
+        raise exc
+
+
+def _run_events(env: Environment, queue: EventQueue, horizon: float, left: int) -> int:
     """Process up to ``left`` events due by ``horizon``; returns how many of ``left`` remain."""
     clock = env.clock
-    while queue and left:
-        if queue[0][0] > horizon:
+    while queue.size and left:
+        now = queue.times[0]
+        if now > horizon:
             break
-        now, _, _, event = _pop(queue)
+        event = queue.pop()
         clock.now = now
-        if type(event) is _TimerEvent:
-            # a timer: always ok, one callback (the compiled loop calls it with typed fields)
-            timer_event: _TimerEvent = event
-            callbacks = timer_event.callbacks
-            timer_event.callbacks = None
-            for callback in callbacks:  # type: ignore[union-attr]  # a timer in the heap has its callbacks
-                callback(event)
-        else:
-            callbacks = event.callbacks
-            event.callbacks = None  # SimPy's own mark of a processed event
-            for callback in callbacks:
-                callback(event)
-            if not event._ok and not hasattr(event, "_defused"):
-                value = event._value
-                if isinstance(value, ZsimError):
-                    raise value  # zsim's own errors carry fields (path, reason) args cannot rebuild
-                exc = type(value)(*value.args)
-                exc.__cause__ = value
-                raise exc
+        _process(event)
         left -= 1
     return left
+
+
+def _run_events_pure(env: Environment, queue: HeapqQueue, horizon: float, left: int) -> int:
+    """``_run_events`` over a ``HeapqQueue``: ``heapq.heappop`` on its list, no method call."""
+    clock = env.clock
+    heap = queue.heap
+    while heap and left:
+        if heap[0][0] > horizon:
+            break
+        now, _, _, event = heappop(heap)
+        clock.now = now
+        # _process(event), inlined: a Python call per event is a tenth of a pure-Python message
+        callbacks = event.callbacks
+        event.callbacks = None
+        for callback in callbacks:
+            callback(event)
+        if type(event) is not _TimerEvent and not event._ok:
+            _raise_if_failed(event)
+        left -= 1
+    return left
+
+
+def _process(event: Any) -> None:
+    """Run ``event``'s callbacks (SimPy's ``step`` without the pop)."""
+    if type(event) is _TimerEvent:
+        # a timer: always ok, one callback (the compiled loop calls it with typed fields)
+        timer_event: _TimerEvent = event
+        callbacks = timer_event.callbacks
+        timer_event.callbacks = None
+        for callback in callbacks:  # type: ignore[union-attr]  # a timer in the heap has its callbacks
+            callback(event)
+        return
+    callbacks = event.callbacks
+    event.callbacks = None  # SimPy's own mark of a processed event
+    for callback in callbacks:
+        callback(event)
+    _raise_if_failed(event)
+
+
+if not _COMPILED:
+    globals().update(_run_events=_run_events_pure)
