@@ -20,7 +20,7 @@ import numpy as np
 
 from . import steady
 from .files import atomic_write, prepare_output_dir
-from .ledger import DELIVERED, RULES, STATES, WHERE
+from .ledger import DELIVERED, DISCARDED, FORWARDED, RULES, STATES, WHERE
 from .model.fates import RULE_FILTERED  # a SUB's own filter threw the copy away (not wanted)
 from .summary import (
     LedgerSummary,
@@ -59,13 +59,26 @@ def _destinations(world: Any, table: dict[str, np.ndarray]) -> tuple[np.ndarray,
     A copy is meant for the socket at the end of the pipe it was written to; copies that a
     socket read (delivered, forwarded) or threw away itself (discarded) count for that
     socket. Copies its own SUB filter discarded were never wanted and are left out."""
-    state, rule, socket, pipe = table["state"], table["rule"], table["socket"].astype(np.int64), table["pipe"].astype(np.int64)
-    destinations = np.asarray(world.pipe_destinations() + [-1], dtype=np.int64)
-    by_pipe = destinations[np.where(pipe >= 0, pipe, len(destinations) - 1)]
-    at_reader = (state == DELIVERED) | (state == 1) | (state == 3)
-    dest = np.where(at_reader, socket, by_pipe)
-    wanted = (dest >= 0) & ~((state == 3) & (rule == RULE_FILTERED))
+    state, rule = table["state"], table["rule"]
+    # a copy with no pipe (-1) indexes the appended -1: no destination
+    by_pipe = np.asarray(world.pipe_destinations() + [-1], dtype=np.intp)[table["pipe"]]
+    at_reader = _AT_READER[state]
+    dest = np.where(at_reader, table["socket"], by_pipe)
+    wanted = (dest >= 0) & ~((state == DISCARDED) & (rule == RULE_FILTERED))
     return dest, wanted
+
+
+#: per state code: does a copy in that state count for the socket that holds the record (it
+#: read it, or threw it away itself)?
+_AT_READER = np.isin(np.arange(len(STATES)), (DELIVERED, FORWARDED, DISCARDED))
+
+
+def _stable_order(keys: np.ndarray, n_keys: int) -> np.ndarray:
+    """``np.argsort(keys, kind="stable")`` for keys in ``[-1, n_keys)``: as 16-bit integers
+    when they fit, which numpy sorts by radix in one pass instead of by merging."""
+    if n_keys < 2**15:
+        keys = keys.astype(np.int16)
+    return np.argsort(keys, kind="stable")
 
 
 def _settling(world: Any, table: dict[str, np.ndarray], meant_for: tuple[np.ndarray, np.ndarray], latency_order: np.ndarray,
@@ -75,10 +88,12 @@ def _settling(world: Any, table: dict[str, np.ndarray], meant_for: tuple[np.ndar
     ``meant_for``: ``_destinations(world, table)``."""
     dest, wanted = meant_for
     idx = np.flatnonzero(wanted)
+    # by socket, then send time (np.lexsort((t0, dest)), as two stable sorts)
+    by_time = np.argsort(table["t0"][idx], kind="stable")
+    idx = idx[by_time]
+    idx = idx[_stable_order(dest[idx], len(world.sockets))]
     t0 = table["t0"][idx]
-    order = np.lexsort((t0, dest[idx]))  # by socket, then send time
-    idx, t0 = idx[order], t0[order]
-    lost = ~np.isin(table["state"][idx], (DELIVERED, 1))
+    lost = table["state"][idx] > FORWARDED  # neither delivered nor forwarded
     bounds = np.searchsorted(dest[idx], np.arange(len(world.sockets) + 1))
     delivered_t0 = table["t0"][table["state"] == DELIVERED][latency_order]
     found: dict[int, dict[str, Any]] = {}
@@ -309,8 +324,8 @@ def summarise(model: Model, wall_s: float) -> RunResult:
     world, ledger, scenario = model.world, model.ledger, model.scenario
     now = model.env.now
     copies = sum(sock.copies for sock in world.sockets)
-    by_state = ledger.check_conservation(copies, world.next_message_id)
     table = ledger.table()
+    by_state = ledger.check_table(table, copies, world.next_message_id)
     state, rule = table["state"], table["rule"]
     delivered_mask = state == DELIVERED
     latency = table["time"][delivered_mask] - table["t0"][delivered_mask]
@@ -329,7 +344,7 @@ def summarise(model: Model, wall_s: float) -> RunResult:
     # latencies grouped by receiving socket in one sort, not one scan per socket (within
     # a socket in delivery order: the ledger records a delivery when it happens)
     delivered_at = table["socket"][delivered_mask]
-    order = np.argsort(delivered_at, kind="stable")
+    order = _stable_order(delivered_at, len(world.sockets))
     bounds = np.searchsorted(delivered_at[order], np.arange(len(world.sockets) + 1))
     sorted_latency = latency[order]
     settling = _settling(world, table, meant_for, order, bounds, sorted_latency)
