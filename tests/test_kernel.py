@@ -46,6 +46,10 @@ def test_the_queue_pops_what_heapq_pops_in_the_same_order(queue_type):
 
 
 def test_the_typed_queue_grows_and_reuses_the_slots_it_frees():
+    empty = kernel.EventQueue(capacity=0)  # grows from one entry
+    empty.push(1.0, 1, "a")
+    empty.push(0.5, 1, "b")
+    assert [empty.pop(), empty.pop()] == ["b", "a"]
     queue = kernel.EventQueue(capacity=2)
     events = [object() for _ in range(100)]
     for i, event in enumerate(events):
@@ -96,8 +100,11 @@ def test_simpys_public_scheduling_api_works_on_the_queue():
     assert env.peek() == float("inf")
     with pytest.raises(simpy.core.EmptySchedule):
         env.step()
-    with pytest.raises(ValueError, match="priority"):
-        env.schedule(env.event(), 1000)
+    # a key holds priorities -64..63; beyond, both queues refuse rather than misorder
+    for call in (lambda: env.schedule(env.event(), 1000), lambda: env.call_later(1.0, print, priority=200),
+                 lambda: env.fast_timer(print).arm(1.0, priority=-65)):
+        with pytest.raises(ValueError, match=r"priority must be in \[-64, 63\]"):
+            call()
 
 
 def test_run_until_an_event_returns_its_value_and_keeps_the_rest_pending():

@@ -5,7 +5,7 @@ cimport cython
 cdef bint _COMPILED
 
 
-cdef long _EID_BITS
+cdef long long _PRIORITY_STEP
 cdef long MIN_PRIORITY, MAX_PRIORITY
 
 

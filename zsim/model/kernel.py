@@ -38,9 +38,10 @@ __all__ = ["Clock", "Environment", "FastTimer", "Timer", "NORMAL", "URGENT"]
 #: than any heap written in Python). Both pop the same events in the same order.
 _COMPILED = not __file__.endswith((".py", ".pyc"))
 
-#: an entry's order key: ``(priority << _EID_BITS) + eid``, so comparing keys compares
-#: ``(priority, eid)`` as SimPy's ``(time, priority, eid, event)`` tuples do
-_EID_BITS = 56
+#: an entry's order key: ``priority * _PRIORITY_STEP + eid`` (eids stay below 2**56), so
+#: comparing keys compares ``(priority, eid)`` as SimPy's ``(time, priority, eid, event)``
+#: tuples do
+_PRIORITY_STEP = 1 << 56
 #: the priorities a key can hold; SimPy uses URGENT (0), NORMAL (1) and -1 (an event whose
 #: callbacks a ``StopSimulation`` interrupted, put back in front)
 MIN_PRIORITY = -64
@@ -74,7 +75,7 @@ class EventQueue:
         self.free = array("q")  # free slots in ``events``, a stack of n_free
         self.events: list[Any] = []  # by slot; None where free
         self.n_free = 0
-        self._grow(capacity)
+        self._grow(max(1, capacity))
 
     def _grow(self, capacity: int) -> None:
         """Arrays of ``capacity`` entries holding the current ones."""
@@ -101,11 +102,13 @@ class EventQueue:
         return self.times[0]  # type: ignore[no-any-return]
 
     def push(self, when: float, priority: int, event: Any) -> None:
-        """Schedule ``event`` at ``when`` (``MIN_PRIORITY <= priority <= MAX_PRIORITY``)."""
+        """Schedule ``event`` at ``when``; ``ValueError`` unless ``MIN_PRIORITY <= priority <= MAX_PRIORITY``."""
+        if priority < MIN_PRIORITY or priority > MAX_PRIORITY:
+            _bad_priority(priority)
         size = self.size
         if size == self.capacity:
             self._grow(2 * self.capacity)
-        key = (priority << _EID_BITS) + self.next_eid
+        key = priority * _PRIORITY_STEP + self.next_eid
         self.next_eid += 1
         if self.n_free:
             self.n_free -= 1
@@ -195,6 +198,8 @@ class HeapqQueue:
         return self.heap[0][0]  # type: ignore[no-any-return]
 
     def push(self, when: float, priority: int, event: Any) -> None:
+        if priority < MIN_PRIORITY or priority > MAX_PRIORITY:
+            _bad_priority(priority)  # as EventQueue, so both modes accept the same calls
         heappush(self.heap, (when, priority, next(self.eids), event))
 
     def pop(self) -> Any:
@@ -211,6 +216,10 @@ class PendingEvents(Protocol):
     def push(self, when: float, priority: int, event: Any) -> None: ...
 
     def pop(self) -> Any: ...
+
+
+def _bad_priority(priority: int) -> None:
+    raise ValueError(f"event priority must be in [{MIN_PRIORITY}, {MAX_PRIORITY}], got {priority}")
 
 
 def new_queue() -> PendingEvents:
@@ -384,8 +393,6 @@ class Environment(simpy.Environment):
 
     def schedule(self, event: Event, priority: EventPriority = NORMAL, delay: float = 0) -> None:
         """Schedule ``event`` with ``priority`` after ``delay`` (``simpy.Environment.schedule``)."""
-        if not MIN_PRIORITY <= priority <= MAX_PRIORITY:
-            raise ValueError(f"priority must be in [{MIN_PRIORITY}, {MAX_PRIORITY}], got {priority}")
         self._queue.push(self.clock.now + delay, int(priority), event)
 
     def peek(self) -> float:
