@@ -24,11 +24,12 @@ cdef class EventQueue:
     @cython.locals(size=Py_ssize_t, times="double[::1]", keys="long long[::1]", slots="long long[::1]", free="long long[::1]")
     cpdef _grow(self, Py_ssize_t capacity)
     cpdef double first_time(self)
-    @cython.locals(size=Py_ssize_t, key="long long", slot="long long", pos=Py_ssize_t, parent=Py_ssize_t,
-                   parent_time=double, times="double[::1]", keys="long long[::1]", slots="long long[::1]")
+    @cython.locals(size=Py_ssize_t, key="long long", slot="long long")
     cpdef push(self, double when, long priority, object event)
-    @cython.locals(size=Py_ssize_t, key="long long", slot="long long", pos=Py_ssize_t, parent=Py_ssize_t, child=Py_ssize_t,
-                   right=Py_ssize_t, when=double, parent_time=double, right_time=double, child_time=double,
+    @cython.locals(parent=Py_ssize_t, parent_time=double)
+    cdef inline void _rise(self, Py_ssize_t pos, double when, long long key, long long slot)
+    @cython.locals(size=Py_ssize_t, key="long long", slot="long long", pos=Py_ssize_t, child=Py_ssize_t,
+                   right=Py_ssize_t, when=double, right_time=double, child_time=double,
                    times="double[::1]", keys="long long[::1]", slots="long long[::1]")
     cpdef object pop(self)
 

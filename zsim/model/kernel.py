@@ -117,22 +117,26 @@ class EventQueue:
         else:
             slot = len(self.events)
             self.events.append(event)
-        times, keys, slots = self.times, self.keys, self.slots
-        pos = size
         self.size = size + 1
-        while pos > 0:  # heapq._siftdown: up towards the root while before the parent
+        self._rise(size, when, key, slot)
+
+    def _rise(self, pos: int, when: float, key: int, slot: int) -> None:
+        """``heapq._siftdown``: put the entry ``(when, key, slot)`` at the hole ``pos``, moving
+        it up towards the root while it sorts before its parent. (The fields are indexed
+        directly: compiled, a local copy of a memoryview costs a reference count each.)"""
+        while pos > 0:
             parent = (pos - 1) >> 1
-            parent_time = times[parent]
-            if when < parent_time or (when == parent_time and key < keys[parent]):
-                times[pos] = parent_time
-                keys[pos] = keys[parent]
-                slots[pos] = slots[parent]
+            parent_time = self.times[parent]
+            if when < parent_time or (when == parent_time and key < self.keys[parent]):
+                self.times[pos] = parent_time
+                self.keys[pos] = self.keys[parent]
+                self.slots[pos] = self.slots[parent]
                 pos = parent
                 continue
             break
-        times[pos] = when
-        keys[pos] = key
-        slots[pos] = slot
+        self.times[pos] = when
+        self.keys[pos] = key
+        self.slots[pos] = slot
 
     def pop(self) -> Any:
         """Remove and return the next event (the queue is not empty; its time is ``first_time()``)."""
@@ -165,19 +169,7 @@ class EventQueue:
             slots[pos] = slots[child]
             pos = child
             child = 2 * pos + 1
-        while pos > 0:
-            parent = (pos - 1) >> 1
-            parent_time = times[parent]
-            if when < parent_time or (when == parent_time and key < keys[parent]):
-                times[pos] = parent_time
-                keys[pos] = keys[parent]
-                slots[pos] = slots[parent]
-                pos = parent
-                continue
-            break
-        times[pos] = when
-        keys[pos] = key
-        slots[pos] = slot
+        self._rise(pos, when, key, slot)
         return event
 
 
