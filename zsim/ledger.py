@@ -72,12 +72,9 @@ class Ledger:
         self._used = i + _FIELDS
 
     def _new_block(self) -> None:
-        if self._used:
-            self._blocks.append(self._current[: self._used])
-            self._full += self._used // _FIELDS
+        self._close_block()  # which leaves _used at 0
         self._current = np.empty(_BLOCK)  # pages are mapped when first written
         self._block = self._current.data
-        self._used = 0
 
     # -- hooks called by the model (hot path) ----------------------------------------------
 

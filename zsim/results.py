@@ -147,7 +147,7 @@ def _inbound(world: Any, table: dict[str, np.ndarray], pipe_names: list[str],
     """Per receiving socket: the fate of every copy meant for it (``meant_for``:
     ``_destinations``). One pass over the records (bincount), whatever the number of sockets.
     """
-    state, rule, pipe = table["state"], table["rule"], table["pipe"].astype(np.int64)
+    state, rule, pipe = table["state"], table["rule"], table["pipe"]
     dest, wanted = meant_for
     n_sockets, n_states = len(world.sockets), len(STATES)
     counts = np.bincount(dest[wanted] * n_states + state[wanted], minlength=n_sockets * n_states).reshape(n_sockets, n_states)
@@ -159,7 +159,7 @@ def _inbound(world: Any, table: dict[str, np.ndarray], pipe_names: list[str],
     dropped = wanted & (state == 2)
     drops: dict[int, dict[str, int]] = {}
     if dropped.any():
-        for (d, p, r), n in _count_rows(dest[dropped], pipe[dropped], rule[dropped].astype(np.int64)):
+        for (d, p, r), n in _count_rows(dest[dropped], pipe[dropped], rule[dropped]):
             where = pipe_names[p] if p >= 0 else "no pipe"
             drops.setdefault(d, {})[f"{where}: {RULES.get(r, str(r))}"] = n
     inbound: dict[int, dict[str, Any]] = {}
@@ -186,11 +186,11 @@ def _inbound(world: Any, table: dict[str, np.ndarray], pipe_names: list[str],
 
 def _pipe_drops(table: dict[str, np.ndarray]) -> dict[int, dict[str, int]]:
     """Per pipe index: copies dropped on it, by rule."""
-    state, rule, pipe = table["state"], table["rule"], table["pipe"].astype(np.int64)
+    state, rule, pipe = table["state"], table["rule"], table["pipe"]
     dropped = (state == 2) & (pipe >= 0)
     result: dict[int, dict[str, int]] = {}
     if dropped.any():
-        for (p, r), n in _count_rows(pipe[dropped], rule[dropped].astype(np.int64)):
+        for (p, r), n in _count_rows(pipe[dropped], rule[dropped]):
             result.setdefault(p, {})[RULES.get(r, str(r))] = n
     return result
 

@@ -234,11 +234,11 @@ class Clock:
 
 
 class _TimerEvent:
-    """The heap entry of a ``Timer``: reused while the timer fires normally.
+    """The queue entry of a ``Timer``: reused while the timer fires normally.
 
-    Not a ``simpy.events.Event``, but what SimPy's own ``Environment.step`` reads of one
-    (``callbacks``, ``_ok``, ``_value``), so ``run(until=event)``, which steps with
-    SimPy's loop, processes it too; ``Environment.run`` tests for it by type first.
+    Not a ``simpy.events.Event``, but what ``Environment.step`` reads of one (``callbacks``,
+    ``_ok``, ``_value``), so ``run(until=event)``, which steps with SimPy's loop, processes
+    it too; the run loop tests for it by type first (``_process``).
     """
 
     __slots__ = ("env", "callbacks", "_value", "_ok")
@@ -497,7 +497,7 @@ def _run_events_pure(env: Environment, queue: HeapqQueue, horizon: float, left: 
             break
         now, _, _, event = heappop(heap)
         clock.now = now
-        # _process(event), inlined: a Python call per event is a tenth of a pure-Python message
+        # _process(event), inlined: a Python call per event cost 7% of a pure-Python message
         callbacks = event.callbacks
         event.callbacks = None
         for callback in callbacks:
