@@ -32,24 +32,27 @@ class Sampler:
     touches the random stream, so adding a constant workload leaves every other stream alone.
     """
 
-    __slots__ = ("_dist", "_rng", "_integer", "_block", "_index", "_length", "_drawn", "_replay", "_constant", "_size",
-                 "_packed")
+    __slots__ = ("_dist", "_rng", "_integer", "_block", "_values", "_index", "_length", "_drawn", "_replay", "_constant",
+                 "_size", "_shared")
 
     def __init__(self, dist: Any, rng: np.random.Generator | None, integer: bool = False,
                  shared_stream: bool = False) -> None:
         self._dist = dist
         self._rng = rng
         self._integer = integer
-        self._block: Any = []
+        # the values held, packed (8 bytes each: a list of floats would cost 32 bytes a value,
+        # spread over the heap, and a garbage-collector visit of each at every collection);
+        # _values is the same memory as _block, as a typed view when compiled
+        self._block: Any = array("d")
+        self._values: Any = self._block
         self._index = 0
         self._length = 0  # values held in _block
         self._drawn = 0  # values drawn from the stream for the current block (more than held: see _refill)
         self._replay: Any = None  # the stream's state before the current block, while it is held in part
         # a stream shared with other draws must keep its draws in the same order: full
-        # blocks from the start (growing ones would interleave differently), held packed
-        # (8 bytes a value, not a 32-byte float object)
+        # blocks from the start (growing ones would interleave differently)
         self._size = BLOCK if shared_stream else FIRST_BLOCK
-        self._packed = shared_stream
+        self._shared = shared_stream
         self._constant: float | int | None = None
         if dist.kind == "constant":
             self._constant = int(round(dist.value)) if integer else dist.value
@@ -68,12 +71,11 @@ class Sampler:
         return rng.choice(np.asarray(dist.values, dtype=float), size)  # empirical
 
     def _hold(self, block: Any, keep: int) -> None:
-        block = block[:keep]
+        block = np.ascontiguousarray(block[:keep], dtype=np.float64)
         if self._integer:
-            values = np.rint(block).astype(np.int64)
-            self._block = array("q", values.tobytes()) if self._packed else values.tolist()
-        else:
-            self._block = array("d", block.tobytes()) if self._packed else block.tolist()
+            block = np.rint(block)  # whole numbers, exact as doubles (sizes are far below 2**53)
+        self._block = array("d", block.tobytes())
+        self._values = self._block
         self._length = keep
 
     def _refill(self) -> None:
@@ -97,7 +99,7 @@ class Sampler:
         assert rng is not None
         size = self._size
         self._size = min(2 * size, BLOCK)
-        state = rng.bit_generator.state if self._packed and size > FIRST_BLOCK else None
+        state = rng.bit_generator.state if self._shared and size > FIRST_BLOCK else None
         block = self._draw(rng, size)
         self._drawn = size
         self._index = 0
@@ -114,7 +116,7 @@ class Sampler:
 
     @property
     def held(self) -> int:
-        """How many drawn values the sampler holds now (its memory: 8 bytes each packed, else ~32)."""
+        """How many drawn values the sampler holds now (its memory: 8 bytes each)."""
         return len(self._block)
 
     def next(self) -> Any:
@@ -125,4 +127,7 @@ class Sampler:
             self._refill()
             index = self._index
         self._index = index + 1
-        return self._block[index]
+        value = self._values[index]
+        if self._integer:
+            return int(value)
+        return value
