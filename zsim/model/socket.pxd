@@ -56,7 +56,7 @@ cdef class Socket:
     cdef public long lost_on_close
     cdef public long last_pipe_index
     cdef public object xsend
-    cdef public object xrecv
+    cdef public bint plain_recv
     cdef public double throttle_s
     cdef public object ledger
     cdef public Sampler wake_sampler
@@ -87,6 +87,6 @@ cdef class Socket:
     cpdef int _send_pair(self, tuple msg) except? -1
     cpdef recv(self)
     @cython.locals(pipe=Pipe)
-    cpdef _xrecv_plain(self)
+    cpdef xrecv(self)
     @cython.locals(pipe=Pipe, fq=FairQueue, subs=Subscriptions, peer=Peer)
     cpdef _xrecv_typed(self)

@@ -49,7 +49,7 @@ class Socket:
         "mailbox", "last_command_time", "ticks", "waiters", "wake_pending", "own_subs", "lb", "fq", "dist", "router",
         "pair_peer", "all_subs", "pending_subscriptions", "reply_pipe", "awaiting_reply", "reply_peer",
         "reply_envelope", "sent", "send_again", "send_unroutable", "received", "recv_again", "dropped", "discarded",
-        "copies", "blocked_s", "blocked_count", "lost_on_close", "last_pipe_index", "xsend", "xrecv",
+        "copies", "blocked_s", "blocked_count", "lost_on_close", "last_pipe_index", "xsend", "plain_recv",
         "throttle_s", "ledger", "wake_sampler", "__weakref__",
     )
 
@@ -101,16 +101,16 @@ class Socket:
         self.blocked_count = 0
         self.lost_on_close = 0
         self.last_pipe_index = -1
-        # xrecv: the type's own recv (libzmq's socket_base_t::xrecv; xsend is chosen with
-        # the routing policy), without the command processing of recv(). Workloads call
-        # them directly when they have just processed commands themselves.
+        # xrecv() is the type's own recv (libzmq's socket_base_t::xrecv; xsend is chosen
+        # with the routing policy), without the command processing of recv(). Workloads
+        # call it directly when they have just processed commands themselves.
         traits = self.traits
         # A SUB subscribed to everything never filters on receive: same path as PULL.
         filters = traits.filters_on_recv and not (self.own_subs is not None and self.own_subs.all)
         plain = traits.receives and not (
             traits.app_sees_subscriptions or traits.request or traits.reply or filters or traits.prepends_identity
         )
-        self.xrecv = self._xrecv_plain if plain else self._xrecv_typed
+        self.plain_recv = plain  # xrecv takes the fair queue's next message as it is
         self.throttle_s = ctx.params.command_throttle_s
         self.ledger = ctx.ledger
         wake = ctx.params.app_wake
@@ -563,12 +563,15 @@ class Socket:
         fq = self.fq
         return fq is not None and fq.has_in()
 
-    def _xrecv_plain(self) -> Message | None:
-        """PULL, DEALER, PAIR, XSUB: the next message from the fair queue."""
-        msg, pipe = self.fq.recv()  # type: ignore[union-attr]
-        if msg is not None:
-            self.last_pipe_index = pipe.index  # type: ignore[union-attr]
-        return msg
+    def xrecv(self) -> Message | None:
+        """The type's own recv (``socket_base_t::xrecv``): for PULL, DEALER, PAIR, XSUB and
+        a SUB subscribed to everything, the fair queue's next message as it is."""
+        if self.plain_recv:
+            msg, pipe = self.fq.recv()  # type: ignore[union-attr]
+            if msg is not None:
+                self.last_pipe_index = pipe.index  # type: ignore[union-attr]
+            return msg
+        return self._xrecv_typed()
 
     def _xrecv_typed(self) -> Message | None:
         traits = self.traits

@@ -11,8 +11,8 @@ cdef int INBOUND_POLL_RATE, OPEN, AGAIN, SENT, UNROUTABLE, RULE_UNROUTABLE
 cdef int MSG_ENVELOPE, MSG_ID, MSG_TOPIC, SUBSCRIBE_ID
 
 
+@cython.final
 cdef class Sender:
-    cdef dict __dict__
     cdef public Thread cpu
     cdef public Context world
     cdef public object env
@@ -67,8 +67,8 @@ cdef class Sender:
     cpdef double _wait(self) except? -1.0
 
 
+@cython.final
 cdef class Receiver:
-    cdef dict __dict__
     cdef public Thread cpu
     cdef public Context world
     cdef public object env
@@ -101,6 +101,7 @@ cdef class Receiver:
     cdef public Socket forward_to
     cdef public object forwarding
     cdef public double forward_blocked_since
+    cdef public bint busy
 
     @cython.locals(sock=Socket)
     cpdef _try(self, event=*)
@@ -109,8 +110,8 @@ cdef class Receiver:
     cpdef _got(self, tuple msg)
 
 
+@cython.final
 cdef class Proxy:
-    cdef dict __dict__
     cdef public Thread cpu
     cdef public object world
     cdef public object env
