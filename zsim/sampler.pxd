@@ -6,16 +6,19 @@ cdef long BLOCK, FIRST_BLOCK
 
 @cython.final
 cdef class Sampler:
-    cdef object _dist
-    cdef object _rng
-    cdef bint _integer
-    cdef object _block
-    cdef double[::1] _values
+    # what next() reads first: the typed view (a memoryview slice, 208 bytes) after the
+    # counters, so that its data pointer shares their cache line
+    cdef object _constant
     cdef long _index
     cdef long _length
+    cdef bint _integer
+    cdef double[::1] _values
+    # the rest
+    cdef object _dist
+    cdef object _rng
+    cdef object _block
     cdef long _drawn
     cdef object _replay
-    cdef object _constant
     cdef long _size
     cdef bint _shared
 

@@ -17,15 +17,17 @@ cdef class Subscriptions:
 
 @cython.final
 cdef class Peer:
-    cdef public object socket
-    cdef public object remote
-    cdef public object conn
-    cdef public Pipe out_pipe
-    cdef public Pipe in_pipe
+    # what every PUB's send reads of each peer first, together (see Receiver in workload.pxd)
     cdef public bint attached
-    cdef public Subscriptions applied
-    cdef public Subscriptions remote_subs
-    cdef public object routing_key
     cdef public bint alive
     cdef public bint in_fq
     cdef public bint listed
+    cdef public Subscriptions applied
+    cdef public Pipe out_pipe
+    cdef public Subscriptions remote_subs
+    cdef public Pipe in_pipe
+    # the rest
+    cdef public object socket
+    cdef public object remote
+    cdef public object conn
+    cdef public object routing_key

@@ -8,35 +8,37 @@ cdef class WakeGroup:
 
 
 cdef class Pipe:
-    cdef public object env
-    cdef public Clock clock
-    cdef public str name
-    cdef public long hwm
-    cdef public long lwm
-    cdef public object queue
-    cdef public long written
-    cdef public long read_count
-    cdef public long peers_read
+    # the fields of every write and read first, together (see Receiver in workload.pxd)
     cdef public bint out_active
     cdef public bint reader_asleep
-    cdef public object writer
-    cdef public object reader
     cdef public bint conflate
     cdef public int state
     cdef public bint delimited
+    cdef public bint wake_counted
+    cdef public long hwm
+    cdef public long written
+    cdef public long peers_read
+    cdef public long read_count
+    cdef public long lwm
     cdef public long max_depth
     cdef public double area
     cdef public double last_change
-    cdef public long dropped
-    cdef public long index
+    cdef public object queue
+    cdef public Clock clock
     cdef public object trace
+    cdef public object reader
+    cdef public object writer
+    cdef public long index
+    cdef public WakeGroup wake_group
+    # the rest
+    cdef public object env
+    cdef public str name
+    cdef public long dropped
     cdef public object owner
     cdef public object on_displace
     cdef public double asleep_since
     cdef public object wake_cost
     cdef public object debt
-    cdef public WakeGroup wake_group
-    cdef public bint wake_counted
 
     cpdef bint check_hwm(self)
     cpdef bint check_write(self)

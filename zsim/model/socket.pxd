@@ -14,27 +14,39 @@ cdef int AGAIN, SENT, RULE_FILTERED, RULE_HWM, RULE_NO_DELIMITER, RULE_NO_PEERS,
 
 @cython.final
 cdef class Socket:
+    # the fields every message reads first, together (see Receiver in workload.pxd)
+    cdef public int state
+    cdef public bint plain_recv
+    cdef public bint wake_pending
+    cdef public long ticks
+    cdef public long received
+    cdef public long last_pipe_index
+    cdef public long index
+    cdef public list mailbox
+    cdef public FairQueue fq
+    cdef public Clock clock
+    cdef public list waiters
+    cdef public Distribute dist
+    cdef public object xsend
+    cdef public long copies
+    cdef public long dropped
+    cdef public long sent
+    cdef public object ledger
+    cdef public double last_command_time
+    cdef public double throttle_s
+    cdef public Sampler wake_sampler
+    cdef public object options
+    # the rest
     cdef public object ctx
     cdef public object env
-    cdef public Clock clock
-    cdef public long index
     cdef public str name
     cdef public str type
     cdef public object traits
     cdef public object process
-    cdef public object options
     cdef public object routing_id
-    cdef public int state
     cdef public list peers
-    cdef public list mailbox
-    cdef public double last_command_time
-    cdef public long ticks
-    cdef public list waiters
-    cdef public bint wake_pending
     cdef public Subscriptions own_subs
     cdef public LoadBalance lb
-    cdef public FairQueue fq
-    cdef public Distribute dist
     cdef public RouteByIdentity router
     cdef public Peer pair_peer
     cdef public Subscriptions all_subs
@@ -43,23 +55,13 @@ cdef class Socket:
     cdef public bint awaiting_reply
     cdef public Peer reply_peer
     cdef public object reply_envelope
-    cdef public long sent
     cdef public long send_again
     cdef public long send_unroutable
-    cdef public long received
     cdef public long recv_again
-    cdef public long dropped
     cdef public long discarded
-    cdef public long copies
     cdef public double blocked_s
     cdef public long blocked_count
     cdef public long lost_on_close
-    cdef public long last_pipe_index
-    cdef public object xsend
-    cdef public bint plain_recv
-    cdef public double throttle_s
-    cdef public object ledger
-    cdef public Sampler wake_sampler
     cdef object __weakref__
 
     @cython.locals(policy=object)

@@ -455,6 +455,10 @@ class Receiver:
         self.forward_blocked_since = 0.0
         self.busy = busy  # the service time is CPU work (a busy loop), not a sleep
         self.cpu: Thread | None = None  # its thread on the machine's cores (None: a core of its own)
+        # read at every wait: one bound method made once (the socket's waiter list finds it
+        # by identity), the timeout as a C field
+        self.on_woken = self._woken
+        self.rcvtimeo: int = socket.options.rcvtimeo
 
     def start(self) -> None:
         if self.pause_every is not None:
@@ -466,7 +470,7 @@ class Receiver:
         self.timer.cancel()
         self.timeout_timer.cancel()
         if self.waiting:
-            self.socket.stop_waiting(self._woken)
+            self.socket.stop_waiting(self.on_woken)
             self.waiting = False
         if self.forward_to is not None:
             self.forward_to.stop_waiting(self._forward_retry)
@@ -512,8 +516,8 @@ class Receiver:
             msg = sock.xrecv()
         if msg is None:
             self.waiting = True
-            sock.wait(self._woken)
-            timeout = sock.options.rcvtimeo
+            sock.wait(self.on_woken)
+            timeout = self.rcvtimeo
             if timeout > 0 and not self.timeout_timer.armed:
                 self.timeout_timer.arm(timeout / 1000.0)
             elif timeout == 0:
@@ -526,9 +530,9 @@ class Receiver:
             return
         msg = self.socket.xrecv()
         if msg is None:
-            self.socket.wait(self._woken)
+            self.socket.wait(self.on_woken)
             return
-        self.socket.stop_waiting(self._woken)
+        self.socket.stop_waiting(self.on_woken)
         self.waiting = False
         self.socket.ticks = 0
         self.timeout_timer.cancel()
@@ -538,7 +542,7 @@ class Receiver:
         if not self.waiting:
             return
         sock = self.socket
-        sock.stop_waiting(self._woken)
+        sock.stop_waiting(self.on_woken)
         self.waiting = False
         sock.recv_again += 1
         if self.on_timeout == "stop":
