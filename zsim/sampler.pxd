@@ -16,7 +16,6 @@ cdef class Sampler:
     # the rest
     cdef object _dist
     cdef object _rng
-    cdef object _block
     cdef long _drawn
     cdef object _replay
     cdef long _size

@@ -32,8 +32,8 @@ class Sampler:
     touches the random stream, so adding a constant workload leaves every other stream alone.
     """
 
-    __slots__ = ("_dist", "_rng", "_integer", "_block", "_values", "_index", "_length", "_drawn", "_replay", "_constant",
-                 "_size", "_shared")
+    __slots__ = ("_dist", "_rng", "_integer", "_values", "_index", "_length", "_drawn", "_replay", "_constant", "_size",
+                 "_shared")
 
     def __init__(self, dist: Any, rng: np.random.Generator | None, integer: bool = False,
                  shared_stream: bool = False) -> None:
@@ -42,11 +42,10 @@ class Sampler:
         self._integer = integer
         # the values held, packed (8 bytes each: a list of floats would cost 32 bytes a value,
         # spread over the heap, and a garbage-collector visit of each at every collection);
-        # _values is the same memory as _block, as a typed view when compiled
-        self._block: Any = array("d")
-        self._values: Any = self._block
+        # an array('d'), read through a typed view when compiled (the view keeps it alive)
+        self._values: Any = array("d")
         self._index = 0
-        self._length = 0  # values held in _block
+        self._length = 0  # values held in _values
         self._drawn = 0  # values drawn from the stream for the current block (more than held: see _refill)
         self._replay: Any = None  # the stream's state before the current block, while it is held in part
         # a stream shared with other draws must keep its draws in the same order: full
@@ -74,8 +73,7 @@ class Sampler:
         block = np.ascontiguousarray(block[:keep], dtype=np.float64)
         if self._integer:
             block = np.rint(block)  # whole numbers, exact as doubles (sizes are far below 2**53)
-        self._block = array("d", block.tobytes())
-        self._values = self._block
+        self._values = array("d", block.tobytes())
         self._length = keep
 
     def _refill(self) -> None:
@@ -117,7 +115,7 @@ class Sampler:
     @property
     def held(self) -> int:
         """How many drawn values the sampler holds now (its memory: 8 bytes each)."""
-        return len(self._block)
+        return self._length
 
     def next(self) -> Any:
         if self._constant is not None:
