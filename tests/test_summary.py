@@ -12,7 +12,7 @@ import zsim
 from validation.compare import _FIELDS, _LEDGER
 from validation.harness import merge_results
 from zsim import spec
-from zsim.summary import SocketSummary, percentiles, scalar_fields, sender_rates, shape_problems
+from zsim.summary import SocketSummary, percentiles, percentiles_many, scalar_fields, sender_rates, shape_problems
 
 
 @pytest.mark.parametrize("path", sorted(glob.glob("examples/*.toml")))
@@ -84,3 +84,22 @@ def test_the_shared_statistics():
     assert sender_rates(10, 0.01, 0.5, 0.6) == {"requested_rate_per_s": 100.0, "achieved_rate_per_s": pytest.approx(100.0),
                                                 "active_s": pytest.approx(0.1)}
     assert sender_rates(10, 0.0, 0.5, None) == {"requested_rate_per_s": None, "achieved_rate_per_s": None, "active_s": None}
+
+
+def test_the_percentiles_are_numpys_bit_for_bit():
+    # zsim.summary.percentiles reproduces np.percentile's linear method on one partition:
+    # every size from 1 to 300 (each position of the virtual index against its floor and
+    # the end), ties, and values spanning magnitudes (where the lerp's two branches differ);
+    # alone or as one row among the samples of its size
+    rng = np.random.default_rng(7)
+    samples = [rng.exponential(1e-3, n) for n in range(1, 301)]
+    samples += [rng.integers(0, 3, n).astype(float) for n in (2, 7, 50, 1000)]
+    samples += [np.r_[rng.exponential(1e-6, 500), rng.exponential(1e3, 5)], np.full(17, 0.25)]
+    samples += [rng.exponential(1e-3, n) for n in (1, 2, 300, 600, 600, 600)]  # sizes shared, computed together
+    together = percentiles_many(samples)
+    for values, stats in zip(samples, together, strict=True):
+        assert percentiles(values) == stats
+        expected = np.percentile(values, [50, 95, 99, 99.9]).tolist()
+        assert [stats["p50"], stats["p95"], stats["p99"], stats["p99_9"]] == expected, len(values)
+        assert stats["max"] == values.max() and stats["mean"] == values.mean() and stats["count"] == len(values)
+        assert all(type(v) is float for k, v in stats.items() if k != "count")

@@ -31,6 +31,7 @@ from .summary import (
     SenderSummary,
     SocketSummary,
     percentiles,
+    percentiles_many,
     sender_rates,
 )
 
@@ -94,22 +95,25 @@ def _settling(world: Any, table: dict[str, np.ndarray], meant_for: tuple[np.ndar
     idx = idx[_stable_order(dest[idx], len(world.sockets))]
     t0 = table["t0"][idx]
     lost = table["state"][idx] > FORWARDED  # neither delivered nor forwarded
-    bounds = np.searchsorted(dest[idx], np.arange(len(world.sockets) + 1))
+    n = len(world.sockets)
+    bounds = np.searchsorted(dest[idx], np.arange(n + 1))
+    any_lost = np.bincount(dest[idx][lost], minlength=n) > 0  # a series of zeros has no warm-up to find
     delivered_t0 = table["t0"][table["state"] == DELIVERED][latency_order]
+    latency = steady.mser5_many([sorted_latency[latency_bounds[i]:latency_bounds[i + 1]] for i in range(n)])
+    lost_0_1 = lost.astype(np.float64)
+    loss = steady.mser5_many([lost_0_1[bounds[i]:bounds[i + 1]] if any_lost[i] else lost_0_1[:0] for i in range(n)])
     found: dict[int, dict[str, Any]] = {}
-    for sock in world.sockets:
-        i = sock.index
+    for i in range(n):
         entry: dict[str, Any] = {}
-        lo, hi = latency_bounds[i], latency_bounds[i + 1]
-        warm = steady.mser5(sorted_latency[lo:hi])
+        warm = latency[i]
         if warm is not None:
+            at = latency_bounds[i] + warm.deleted
             entry["latency"] = {"method": "MSER-5", "observations": warm.observations, "warmup_copies": warm.deleted,
-                                "warmup_end_s": float(delivered_t0[lo + warm.deleted]), "settled": warm.settled}
-        lo, hi = bounds[i], bounds[i + 1]
-        warm = steady.mser5(lost[lo:hi].astype(np.float64)) if lost[lo:hi].any() else None
+                                "warmup_end_s": float(delivered_t0[at]), "settled": warm.settled}
+        warm = loss[i]
         if warm is not None:
             entry["loss"] = {"method": "MSER-5", "observations": warm.observations, "warmup_copies": warm.deleted,
-                             "warmup_end_s": float(t0[lo + warm.deleted]), "settled": warm.settled}
+                             "warmup_end_s": float(t0[bounds[i] + warm.deleted]), "settled": warm.settled}
         if entry:
             found[i] = entry
     return found
@@ -349,9 +353,16 @@ def summarise(model: Model, wall_s: float) -> RunResult:
     sorted_latency = latency[order]
     settling = _settling(world, table, meant_for, order, bounds, sorted_latency)
     lost_at = np.bincount(table["socket"][(state == 4) & (table["socket"] >= 0)], minlength=len(world.sockets))
+    # the percentiles of every socket's latency, and of its steady state after MSER-5's
+    # warm-up, in two calls (``percentiles_many``: all samples of one size at once)
+    per_socket = [sorted_latency[bounds[i]:bounds[i + 1]] for i in range(len(world.sockets))]
+    latency_stats = percentiles_many(per_socket)
+    steady_from = {i: found["latency"]["warmup_copies"] for i, found in settling.items() if "latency" in found}
+    steady_stats = dict(zip(steady_from, percentiles_many([per_socket[i][start:] for i, start in steady_from.items()]),
+                            strict=True))
     sockets: dict[str, SocketSummary] = {}
     for sock in world.sockets:
-        sock_latency = sorted_latency[bounds[sock.index]:bounds[sock.index + 1]]
+        sock_latency = per_socket[sock.index]
         entry: SocketSummary = {
             "type": sock.type,
             "process": sock.process.name,
@@ -367,13 +378,12 @@ def summarise(model: Model, wall_s: float) -> RunResult:
             "blocked_count": sock.blocked_count,
         }
         if len(sock_latency):
-            entry["latency_s"] = percentiles(sock_latency)
+            entry["latency_s"] = latency_stats[sock.index]
         if sock.index in settling:
             entry["settling"] = settling[sock.index]
-            latency_warmup = settling[sock.index].get("latency")
-            if latency_warmup is not None:
+            if sock.index in steady_stats:
                 # the steady-state estimate: the copies after MSER-5's warm-up
-                entry["steady_latency_s"] = percentiles(sock_latency[latency_warmup["warmup_copies"]:])
+                entry["steady_latency_s"] = steady_stats[sock.index]
         if sock.index in inbound:
             entry["inbound"] = inbound[sock.index]
         sockets[sock.name] = entry

@@ -47,20 +47,40 @@ class Warmup:
 
 def mser5(values: np.ndarray) -> Warmup | None:
     """The MSER-5 warm-up of ``values`` (in order), or None when there are too few."""
-    n = len(values)
-    m = n // BATCH
-    if m < MIN_BATCHES:
-        return None
-    batches = np.asarray(values[: m * BATCH], dtype=np.float64).reshape(m, BATCH).mean(axis=1)
-    batches = batches - batches.mean()  # centred: less cancellation in the sums below
-    tail_sum = np.cumsum(batches[::-1])[::-1]
-    tail_sq = np.cumsum((batches * batches)[::-1])[::-1]
-    remaining = m - np.arange(m, dtype=np.float64)
-    spread = np.maximum(tail_sq - tail_sum * tail_sum / remaining, 0.0)
-    half = m // 2
-    statistic = (spread / (remaining * remaining))[: half + 1]
+    return mser5_many([values])[0]
+
+
+def mser5_many(series: list[np.ndarray]) -> list[Warmup | None]:
+    """``mser5`` of each series. Series of the same number of batches are computed together
+    as the rows of one array: a summary asks this of every receiving socket, and at 1,000
+    subscribers one set of numpy calls per socket cost more than the arithmetic. A row
+    goes through the same floating-point operations as a series alone (a reduction or a
+    cumulative sum along a row is the one along a vector), so the verdicts do not depend on
+    which series share a batch count (``tests/test_steady.py``)."""
+    found: list[Warmup | None] = [None] * len(series)
+    by_batches: dict[int, list[int]] = {}
+    for i, values in enumerate(series):
+        m = len(values) // BATCH
+        if m >= MIN_BATCHES:
+            by_batches.setdefault(m, []).append(i)
+    for m, rows in by_batches.items():
+        block = np.stack([np.asarray(series[i][: m * BATCH], dtype=np.float64) for i in rows])
+        half = m // 2
+        for i, d in zip(rows, _warmups(block, m, half), strict=True):
+            found[i] = Warmup(deleted=d * BATCH, observations=len(series[i]), settled=d < half)
+    return found
+
+
+def _warmups(block: np.ndarray, m: int, half: int) -> list[int]:
+    """The warm-up in batches of each row of ``block`` (rows of ``m`` batches)."""
+    batches = np.add.reduce(block.reshape(len(block), m, BATCH), axis=2) / BATCH
+    batches -= (np.add.reduce(batches, axis=1) / m)[:, None]  # centred: less cancellation below
+    backwards = batches[:, ::-1]
+    tail_sum = np.cumsum(backwards, axis=1)[:, ::-1][:, : half + 1]  # for d = 0 .. half
+    tail_sq = np.cumsum(backwards * backwards, axis=1)[:, ::-1][:, : half + 1]
+    remaining = np.arange(m, m - half - 1, -1, dtype=np.float64)
+    statistic = np.maximum(tail_sq - tail_sum * tail_sum / remaining, 0.0) / (remaining * remaining)
     # the first of the minima: a constant series has spread 0 everywhere (rounding leaves
     # noise near 0, hence the tolerance)
-    floor = statistic.min()
-    d = int(np.argmax(statistic <= floor + 1e-12 * max(float(statistic[0]), 1e-300)))
-    return Warmup(deleted=d * BATCH, observations=n, settled=d < half)
+    floor = statistic.min(axis=1) + 1e-12 * np.maximum(statistic[:, 0], 1e-300)
+    return np.argmax(statistic <= floor[:, None], axis=1).tolist()
