@@ -83,8 +83,8 @@ class Distribution:
             return {"dist": "lognormal", "mean" + suffix: self.mean, "sigma": self.sigma}
         return {"dist": "empirical", "values" + suffix: list(self.values)}
 
-    def sampler(self, rng: np.random.Generator | None, integer: bool = False, shared_stream: bool = False) -> Sampler:
-        return Sampler(self, rng, integer, shared_stream)
+    def sampler(self, rng: np.random.Generator | None, integer: bool = False) -> Sampler:
+        return Sampler(self, rng, integer)
 
 
 def _number(value: Any, path: str) -> float:

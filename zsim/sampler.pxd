@@ -16,13 +16,9 @@ cdef class Sampler:
     # the rest
     cdef object _dist
     cdef object _rng
-    cdef long _drawn
-    cdef object _replay
     cdef long _size
-    cdef bint _shared
 
     cpdef _draw(self, rng, long size)
-    cpdef _hold(self, block, long keep)
     cpdef _refill(self)
     @cython.locals(index=long, value=double)
     cpdef object next(self)

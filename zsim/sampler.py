@@ -32,11 +32,9 @@ class Sampler:
     touches the random stream, so adding a constant workload leaves every other stream alone.
     """
 
-    __slots__ = ("_dist", "_rng", "_integer", "_values", "_index", "_length", "_drawn", "_replay", "_constant", "_size",
-                 "_shared")
+    __slots__ = ("_dist", "_rng", "_integer", "_values", "_index", "_length", "_constant", "_size")
 
-    def __init__(self, dist: Any, rng: np.random.Generator | None, integer: bool = False,
-                 shared_stream: bool = False) -> None:
+    def __init__(self, dist: Any, rng: np.random.Generator | None, integer: bool = False) -> None:
         self._dist = dist
         self._rng = rng
         self._integer = integer
@@ -46,12 +44,7 @@ class Sampler:
         self._values: Any = array("d")
         self._index = 0
         self._length = 0  # values held in _values
-        self._drawn = 0  # values drawn from the stream for the current block (more than held: see _refill)
-        self._replay: Any = None  # the stream's state before the current block, while it is held in part
-        # a stream shared with other draws must keep its draws in the same order: full
-        # blocks from the start (growing ones would interleave differently)
-        self._size = BLOCK if shared_stream else FIRST_BLOCK
-        self._shared = shared_stream
+        self._size = FIRST_BLOCK  # of the next block
         self._constant: float | int | None = None
         if dist.kind == "constant":
             self._constant = int(round(dist.value)) if integer else dist.value
@@ -69,43 +62,18 @@ class Sampler:
             return rng.lognormal(mu, dist.sigma, size)
         return rng.choice(np.asarray(dist.values, dtype=float), size)  # empirical
 
-    def _hold(self, block: Any, keep: int) -> None:
-        block = np.ascontiguousarray(block[:keep], dtype=np.float64)
-        if self._integer:
-            block = np.rint(block)  # whole numbers, exact as doubles (sizes are far below 2**53)
-        self._values = array("d", block.tobytes())
-        self._length = keep
-
     def _refill(self) -> None:
-        """Hold the next values: more of the current block, or a new block.
-
-        A shared stream's block is drawn whole (4096 values, so the stream's other draws
-        come after it, as they always have) but held in part: its first 16 values, then 8x
-        more each time they run out, drawn again from the stream's state saved before the
-        block (numpy gives the same values from the same state). A connection's handshake
-        sampler uses one value or a few, not 32 KB of them.
-        """
-        if self._length < self._drawn:
-            replay = np.random.Generator(type(self._rng.bit_generator)())  # type: ignore[union-attr]
-            replay.bit_generator.state = self._replay
-            keep = min(self._drawn, 8 * self._length)
-            self._hold(self._draw(replay, self._drawn), keep)
-            if keep == self._drawn:
-                self._replay = None
-            return  # _index goes on where it was
+        """Draw the next block: 16 values first, twice as many each time up to ``BLOCK``."""
         rng = self._rng
         assert rng is not None
         size = self._size
         self._size = min(2 * size, BLOCK)
-        state = rng.bit_generator.state if self._shared and size > FIRST_BLOCK else None
-        block = self._draw(rng, size)
-        self._drawn = size
+        block = np.ascontiguousarray(self._draw(rng, size), dtype=np.float64)
+        if self._integer:
+            block = np.rint(block)  # whole numbers, exact as doubles (sizes are far below 2**53)
+        self._values = array("d", block.tobytes())
+        self._length = size
         self._index = 0
-        if state is not None:
-            self._replay = state
-            self._hold(block, FIRST_BLOCK)
-        else:
-            self._hold(block, size)
 
     @property
     def constant(self) -> float | int | None:

@@ -96,9 +96,7 @@ class Link:
         b_rcv = b_sock.options.rcvbuf if transport == "tcp" else -1
         self.c2b = Wire(f"{c_sock.name}->{b_sock.name}", fn, c_snd, b_rcv, c_sock.options.sndhwm, self.ctx.clock.now)
         self.b2c = Wire(f"{b_sock.name}->{c_sock.name}", fn, b_snd, c_rcv, b_sock.options.sndhwm, self.ctx.clock.now)
-        # conn.rng also draws the handshake time and the reconnect jitter (one stream per
-        # sampler would change every tcp/ipc ledger and needs the kernel tables re-fitted)
-        self.latency_sampler: Sampler = self.params.hop_latency.sampler(conn.rng, shared_stream=True)
+        self.latency_sampler: Sampler = conn.latency_sampler
         self.c_session, self.b_session = c_session, b_session
         self.c_engine = Engine(self, c_session, self.c2b, self.b2c)
         self.b_engine = Engine(self, b_session, self.b2c, self.c2b)
@@ -128,8 +126,14 @@ class StreamConnection:
         self.params = ctx.params.transport(self.transport)
         self.connector = connector
         self.index = index
-        self.rng = ctx.stream(f"conn.{connector.name}.{endpoint.text}")
-        self.handshake = self.params.handshake.sampler(self.rng, shared_stream=True)
+        # one random stream per drawn quantity, named after the connection: a reconnect or
+        # a longer handshake leaves the hop latencies (and every other connection) alone
+        name = f"conn.{connector.name}.{endpoint.text}"
+        self.rng = ctx.stream(f"{name}.reconnect")  # the reconnect jitter
+        handshake, latency = self.params.handshake, self.params.hop_latency
+        self.handshake = handshake.sampler(None if handshake.is_constant else ctx.stream(f"{name}.handshake"))
+        # the hop latency of both directions of every link this connection makes
+        self.latency_sampler = latency.sampler(None if latency.is_constant else ctx.stream(f"{name}.latency"))
         wakeup = self.params.io_wakeup
         self.io_wakeup = wakeup.sampler(None if wakeup.is_constant else ctx.stream(f"io.{connector.name}.{endpoint.text}"))
         self.c_session = Session(self, connector, "connect")
