@@ -3,6 +3,7 @@ disconnects, crashes and reconnects, CONFLATE. Simulator mechanics, exact where 
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import zsim
@@ -178,6 +179,31 @@ def test_reconnect_ivl_and_late_binder():
         firsts.append(float(table["time"][0]))
     assert all(1.0 <= t < 2.0 for t in firsts)
     assert len(set(round(t, 6) for t in firsts)) > 5  # jittered
+
+
+def test_retrying_longer_leaves_the_hop_latencies_alone():
+    # A tcp connection draws its reconnect jitter, its handshake and its hop latencies from
+    # three streams of its own: a binder that appears later (more reconnect attempts, more
+    # jitter drawn) changes nothing once the connection carries messages. When the three
+    # shared one stream, every latency here differed.
+    def latencies(bind_at: float, seed: int) -> np.ndarray:
+        raw = {
+            "scenario": {"name": "retry", "until_s": 5.0},
+            "process": [{"name": "a"}, {"name": "b"}],
+            "socket": [
+                {"name": "push", "type": "PUSH", "process": "a", "connect": ["tcp://127.0.0.1:5805"], "options": {"reconnect_ivl": 100}},
+                {"name": "pull", "type": "PULL", "process": "b", "bind": ["tcp://*:5805"], "open_at_s": bind_at},
+            ],
+            "send": [{"socket": "push", "count": 200, "interval_s": 0.005, "start_s": 3.5}],
+            "recv": [{"socket": "pull"}],
+        }
+        table = zsim.run(raw, seed).messages
+        return np.asarray(table["time"]) - np.asarray(table["t0"])
+
+    for seed in (0, 1):
+        early, late = latencies(0.5, seed), latencies(2.5, seed)
+        assert len(early) == 200 and len(np.unique(early)) > 100  # random, not a constant
+        assert np.array_equal(early, late)
 
 
 def test_rcvtimeo_retry_loop_ends_when_nothing_can_move():
