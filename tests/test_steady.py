@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from zsim.steady import mser5
+from zsim.steady import BATCH, mser5, mser5_many
 
 
 def _lindley(rng, n, rho, start):
@@ -56,3 +56,23 @@ def test_stationary_series_are_rarely_called_unsettled():
     assert iid.count(False) <= 4  # 0.5 % measured
     queue = [mser5(_lindley(rng, 20_000, 0.9, rng.exponential(10.0) if rng.random() < 0.9 else 0.0)).settled for _ in range(20)]
     assert queue.count(False) == 0
+
+
+def test_the_warm_up_minimises_the_statistic_alone_or_grouped():
+    # mser5_many computes the series of one batch count together, as rows of one array:
+    # each verdict is the series' own (the same as alone), and it is the first d in the
+    # first half minimising sum((Y_j - mean_d)^2 for j >= d) / (m - d)^2 over batch means Y
+    rng = np.random.default_rng(5)
+    series = [rng.exponential(1.0, n) for n in (99, 100, 100, 104, 500, 500, 2000)]
+    series += [np.r_[np.linspace(4, 0, 150), rng.exponential(1.0, 350)], (rng.random(600) < 0.2).astype(float)]
+    together = mser5_many(series)
+    for values, verdict in zip(series, together, strict=True):
+        assert verdict == mser5(values)
+        m = len(values) // BATCH
+        if verdict is None:
+            assert m < 20
+            continue
+        means = values[: m * BATCH].reshape(m, BATCH).mean(axis=1)
+        statistic = [((means[d:] - means[d:].mean()) ** 2).sum() / (m - d) ** 2 for d in range(m // 2 + 1)]
+        assert verdict.deleted == BATCH * int(np.argmin(statistic)) and verdict.observations == len(values)
+        assert verdict.settled == (int(np.argmin(statistic)) < m // 2)
