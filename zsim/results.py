@@ -92,12 +92,13 @@ def _settling(world: Any, table: dict[str, np.ndarray], meant_for: tuple[np.ndar
     # by socket, then send time (np.lexsort((t0, dest)), as two stable sorts)
     by_time = np.argsort(table["t0"][idx], kind="stable")
     idx = idx[by_time]
-    idx = idx[_stable_order(dest[idx], len(world.sockets))]
+    n = len(world.sockets)
+    idx = idx[_stable_order(dest[idx], n)]
     t0 = table["t0"][idx]
     lost = table["state"][idx] > FORWARDED  # neither delivered nor forwarded
-    n = len(world.sockets)
-    bounds = np.searchsorted(dest[idx], np.arange(n + 1))
-    any_lost = np.bincount(dest[idx][lost], minlength=n) > 0  # a series of zeros has no warm-up to find
+    dest_in_order = dest[idx]
+    bounds = np.searchsorted(dest_in_order, np.arange(n + 1))
+    any_lost = np.bincount(dest_in_order[lost], minlength=n) > 0  # a series of zeros has no warm-up to find
     delivered_t0 = table["t0"][table["state"] == DELIVERED][latency_order]
     latency = steady.mser5_many([sorted_latency[latency_bounds[i]:latency_bounds[i + 1]] for i in range(n)])
     lost_0_1 = lost.astype(np.float64)
