@@ -107,6 +107,63 @@ def test_simpys_public_scheduling_api_works_on_the_queue():
             call()
 
 
+def _until_trace(env, seed: int) -> list:
+    """What a run on ``env`` does when it stops at times that events are due at: which
+    events ran, in which order, and ``now`` and ``peek()`` after each stop."""
+    rng = random.Random(seed)
+    trace: list = []
+
+    def note(label):
+        return lambda _event: trace.append((label, env.now))
+
+    def at(delay, priority, label):
+        event = env.event()
+        event._ok, event._value = True, None  # a triggered event, scheduled by hand as SimPy's own code does
+        event.callbacks.append(note(label))
+        if rng.random() < 0.3:  # some events schedule more at the same instant
+            event.callbacks.append(lambda _event: at(0.0, rng.choice((0, 1)), label + "+"))
+        env.schedule(event, priority, delay)
+
+    def process(label):
+        trace.append((label, "started", env.now))
+        yield env.timeout(rng.choice((0.0, 1.0)))
+        trace.append((label, "resumed", env.now))
+
+    for i in range(40):
+        at(float(rng.randrange(4)), rng.choice((0, 1)), f"e{i}")
+    for stop in (1.0, 2.0, 2.5, 3.0):
+        # due now, before the run: a process's start is URGENT, a zero timeout NORMAL
+        env.process(process(f"p{stop}"))
+        env.timeout(0.0).callbacks.append(note(f"t{stop}"))
+        env.run(until=stop)
+        trace.append(("stop", env.now, env.peek()))
+    env.run()
+    trace.append(("end", env.now, env.peek()))
+    return trace
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_run_until_a_time_runs_what_simpy_runs_and_leaves_the_same_pending(seed):
+    """SimPy stops a timed run with an URGENT event scheduled when ``run`` is called: what
+    is due at exactly ``until`` stays pending unless it is URGENT and older. zsim's loop
+    filters by order key instead of scheduling that event, and must stop at the same place."""
+    theirs = _until_trace(simpy.Environment(), seed)
+    ours = _until_trace(kernel.Environment(), seed)
+    assert ours == theirs
+    assert any(entry[0] == "stop" and entry[1] == entry[2] for entry in theirs)  # events were left due at a stop
+
+
+def test_run_until_refuses_the_present_as_simpy_does_and_the_horizon_includes_it():
+    env = kernel.Environment()
+    ran = []
+    env.timeout(1.0).callbacks.append(lambda _e: ran.append(env.now))
+    env.run(until=0.5)
+    with pytest.raises(ValueError, match="until .* must be greater than the current simulation time"):
+        env.run(until=0.5)
+    env.run_through(1.0)  # a scenario's horizon: what is due at until_s happens
+    assert ran == [1.0] and env.now == 1.0
+
+
 def test_run_until_an_event_returns_its_value_and_keeps_the_rest_pending():
     env = kernel.Environment()
 

@@ -106,7 +106,7 @@ class World:
         return pipe
 
     def at(self, t: float) -> None:
-        self.env.run(until=t)
+        self.env.run_through(t)  # the model's horizon: what is due at t runs
 
 
 def msg(i: int, topic: str = "", envelope: tuple = ()) -> tuple:

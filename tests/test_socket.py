@@ -68,7 +68,7 @@ class Net:
         return self.world.new_message(self.env.now, 1, 3, topic, envelope)
 
     def at(self, t: float) -> None:
-        self.env.run(until=t)
+        self.env.run_through(t)  # the model's horizon: what is due at t runs
 
     def pipe(self, name: str) -> Any:
         (info,) = [i for i in self.world.pipe_info if i.name == name]

@@ -285,7 +285,7 @@ def simulate(model: Model, limits: RunLimits | None = None, progress: IO[str] | 
     # A limit below the usual check interval is checked as soon as it can be reached.
     model.env.monitor_every = max(1, min(16384, limits.max_events or 16384, limits.max_messages or 16384))
     try:
-        model.env.run(until=model.scenario.until_s)
+        model.env.run_through(model.scenario.until_s)
     finally:
         model.env.monitor = None
         guard.finish()

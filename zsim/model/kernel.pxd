@@ -5,7 +5,7 @@ cimport cython
 cdef bint _COMPILED
 
 
-cdef long long _PRIORITY_STEP
+cdef long long _PRIORITY_STEP, _LAST_KEY
 cdef long MIN_PRIORITY, MAX_PRIORITY
 
 
@@ -24,6 +24,7 @@ cdef class EventQueue:
     @cython.locals(size=Py_ssize_t, times="double[::1]", keys="long long[::1]", slots="long long[::1]", free="long long[::1]")
     cpdef _grow(self, Py_ssize_t capacity)
     cpdef double first_time(self)
+    cpdef long long stop_key(self)
     @cython.locals(size=Py_ssize_t, key="long long", slot="long long")
     cpdef push(self, double when, long priority, object event)
     @cython.locals(parent=Py_ssize_t, parent_time=double)
@@ -77,6 +78,6 @@ cdef class FastTimer:
 
 
 @cython.locals(clock=Clock, now=double)
-cpdef long _run_events(env, EventQueue queue, double horizon, long left) except? -1
+cpdef long _run_events(env, EventQueue queue, double horizon, long long stop_key, long left) except? -1
 @cython.locals(timer_event=_TimerEvent, callbacks=list)
 cdef inline _process(object event)

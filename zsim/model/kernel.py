@@ -46,6 +46,8 @@ _PRIORITY_STEP = 1 << 56
 #: callbacks a ``StopSimulation`` interrupted, put back in front)
 MIN_PRIORITY = -64
 MAX_PRIORITY = 63
+#: above every order key (2**62, a C long long): ``run_through`` runs all that is due at its horizon
+_LAST_KEY = (MAX_PRIORITY + 1) * _PRIORITY_STEP
 
 
 class EventQueue:
@@ -100,6 +102,13 @@ class EventQueue:
     def first_time(self) -> float:
         """When the next event is due (the queue is not empty)."""
         return self.times[0]  # type: ignore[no-any-return]
+
+    def stop_key(self) -> int:
+        """The order key an URGENT event pushed now would get (its eid is used up, as
+        SimPy's stop event uses one): ``run(until)`` stops before any later key at ``until``."""
+        key = URGENT * _PRIORITY_STEP + self.next_eid
+        self.next_eid += 1
+        return key
 
     def push(self, when: float, priority: int, event: Any) -> None:
         """Schedule ``event`` at ``when``; ``ValueError`` unless ``MIN_PRIORITY <= priority <= MAX_PRIORITY``."""
@@ -189,6 +198,10 @@ class HeapqQueue:
     def first_time(self) -> float:
         return self.heap[0][0]  # type: ignore[no-any-return]
 
+    def stop_key(self) -> int:
+        """As ``EventQueue.stop_key``."""
+        return URGENT * _PRIORITY_STEP + next(self.eids)  # type: ignore[no-any-return]
+
     def push(self, when: float, priority: int, event: Any) -> None:
         if priority < MIN_PRIORITY or priority > MAX_PRIORITY:
             _bad_priority(priority)  # as EventQueue, so both modes accept the same calls
@@ -204,6 +217,8 @@ class PendingEvents(Protocol):
     def __len__(self) -> int: ...
 
     def first_time(self) -> float: ...
+
+    def stop_key(self) -> int: ...
 
     def push(self, when: float, priority: int, event: Any) -> None: ...
 
@@ -429,20 +444,48 @@ class Environment(simpy.Environment):
     def run(self, until: float | Event | None = None) -> Any:
         """Run until the queue is empty, a time is reached, or an event is processed.
 
-        Same contract as ``simpy.Environment.run``; when ``until`` is a time, the clock is
-        left at exactly that time (SimPy does the same with an URGENT stop event). With a
-        ``monitor`` set, it is called after every ``monitor_every`` events while the run
-        goes on (never for a run that ends within its chunk), and ``events_processed``
-        counts them.
+        Same contract as ``simpy.Environment.run``, to the event: with ``until`` a time,
+        SimPy schedules an URGENT stop event then, so what was due at exactly ``until`` stays
+        pending unless it is URGENT and was scheduled before the call; the same events run
+        here, the clock is left at ``until``, and the spent stop event is left pending
+        there, as SimPy leaves it (so ``peek()`` returns ``until``). With a ``monitor`` set,
+        it is called after every ``monitor_every`` events while the run goes on (never for
+        a run that ends within its chunk), and ``events_processed`` counts them.
         """
-        stop_at: float | None = None
-        if until is not None:
-            if isinstance(until, Event):
-                return super().run(until)
-            stop_at = float(until)
-            if stop_at < self.clock.now:
-                raise ValueError(f"until ({stop_at}) must be >= now ({self.clock.now})")
-        horizon = float("inf") if stop_at is None else stop_at
+        if until is None:
+            return self._run(float("inf"), _LAST_KEY)
+        if isinstance(until, Event):
+            return super().run(until)
+        at = float(until)
+        if at <= self.clock.now:
+            # SimPy's check, in its words
+            raise ValueError(f"until ({at}) must be greater than the current simulation time")
+        # SimPy's stop event: URGENT, at ``until``, numbered now (so it takes an eid, as there)
+        value = self._run(at, self._queue.stop_key())
+        if self.clock.now == at:
+            # SimPy's step puts its stop event back, callbacks spent, in front at ``until``
+            # (priority -1, as any event whose callbacks a StopSimulation cut short): so
+            # ``peek()`` reads ``until`` and the next run starts with that empty event
+            spent = Event(self)
+            spent._ok, spent._value = True, None
+            self._queue.push(at, -1, spent)
+        return value
+
+    def run_through(self, until: float | None) -> Any:
+        """``run(until)``, but every event due at or before ``until`` runs, whatever its
+        priority: a scenario's horizon ``until_s`` includes what is due at that instant.
+        ``None``: until the queue is empty."""
+        if until is None:
+            return self._run(float("inf"), _LAST_KEY)
+        at = float(until)
+        if at < self.clock.now:
+            raise ValueError(f"until ({at}) must be >= now ({self.clock.now})")
+        return self._run(at, _LAST_KEY)
+
+    def _run(self, horizon: float, stop_key: int) -> Any:
+        """Process the events due before ``horizon``, and those due at it whose order key
+        (``priority * _PRIORITY_STEP + eid``) is at most ``stop_key``; then the clock reads
+        ``horizon`` (unless it is infinite)."""
         monitor = self.monitor
         chunk = self.monitor_every if monitor is not None else 1 << 62
         queue = self._queue
@@ -450,7 +493,7 @@ class Environment(simpy.Environment):
             while len(queue):
                 # Up to ``chunk`` events, then the monitor: one counter per event, not a call.
                 # compiled: an EventQueue; uncompiled, _run_events is _run_events_pure
-                left = _run_events(self, queue, horizon, chunk)  # type: ignore[arg-type]
+                left = _run_events(self, queue, horizon, stop_key, chunk)  # type: ignore[arg-type]
                 self.events_processed += chunk - left
                 if left:
                     break  # the horizon or an empty queue ended the chunk: the run is over
@@ -458,8 +501,8 @@ class Environment(simpy.Environment):
                     monitor()
         except StopSimulation as exc:
             return exc.args[0]
-        if stop_at is not None:
-            self.clock.now = stop_at
+        if horizon != float("inf"):
+            self.clock.now = horizon
         return None
 
 
@@ -474,12 +517,13 @@ def _raise_if_failed(event: Any) -> None:
         raise exc
 
 
-def _run_events(env: Environment, queue: EventQueue, horizon: float, left: int) -> int:
-    """Process up to ``left`` events due by ``horizon``; returns how many of ``left`` remain."""
+def _run_events(env: Environment, queue: EventQueue, horizon: float, stop_key: int, left: int) -> int:
+    """Process up to ``left`` events due by ``horizon`` (at it, those keyed at most
+    ``stop_key``); returns how many of ``left`` remain."""
     clock = env.clock
     while queue.size and left:
         now = queue.times[0]
-        if now > horizon:
+        if now >= horizon and (now > horizon or queue.keys[0] > stop_key):
             break
         event = queue.pop()
         clock.now = now
@@ -488,12 +532,13 @@ def _run_events(env: Environment, queue: EventQueue, horizon: float, left: int) 
     return left
 
 
-def _run_events_pure(env: Environment, queue: HeapqQueue, horizon: float, left: int) -> int:
+def _run_events_pure(env: Environment, queue: HeapqQueue, horizon: float, stop_key: int, left: int) -> int:
     """``_run_events`` over a ``HeapqQueue``: ``heapq.heappop`` on its list, no method call."""
     clock = env.clock
     heap = queue.heap
     while heap and left:
-        if heap[0][0] > horizon:
+        first = heap[0]
+        if first[0] >= horizon and (first[0] > horizon or first[1] * _PRIORITY_STEP + first[2] > stop_key):
             break
         now, _, _, event = heappop(heap)
         clock.now = now
