@@ -16,6 +16,14 @@ saves 5 % shows as 5 % here on any machine, busy or not.
     python benchmarks/bench_core.py --callgrind    # the same
     python benchmarks/callgrind.py --case mm1k --json
     python benchmarks/callgrind.py --case mm1k-cores1    # zsim only, with [machine] cores = 1
+    python benchmarks/callgrind.py --case scale          # 10 against 1,000 subscribers, with cache misses
+
+``scale`` is bench_core's scale case (the same number of copies through 1 PUB -> 10 SUB and
+1 PUB -> 1,000 SUB, summary included) under cachegrind with a fixed cache, this reference
+machine's 48 KB first-level data cache and 2 MB second-level cache (``SCALE_CACHES``), so
+the counts do not depend on the host: instructions, first-level misses and last-level
+misses per copy, each by the same difference method. It shows what the wall-clock ratio
+is made of: the same work per copy, and more of it missing the caches at 1,000.
 
 Needs valgrind (Debian: ``apt-get install -y valgrind``).
 """
@@ -38,47 +46,67 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.bench_core import IMPLEMENTATIONS, SPEED_TARGETS  # noqa: E402
 
-CASES = ("mm1k", "fanout", "mm1k-cores1")
+CASES = ("mm1k", "fanout", "mm1k-cores1", "scale")
 #: run by default; mm1k-cores1 (mm1k on a one-core [machine], zsim only) when asked for
 DEFAULT_CASES = ("mm1k", "fanout")
-COPIES_PER_MESSAGE = {"mm1k": 1, "fanout": 10, "mm1k-cores1": 1}
-# (N1, N2) messages: each run takes 10-60 s under callgrind (about 50x slower than native).
-SIZES = {"mm1k": (10_000, 30_000), "fanout": (3_000, 9_000), "mm1k-cores1": (10_000, 30_000)}
-QUICK_SIZES = {"mm1k": (1_000, 3_000), "fanout": (300, 900), "mm1k-cores1": (1_000, 3_000)}
+COPIES_PER_MESSAGE = {"mm1k": 1, "fanout": 10, "mm1k-cores1": 1, "scale": 1}
+# (N1, N2) messages (copies for scale): each run takes 10-60 s under callgrind (about 50x
+# slower than native); scale's 1,000-subscriber runs have 100 and 300 messages.
+SIZES = {"mm1k": (10_000, 30_000), "fanout": (3_000, 9_000), "mm1k-cores1": (10_000, 30_000), "scale": (100_000, 300_000)}
+QUICK_SIZES = {"mm1k": (1_000, 3_000), "fanout": (300, 900), "mm1k-cores1": (1_000, 3_000), "scale": (10_000, 30_000)}
+#: scale's subscriber counts, and the cache cachegrind simulates for it (size, ways, line):
+#: the reference machine's first-level data and second-level caches (lscpu: 48 KB and 2 MB
+#: per core), fixed so the miss counts are the same on any host
+SCALE_SUBS = (10, 1000)
+SCALE_CACHES = ("--D1=49152,12,64", "--LL=2097152,16,64")
 # One thread per library and a fixed hash seed: the child does the same work every time.
 CHILD_ENV = {"PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
-def read_total(path: Path) -> int:
-    """The instruction total of a callgrind output file (its ``summary:`` or ``totals:`` line)."""
+def read_counts(path: Path) -> dict[str, int]:
+    """The event totals of a callgrind or cachegrind output file (its ``events:`` line
+    names them; its ``summary:`` or ``totals:`` line counts them)."""
+    names: list[str] = []
     for line in path.read_text().splitlines():
-        if line.startswith(("summary:", "totals:")):
-            return int(line.split()[1])
+        if line.startswith("events:"):
+            names = line.split()[1:]
+        elif line.startswith(("summary:", "totals:")):
+            return dict(zip(names or ["Ir"], map(int, line.split()[1:]), strict=False))
     raise ValueError(f"{path.name}: no summary or totals line")
 
 
 def implementations(case: str) -> tuple[str, ...]:
-    """What runs on ``case``: every implementation, or zsim alone on the one-core variant."""
+    """What runs on ``case``: every implementation, zsim alone on the one-core variant, or
+    the two subscriber counts of scale."""
+    if case == "scale":
+        return tuple(f"{subs} SUB" for subs in SCALE_SUBS)
     return ("zsim",) if case == "mm1k-cores1" else tuple(IMPLEMENTATIONS)
 
 
-def count_instructions(impl: str, case: str, messages: int) -> tuple[int, float]:
-    """Ir of one child Python running ``impl`` on ``case`` with ``messages`` messages, and its wall time."""
+def count_instructions(impl: str, case: str, messages: int) -> tuple[dict[str, int], float]:
+    """Event counts (``Ir``; under cachegrind, the cache misses too) of one child Python
+    running ``impl`` on ``case`` with ``messages`` messages (copies, for scale), and its wall time."""
+    tool, options = "callgrind", []
     if case == "mm1k-cores1":
         call = f"from benchmarks.bench_core import run_zsim_one_core; run_zsim_one_core('mm1k', {int(messages)})"
+    elif case == "scale":
+        subs = int(impl.split()[0])
+        call = (f"from benchmarks.bench_core import pubsub_scenario, run_scenario; "
+                f"run_scenario(pubsub_scenario({subs}, 10, {int(messages) // subs}, 'bench-scale-{subs}'))")
+        tool, options = "cachegrind", ["--cache-sim=yes", *SCALE_CACHES]
     else:
         call = f"from benchmarks.bench_core import IMPLEMENTATIONS; IMPLEMENTATIONS[{impl!r}]({case!r}, {int(messages)})"
     code = f"import sys; sys.path.insert(0, {str(ROOT)!r}); {call}"
     with tempfile.TemporaryDirectory(prefix="zsim-callgrind-") as tmp:
-        out = Path(tmp) / "callgrind.out"
+        out = Path(tmp) / f"{tool}.out"
         start = time.perf_counter()
-        proc = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, "-c", code],
+        proc = subprocess.run(["valgrind", f"--tool={tool}", *options, f"--{tool}-out-file={out}", sys.executable, "-c", code],
                               capture_output=True, text=True, cwd=ROOT, env={**os.environ, **CHILD_ENV})
         wall = time.perf_counter() - start
         if proc.returncode != 0 or not out.exists():
             tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-            raise RuntimeError(f"callgrind run of {impl} {case} {messages} failed (exit {proc.returncode}): {tail}")
-        return read_total(out), wall
+            raise RuntimeError(f"{tool} run of {impl} {case} {messages} failed (exit {proc.returncode}): {tail}")
+        return read_counts(out), wall
 
 
 def valgrind_version() -> str | None:
@@ -116,11 +144,22 @@ def main(argv: list[str] | None = None) -> int:
         n1, n2 = sizes[case]
         impls = {}
         for impl in implementations(case):
-            (ir1, wall1), (ir2, wall2) = counts[(impl, case, n1)], counts[(impl, case, n2)]
+            (c1, wall1), (c2, wall2) = counts[(impl, case, n1)], counts[(impl, case, n2)]
+            ir1, ir2 = c1["Ir"], c2["Ir"]
             per_msg = (ir2 - ir1) / (n2 - n1)
             impls[impl] = {"n1": n1, "n2": n2, "ir_n1": ir1, "ir_n2": ir2, "instructions_per_message": per_msg,
                            "instructions_per_copy": per_msg / COPIES_PER_MESSAGE[case], "callgrind_wall_s": [wall1, wall2]}
+            if case == "scale":
+                # first-level and last-level data misses (reads and writes), per copy
+                for level, (read, write) in {"d1": ("D1mr", "D1mw"), "ll": ("DLmr", "DLmw")}.items():
+                    impls[impl][f"{level}_misses_per_copy"] = (c2[read] + c2[write] - c1[read] - c1[write]) / (n2 - n1)
         targets = []
+        if case == "scale":
+            small, large = (impls[f"{subs} SUB"] for subs in SCALE_SUBS)
+            for key, what in (("instructions_per_copy", "instructions"), ("d1_misses_per_copy", "first-level misses"),
+                              ("ll_misses_per_copy", "last-level (2 MB) misses")):
+                targets.append({"measure": f"{what} per copy, {SCALE_SUBS[1]} SUB / {SCALE_SUBS[0]}",
+                                "value": large[key] / small[key], "target": None, "met": None})
         for base, target in SPEED_TARGETS.get(case, {}).items():
             if base not in impls:
                 continue
@@ -137,10 +176,16 @@ def main(argv: list[str] | None = None) -> int:
         for impl, v in data["implementations"].items():
             print(f"{case:<8}{impl:<14}{v['n1']:>8,}{v['n2']:>8,}{v['ir_n1']:>17,}{v['ir_n2']:>17,}"
                   f"{v['instructions_per_message']:>12,.0f}{v['instructions_per_copy']:>12,.0f}")
-    print(f"\n{'case':<8}{'measure':<40}{'value':>8}  {'target':<8}verdict")
+    if "scale" in report["cases"]:
+        print(f"\nscale, per copy under cachegrind ({' '.join(SCALE_CACHES)}):")
+        print(f"{'variant':<10}{'instructions':>14}{'D1 misses':>12}{'LL misses':>12}")
+        for impl, v in report["cases"]["scale"]["implementations"].items():
+            print(f"{impl:<10}{v['instructions_per_copy']:>14,.0f}{v['d1_misses_per_copy']:>12.1f}{v['ll_misses_per_copy']:>12.2f}")
+    print(f"\n{'case':<8}{'measure':<48}{'value':>8}  {'target':<8}verdict")
     for case, data in report["cases"].items():
         for t in data["targets"]:
-            print(f"{case:<8}{t['measure']:<40}{t['value']:>7.2f}x  {t['target']:<8}{'met' if t['met'] else 'not met'}")
+            verdict = "-" if t["met"] is None else "met" if t["met"] else "not met"
+            print(f"{case:<8}{t['measure']:<48}{t['value']:>7.2f}x  {t['target'] or '-':<8}{verdict}")
     print(f"\n{len(jobs)} callgrind runs in {report['wall_s']:.0f} s")
     return 0
 
