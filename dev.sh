@@ -40,6 +40,24 @@ setup() {
     fi
 }
 
+# What the whole suite needs beyond Python packages: headless Chromium (Debian's package;
+# tests/test_run_report.py opens a run report in it). Installed when this runs as root
+# with apt-get (as CI does); otherwise the suite stops at once and says what to install.
+system_deps() {
+    if command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ]; then
+        return
+    fi
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "dev.sh: installing headless Chromium (Debian's chromium), which tests/test_run_report.py opens reports in" >&2
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq >/dev/null
+        apt-get install -y -qq chromium >/dev/null
+        return
+    fi
+    echo "dev.sh: the test suite needs headless Chromium: install it (Debian/Ubuntu: sudo apt-get install chromium) and run again" >&2
+    exit 1
+}
+
 job="${1:-help}"
 shift || true
 case "$job" in
@@ -51,6 +69,7 @@ case "$job" in
         "$VENV/bin/python" -m zsim.demo "$@"
         ;;
     test)
+        system_deps
         setup
         "$VENV/bin/python" -m pytest "$@"
         ;;

@@ -66,6 +66,14 @@ def two_workers(cores: int | None, *, busy: bool = True, transport: str = "inpro
     return raw
 
 
+def spin_waits(raw: dict[str, Any], spin: float) -> dict[str, Any]:
+    """Every workload spins the last ``spin`` seconds of its waits (``wait_spin_s``)."""
+    for key in ("send", "recv"):
+        for table in raw.get(key, []):
+            table["wait_spin_s"] = spin
+    return raw
+
+
 def makespan(summary: dict[str, Any]) -> float:
     """From the first task sent to the last one done (the run ends when nothing can move)."""
     return summary["sim_time_s"] - START
@@ -103,26 +111,24 @@ def test_a_time_slice_costs_a_context_switch_when_threads_share_a_core():
 
 
 def test_a_service_time_that_waits_needs_no_core():
-    # busy = false (the default) in a program that only sleeps: one core is plenty
+    # busy = false (the default) in a program that only sleeps (the default): one core is plenty
     raw = two_workers(1, busy=False)
-    raw["machine"]["wait_spin_s"] = 0
     summary = zsim.run(raw, profile=_profile()).summary
     assert makespan(summary) == pytest.approx(PER_WORKER * SERVICE, rel=1e-12)
     assert all(thread["waited_s"] == 0 and thread["cpu_s"] == 0 for thread in summary["machine"]["threads"].values())
     assert [w for w in summary["warnings"] if w["code"] == "cpu_contention"] == []
 
 
-@pytest.mark.parametrize(("spin", "spun"), [(None, 0.5e-3), (0.25e-3, 0.25e-3), (0.002, SERVICE)])
+@pytest.mark.parametrize(("spin", "spun"), [(0.5e-3, 0.5e-3), (0.25e-3, 0.25e-3), (0.002, SERVICE)])
 def test_a_precise_wait_spins_its_end_and_on_a_shared_core_the_spin_takes_longer(spin, spun):
-    # The harness's wait_until sleeps, then spins the last 0.5 ms of a wait (the default):
-    # CPU work as long as the spin. Both workers spin at once: on one core each spin runs
-    # at half speed, so each 1 ms service takes 1 ms + spun; on two cores, exactly 1 ms.
-    raw = two_workers(1, busy=False)
-    if spin is not None:
-        raw["machine"]["wait_spin_s"] = spin
+    # A program that sleeps, then spins the last wait_spin_s of a wait (as the harness's
+    # wait_until does): CPU work as long as the spin. Both workers spin at once: on one core
+    # each spin runs at half speed, so each 1 ms service takes 1 ms + spun; on two cores,
+    # exactly 1 ms.
+    raw = spin_waits(two_workers(1, busy=False), spin)
     summary = zsim.run(raw, profile=_profile()).summary
     assert makespan(summary) == pytest.approx(PER_WORKER * (SERVICE + spun), rel=1e-9)
-    assert summary["machine"]["wait_spin_s"] == (0.0005 if spin is None else spin)
+    assert summary["machine"]["threads"]["recv.pull1"]["wait_spin_s"] == spin
     raw["machine"]["cores"] = 2
     alone = zsim.run(raw, profile=_profile()).summary
     assert makespan(alone) == pytest.approx(PER_WORKER * SERVICE, rel=1e-9)
@@ -142,6 +148,7 @@ def test_two_loops_of_one_socket_each_spin_their_own_waits():
            "send": [{"name": "a", "socket": "push", "count": 10, "interval_s": 0.002, "start_s": 0.01},
                     {"name": "b", "socket": "push", "count": 10, "interval_s": 0.003, "start_s": 0.0105}],
            "recv": [{"socket": "pull"}], "machine": {"cores": 1}}
+    spin_waits(raw, 0.0005)
     summary = zsim.run(raw, profile=_profile()).summary
     assert {name: sender["sent"] for name, sender in summary["senders"].items()} == {"a": 10, "b": 10}
     assert summary["sockets"]["pull"]["received"] == 20
@@ -153,7 +160,7 @@ def test_a_spinning_thread_slows_a_cpu_bound_one_sharing_its_core():
     # the computing worker gets half of it while the other spins, so its work takes longer
     raw = two_workers(1)
     raw["recv"][1]["busy"] = False
-    raw["machine"]["wait_spin_s"] = 1.0
+    raw["recv"][1]["wait_spin_s"] = 1.0
     summary = zsim.run(raw, profile=_profile()).summary
     threads = summary["machine"]["threads"]
     assert threads["recv.pull1"]["cpu_s"] == pytest.approx(PER_WORKER * SERVICE, rel=1e-9)
@@ -177,7 +184,7 @@ def test_woken_thread_waits_for_a_busy_core_then_shares_it():
         "send": [{"name": "one", "socket": "feed", "count": 1, "interval_s": 0},
                  {"name": "ticks", "socket": "out", "count": 20, "interval_s": interval, "start_s": 0.01}],
         "recv": [{"socket": "spinner", "service_s": 1.0, "busy": True}, {"socket": "sink"}],
-        "machine": {"cores": 1, "wait_spin_s": 0},  # a program that sleeps: woken for each send
+        "machine": {"cores": 1},  # a program that sleeps (the default): woken for each send
     }
 
     def sent_and_ticks(raw: dict[str, Any]) -> tuple[np.ndarray, dict[str, Any]]:
@@ -195,7 +202,7 @@ def test_woken_thread_waits_for_a_busy_core_then_shares_it():
     # at half speed; the call that follows it is no wake-up: each cycle is the interval, one
     # wake-up, the call and the spin's extra 0.5 ms (and the first call's wake-up)
     spin = 0.0005
-    raw["machine"]["wait_spin_s"] = spin
+    raw["send"][1]["wait_spin_s"] = spin
     sent, ticks = sent_and_ticks(raw)
     cycle = interval + spin + wakeup + 2 * call
     assert sent == pytest.approx(np.concatenate([[0.01], 0.01 + wakeup + cycle * np.arange(1, 20)]), rel=1e-12)
@@ -346,20 +353,19 @@ def test_contention_is_a_warning_per_waiting_thread_and_a_table():
 
 
 def test_contention_made_by_wait_spins_says_so_and_sleeping_waits_make_none():
-    """Two workers whose 1 ms service is a wait (busy = false) on 1 core: the harness-like
+    """Two workers whose 1 ms service is a wait (busy = false) on 1 core: a harness-like
     spin of each wait's last 0.5 ms is all the CPU there is, so the warning says so; a
-    program that sleeps (wait_spin_s = 0) never competes; spins that are a small part of
-    the CPU (under 20 %) go unmentioned."""
+    program that sleeps (wait_spin_s = 0, the default) never competes; spins that are a
+    small part of the CPU (under 20 %) go unmentioned."""
     spin_note = ("; 100% of all the threads' CPU was spinning the end of precise waits "
-                 "([machine] wait_spin_s = 500 us, as the validation harness does; 0 if the program sleeps)")
-    found = [w for w in zsim.run(two_workers(1, busy=False), profile=_profile()).summary["warnings"] if w["code"] == "cpu_contention"]
+                 "(wait_spin_s = 500 us on their workloads; 0, the default, if the program sleeps)")
+    spinning = spin_waits(two_workers(1, busy=False), 0.0005)
+    found = [w for w in zsim.run(spinning, profile=_profile()).summary["warnings"] if w["code"] == "cpu_contention"]
     assert [w["message"] for w in found] == [
         "waited 5 ms for a core, against 5 ms of its own CPU work: up to 2 threads wanted the 1 core at once" + spin_note] * 2
     sleeping = two_workers(1, busy=False)
-    sleeping["machine"]["wait_spin_s"] = 0
     assert zsim.run(sleeping, profile=_profile()).summary["warnings"] == []
-    short = two_workers(1, busy=False)
-    short["machine"]["wait_spin_s"] = 0.0001  # 2 ms of spin against 20 ms of recv calls
+    short = spin_waits(two_workers(1, busy=False), 0.0001)  # 2 ms of spin against 20 ms of recv calls
     messages = [w["message"] for w in zsim.run(short, profile=_profile(api={"recv_call_s": 0.001})).summary["warnings"]]
     assert messages == ["waited 11 ms for a core, against 11 ms of its own CPU work: up to 2 threads wanted the 1 core at once"] * 2
 
@@ -379,10 +385,13 @@ def test_machine_cores_is_a_sweep_axis():
 @pytest.mark.parametrize("change,expected", [
     (lambda raw: raw.update(machine={"cores": -1}), "machine.cores: must be >= 0, got -1"),
     (lambda raw: raw.update(machine={"cores": 1.5}), "machine.cores: must be an integer, got 1.5"),
-    (lambda raw: raw.update(machine={"core": 2}), "machine.core: unknown field (did you mean 'cores'?); known: cores, wait_spin_s"),
-    (lambda raw: raw.update(machine={"cores": 2, "wait_spin_s": -0.001}), "machine.wait_spin_s: must be >= 0, got -0.001"),
-    (lambda raw: raw.update(machine={"cores": 2, "wait_spin_s": "0.5ms"}),
-     "machine.wait_spin_s: must be a number of seconds, got '0.5ms'"),
+    (lambda raw: raw.update(machine={"core": 2}), "machine.core: unknown field (did you mean 'cores'?); known: cores"),
+    (lambda raw: raw.update(machine={"cores": 2, "wait_spin_s": 0.0005}),
+     "machine.wait_spin_s: how a program waits is the program's, not the machine's: set wait_spin_s on its [[send]]/[[recv]] "
+     "workloads (default 0: the program sleeps)"),
+    (lambda raw: raw["recv"][0].update(wait_spin_s=-0.001), "recv[pull1].wait_spin_s: must be >= 0, got -0.001"),
+    (lambda raw: raw["recv"][0].update(wait_spin_s="0.5ms"), "recv[pull1].wait_spin_s: must be a number of seconds, got '0.5ms'"),
+    (lambda raw: raw["send"][0].update(loop_cpu_s=-1), "send[push].loop_cpu_s: must be >= 0, got -1"),
     (lambda raw: raw["process"][1].update(affinity=[2]),
      "process[w1].affinity[0]: core 2 does not exist: the machine has 2 cores (0 to 1)"),
     (lambda raw: raw["process"][1].update(affinity=[0, 0]), "process[w1].affinity[1]: core 0 is listed twice"),

@@ -60,7 +60,11 @@ def test_a_pipe_that_really_filled_is_called_full():
 
 
 def test_the_slow_joiner_is_named_with_when_it_opened_and_first_got_a_copy():
-    story, result = _explain(ROOT / "examples" / "xpub_xsub_proxy.toml")
+    # the example's publisher, sending every 50 us: some of its copies fall between the
+    # XSUB's pipe and its subscription (at 1 ms, one copy does in some runs, none in others)
+    raw = spec.load(ROOT / "examples" / "xpub_xsub_proxy.toml").raw
+    raw = {**raw, "send": [{**raw["send"][0], "interval_s": 0.00005}]}
+    story, result = _explain(raw)
     joiners = [e for e in story.episodes if e.rule == "not_subscribed_yet"]
     assert joiners
     first = joiners[0]
@@ -112,7 +116,7 @@ def test_a_blocked_sender_names_its_full_pipes_and_the_reader_that_had_not_start
     (stall,) = story.stalls
     blocked = result.summary["senders"]["send.push"]["blocked_s"]  # type: ignore[attr-defined]
     assert stall.startswith(f"send[push] on PUSH push was blocked in send for {blocked * 1000:.3g} ms of its")
-    assert "Its pipe push->stalled (tcp send) reached 95 of SNDHWM 100" in stall
+    assert "Its pipe push->stalled (tcp send) reached 96 of SNDHWM 100" in stall
     assert "the kernel of push->stalled held up to 2,749 messages" in stall
     assert "recv[stalled] had not started reading yet: it starts at 4 s (start_s)." in stall
 
@@ -167,7 +171,7 @@ def test_same_seed_same_explanation():
 def test_the_fanout_names_the_slow_subscriber_its_utilisation_and_the_xpub_pipe():
     story, result = _explain(ROOT / "experiments" / "market_data" / "fanout.toml")
     assert [e.where for e in story.episodes] == ["xpub->slow (tcp send)"] * 2
-    assert sum(e.copies for e in story.episodes) == 21_753
+    assert sum(e.copies for e in story.episodes) == 20_251
     for episode in story.episodes:
         text = episode.paragraph(1)
         assert "The reader, SUB slow, is too slow for what it is offered" in text and "offered utilisation 3.28" in text
@@ -175,7 +179,7 @@ def test_the_fanout_names_the_slow_subscriber_its_utilisation_and_the_xpub_pipe(
         assert "slow's own pipe from its engine (xpub->slow (tcp recv)) held up to" in text
         assert "The kernel buffers of xpub->slow held up to" in text
     inbound = result.summary["sockets"]["slow"]["inbound"]  # type: ignore[attr-defined]
-    assert inbound["dropped"] == 21_753 and np.isclose(inbound["loss_fraction"], 0.721, atol=0.001)
+    assert inbound["dropped"] == 20_251 and np.isclose(inbound["loss_fraction"], 0.679, atol=0.001)
 
 
 def test_repeated_episodes_at_one_pipe_say_only_what_differs():

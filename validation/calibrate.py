@@ -417,37 +417,32 @@ def measure_api(quick: bool, progress: Progress) -> tuple[dict, dict]:
             pull.close()
 
     throttle = measure_command_throttle(quick)
-    overshoot = measure_sleep_overshoot(quick)
+    sleep_late = measure_sleep_late(quick)
     jitter = measure_timer_jitter(quick)
     dropped = measure_send_dropped(quick)
-    loop = measure_app_loop(quick)
     api: dict[str, Any] = {
         "send_call_s": _round(statistics.median(push_reader_means)),
         "send_drop_call_s": _round(dropped["median_s"]),
         "recv_call_s": _round(statistics.median(recv_means)),
-        "send_loop_s": _round(loop["send_loop_s"]),
-        "recv_loop_s": _round(loop["recv_loop_s"]),
         "command_throttle_s": _round(throttle["computed_s"]),
-        "sleep_overshoot_s": _round(overshoot["median_s"]),
+        "sleep_late_s": sleep_late["tables"],
         "timer_jitter_s": {"dist": "empirical", "values_s": jitter["values_s"]},
     }
     notes.update(
+        sleep_late={key: value for key, value in sleep_late.items() if key != "tables"},
         timer_jitter={key: value for key, value in jitter.items() if key != "pooled_s"},
         send_pub_no_subscriber_s=_summary(pub_means),
         send_push_inproc_reader_thread_s=_summary(push_reader_means),
         send_push_inproc_unlimited_no_reader_s=_summary(push_unlimited_means),
         recv_queued_inproc_s=_summary(recv_means),
         command_throttle=throttle,
-        sleep_overshoot=overshoot,
         send_dropped=dropped,
-        app_loop=loop,
     )
     progress(
         f"  api: send PUB {statistics.median(pub_means) * 1e6:.3f} us, PUSH+reader "
-        f"{api['send_call_s'] * 1e6:.3f} us, recv {api['recv_call_s'] * 1e6:.3f} us, harness loop "
-        f"+{api['send_loop_s'] * 1e6:.2f} us a send, +{api['recv_loop_s'] * 1e6:.2f} us a recv, throttle "
+        f"{api['send_call_s'] * 1e6:.3f} us, recv {api['recv_call_s'] * 1e6:.3f} us, throttle "
         f"{api['command_throttle_s'] * 1e3:.4f} ms (observed {throttle['observed_median_s'] * 1e3:.4f} ms), "
-        f"sleep overshoot {api['sleep_overshoot_s'] * 1e6:.1f} us, timer jitter median "
+        f"sleep late median {sleep_late['per_wait']['1ms']['median_us']:.1f} us, timer jitter median "
         f"{jitter['per_wait']['1ms']['median_us']:.1f} us (p99 {jitter['per_wait']['1ms']['p99_us']:.1f} us)"
     )
     return api, notes
@@ -478,7 +473,9 @@ def measure_send_dropped(quick: bool) -> dict:
 
 def measure_app_loop(quick: bool) -> dict:
     """``send_loop_s`` and ``recv_loop_s``: the validation harness's own application loop per
-    attempt, beyond the ZeroMQ call. The harness itself runs (``run_real``, its own child
+    attempt, beyond the ZeroMQ call: not the machine's (no profile holds it) but the
+    harness's, declared in ``validation/harness-program.toml``
+    (``validation.harness_program``). The harness itself runs (``run_real``, its own child
     process, as in ``zsim validate``): a PUB with no subscriber sends back to back (every
     send drops in ``dist_t``, the cheapest call), and a PULL drains messages a PUSH of the
     same process queued before it started. What an attempt takes there, less the same call
@@ -558,6 +555,18 @@ def measure_app_loop(quick: bool) -> dict:
                    "(finished_at - start) / count, and a PULL draining messages already queued "
                    "(last_recv - first_recv) / (count - 1); less the bare call of the same kind"),
     }
+
+
+def harness_program_toml(loop: dict) -> str:
+    """``validation/harness-program.toml`` from ``measure_app_loop``'s result."""
+    head = ("# The validation harness's own loop, beyond a bare pyzmq loop (validation/harness_program.py),\n"
+            "# written by python -m validation.calibrate --harness-program (measure_app_loop):\n"
+            f"# {loop['method']}.\n\n")
+    return head + to_toml({
+        "machine": {"measured_on": time.strftime("%Y-%m-%d"), "machine": _cpu_model(), "python": platform.python_version(),
+                    "pyzmq": zmq.__version__},
+        "loop": {"send_cpu_s": _round(loop["send_loop_s"]), "recv_cpu_s": _round(loop["recv_loop_s"])},
+    })
 
 
 def measure_send_wake_cost(transport: str, quick: bool) -> dict:
@@ -652,13 +661,39 @@ def measure_command_throttle(quick: bool) -> dict:
     }
 
 
-def measure_timer_jitter(quick: bool) -> dict:
-    """Lateness of the harness's precise wait (``validation.timing.wait_until``).
+SLEEP_WAITS_S = (0.0001, 0.001, 0.01, 0.1)
 
-    The real-pyzmq harness waits with ``wait_until`` (sleep until 0.5 ms before the deadline,
-    then spin); the simulator adds a draw of ``[api] timer_jitter_s`` to every wait so that
-    both sides wait alike. Waits of 1, 10 and 100 ms on an otherwise idle machine, pooled
-    with equal weight per wait length.
+
+def measure_sleep_late(quick: bool) -> dict:
+    """``[api] sleep_late_s``: how late a plain ``time.sleep`` returns, per sleep length.
+
+    The simulator adds a draw to every wait of a program that sleeps (a workload's
+    ``wait_spin_s = 0``, the default), from the table measured for the sleep length nearest
+    to the workload's mean wait: a 100 ms sleep wakes about twice as late as a 1 ms one
+    (timer slack, deeper idle states). Each table is ``EMPIRICAL_POINTS`` mid-point
+    quantiles of sleeps on an otherwise idle machine."""
+    from validation.timing import lateness_summary, measure_lateness
+
+    repeats = (200, 100, 40, 10) if quick else (1000, 600, 200, 60)
+    by_wait = measure_lateness(SLEEP_WAITS_S, repeats, spin_s=0.0)
+    tables = []
+    per_wait: dict[str, Any] = {}
+    for wait_s, values in by_wait.items():
+        ordered = sorted(values)
+        per_wait[f"{wait_s * 1e3:g}ms"] = lateness_summary(values)
+        tables.append({"wait_s": wait_s, "dist": "empirical",
+                       "values_s": [_round(_quantile(ordered, (i + 0.5) / EMPIRICAL_POINTS)) for i in range(EMPIRICAL_POINTS)]})
+    return {"tables": tables, "per_wait": per_wait, "method": "time.sleep (a plain program's wait), idle machine"}
+
+
+def measure_timer_jitter(quick: bool) -> dict:
+    """Lateness of a precise wait (``validation.timing.wait_until``: sleep until 0.5 ms
+    before the deadline, then spin).
+
+    The simulator adds a draw of ``[api] timer_jitter_s`` to every wait of a program that
+    spins the end of its waits (a workload's ``wait_spin_s`` > 0; ``sleep_late_s`` is for
+    one that sleeps). Waits of 1, 10 and 100 ms on an otherwise idle machine, pooled with
+    equal weight per wait length.
     """
     from validation.timing import lateness_summary, measure_lateness
 
@@ -678,15 +713,6 @@ def measure_timer_jitter(quick: bool) -> dict:
     values = [_round(_quantile(pooled, (i + 0.5) / EMPIRICAL_POINTS)) for i in range(EMPIRICAL_POINTS)]
     return {"per_wait": per_wait, "pooled_s": pooled, "values_s": values,
             "method": "validation.timing.wait_until (sleep to 0.5 ms before, then spin), idle machine"}
-
-
-def measure_sleep_overshoot(quick: bool) -> dict:
-    samples = []
-    for _ in range(100 if quick else 500):
-        start = _pc()
-        time.sleep(0.001)
-        samples.append(_pc() - start - 0.001)
-    return {"median_s": statistics.median(samples), "summary_s": _summary(samples)}
 
 
 # --------------------------------------------------------------------------------------------
@@ -1934,6 +1960,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="fewer repetitions (under a minute)")
     parser.add_argument("--notes-json", metavar="FILE",
                         help="also write the calibration measurement details (JSON) here")
+    parser.add_argument("--harness-program", metavar="FILE",
+                        help="measure only the validation harness's own loop cost and write it here "
+                             "(validation/harness-program.toml is the one zsim validate reads)")
     parser.add_argument("--experiments", metavar="FILE",
                         help="run the notes experiments instead of calibrating; write JSON here")
     args = parser.parse_args(argv)
@@ -1950,6 +1979,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             results = run_experiments(args.quick, progress)
             atomic_write(args.experiments, json.dumps(results, indent=1, default=str))
             progress(f"wrote {args.experiments} in {results['wall_time_s']:.1f} s")
+            return 0
+        if args.harness_program:
+            prepare_output_file(args.harness_program, "harness program file")
+            atomic_write(args.harness_program, harness_program_toml(measure_app_loop(args.quick)))
+            progress(f"wrote {args.harness_program}")
             return 0
         if args.notes_json:
             prepare_output_file(args.notes_json, "notes file")

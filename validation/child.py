@@ -23,7 +23,10 @@ that counts what is forwarded), and the main thread for the timeline: process ex
 
 Workloads follow docs/scenario-format.md exactly: ``send(); wait(interval)`` with the next
 attempt ``interval`` after the send call returned, ``recv(); wait(service)`` then the reply.
-Waits are ``validation.timing.wait_until`` (sleep, then spin); a ``busy = true`` service
+Waits are ``validation.timing.wait_until`` with the workload's ``wait_spin_s``: a plain
+sleep (0, the default), or a sleep whose last ``wait_spin_s`` is spun; a workload's
+``loop_cpu_s`` is computed after each attempt (on top of this harness's own loop, which
+``validation.harness_program`` declares to the simulator); a ``busy = true`` service
 time is CPU work instead: the thread computes until its own CPU clock
 (``time.thread_time``) has advanced by the service time, as the model takes it, so a
 thread sharing its core takes longer in wall time. With
@@ -208,7 +211,7 @@ class SocketStats:
 
 # --------------------------------------------------------------------------------------
 # Workloads: generators that yield requests to the socket's scheduler
-#   ("wait", deadline)        -> True, or False when the process is stopping
+#   ("wait", deadline, spin_s) -> True, or False when the process is stopping
 #   ("spin", cpu_s)           -> True once the thread has computed cpu_s seconds of its
 #                                own CPU time, False when the process is stopping
 #   ("send", frames, dontwait) -> "sent" | "again" | "unroutable"
@@ -268,9 +271,11 @@ class SendTask:
         stop_on_again = plan["on_again"] == "stop"
         is_req = TYPES[plan["socket_type"]].request
         widx = plan["index"]
+        spin = plan.get("wait_spin_s", 0.0)
+        loop_cpu = plan.get("loop_cpu_s", 0.0)
         try:
             self.scheduled_start = t0 + plan["start_s"]
-            if not (yield ("wait", t0 + plan["start_s"])):
+            if not (yield ("wait", t0 + plan["start_s"], spin)):
                 return
             self.progress_at = _pc()
             topic_i = to_i = 0
@@ -314,20 +319,22 @@ class SendTask:
                         stats.send_again += 1
                     if stop_on_again:
                         return
+                if loop_cpu > 0 and not (yield ("spin", loop_cpu)):
+                    return
                 pause = self.interval.next()
                 if self.scheduled:
                     due = self.scheduled_start + self.pauses_s + pause
                     self.pauses_s += pause  # the schedule advances whether or not we wait
                     if due > _pc() or back_to_back_checks >= 64:
                         back_to_back_checks = 0
-                        if not (yield ("wait", due)):
+                        if not (yield ("wait", due, spin)):
                             return
                         self.progress_at = _pc()
                     else:
                         back_to_back_checks += 1  # behind schedule: the next send at once
                 elif pause > 0 or back_to_back_checks >= 64:
                     back_to_back_checks = 0
-                    if not (yield ("wait", _pc() + pause)):
+                    if not (yield ("wait", _pc() + pause, spin)):
                         return
                     self.pauses_s += pause
                     self.progress_at = _pc()
@@ -398,8 +405,10 @@ class RecvTask:
         # routing id is not the body); elsewhere the loop stays what send_loop_s/recv_loop_s measured
         split = reply or forward or TYPES[sock_type].prepends_identity
         next_pause = start + self.pause_every.next() if self.pause_every is not None else float("inf")
+        spin = plan.get("wait_spin_s", 0.0)
+        loop_cpu = plan.get("loop_cpu_s", 0.0)
         try:
-            if not (yield ("wait", start)):
+            if not (yield ("wait", start, spin)):
                 return
             while True:
                 now = _pc()
@@ -409,7 +418,7 @@ class RecvTask:
                     length = self.pause.next()
                     self.paused_s += length
                     next_pause = now + length + self.pause_every.next()
-                    if not (yield ("wait", now + length)):
+                    if not (yield ("wait", now + length, spin)):
                         return
                     continue
                 frames = yield ("recv",)
@@ -424,7 +433,15 @@ class RecvTask:
                 stats.record(body if body else frames, got)
                 self.received += 1
                 service = self.service.next()
-                if not (yield (("spin", service) if busy else ("wait", got + service))):
+                if busy:  # one computation: the loop's own work, then the service
+                    request: tuple = ("spin", loop_cpu + service)
+                else:
+                    if loop_cpu > 0:
+                        if not (yield ("spin", loop_cpu)):
+                            return
+                        got = _pc()
+                    request = ("wait", got + service, spin)
+                if not (yield request):
                     return
                 if forward:
                     # a pipeline stage (zguide taskwork): the result goes out on another
@@ -639,7 +656,7 @@ class SocketAgent:
                     wait_until(self.close_deadline, stop)
                     gen.close()
                     raise Closing()
-                value = wait_until(deadline, stop)
+                value = wait_until(deadline, stop, request[2])
                 if value:
                     late = _pc() - deadline
                     if late >= 0.0:
@@ -763,7 +780,9 @@ class SocketAgent:
                     sock.poll(timeout_ms if timeout_ms is not None else 100, events)
                     continue
             if deadline is not None:
-                wait_until(deadline, stop)
+                # a workload's own wait, spun or slept as it asks (one thread: one way)
+                spins = [request[2] for request, _since in pending.values() if request[0] == "wait"]
+                wait_until(deadline, stop, max(spins) if spins else 0.0)
 
 
 _NOTHING = object()

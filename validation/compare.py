@@ -881,6 +881,7 @@ def _trim(summary: Mapping[str, Any]) -> dict[str, Any]:
 def validate(source: str | Path | Scenario, replications: int | None = None, seed: int = 0, timeout_s: float | None = None,
              progress: Callable[[str], Any] | None = None, trace_depth: bool = True) -> ScenarioValidation:
     """Run ``source`` N times simulated and N times real; compare every chosen metric."""
+    from . import harness_program
     from .harness import RealRunError, run_real
 
     scenario = source if isinstance(source, Scenario) else spec.load(source)
@@ -897,11 +898,13 @@ def validate(source: str | Path | Scenario, replications: int | None = None, see
     sim_samples: dict[str, list[np.ndarray]] = {}
     sim_errors: list[str] = []
     depth: dict[str, np.ndarray] = {}
+    # the program the harness really runs: the scenario's, plus the harness's own loop
+    simulated = harness_program.declare(scenario)
     machine_before = machine_load()
     started = _pc()
     for index, run_seed in enumerate(seeds):
         try:
-            result, rtts = simulate(scenario, run_seed, trace=trace_depth and index == 0)
+            result, rtts = simulate(simulated, run_seed, trace=trace_depth and index == 0)
         except ScenarioError:
             raise
         except Exception as exc:  # noqa: BLE001 - a model fault is a result of the validation

@@ -258,6 +258,8 @@ def build_plans(scenario: Scenario, endpoints: EndpointMap, seed: int, results_d
             "on_again": send.on_again,
             "pacing": send.pacing,
             "to": list(send.to),
+            "loop_cpu_s": send.loop_cpu_s,
+            "wait_spin_s": send.wait_spin_s,
         })
     # how many frames each sending workload's messages have (build_frames: its parts, at
     # least one), so that a receiver can tell the envelope from the body
@@ -282,6 +284,8 @@ def build_plans(scenario: Scenario, endpoints: EndpointMap, seed: int, results_d
             "forward_to": recv.forward_to,
             "busy": recv.busy,
             "body_frames": body_frames,
+            "loop_cpu_s": recv.loop_cpu_s,
+            "wait_spin_s": recv.wait_spin_s,
         })
     for proxy in scenario.proxies:
         front, back = by_name[proxy.frontend], by_name[proxy.backend]

@@ -31,8 +31,12 @@ _pc = time.perf_counter
 
 
 
-def wait_until(deadline: float, stop: threading.Event | None = None) -> bool:
+def wait_until(deadline: float, stop: threading.Event | None = None, spin_s: float = SPIN_S) -> bool:
     """Return at ``deadline`` (``perf_counter`` seconds), or early when ``stop`` is set.
+
+    ``spin_s``: how long before the deadline the sleep ends and the spin starts (a
+    workload's ``wait_spin_s``); 0 sleeps all the way, as a plain program's
+    ``time.sleep`` does, and returns as late as the machine wakes it.
 
     Returns True if the deadline was reached, False if ``stop`` ended the wait. The spin is
     a plain loop on the clock: ``time.sleep(0)`` would make each turn about 50 µs late
@@ -46,13 +50,15 @@ def wait_until(deadline: float, stop: threading.Event | None = None) -> bool:
             return True
         if stop is not None and stop.is_set():
             return False
-        if remaining > SPIN_S:
-            sleep_for = remaining - SPIN_S
+        if remaining > spin_s:
+            sleep_for = remaining - spin_s
             if stop is not None:
                 if stop.wait(sleep_for):
                     return False
             else:
                 time.sleep(sleep_for)
+            if spin_s <= 0:
+                return True  # a plain sleep: as late as it woke
             continue
         # the last fraction of a millisecond: spin, yielding the GIL each turn
         while _pc() < deadline:
@@ -60,16 +66,17 @@ def wait_until(deadline: float, stop: threading.Event | None = None) -> bool:
         return True
 
 
-def wait_for(duration_s: float, stop: threading.Event | None = None) -> bool:
+def wait_for(duration_s: float, stop: threading.Event | None = None, spin_s: float = SPIN_S) -> bool:
     """``wait_until(now + duration_s)``; a duration <= 0 returns at once."""
     if duration_s <= 0:
         return not (stop is not None and stop.is_set())
-    return wait_until(_pc() + duration_s, stop)
+    return wait_until(_pc() + duration_s, stop, spin_s)
 
 
 def measure_lateness(waits_s: Sequence[float] = (0.001, 0.01, 0.1), repeats: Sequence[int] = (400, 150, 30),
-                     stop: threading.Event | None = None) -> dict[float, list[float]]:
-    """Lateness (seconds after the deadline) of ``wait_until`` for each wait length.
+                     stop: threading.Event | None = None, spin_s: float = SPIN_S) -> dict[float, list[float]]:
+    """Lateness (seconds after the deadline) of ``wait_until`` for each wait length
+    (``spin_s = 0``: of a plain sleep).
 
     The deadline is set from the moment the previous wait returned, as a send loop does.
     """
@@ -78,7 +85,7 @@ def measure_lateness(waits_s: Sequence[float] = (0.001, 0.01, 0.1), repeats: Seq
         samples: list[float] = []
         for _ in range(count):
             deadline = _pc() + wait_s
-            wait_until(deadline, stop)
+            wait_until(deadline, stop, spin_s)
             samples.append(max(0.0, _pc() - deadline))
         result[wait_s] = samples
     return result

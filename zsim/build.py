@@ -119,10 +119,9 @@ def model_params(profile: Profile) -> ModelParams:
         send_call_s=profile.send_call_s,
         send_drop_call_s=profile.send_drop_call_s,
         recv_call_s=profile.recv_call_s,
-        send_loop_s=profile.send_loop_s,
-        recv_loop_s=profile.recv_loop_s,
         command_throttle_s=profile.command_throttle_s,
         app_wake=wake,
+        sleep_late=profile.sleep_late,
         timer_jitter=profile.timer_jitter,
         profile_name=profile.name,
     )
@@ -186,7 +185,6 @@ def scheduler_params(profile: Profile, scenario: Scenario) -> SchedulerParams:
         wakeup_s=profile.wakeup_s if profile.wakeup_s is not None else defaults.wakeup_s,
         timeslice_s=profile.timeslice_s if profile.timeslice_s is not None else defaults.timeslice_s,
         io_wake_s=profile.io_wake_s if profile.io_wake_s is not None else defaults.io_wake_s,
-        wait_spin_s=scenario.machine.wait_spin_s if scenario.machine.wait_spin_s is not None else defaults.wait_spin_s,
     )
 
 
@@ -224,6 +222,7 @@ def build(scenario: Scenario, seed: int, profile: Profile | None = None, trace_d
             size=_sampler(send.size, streams, send.streams["size"], integer=True),
             start_s=scenario.starts_at(send), topics=send.topics, parts=send.parts,
             dontwait=scenario.never_waits(send), on_again=send.on_again, to=send.to, pacing=send.pacing,
+            loop_cpu_s=send.loop_cpu_s, wait_spin_s=send.wait_spin_s,
         )
         sock.process.workloads.append(sender)
         model.senders.append(sender)
@@ -240,7 +239,7 @@ def build(scenario: Scenario, seed: int, profile: Profile | None = None, trace_d
             pause=_sampler(recv.pause, streams, recv.streams["pause"]),
             on_timeout=recv.on_timeout,
             forward_to=model.sockets[recv.forward_to] if recv.forward_to else None,
-            busy=recv.busy,
+            busy=recv.busy, loop_cpu_s=recv.loop_cpu_s, wait_spin_s=recv.wait_spin_s,
         )
         sock.process.workloads.append(receiver)
         model.receivers.append(receiver)
@@ -287,6 +286,7 @@ def _build_machine(model: Model, scheduler: SchedulerParams) -> None:
         process = on_socket[0].process.name
         name = on_socket[0].name if len(on_socket) == 1 else f"socket.{sock_name}"
         thread = machine.thread(unique(name), "app", process, affinity[process])
+        thread.wait_spin_s = on_socket[0].wait_spin_s  # one per socket (zsim.spec checks it)
         for workload in on_socket:
             workload.cpu = thread
     for proxy in model.proxies:

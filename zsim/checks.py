@@ -32,8 +32,8 @@ BACKLOG_SHARE = 0.10
 CPU_WAIT_SHARE = 0.05
 CPU_WAIT_MIN_S = 1e-6
 #: A ``cpu_contention`` warning says how much of the CPU was spin when at least this share
-#: of all the threads' CPU time spun the end of precise waits (``[machine] wait_spin_s``,
-#: the validation harness's habit): in a program that sleeps instead, that CPU is not used.
+#: of all the threads' CPU time spun the end of precise waits (the workloads' ``wait_spin_s``):
+#: in a program that sleeps instead, that CPU is not used.
 CPU_SPIN_SHARE = 0.2
 #: Offered utilisation (arrival rate x mean service / share of time not paused) at or
 #: above this is reported: the receiver cannot keep up in steady state.
@@ -158,7 +158,8 @@ def run_warnings(scenario: Scenario, summary: Mapping[str, Any]) -> list[dict[st
             if blocked >= 0.05 * active:
                 why = f"it was blocked in send for {blocked:.3g} s of its {active:.3g} s (its peers' pipes were full)"
             else:
-                why = "each send call takes time on top of the interval between sends"
+                why = ("each send call, and each wait's late wake-up (a sleep returns late), take time on top of the "
+                       "interval between sends (pacing = \"schedule\" keeps a fixed schedule instead)")
             found.append(_warning(
                 "rate_not_achieved", workload_label("send", name),
                 f"sent {got:,.0f} messages/s where {asked:,.0f}/s was asked ({100 * got / asked:.0f} %): {why}; the load "
@@ -177,9 +178,10 @@ def cpu_warnings(machine: dict[str, Any] | None) -> list[dict[str, str]]:
     spin = sum(thread["spin_cpu_s"] for thread in machine["threads"].values())
     spun = ""
     if spin > 0.0 and spin >= CPU_SPIN_SHARE * machine["cpu_s"]:
+        spinners = sorted({thread["wait_spin_s"] for thread in machine["threads"].values() if thread["spin_cpu_s"] > 0})
         spun = (f"; {spin / machine['cpu_s']:.0%} of all the threads' CPU was spinning the end of precise waits "
-                f"([machine] wait_spin_s = {_duration(machine['wait_spin_s'])}, as the validation harness does; "
-                "0 if the program sleeps)")
+                f"(wait_spin_s = {' / '.join(_duration(value) for value in spinners)} on their workloads; "
+                "0, the default, if the program sleeps)")
     for name, thread in machine["threads"].items():
         waited, used = thread["waited_s"], thread["cpu_s"]
         if waited < CPU_WAIT_MIN_S or waited < CPU_WAIT_SHARE * used:

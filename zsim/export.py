@@ -1050,10 +1050,15 @@ class _Writer:
             notes.append(f"[machine] cores = {s.machine.cores or 0} and affinity: each process is pinned to its CPUs "
                          "(os.sched_setaffinity, Linux; core k is the k-th CPU this program may use), so its threads share "
                          "them as the simulator's do; the scheduler's costs are this machine's, not the model's.")
-        if s.machine.cores and s.machine.wait_spin_s != 0:
-            notes.append("[machine] wait_spin_s: this program's waits sleep (threading.Event.wait); the simulator spins the "
-                         "last wait_spin_s (default 0.5 ms) of each precise wait as the validation harness does, which "
-                         "costs CPU on shared cores: set wait_spin_s = 0 to simulate this program as written.")
+        spinning = [w.name for w in workloads if w.wait_spin_s > 0]
+        if spinning:
+            notes.append(f"wait_spin_s ({', '.join(spinning[:4])}{', ...' if len(spinning) > 4 else ''}): this program's waits "
+                         "sleep (threading.Event.wait); the simulated design spins the end of each wait, which costs CPU on "
+                         "shared cores: remove wait_spin_s to simulate this program as written.")
+        working = [w.name for w in workloads if w.loop_cpu_s > 0]
+        if working:
+            notes.append(f"loop_cpu_s ({', '.join(working[:4])}{', ...' if len(working) > 4 else ''}): the simulated design "
+                         "spends that CPU per message beyond the ZeroMQ call; this program does only its own bookkeeping.")
         if any(r.busy for r in s.recvs):
             notes.append("busy = true: the service time is a busy loop (proc.busy), which holds its process's GIL: the other "
                          "threads of that process wait for it, which the simulator does not model (put busy workers in "

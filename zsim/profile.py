@@ -121,12 +121,14 @@ class Profile:
     send_call_s: float = 0.0
     send_drop_call_s: float | None = None
     recv_call_s: float = 0.0
-    send_loop_s: float = 0.0  # the harness's application loop per send attempt, beyond the call
-    recv_loop_s: float = 0.0  # the same per message received
     command_throttle_s: float = 0.0
-    sleep_overshoot_s: float = 0.0
     wake: Distribution | None = None  # a blocked application thread waking on a command
-    timer_jitter: Distribution | None = None  # lateness of the application's precise waits
+    #: how late ``time.sleep`` returns on this machine, by the length of the sleep
+    #: ((wait_s, lateness), ... shortest first): a program's waits that only sleep
+    sleep_late: tuple[tuple[float, Distribution], ...] = ()
+    #: how late a precise wait returns (sleep until 0.5 ms before, then spin): a program's
+    #: waits with ``wait_spin_s`` > 0
+    timer_jitter: Distribution | None = None
     transports: Mapping[str, TransportProfile] = field(default_factory=dict)
     source: str = "<builtin>"
     #: ``[scheduler]``: the machine's cores (0: none recorded) and the scheduler's costs
@@ -216,6 +218,27 @@ def _dist(table: Mapping[str, Any], key: str, path: str) -> Distribution | None:
     return parse_distribution(table[key], f"{path}.{key}", "s")
 
 
+def _sleep_late(api: Mapping[str, Any]) -> tuple[tuple[float, Distribution], ...]:
+    """``[api] sleep_late_s``: a list of lateness distributions, each for sleeps of about
+    ``wait_s`` (a sleep of 100 ms wakes later than one of 1 ms: timer slack, idle states)."""
+    raw = api.get("sleep_late_s")
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or not raw:
+        raise ScenarioError("api.sleep_late_s", "must be a list of {wait_s = ..., dist = ...} tables")
+    rows = []
+    for index, entry in enumerate(raw):
+        path = f"api.sleep_late_s[{index}]"
+        if not isinstance(entry, dict):
+            raise ScenarioError(path, "must be a table {wait_s = ..., dist = ...}")
+        wait = _float(entry, "wait_s", path)
+        if wait <= 0:
+            raise ScenarioError(f"{path}.wait_s", f"must be > 0, got {wait!r}")
+        rows.append((wait, parse_distribution({k: v for k, v in entry.items() if k != "wait_s"}, path, "s")))
+    rows.sort(key=lambda row: row[0])
+    return tuple(rows)
+
+
 def _transport(raw: Any, path: str) -> TransportProfile:
     if not isinstance(raw, dict):
         raise ScenarioError(path, "must be a table")
@@ -261,6 +284,12 @@ def from_dict(raw: Mapping[str, Any], source: str = "<dict>") -> Profile:
     api = raw.get("api", {})
     if not isinstance(api, dict):
         raise ScenarioError("api", "must be a table")
+    for key in ("send_loop_s", "recv_loop_s"):
+        if key in api:
+            # written by zsim calibrate before 0.2: the validation harness's own loop, which
+            # is a program's habit, not the machine's
+            raise ScenarioError(f"api.{key}", "not a machine figure: what a program's loop costs beyond the ZeroMQ call is "
+                                              "the program's (loop_cpu_s on its [[send]]/[[recv]]); delete this line")
     transports = {}
     for name in ("inproc", "ipc", "tcp"):
         if name in raw:
@@ -277,11 +306,9 @@ def from_dict(raw: Mapping[str, Any], source: str = "<dict>") -> Profile:
         send_call_s=_float(api, "send_call_s", "api", 0.0),
         send_drop_call_s=_float(api, "send_drop_call_s", "api") if "send_drop_call_s" in api else None,
         recv_call_s=_float(api, "recv_call_s", "api", 0.0),
-        send_loop_s=_float(api, "send_loop_s", "api", 0.0),
-        recv_loop_s=_float(api, "recv_loop_s", "api", 0.0),
         command_throttle_s=_float(api, "command_throttle_s", "api", 0.0),
-        sleep_overshoot_s=_float(api, "sleep_overshoot_s", "api", 0.0),
         wake=_dist(api, "wake_s", "api"),
+        sleep_late=_sleep_late(api),
         timer_jitter=_dist(api, "timer_jitter_s", "api"),
         transports=transports,
         source=source,

@@ -81,6 +81,11 @@ class Sampler:
         return self._constant
 
     @property
+    def mean(self) -> float:
+        """The distribution's mean (a workload's typical wait, for its sleep lateness)."""
+        return float(self._dist.expected())
+
+    @property
     def held(self) -> int:
         """How many drawn values the sampler holds now (its memory: 8 bytes each)."""
         return self._length

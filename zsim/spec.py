@@ -118,6 +118,13 @@ class SendSpec:
     #: takes (an arrival process; default with rate_per_s); "after_send": the interval is
     #: the wait after each send call returns (send(); sleep(interval); default with interval_s)
     pacing: str = "after_send"
+    #: the program's own CPU work per send attempt beyond the ZeroMQ call (building the
+    #: message, bookkeeping); 0: a bare loop, ``sock.send(msg)`` and nothing else
+    loop_cpu_s: float = 0.0
+    #: how the program waits (an interval, a scheduled due time): 0, it sleeps
+    #: (``time.sleep``) and wakes as late as the machine's sleeps do; > 0, it sleeps until
+    #: this long before the deadline, then spins on the clock (CPU work, on time)
+    wait_spin_s: float = 0.0
 
     @property
     def streams(self) -> dict[str, str]:
@@ -144,6 +151,10 @@ class RecvSpec:
     #: the service time is CPU work (a busy loop) rather than waiting (sleep, I/O); it
     #: only matters with [machine] cores, where CPU work needs a core
     busy: bool = False
+    #: the program's own CPU work per message received beyond the recv call (see SendSpec)
+    loop_cpu_s: float = 0.0
+    #: how a waiting service time and a pause are waited (see SendSpec)
+    wait_spin_s: float = 0.0
 
     @property
     def streams(self) -> dict[str, str]:
@@ -188,9 +199,6 @@ class MachineSpec:
     core count, and 0 (a core per thread) when the profile records none."""
 
     cores: int | None = None
-    #: an application's precise wait spins its last this many seconds (None: the model's
-    #: default, 0.5 ms, what the validation harness does; 0: the program only sleeps)
-    wait_spin_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -395,7 +403,7 @@ def parse_endpoint(text: str, path: str) -> Endpoint:
 
 _SCENARIO_KEYS = {"name", "description", "until_s", "profile", "seed"}
 _TOP_KEYS = {"scenario", "machine", "process", "socket", "send", "recv", "proxy", "app", "validation", "sweep", "limits"}
-_MACHINE_KEYS = {"cores", "wait_spin_s"}
+_MACHINE_KEYS = {"cores"}
 #: The most cores or I/O threads a scenario may ask for (a sanity bound, not libzmq's).
 MAX_CORES = 4096
 _APP_KEYS = {"name", "function"}
@@ -403,11 +411,11 @@ _PROCESS_KEYS = {"name", "exit_at_s", "exit_after_sends", "crash_at_s", "restart
 _SOCKET_KEYS = {"name", "type", "process", "bind", "connect", "open_at_s", "close_at_s", "options"}
 _SEND_KEYS = {
     "name", "socket", "count", "duration_s", "interval_s", "rate_per_s", "size_bytes", "start_s",
-    "topic", "parts", "dontwait", "on_again", "to", "pacing",
+    "topic", "parts", "dontwait", "on_again", "to", "pacing", "loop_cpu_s", "wait_spin_s",
 }
 _RECV_KEYS = {
     "name", "socket", "service_s", "busy", "start_s", "count", "duration_s", "reply", "reply_size_bytes",
-    "pause_every_s", "pause_s", "on_timeout", "forward_to",
+    "pause_every_s", "pause_s", "on_timeout", "forward_to", "loop_cpu_s", "wait_spin_s",
 }
 _PROXY_KEYS = {"name", "frontend", "backend"}
 
@@ -640,6 +648,7 @@ def _from_expanded(raw: dict[str, Any], base_dir: str, source: str) -> Scenario:
         default_limits.merged(_table(raw["limits"], "limits"), "limits")  # checked here, applied by the runner
 
     _check_one_send_per_req(sends, by_name)
+    _check_one_wait_per_thread(sends, recvs)
     if until_s is None:
         _check_no_forwarding_cycle(sockets, recvs, proxies)
 
@@ -670,10 +679,12 @@ def _parse_machine(raw: Any) -> MachineSpec:
     if raw is None:
         return MachineSpec()
     table = _table(raw, "machine")
+    if "wait_spin_s" in table:
+        raise ScenarioError("machine.wait_spin_s", "how a program waits is the program's, not the machine's: set wait_spin_s on "
+                                                   "its [[send]]/[[recv]] workloads (default 0: the program sleeps)")
     _check_keys(table, _MACHINE_KEYS, "machine")
     cores = _int(table["cores"], "machine.cores", 0, MAX_CORES) if "cores" in table else None
-    spin = _opt_time(table, "wait_spin_s", "machine")
-    return MachineSpec(cores=cores, wait_spin_s=spin)
+    return MachineSpec(cores=cores)
 
 
 def _parse_affinity(raw: Any, path: str, cores: int | None) -> tuple[int, ...]:
@@ -805,6 +816,8 @@ def _parse_send(
         on_again=on_again,
         to=to,
         pacing=pacing,
+        loop_cpu_s=_time(table.get("loop_cpu_s", 0.0), f"{path}.loop_cpu_s"),
+        wait_spin_s=_time(table.get("wait_spin_s", 0.0), f"{path}.wait_spin_s"),
     )
 
 
@@ -876,7 +889,25 @@ def _parse_recv(
         on_timeout=on_timeout,
         forward_to=forward_to,
         busy=_bool(table.get("busy", False), f"{path}.busy"),
+        loop_cpu_s=_time(table.get("loop_cpu_s", 0.0), f"{path}.loop_cpu_s"),
+        wait_spin_s=_time(table.get("wait_spin_s", 0.0), f"{path}.wait_spin_s"),
     )
+
+
+def _check_one_wait_per_thread(sends: list[SendSpec], recvs: list[RecvSpec]) -> None:
+    """The workloads of one socket run in one thread of the program (the real harness and
+    ``zsim export`` do so, and the model gives them one ``zsim.model.cpu.Thread``): they
+    wait one way."""
+    first: dict[str, SendSpec | RecvSpec] = {}
+    workloads: list[tuple[str, SendSpec | RecvSpec]] = [*(("send", s) for s in sends), *(("recv", r) for r in recvs)]
+    for kind, workload in workloads:
+        other = first.setdefault(workload.socket, workload)
+        if other.wait_spin_s != workload.wait_spin_s:
+            other_kind = "send" if isinstance(other, SendSpec) else "recv"
+            raise ScenarioError(f"{workload_label(kind, workload.name)}.wait_spin_s",
+                                f"{workload.wait_spin_s:g} differs from {workload_label(other_kind, other.name)}'s "
+                                f"{other.wait_spin_s:g}: the workloads of socket {workload.socket!r} run in one thread, "
+                                "which waits one way")
 
 
 def _check_one_send_per_req(sends: list[SendSpec], by_name: Mapping[str, SocketSpec]) -> None:

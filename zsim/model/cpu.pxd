@@ -18,7 +18,6 @@ cdef class Machine:
     cdef public object params
     cdef public double wakeup_s
     cdef public double io_wake_s
-    cdef public double wait_spin_s
     cdef public double efficiency
     cdef public list threads
     cdef public list running
@@ -72,6 +71,7 @@ cdef class Thread:
     cdef public list asleep
     cdef public double spin_cpu_s
     cdef public bint spinning
+    cdef public double wait_spin_s
 
     cpdef run(self, double cpu, timer, double wait=*)
     cpdef run_then(self, double cpu, fn)

@@ -26,16 +26,16 @@ cost is burnt after, so an idle machine's latencies (measured end to end into th
 are unchanged. Each thread keeps what it used (``cpu_s``) and how long it was runnable without a
 core (``waited_s``: the burst's length beyond its CPU work, plus wake-up delays).
 
-An application's precise wait (an interval between sends, a service time that is not CPU,
-a scheduled send's due time) sleeps, then spins its last ``wait_spin_s`` on the clock, as
-the validation harness's ``wait_until`` does (0.5 ms: sleeping closer to a deadline would
-overshoot it). The spin is a burst of CPU as long as itself (``spin_cpu_s`` counts it): on
-a free core it ends exactly at the deadline; on a shared one it takes longer, because a
-thread checks its clock only while it runs, and a spin much shorter than a time slice
-(3.5 ms measured) is done within one of its slices. (A spin cut by the end of a slice
-would end at once when its thread runs again, its deadline being past: the model then
-overstates the delay by at most the spin, 0.5 ms.) ``[machine] wait_spin_s = 0`` models a
-program that only sleeps.
+A program that spins the end of its waits (a workload's ``wait_spin_s`` > 0: an interval
+between sends, a service time that is not CPU, a scheduled send's due time) sleeps, then
+spins its last ``wait_spin_s`` on the clock, as the validation harness's ``wait_until`` does
+(0.5 ms: a sleep closer to the deadline would overshoot it). The spin is a burst of CPU as
+long as itself (``spin_cpu_s`` counts it): on a free core it ends exactly at the deadline;
+on a shared one it takes longer, because a thread checks its clock only while it runs, and a
+spin much shorter than a time slice (3.5 ms measured) is done within one of its slices. (A
+spin cut by the end of a slice would end at once when its thread runs again, its deadline
+being past: the model then overstates the delay by at most the spin.) With ``wait_spin_s =
+0``, the default, the program only sleeps (``time.sleep``) and its waits use no core.
 
 ``cores = 0`` builds no ``Machine`` at all: every thread then has a core of its own and the
 model is exactly the one without this module.
@@ -72,7 +72,7 @@ class Thread:
     __slots__ = ("machine", "name", "kind", "process", "affinity", "restricted", "index", "remaining", "work", "rate",
                  "started_at", "then_timer", "then_wait", "then_fn", "queue", "busy", "last_end", "wake_timer",
                  "pending", "cpu_s", "waited_s", "wake_waits", "bursts", "in_run", "woke", "asleep",
-                 "spin_cpu_s", "spinning")
+                 "spin_cpu_s", "spinning", "wait_spin_s")
 
     def __init__(self, machine: Machine, name: str, kind: str, process: str, affinity: frozenset[int], index: int) -> None:
         self.machine = machine
@@ -106,6 +106,9 @@ class Thread:
         self.asleep: list[tuple[float, Any, float, Callable[[], Any] | None, Task | None]] = []
         self.spinning = False  # the running burst is a spin
         self.spin_cpu_s = 0.0  # of cpu_s, what spins used
+        #: the program's precise waits spin their last this many seconds (its workloads'
+        #: ``wait_spin_s``; 0: they only sleep)
+        self.wait_spin_s = 0.0
 
     # -- application threads: a burst, then a sleep ------------------------------------------
 
@@ -124,7 +127,7 @@ class Thread:
 
     def wait(self, timer: Any, wait: float) -> None:
         """A precise wait of ``wait`` seconds, then ``timer`` fires: a sleep, then its spin."""
-        spin = self.machine.wait_spin_s
+        spin = self.wait_spin_s
         if wait <= 0.0 or spin <= 0.0:
             timer.arm(wait if wait > 0.0 else 0.0)
             return
@@ -243,7 +246,6 @@ class Machine:
         self.params = params
         self.wakeup_s = params.wakeup_s
         self.io_wake_s = params.io_wake_s
-        self.wait_spin_s = params.wait_spin_s
         slice_s, switch_s = params.timeslice_s, params.context_switch_s
         #: the share of a contended core that is the thread's own work (one switch a slice)
         self.efficiency = slice_s / (slice_s + switch_s) if slice_s > 0 else 1.0
@@ -381,6 +383,7 @@ class Machine:
                 "cores": sorted(thread.affinity) if thread.restricted else None,
                 "cpu_s": thread.cpu_s,
                 "spin_cpu_s": thread.spin_cpu_s,
+                "wait_spin_s": thread.wait_spin_s,
                 "waited_s": thread.waited_s,
                 "bursts": thread.bursts,
                 "wake_waits": thread.wake_waits,
@@ -391,7 +394,6 @@ class Machine:
             "wakeup_s": self.params.wakeup_s,
             "timeslice_s": self.params.timeslice_s,
             "io_wake_s": self.params.io_wake_s,
-            "wait_spin_s": self.params.wait_spin_s,
             "max_runnable": self.max_runnable,
             "cpu_s": sum(thread.cpu_s for thread in self.threads),
             "threads": threads,

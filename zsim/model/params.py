@@ -59,9 +59,6 @@ class SchedulerParams:
     wakeup_s: float = 50e-6  # a woken thread waiting for a busy core to be preempted
     timeslice_s: float = 1.5e-3  # how long a thread runs before the next takes its core (EEVDF base slice, 2 cores)
     io_wake_s: float = 0.0  # CPU an idle I/O thread spends to wake for an event (poller, syscalls, mailbox)
-    #: an application's precise wait spins its last this many seconds on the clock (the
-    #: validation harness's ``validation.timing.SPIN_S``; 0: a program that only sleeps)
-    wait_spin_s: float = 0.0005
 
 
 @dataclass
@@ -69,13 +66,27 @@ class ModelParams:
     send_call_s: float = 0.0
     send_drop_call_s: float | None = None  # a send that queued nothing (PUB dropping)
     recv_call_s: float = 0.0
-    #: the application loop's own work per attempt beyond the call (building a message,
-    #: bookkeeping): the validation harness's Python loops, measured by ``zsim calibrate``
-    send_loop_s: float = 0.0
-    recv_loop_s: float = 0.0
     command_throttle_s: float = 0.0
     app_wake: Distribution | None = None  # a blocked application thread waking on a command
-    timer_jitter: Distribution | None = None  # lateness added to every application wait
+    #: how late the machine wakes a program's wait: a sleep (``time.sleep``, by the
+    #: sleep's length: ((wait_s, lateness), ...)), and a precise wait that sleeps, then
+    #: spins its end (a workload's ``wait_spin_s`` > 0)
+    sleep_late: tuple[tuple[float, Distribution], ...] = ()
+    timer_jitter: Distribution | None = None
+
+    def wait_lateness(self, wait_spin_s: float, typical_wait_s: float) -> Distribution | None:
+        """How late a program's waits end: its precise wait's lateness if it spins the end
+        of its waits, else the machine's sleep lateness measured for the sleep length
+        nearest (in ratio) to the workload's typical wait."""
+        if wait_spin_s > 0:
+            return self.timer_jitter
+        if not self.sleep_late:
+            return None
+        if typical_wait_s <= 0:
+            return self.sleep_late[0][1]
+        import math
+
+        return min(self.sleep_late, key=lambda row: abs(math.log(row[0] / typical_wait_s)))[1]
     transports: dict[str, TransportParams] = field(default_factory=dict)
     profile_name: str = "ideal"
     scheduler: SchedulerParams = field(default_factory=SchedulerParams)

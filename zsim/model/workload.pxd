@@ -49,6 +49,7 @@ cdef class Sender:
     cdef public double send_cost
     cdef public double drop_cost
     cdef public double recv_cost
+    cdef public double wait_spin_s
     cdef public Sampler jitter
     cdef public object ledger
     cdef public bint is_request
@@ -102,6 +103,7 @@ cdef class Receiver:
     cdef public Sampler pause
     cdef public str on_timeout
     cdef public double send_cost
+    cdef public double wait_spin_s
     cdef public object ledger
     cdef public double paused_s
     cdef public object pending_reply

@@ -2,11 +2,13 @@
 
 Each is a small state machine driven by one re-armable timer and by socket wake-ups, not
 a generator per message. Time spent in the application is modelled explicitly: a send
-call costs ``send_call_s``, a recv call ``recv_call_s``, each plus the loop's own work
-around it (``send_loop_s``/``recv_loop_s``: building the message, bookkeeping), then the
-workload's own spacing (``interval``) or service time. A loop ``send(); sleep(interval)``
-therefore sends every ``send_call_s + send_loop_s + interval`` seconds, and
-``interval = 0`` means back to back.
+call costs the machine's ``send_call_s``, a recv call ``recv_call_s``, each plus the
+program's own work around it (the workload's ``loop_cpu_s``: building the message,
+bookkeeping; 0 for a bare loop), then the workload's own spacing (``interval``) or
+service time. A loop ``send(); sleep(interval)`` therefore sends every
+``send_call_s + loop_cpu_s + interval + lateness`` seconds, where the lateness is how late
+the machine wakes the wait (its ``time.sleep``, or its precise wait when the program
+spins the end of its waits, ``wait_spin_s`` > 0), and ``interval = 0`` means back to back.
 
 Blocking follows ``socket_base_t::send``/``recv``: a send that gets EAGAIN with no
 DONTWAIT and SNDTIMEO != 0 waits for the next command to the socket and retries; SNDTIMEO
@@ -14,9 +16,10 @@ bounds the wait. Random draws come from a stream passed in per workload, so addi
 changing one workload leaves the others' draws unchanged.
 
 With ``[machine] cores`` (``zsim.model.cpu``) each workload has a ``cpu`` thread: the CPU
-part of what it does (call costs, a busy service time) is a burst on it, shared with the
-other runnable threads, and only then does the sleep (interval, service time that waits)
-start. ``cpu is None`` (``cores = 0``) is the model without contention, unchanged.
+part of what it does (call costs, a busy service time, the spun end of a wait) is a burst
+on it, shared with the other runnable threads, and only then does the sleep (interval,
+service time that waits) start. ``cpu is None`` (``cores = 0``) is the model without
+contention, unchanged.
 """
 
 from __future__ import annotations
@@ -61,9 +64,12 @@ def message_wire_bytes(size: int, topic: str, parts: int) -> tuple[int, int]:
     return topic_len + size, wire
 
 
-def _jitter_sampler(world: World, name: str) -> Sampler | None:
-    """Timer lateness of the application's waits (profile ``api.timer_jitter_s``)."""
-    jitter = world.params.timer_jitter
+def _jitter_sampler(world: World, name: str, wait_spin_s: float, typical_wait_s: float) -> Sampler | None:
+    """How late the program's waits end: the machine's ``time.sleep`` (profile
+    ``api.sleep_late_s``, for sleeps of about ``typical_wait_s``) for a program that sleeps,
+    its precise wait (``api.timer_jitter_s``) for one that spins the end of its waits
+    (``wait_spin_s`` > 0)."""
+    jitter = world.params.wait_lateness(wait_spin_s, typical_wait_s)
     if jitter is None or (jitter.is_constant and jitter.value == 0):
         return None
     return jitter.sampler(None if jitter.is_constant else world.stream(f"jitter.{name}"))
@@ -93,6 +99,8 @@ class Sender:
         on_again: str,
         to: tuple[str, ...],
         pacing: str = "after_send",
+        loop_cpu_s: float = 0.0,
+        wait_spin_s: float = 0.0,
     ) -> None:
         self.world = world
         self.env = world.env
@@ -130,13 +138,14 @@ class Sender:
         self.request_sent_at = 0.0
         self.rtt = array("d")
         params = world.params
-        # an attempt costs the send call plus the loop's own work around it (send_loop_s)
-        self.send_cost = params.send_call_s + params.send_loop_s
+        # an attempt costs the send call plus the program's own work around it
+        self.send_cost = params.send_call_s + loop_cpu_s
         # a send that queues nothing (a PUB dropping to every subscriber) is cheaper
         drop_call = params.send_drop_call_s if params.send_drop_call_s is not None else params.send_call_s
-        self.drop_cost = drop_call + params.send_loop_s
+        self.drop_cost = drop_call + loop_cpu_s
         self.recv_cost = params.recv_call_s  # a REQ's reply: part of the same iteration
-        self.jitter = _jitter_sampler(world, name)
+        self.wait_spin_s = wait_spin_s
+        self.jitter = _jitter_sampler(world, name, wait_spin_s, interval.mean)
         self.ledger = world.ledger
         self.is_request = socket.traits.request
         self._topic_index = 0
@@ -420,6 +429,8 @@ class Receiver:
         on_timeout: str,
         forward_to: Socket | None = None,
         busy: bool = False,
+        loop_cpu_s: float = 0.0,
+        wait_spin_s: float = 0.0,
     ) -> None:
         self.world = world
         self.env = world.env
@@ -441,10 +452,11 @@ class Receiver:
         self.received = 0
         self.done = False
         self.waiting = False
-        # a message costs the recv call plus the loop's own work around it (recv_loop_s)
-        self.recv_cost = world.params.recv_call_s + world.params.recv_loop_s
+        # a message costs the recv call plus the program's own work around it
+        self.recv_cost = world.params.recv_call_s + loop_cpu_s
         self.send_cost = world.params.send_call_s
-        self.jitter = _jitter_sampler(world, name)
+        self.wait_spin_s = wait_spin_s
+        self.jitter = _jitter_sampler(world, name, wait_spin_s, service.mean)
         self.ledger = world.ledger
         self.delivered = world.ledger.delivered
         self.next_pause_at = float("inf")
