@@ -5,10 +5,10 @@ A double's step is 7.3e-12 s at 2^15 s (above the CPU model's rounding threshold
 run below is short in events (a message every 1000 s, or a few seconds of traffic just
 before the horizon), so every path of the model meets a large clock: inproc, tcp, ipc,
 cores on (the profile's 2) and off, threads that contend for a core, pauses, both
-pacings, receive timeouts, a pipe that fills and drains (throttled commands). Where the
-numbers are not obvious, the same run starting near t = 0 gives them: a model that does
-not depend on the clock's magnitude gives the same counts, and the same CPU, when
-everything happens 10^8 s later.
+pacings, receive timeouts, a pipe that fills and drains (throttled commands), a connect
+that waits for its listener for 10^8 s. Where the numbers are not obvious, the same run
+starting near t = 0 gives them: a model that does not depend on the clock's magnitude
+gives the same counts, and the same CPU, when everything happens 10^8 s later.
 """
 
 from __future__ import annotations
@@ -201,6 +201,40 @@ def test_receive_timeouts_fire_as_often_at_the_horizon(cores, horizon):
     early, late = _same_run_later(raw, horizon)
     assert late["sockets"]["pull"]["received"] == 10
     assert late["sockets"]["pull"]["recv_again"] > 40  # 4 timeouts between messages, then until the end
+
+
+# -- a connect that waits 10^8 s for its listener ---------------------------------------------
+
+
+def _late_listener(options: dict[str, Any], bind_at: float) -> dict[str, Any]:
+    raw = pipeline("tcp", bind_at + 10.0, count=3, interval=0.0, start=bind_at - 1.0, cores=0)
+    raw["socket"][0]["open_at_s"] = bind_at  # the PUSH binds late: its peer keeps reconnecting
+    raw["socket"][0]["bind"], raw["socket"][1]["connect"] = raw["socket"][1]["connect"], raw["socket"][0]["bind"]
+    raw["send"][0]["start_s"] = bind_at
+    raw["socket"][1]["options"].update(options)
+    return raw
+
+
+@pytest.mark.timeout(60)
+def test_a_connect_retrying_for_10_8_seconds_attempts_within_an_interval_of_its_listener():
+    """Default reconnect_ivl (100 ms, plus up to 100 ms of jitter): the connect's next
+    attempt after the PUSH binds comes within 200 ms, and the messages follow. (Replaying
+    every attempt of 10^8 s, one random draw each, took half an hour.)"""
+    bind_at = 1e8 - 10.0
+    result = zsim.run(_late_listener({}, bind_at), 0)
+    times = result.messages["time"]
+    assert len(times) == 3 and result.summary["sockets"]["pull"]["received"] == 3
+    assert bind_at < times.min() < bind_at + 0.2 + 0.01  # an attempt, then the handshake and the hop
+
+
+@pytest.mark.timeout(60)
+def test_a_connect_with_backoff_attempts_on_its_period_after_10_8_seconds():
+    """reconnect_ivl = reconnect_ivl_max = 100 ms: attempts every 0.1 s from t = 0, so the
+    one after a bind at 10^8 - 0.05 s is at 10^8 s (not 0.1 s after the bind)."""
+    result = zsim.run(_late_listener({"reconnect_ivl": 100, "reconnect_ivl_max": 100}, 1e8 - 0.05), 0)
+    times = result.messages["time"]
+    assert len(times) == 3
+    assert 1e8 < times.min() < 1e8 + 0.01
 
 
 # -- the arithmetic of a burst's end, at any time ---------------------------------------------
