@@ -4,6 +4,7 @@ cimport cython
 from zsim.model.kernel cimport Clock, Timer
 
 cdef double DONE_S
+cdef double INFINITY
 cdef int MAX_EXACT_SETS
 
 cdef class Thread
@@ -33,7 +34,7 @@ cdef class Machine:
     cpdef start(self, Thread thread, double cpu)
     @cython.locals(now=double, elapsed=double, thread=Thread)
     cpdef _advance(self)
-    @cython.locals(thread=Thread, soonest=double, left=double)
+    @cython.locals(thread=Thread, now=double, soonest=double, end=double)
     cpdef _reschedule(self)
     @cython.locals(now=double, thread=Thread, done=list, still=list)
     cpdef _complete(self)
@@ -54,6 +55,7 @@ cdef class Thread:
     cdef public double work
     cdef public double rate
     cdef public double started_at
+    cdef public double end_at
     cdef public object then_timer
     cdef public double then_wait
     cdef public object then_fn

@@ -52,8 +52,12 @@ if TYPE_CHECKING:  # pragma: no cover
     from .kernel import Environment, Timer
     from .params import SchedulerParams
 
-#: A burst with less CPU work than this left is complete (seconds of CPU: rounding only).
+#: A burst with less CPU work than this left is complete with one that ends now (seconds
+#: of CPU: rounding only). What completes a burst is its end time (``Thread.end_at``), not
+#: this: at t >= 2^15 s a double's step (7.3e-12 s) is larger than it, so a burst's end
+#: can round to before the point where its CPU work, charged in steps, is below it.
 DONE_S = 1e-12
+INFINITY = float("inf")
 #: Above this many distinct affinity sets among the runnable threads, shares are estimated
 #: per thread (cores it may use / runnable threads that may use one of them) instead of
 #: water-filled over every union of the sets (2^n of them).
@@ -70,7 +74,7 @@ class Thread:
     """One OS thread: its bursts, its queue of work, its statistics."""
 
     __slots__ = ("machine", "name", "kind", "process", "affinity", "restricted", "index", "remaining", "work", "rate",
-                 "started_at", "then_timer", "then_wait", "then_fn", "queue", "busy", "last_end", "wake_timer",
+                 "started_at", "end_at", "then_timer", "then_wait", "then_fn", "queue", "busy", "last_end", "wake_timer",
                  "pending", "cpu_s", "waited_s", "wake_waits", "bursts", "in_run", "woke", "asleep",
                  "spin_cpu_s", "spinning", "wait_spin_s")
 
@@ -86,6 +90,7 @@ class Thread:
         self.work = 0.0
         self.rate = 1.0
         self.started_at = 0.0
+        self.end_at = 0.0  # when the running burst ends at its current rate (a time, not a delay)
         # what follows the burst: arm ``then_timer`` after ``then_wait``, or call ``then_fn``
         self.then_timer: Timer | Any = None
         self.then_wait = 0.0
@@ -313,17 +318,28 @@ class Machine:
         self.updated_at = now
 
     def _reschedule(self) -> None:
+        """Each running burst's end time at its new rate; the timer fires at the first.
+
+        The end is a time, kept as the double the timer is armed at: when it fires,
+        ``clock.now`` is that double and the burst is done (``_complete``), however little
+        of its CPU work the steps of a large clock could charge. Armed as a delay, a burst
+        ending less than half a step of the clock away (7.3e-12 s at 2^15 s, 7.5e-9 s at
+        10^8 s) fired at the same instant with its work still above ``DONE_S``, was armed
+        again and fired again, for ever.
+        """
         running = self.running
         if not running:
             self.timer.cancel()
             return
         self._share()
-        soonest = running[0].remaining / running[0].rate
+        now = self.clock.now
+        soonest = INFINITY
         for thread in running:
-            left = thread.remaining / thread.rate
-            if left < soonest:
-                soonest = left
-        self.timer.arm(soonest if soonest > 0 else 0.0)
+            end = now + thread.remaining / thread.rate
+            thread.end_at = end
+            if end < soonest:
+                soonest = end
+        self.timer.arm_at(soonest)
 
     def _complete(self) -> None:
         self._advance()
@@ -331,11 +347,13 @@ class Machine:
         done = []
         still = []
         for thread in self.running:
-            if thread.remaining <= DONE_S * thread.rate + DONE_S:
+            # its end time has come (the timer was armed at the earliest), or what is left
+            # of its work is rounding (a burst ending a hair after this one ends with it)
+            if thread.end_at <= now or thread.remaining <= DONE_S * thread.rate + DONE_S:
                 done.append(thread)
             else:
                 still.append(thread)
-        if not done:  # pragma: no cover - rounding left a sliver: finish it
+        if not done:  # pragma: no cover - the timer fires at the earliest end: never
             self._reschedule()
             return
         self.running = still

@@ -60,6 +60,7 @@ cdef class Timer:
     cdef public Clock clock
 
     cpdef arm(self, double delay, int priority=*)
+    @cython.locals(event=_TimerEvent, now=double)
     cpdef arm_at(self, double when, int priority=*)
     cpdef cancel(self)
 
@@ -73,6 +74,7 @@ cdef class FastTimer:
     cdef public Clock clock
 
     cpdef arm(self, double delay, int priority=*)
+    @cython.locals(event=_TimerEvent, now=double)
     cpdef arm_at(self, double when, int priority=*)
     cpdef cancel(self)
 

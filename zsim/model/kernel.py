@@ -304,8 +304,17 @@ class Timer:
         self._queue.push(self.clock.now + delay, priority, event)
 
     def arm_at(self, when: float, priority: EventPriority = NORMAL) -> None:
+        """Schedule it at the time ``when`` (now if that is past), exactly: not as the delay
+        ``when - now`` added back to now, which rounds to a neighbour of ``when`` once
+        ``when > 2 * now`` (a firing must find ``clock.now == when``: ``cpu.Machine``)."""
+        if self._in_heap:
+            self._event = _TimerEvent(self.env)
+        event = self._event
+        event.callbacks = self._callbacks
+        self._in_heap = True
+        self.armed = True
         now = self.clock.now
-        self.arm(when - now if when > now else 0.0, priority)
+        self._queue.push(when if when > now else now, priority, event)
 
     def cancel(self) -> None:
         self.armed = False
@@ -336,8 +345,13 @@ class FastTimer:
         self._queue.push(self.clock.now + delay, priority, event)
 
     def arm_at(self, when: float, priority: EventPriority = NORMAL) -> None:
+        """Schedule it at the time ``when`` (now if that is past), exactly (``Timer.arm_at``)."""
+        event = self._event
+        if event.callbacks is not None:
+            event = self._event = _TimerEvent(self.env)
+        event.callbacks = self._callbacks
         now = self.clock.now
-        self.arm(when - now if when > now else 0.0, priority)
+        self._queue.push(when if when > now else now, priority, event)
 
     def cancel(self) -> None:
         """Nothing to do: the callback ignores a firing it no longer wants."""

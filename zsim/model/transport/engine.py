@@ -129,6 +129,7 @@ class Engine:
         self.out_waiting_space = False
         self.out_timer = self.env.timer(self._out_event)
         self.out_free_at = 0.0
+        self.out_cost = 0.0  # the CPU seconds of the last out event's work
         # input
         self.in_buffer: deque[Message] = deque()  # decoded, not yet pushed
         self.partial: Message | None = None  # message whose bytes are arriving
@@ -137,6 +138,7 @@ class Engine:
         self.io_error = False
         self.in_timer = self.env.timer(self._in_event)
         self.in_free_at = 0.0
+        self.in_cost = 0.0  # the CPU seconds of the last in event's work
         self.closed = False
         self.latency = link.latency_sampler
         machine = self.ctx.machine
@@ -156,14 +158,15 @@ class Engine:
 
     def _out_task(self) -> float:
         """``out_event`` when the I/O thread gets to it; its cost is the thread's burst
-        (``_out_event`` writes it as ``out_free_at``, which the I/O thread replaces)."""
+        (``out_cost``, not ``out_free_at - now``: that difference of two times is a multiple
+        of the clock's step, 1.5e-8 s at 10^8 s, and an engine's work is 5e-7 s). The I/O
+        thread replaces ``out_free_at``."""
         self.out_queued = False
-        now = self.clock.now
-        self.out_free_at = now
+        self.out_free_at = self.clock.now
+        self.out_cost = 0.0
         self._out_event()
-        cost = self.out_free_at - now
         self.out_free_at = 0.0
-        return cost
+        return self.out_cost
 
     def _in_submit(self) -> None:
         if not self.in_queued and not self.closed:
@@ -172,12 +175,11 @@ class Engine:
 
     def _in_task(self) -> float:
         self.in_queued = False
-        now = self.clock.now
-        self.in_free_at = now
+        self.in_free_at = self.clock.now
+        self.in_cost = 0.0
         self._in_event()
-        cost = self.in_free_at - now
         self.in_free_at = 0.0
-        return cost
+        return self.in_cost
 
     # -- output ------------------------------------------------------------------------
 
@@ -212,6 +214,7 @@ class Engine:
                     session.delimiter_reached()
                 return
             cost = params.engine_s_per_msg * pulled + params.engine_s_per_byte * self.out_bytes
+            self.out_cost = cost
             self.out_free_at = self.clock.now + cost
         self._write()
 
@@ -352,7 +355,10 @@ class Engine:
         if writer is not None:
             writer.space_freed()
         params = self.params
-        self.in_free_at = self.clock.now + params.engine_s_per_msg * len(decoded) + params.engine_s_per_byte * taken
+        per_msg = params.engine_s_per_msg * len(decoded)
+        per_byte = params.engine_s_per_byte * taken
+        self.in_cost = per_msg + per_byte
+        self.in_free_at = self.clock.now + per_msg + per_byte
         session = self.session
         for i, msg in enumerate(decoded):
             if not session.push(msg):

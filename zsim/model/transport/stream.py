@@ -9,6 +9,7 @@ buffers are in ``engine``.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any, cast
 
 from ..context import Context
@@ -30,6 +31,11 @@ if TYPE_CHECKING:  # pragma: no cover
     from ...sampler import Sampler
     from ..params import TransportParams
 
+#: The reconnect attempts a connect replays one by one when the listener it waited for
+#: appears (each draws its jitter). Past this many (about 25 minutes of the default
+#: 100-200 ms intervals), the next attempt is placed by the retries' steady phase instead:
+#: replaying 10^8 s of retries took half an hour of one Python loop no run limit could stop.
+REPLAYED_ATTEMPTS = 10_000
 
 
 class Session:
@@ -256,13 +262,38 @@ class StreamConnection:
         self.waiting_for_listener = False
         attempt = self.last_attempt + self._pending_delay
         now = self.clock.now
+        replayed = 0
         while attempt < now:
+            if replayed == REPLAYED_ATTEMPTS:
+                attempt = now + self._steady_wait(now - attempt)
+                break
             delay = self._reconnect_delay()
             if delay is None:
                 self.closed = True
                 return
             attempt += delay
+            replayed += 1
         self.attempt_timer.arm(attempt - now)
+
+    def _steady_wait(self, behind: float) -> float:
+        """Seconds from now to the next attempt of a connect that has retried for far longer
+        than its interval and whose last replayed attempt was ``behind`` seconds ago."""
+        opts = self.connector.options
+        if opts.reconnect_ivl_max > 0:
+            # the backoff reached its maximum within 32 doublings: attempts every backoff_ms
+            period = self.backoff_ms / 1000.0
+            late = math.fmod(behind, period)
+            return period - late if late > 0 else 0.0
+        # Intervals of ivl + U{0 .. ivl-1} ms: the one under way at a time far from the
+        # start is drawn in proportion to its length (a renewal process in equilibrium,
+        # by rejection: a draw d is kept with probability d / longest), and the time is
+        # uniform within it
+        ivl = opts.reconnect_ivl
+        longest = 2 * ivl - 1
+        while True:
+            length = ivl + int(self.rng.integers(0, ivl))
+            if self.rng.random() * longest < length:
+                return length * (1.0 - self.rng.random()) / 1000.0
 
     def _handshake_done(self) -> None:
         binder = self.handshake_binder
