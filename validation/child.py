@@ -402,7 +402,8 @@ class RecvTask:
         widx = plan["index"]
         body_frames = plan.get("body_frames", {})
         # the envelope matters only to what answers or forwards, and to a ROUTER (whose
-        # routing id is not the body); elsewhere the loop stays what send_loop_s/recv_loop_s measured
+        # routing id is not the body); elsewhere the loop stays what measure_app_loop measured
+        # (validation/harness-program.toml)
         split = reply or forward or TYPES[sock_type].prepends_identity
         next_pause = start + self.pause_every.next() if self.pause_every is not None else float("inf")
         spin = plan.get("wait_spin_s", 0.0)
