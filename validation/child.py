@@ -253,6 +253,9 @@ class SendTask:
         # the calls take does not move it (behind schedule: back to back until caught up)
         self.scheduled = plan.get("pacing") == "schedule"
         self.pauses_s = 0.0  # drawn intervals whose wait completed
+        # after_send: the usual lateness of those waits on this machine (the profile's, which
+        # the model adds too): the program's own pace, not the machine falling behind
+        self.usual_late_s = 0.0
         self.zmq_s = 0.0  # inside send/recv calls
         self.progress_at: float | None = None  # when the last call or wait returned
 
@@ -273,6 +276,7 @@ class SendTask:
         widx = plan["index"]
         spin = plan.get("wait_spin_s", 0.0)
         loop_cpu = plan.get("loop_cpu_s", 0.0)
+        expected_late = plan.get("expected_late_s", 0.0)
         try:
             self.scheduled_start = t0 + plan["start_s"]
             if not (yield ("wait", t0 + plan["start_s"], spin)):
@@ -337,6 +341,8 @@ class SendTask:
                     if not (yield ("wait", _pc() + pause, spin)):
                         return
                     self.pauses_s += pause
+                    if pause > 0:
+                        self.usual_late_s += expected_late
                     self.progress_at = _pc()
                 else:
                     # back to back: no wait, but look at the stop flag now and then
@@ -348,20 +354,24 @@ class SendTask:
         """How far this workload fell behind its own schedule (None before it started).
 
         ``behind_s``: lateness of the last step against its scheduled time (the scheduled
-        start plus the drawn intervals plus the time ZeroMQ calls took); ``rate_fraction``:
-        the share of the requested pace achieved, ``pauses / (pauses + behind)`` (None for
-        back-to-back sends, which request no rate)."""
+        start plus the drawn intervals plus the time ZeroMQ calls took, plus, with
+        ``after_send``, each wait's usual lateness on this machine, ``usual_late_s``);
+        ``rate_fraction``: the share of the program's own pace achieved,
+        ``(pauses + usual late) / (pauses + usual late + behind)`` (None for back-to-back
+        sends, which request no rate)."""
         start, progress = self.scheduled_start, self.progress_at
         if start is None or progress is None:
             return None
-        pauses, zmq_s = self.pauses_s, self.zmq_s
-        # after_send: ZeroMQ's call time moves the schedule; "schedule": nothing does
-        behind = max(0.0, progress - start - pauses - (0.0 if self.scheduled else zmq_s))
+        pauses, zmq_s, usual = self.pauses_s, self.zmq_s, self.usual_late_s
+        # after_send: ZeroMQ's call time and the waits' usual lateness move the schedule;
+        # "schedule": nothing does
+        behind = max(0.0, progress - start - pauses - (0.0 if self.scheduled else zmq_s + usual))
         return {
             "behind_s": behind,
             "pauses_s": pauses,
             "zmq_s": zmq_s,
-            "rate_fraction": (pauses / (pauses + behind)) if pauses > 0 else None,
+            "usual_late_s": usual,
+            "rate_fraction": ((pauses + usual) / (pauses + usual + behind)) if pauses > 0 else None,
         }
 
     def finish(self) -> None:
