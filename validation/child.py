@@ -981,6 +981,9 @@ class Process:
         self.ctx = zmq.Context(io_threads=plan.get("io_threads", 1))
         self.stop = threading.Event()  # the process is exiting or the run is over
         self.end = threading.Event()  # the parent said stop (or went away)
+        #: the main thread has something to look at at once: ``end``, or the senders are done
+        #: (``exit_after_sends`` starts the exit then, not at the next heartbeat)
+        self.wake = threading.Event()
         self.t0 = 0.0
         self.cpu0 = 0.0
         self.io_cpu0 = 0.0
@@ -1043,6 +1046,7 @@ class Process:
             self.unfinished_senders -= 1
             if self.unfinished_senders <= 0:
                 self.senders_done.set()
+                self.wake.set()
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -1187,6 +1191,7 @@ class Process:
         hard = t0 + plan["hard_limit_s"] + 2.0
         next_beat = _pc()
         while True:
+            self.wake.clear()  # what set it is looked at below; a later set ends the wait
             now = _pc()
             if self.end.is_set() or now >= hard or (horizon is not None and now >= horizon):
                 break
@@ -1210,9 +1215,9 @@ class Process:
                     events.append(value)
             target = min(events)
             if target - _pc() < 0.003:
-                wait_until(target, self.end)
+                wait_until(target, self.wake)
             else:
-                self.end.wait(min(target - _pc() - 0.002, HEARTBEAT_S))
+                self.wake.wait(min(target - _pc() - 0.002, HEARTBEAT_S))
                 if plan["exit_after_sends"] and self.exit_started is None and self.senders_done.is_set():
                     continue
         self.write_results()
@@ -1229,6 +1234,7 @@ class Process:
             pass
         # "stop", or the parent closed our stdin (it is gone): end the run
         self.end.set()
+        self.wake.set()
 
 
 _TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
