@@ -24,6 +24,7 @@ elapsed_s = "sockets.vent.last_recv_s - 0.5"
 "latency" = { ks = 0.2 }                      # per-message samples, Kolmogorov distance
 "processes.sender.term_blocked" = { proportion = 0.34 }
 "sockets.pull.received" = { range = 0 }       # real values inside the simulated range
+"sockets.pull.last_index" = { mode = 0 }      # the most common value is the same (races)
 
 [validation.known."sockets.pull.received"]    # a difference we know and explain
 reason = "..."
@@ -83,9 +84,11 @@ class Tolerance:
 
     kind: ``exact`` (every value on both sides equal), ``relative`` (|mean difference| <=
     max(rel * |real mean|, abs)), ``range`` (every real value within the simulated
-    min..max, widened by abs), ``proportion`` (share of true/non-zero values differs by at
-    most ``value``), ``ks`` (Kolmogorov-Smirnov distance between the pooled per-message
-    samples at most ``value``).
+    min..max, widened by abs), ``mode`` (the most common real value is within ``value`` of
+    the most common simulated one: a race whose outcome a busy machine can move in some real
+    runs), ``proportion`` (share of true/non-zero values differs by at most ``value``),
+    ``ks`` (Kolmogorov-Smirnov distance between the pooled per-message samples at most
+    ``value``).
     """
 
     kind: str
@@ -105,6 +108,8 @@ class Tolerance:
             return " or ".join(parts) if parts else "±0"
         if self.kind == "range":
             return "in sim range" + (f" ±{_num(self.abs)}" if self.abs else "")
+        if self.kind == "mode":
+            return "same mode" + (f" ±{_num(float(self.value))}" if self.value else "")
         if self.kind == "proportion":
             return f"share ±{self.value:g}"
         if self.kind == "ks":
@@ -120,7 +125,7 @@ def parse_tolerance(raw: Any, path: str) -> Tolerance:
     if not isinstance(raw, dict):
         raise ScenarioError(path, f"must be \"exact\" or a table, got {raw!r}")
     keys = set(raw)
-    allowed = {"rel", "abs", "range", "proportion", "ks", "tolerance"}
+    allowed = {"rel", "abs", "range", "mode", "proportion", "ks", "tolerance"}
     for key in keys - allowed:
         raise ScenarioError(f"{path}.{key}", f"unknown tolerance field; known: {', '.join(sorted(allowed))}")
 
@@ -138,9 +143,11 @@ def parse_tolerance(raw: Any, path: str) -> Tolerance:
         return Tolerance("proportion", value=number("proportion"))
     if "range" in keys:
         return Tolerance("range", abs=number("range"))
+    if "mode" in keys:
+        return Tolerance("mode", value=number("mode"))
     if "rel" in keys or "abs" in keys:
         return Tolerance("relative", rel=number("rel") if "rel" in keys else 0.0, abs=number("abs") if "abs" in keys else 0.0)
-    raise ScenarioError(path, "give one of: \"exact\", rel/abs, range, proportion, ks")
+    raise ScenarioError(path, "give one of: \"exact\", rel/abs, range, mode, proportion, ks")
 
 
 # --------------------------------------------------------------------------------------
@@ -519,6 +526,12 @@ def judge(tol: Tolerance, sim: Sequence[float | None], real: Sequence[float | No
         if outside:
             return "differs", f"real {outside} outside sim range [{_num(low)}, {_num(high)}]"
         return "agrees", ""
+    if tol.kind == "mode":
+        sim_modes, real_modes = _modes(s), _modes(r)
+        detail = (f"sim {_num(sim_modes[0])} in {sum(1 for v in s if v == sim_modes[0])} of {len(s)}, "
+                  f"real {_num(real_modes[0])} in {sum(1 for v in r if v == real_modes[0])} of {len(r)}")
+        close = any(abs(a - b) <= tol.value + 1e-12 for a in sim_modes for b in real_modes)
+        return ("agrees" if close else "differs"), detail
     if tol.kind == "proportion":
         ps = sum(1 for v in s if v) / len(s)
         pr = sum(1 for v in r if v) / len(r)
@@ -528,6 +541,15 @@ def judge(tol: Tolerance, sim: Sequence[float | None], real: Sequence[float | No
     allowed = max(tol.rel * abs(mean_r), tol.abs)
     detail = f"|Δ| = {_num(diff)}" + (f" ({diff / abs(mean_r) * 100:.1f}%)" if mean_r else "") + f", allowed {_num(allowed)}"
     return ("agrees" if diff <= allowed + 1e-12 else "differs"), detail
+
+
+def _modes(values: Sequence[float]) -> list[float]:
+    """The most common values (several when tied), smallest first."""
+    counts: dict[float, int] = {}
+    for value in values:
+        counts[float(value)] = counts.get(float(value), 0) + 1
+    top = max(counts.values())
+    return sorted(value for value, count in counts.items() if count == top)
 
 
 def _num(value: float | None) -> str:
