@@ -250,7 +250,40 @@ def _run_command(args: argparse.Namespace, seed: int) -> str:
     from .files import shown_path
 
     words = ["zsim", "run", shown_path(args.scenario), "--seed", str(seed), "--report", shown_path(args.report)]
+    if getattr(args, "allow_apps", False):
+        words.append("--allow-apps")
+    for folder in getattr(args, "allow_apps_from", None) or ():
+        words += ["--allow-apps-from", shown_path(folder)]
     return " ".join(shlex.quote(word) for word in words)
+
+
+def app_permission(args: argparse.Namespace) -> Any:
+    """The ``zsim.trust.AppPermission`` of ``--allow-apps``, ``--allow-apps-from`` and ``ZSIM_ALLOW_APPS``."""
+    from .trust import from_command_line
+
+    return from_command_line(bool(getattr(args, "allow_apps", False)), getattr(args, "allow_apps_from", None))
+
+
+def checked_apps(scenario: Any, args: argparse.Namespace) -> Any:
+    """Check the code ``scenario`` names against the flags (one line, exit 2, if not
+    allowed) and say on stderr which files will run; the permission for ``run``."""
+    from .trust import AppPermission, announcements, check
+
+    allow = app_permission(args)
+    codes = check(scenario, allow)
+    for line in announcements(codes):
+        print(line, file=sys.stderr)
+    # the run loads exactly the code checked here: the same paths, the same bytes
+    return AppPermission(granted=tuple((code.key, code.sha256 or "") for code in codes), how=allow.how)
+
+
+def add_app_args(parser: argparse.ArgumentParser) -> None:
+    """``--allow-apps`` and ``--allow-apps-from DIR``: the opt-in for code a scenario names."""
+    parser.add_argument("--allow-apps", action="store_true",
+                        help="run the Python code the scenario's [[app]] tables name (files in the scenario's folder, installed "
+                             "modules); without it such a scenario is refused. ZSIM_ALLOW_APPS=1 does the same (docs/safety.md)")
+    parser.add_argument("--allow-apps-from", action="append", metavar="DIR",
+                        help="also run app files from DIR (repeatable)")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -258,6 +291,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .files import prepare_output_dir
     from .runner import run
 
+    scenario = spec.load(args.scenario)
+    allow = checked_apps(scenario, args)  # before anything is written or runs
     if args.out:
         prepare_output_dir(args.out, "--out")  # before the work, not after
     if args.report:
@@ -265,13 +300,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     limits = _limit_overrides(args)
     progress = sys.stderr if sys.stderr.isatty() else None
     recorder = None
-    scenario: Any = args.scenario
     if args.report:
         from .report_run import SeriesRecorder
 
-        scenario = spec.load(args.scenario)  # the report draws its topology
         recorder = SeriesRecorder(keep_traces=bool(args.out))
-    result = run(scenario, args.seed, trace=bool(args.out), limits=limits, progress=progress, recorder=recorder)
+    result = run(scenario, args.seed, trace=bool(args.out), limits=limits, progress=progress, recorder=recorder, allow_apps=allow)
     if args.out:
         result.write_parquet(args.out)
     written = []
@@ -302,9 +335,10 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
     limits = _limit_overrides(args)
     scenario = spec.load(args.scenario)
+    allow = checked_apps(scenario, args)
     recorder = SeriesRecorder()
     progress = sys.stderr if sys.stderr.isatty() else None
-    result = run(scenario, args.seed, limits=limits, progress=progress, recorder=recorder)
+    result = run(scenario, args.seed, limits=limits, progress=progress, recorder=recorder, allow_apps=allow)
     found = explain(result, recorder.result, scenario)
     if args.json:
         print(json.dumps(found.to_dict(), indent=2))
@@ -382,7 +416,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         args.designs, vary=args.vary or (), link=args.link or (), set_=args.set or (), names=args.name or (),
         replications=args.replications, seed=args.seed, metrics=args.metric or (), prefer=args.prefer or (),
         max_metrics=args.max_metrics, engine=args.engine, jobs=args.jobs, master=args.master, conf=_conf(args.conf),
-        run_timeout_s=args.run_timeout, max_runs=args.max_runs, report=args.report,
+        run_timeout_s=args.run_timeout, max_runs=args.max_runs, report=args.report, allow_apps=app_permission(args),
+        stream=sys.stderr,
     )
     if args.json:
         print(json.dumps(comparison_json(comparison), indent=2))
@@ -426,6 +461,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--report", metavar="DIR", help="write DIR/report.html (self-contained: tables and figures inline) and the "
                    "figures as PNGs: topology, depth over time, latency against send time, drops over time")
     add_limit_args(p)
+    add_app_args(p)
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("explain", help="simulate one scenario and explain each loss episode and stall in a paragraph")
@@ -433,6 +469,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=seed_arg, default=None, help="random seed (default: scenario.seed or 0)")
     p.add_argument("--json", action="store_true", help="print one JSON object (episodes with their paragraphs, stalls)")
     add_limit_args(p)
+    add_app_args(p)
     p.set_defaults(func=cmd_explain)
 
     p = sub.add_parser("export", help="write the scenario as a standalone pyzmq program (one function per process, a thread per "
@@ -469,6 +506,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--run-timeout", type=seconds_arg(allow_zero=True), default=None, metavar="S",
                    help="wall-clock seconds per run (default: the sweep's run_timeout_s, 600; 0: no limit)")
     p.add_argument("--report", action="store_true", help="write the report (zsim report OUT) when the sweep is done")
+    add_app_args(p)
     p.set_defaults(func=_lazy("zsim.sweep.cli", "cmd_sweep"))
 
     p = sub.add_parser("compare", help="run designs over the same seeded replications and compare them metric by metric",
@@ -500,6 +538,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-runs", type=count_arg(0), default=10_000, metavar="N", help="refuse more runs (default 10,000; 0: no limit)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the tables")
     p.add_argument("--report", metavar="DIR", help="write summary.md, compare.json and one figure per metric into DIR")
+    add_app_args(p)
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("report", help="aggregate a sweep's Parquet results into tables and figures")

@@ -75,7 +75,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, TypeGuard
 
-from . import __version__, files
+from . import __version__, files, trust
 from . import spec as scenario_spec
 from .errors import EnvironmentFault, ScenarioError, ZsimError
 from .units import time_unit
@@ -426,9 +426,23 @@ def seeds(root_seed: int, replications: int) -> list[int]:
     return [seed_for(root_seed, "", rep, True) for rep in range(replications)]
 
 
-def payload(designs: Sequence[Design], run_timeout_s: float | None) -> dict[str, Any]:
+def check_apps(designs: Sequence[Design], allow: trust.AppPermission, stream: IO[str] | None = None) -> dict[str, Any]:
+    """The code the designs' ``[[app]]`` tables name, checked against ``allow`` before any
+    run (``ScenarioError`` naming the design's file and the field if not allowed), each file
+    announced on ``stream``: what the workers may run (``AppPermission.to_payload``)."""
+    scenarios = ((d.source, scenario_spec.from_dict(copy.deepcopy(dict(d.raw)), base_dir=d.base_dir, source=d.source))
+                 for d in designs)
+    codes = trust.check_scenarios(scenarios, allow)
+    if stream is not None:
+        for line in trust.announcements(codes):
+            stream.write(line + "\n")
+    return allow.to_payload(codes)
+
+
+def payload(designs: Sequence[Design], run_timeout_s: float | None, apps: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """What a sweep worker needs to run any run of the comparison: each design is a point
-    ``d<i>`` carrying its whole scenario and folder (``zsim.sweep.worker``)."""
+    ``d<i>`` carrying its whole scenario and folder (``zsim.sweep.worker``); ``apps``, the
+    code the workers may run (``check_apps``; None: none)."""
     from .sweep.plan import _digest
 
     body: dict[str, Any] = {
@@ -441,13 +455,15 @@ def payload(designs: Sequence[Design], run_timeout_s: float | None) -> dict[str,
         "axes": [],
         "run_timeout_s": run_timeout_s,
     }
+    if apps is not None:
+        body["apps"] = dict(apps)
     body["digest"] = _digest(body)
     return body
 
 
 def run_designs(designs: Sequence[Design], replications: int, root_seed: int, *, engine: str = "spark", jobs: int | None = None,
                 master: str | None = None, conf: Mapping[str, str] | None = None, run_timeout_s: float | None = None,
-                stream: IO[str] | None = None) -> list[list[dict[str, Any]]]:
+                stream: IO[str] | None = None, apps: Mapping[str, Any] | None = None) -> list[list[dict[str, Any]]]:
     """Every design's rows, ``rows[design][replication]``, run on ``engine`` (``serial``: in
     this process; ``local``: worker processes; ``spark``). A batch an engine loses (a worker
     killed) is run once more; lost again, it is an ``EnvironmentFault``."""
@@ -465,7 +481,7 @@ def run_designs(designs: Sequence[Design], replications: int, root_seed: int, *,
             master = f"local[{jobs}]"
         preflight(master)
     timeout = DEFAULT_RUN_TIMEOUT_S if run_timeout_s is None else (run_timeout_s or None)
-    body = payload(designs, timeout)
+    body = payload(designs, timeout, apps)
     run_seeds = seeds(root_seed, replications)
     todo = [Task(f"d{i}", rep, run_seeds[rep]) for i in range(len(designs)) for rep in range(replications)]
     rows: dict[tuple[str, int], dict[str, Any]] = {}
@@ -958,10 +974,11 @@ def compare(sources: Sequence[Source], *, vary: Sequence[str] = (), link: Sequen
             prefer: Sequence[str] = (), max_metrics: int = DEFAULT_MAX_METRICS, engine: str = "spark", jobs: int | None = None,
             master: str | None = None, conf: Mapping[str, str] | None = None, run_timeout_s: float | None = None,
             max_runs: int | None = DEFAULT_MAX_RUNS, report: str | Path | None = None,
-            stream: IO[str] | None = sys.stderr) -> Comparison:
+            stream: IO[str] | None = sys.stderr, allow_apps: bool | trust.AppPermission = False) -> Comparison:
     """Run every design over the same replications (common random numbers) and compare them
     metric by metric; with ``report``, write the Markdown page, JSON and one figure per
-    metric there. What ``zsim compare`` calls. Bad input: ``ScenarioError`` before any run."""
+    metric there. What ``zsim compare`` calls. Bad input: ``ScenarioError`` before any run.
+    ``allow_apps``: run the code the designs' ``[[app]]`` tables name (``zsim.trust``)."""
     prefers: dict[str, str | None] = {}
     for text in prefer:
         name, direction = _assignment(text, "--prefer", "METRIC=lower|higher|none")
@@ -977,13 +994,14 @@ def compare(sources: Sequence[Source], *, vary: Sequence[str] = (), link: Sequen
         raise ScenarioError("--replications", f"{len(designs)} designs x {design_set.replications} replications = {runs:,} runs, "
                                               f"more than the limit of {max_runs:,} (--max-runs N, 0 for none)")
     check_metric_names(list(metrics) + list(prefers), design_set)
+    apps = check_apps(designs, trust.permission(allow_apps), stream)
     if report is not None:
         files.prepare_output_dir(report, "the report folder (--report)")
     for note in design_set.notes:
         if stream is not None:
             stream.write(f"[compare] note: {note}\n")
     rows = run_designs(designs, design_set.replications, design_set.seed, engine=engine, jobs=jobs, master=master, conf=conf,
-                       run_timeout_s=run_timeout_s, stream=stream)
+                       run_timeout_s=run_timeout_s, stream=stream, apps=apps)
     _add_derived(rows, design_set.derived)
     results = [_design_result(d, r) for d, r in zip(designs, rows, strict=True)]
     for result in results:

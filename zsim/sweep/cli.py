@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from ..errors import EnvironmentFault, ZsimError
 
@@ -45,6 +46,12 @@ def _report(results: str | Path, out: str | Path | None, config: str | Path | No
     return status
 
 
+def _app_permission(args: argparse.Namespace) -> Any:
+    from ..trust import from_command_line
+
+    return from_command_line(bool(getattr(args, "allow_apps", False)), getattr(args, "allow_apps_from", None))
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
     from .execute import DEFAULT_OUT, run_sweep
     from .plan import DEFAULT_MAX_RUNS
@@ -61,6 +68,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         retry_failed=bool(getattr(args, "retry_failed", False)),
         max_runs=DEFAULT_MAX_RUNS if max_runs is None else max_runs,
         run_timeout_s=getattr(args, "run_timeout", None),
+        allow_apps=_app_permission(args),
+        stream=sys.stderr,  # as it is now (the default is the one of when zsim was imported)
     )
     print(
         f"sweep {outcome.sweep}: {outcome.ran} runs done now, {outcome.already_done} were already done, "
