@@ -286,6 +286,20 @@ def add_app_args(parser: argparse.ArgumentParser) -> None:
                         help="also run app files from DIR (repeatable)")
 
 
+def _refuse_overwriting_the_scenario(args: argparse.Namespace) -> None:
+    """``--out`` and ``--report`` write fixed names into their folders: none may be the scenario."""
+    from .files import refuse_overwriting_inputs
+
+    if args.out:
+        names: tuple[str, ...] = ("messages.parquet", "depth.parquet", "summary.json")
+        refuse_overwriting_inputs([os.path.join(args.out, name) for name in names], [args.scenario], "--out")
+    if args.report:
+        from .report_run import FIGURES
+
+        names = (*FIGURES, "report.html")
+        refuse_overwriting_inputs([os.path.join(args.report, name) for name in names], [args.scenario], "--report")
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from . import spec
     from .files import prepare_output_dir
@@ -293,6 +307,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     scenario = spec.load(args.scenario)
     allow = checked_apps(scenario, args)  # before anything is written or runs
+    _refuse_overwriting_the_scenario(args)
     if args.out:
         prepare_output_dir(args.out, "--out")  # before the work, not after
     if args.report:

@@ -1295,6 +1295,7 @@ def figure(metric: MetricResult, comparison: Comparison, path: Path) -> Path:
     """One metric side by side: per design its replications as points (a thin grey line
     joins the runs of one replication, which share a seed), its mean and 95 % interval; the
     verdicts against the baseline under the title."""
+    from . import plotting
     from .plotting import _pyplot, colour_for
 
     plt = _pyplot()
@@ -1349,9 +1350,7 @@ def figure(metric: MetricResult, comparison: Comparison, path: Path) -> Path:
             + "\n".join(verdicts[:6]))
     fig.text(0.01, 0.005, note, fontsize=7, color="0.3", ha="left", va="bottom")
     fig.tight_layout(rect=(0, 0.04 + 0.03 * min(len(verdicts), 6), 1, 1))
-    fig.savefig(path, dpi=110, bbox_inches="tight")
-    plt.close(fig)
-    return path
+    return plotting.save(fig, path)
 
 
 def _wrap(text: str, width: int) -> str:

@@ -1229,6 +1229,7 @@ def export_pyzmq(scenario: Scenario, source: str | None = None, program: str = "
 
 def write_pyzmq(scenario_path: str | Path, out: str | Path) -> Path:
     """``zsim export FILE --pyzmq OUT``: load, write the program atomically, return its path."""
+    files.refuse_overwriting_inputs([out], [scenario_path], "--pyzmq")
     files.prepare_output_file(out, "pyzmq program")
     scenario = spec.load(scenario_path)
     text = export_pyzmq(scenario, files.shown_path(scenario_path), Path(out).name)

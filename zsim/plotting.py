@@ -24,6 +24,21 @@ if TYPE_CHECKING:  # pragma: no cover
     from .report_run.data import DepthPanel, Drops, LatencyPanel, Topology
 
 
+def save(fig: Any, path: str | Path) -> Path:
+    """Write a figure whole or not at all (``zsim.files.atomic_write``: a killed report leaves
+    no half PNG, and a symbolic link at ``path`` is replaced, not written through); close it."""
+    import io
+
+    from .files import atomic_write
+
+    buffer = io.BytesIO()
+    try:
+        fig.savefig(buffer, format=Path(path).suffix.lstrip(".") or "png", dpi=110, bbox_inches="tight")
+    finally:
+        _pyplot().close(fig)
+    return atomic_write(path, buffer.getvalue())
+
+
 def _pyplot() -> Any:
     try:
         import matplotlib
@@ -165,10 +180,7 @@ def line_figure(panels: Sequence[Panel], path: str | Path, *, title: str, xlabel
     if note:
         fig.text(0.01, 0.005, note, fontsize=7, color="0.35", ha="left", va="bottom")
     fig.tight_layout(rect=(0, 0.03 if note else 0, 1, 1))
-    out = Path(path)
-    fig.savefig(out, dpi=110, bbox_inches="tight")
-    plt.close(fig)
-    return out
+    return save(fig, path)
 
 
 def heatmap_figure(grids: Sequence[Grid], path: str | Path, *, title: str, xlabel: str, ylabel: str, colorbar_label: str,
@@ -218,10 +230,7 @@ def heatmap_figure(grids: Sequence[Grid], path: str | Path, *, title: str, xlabe
     fig.suptitle(title, fontsize=11)
     if note:
         fig.text(0.01, 0.005, note, fontsize=7, color="0.35", ha="left", va="bottom")
-    out = Path(path)
-    fig.savefig(out, dpi=110, bbox_inches="tight")
-    plt.close(fig)
-    return out
+    return save(fig, path)
 
 
 def scatter_figure(x: Sequence[float], y: Sequence[float], path: str | Path, *, title: str, xlabel: str, ylabel: str,
@@ -251,10 +260,7 @@ def scatter_figure(x: Sequence[float], y: Sequence[float], path: str | Path, *, 
     if note:
         fig.text(0.01, 0.005, note, fontsize=7, color="0.35", ha="left", va="bottom")
     fig.tight_layout()
-    out = Path(path)
-    fig.savefig(out, dpi=110, bbox_inches="tight")
-    plt.close(fig)
-    return out
+    return save(fig, path)
 
 
 # -- run reports (zsim run --report) --------------------------------------------------------
@@ -277,11 +283,7 @@ def flag_text(codes: Sequence[str]) -> str:
 
 
 def _save(fig: Any, path: str | Path) -> Path:
-    plt = _pyplot()
-    out = Path(path)
-    fig.savefig(out, dpi=110, bbox_inches="tight")
-    plt.close(fig)
-    return out
+    return save(fig, path)
 
 
 def topology_figure(topo: Topology, path: str | Path, *, title: str) -> Path:

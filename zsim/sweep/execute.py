@@ -232,6 +232,8 @@ def run_sweep(
 
         preflight(master)
     directory = store.sweep_dir(out, sweep.name)
+    if directory.exists() or directory.is_symlink():  # results copied from elsewhere: a link out of --out is refused
+        files.check_inside(directory, out, "the output folder (--out)")
     outcome = Outcome(sweep=sweep.name, directory=directory, engine=engine, points=len(plan.points), total_runs=plan.total_runs)
 
     def warn(text: str) -> None:

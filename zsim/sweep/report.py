@@ -637,6 +637,13 @@ def thresholds(results: SweepResults, spec: Mapping[str, Any]) -> pd.DataFrame:
 # Figures
 
 
+def _figure_file(spec: Mapping[str, Any]) -> str | None:
+    """A figure's ``file``, which a saved manifest or a sweep file from elsewhere gives: a
+    plain file name inside the report folder (``check_config`` refuses others first)."""
+    name = spec.get("file")
+    return None if name is None else files.plain_name(name, "report.figure.file")
+
+
 def _slug(text: str) -> str:
     keep = "".join(ch if ch.isalnum() else "-" for ch in text.lower())
     while "--" in keep:
@@ -746,7 +753,7 @@ def line_figure(results: SweepResults, spec: Mapping[str, Any], out_dir: Path, h
                                           + " or ".join(axis_value_label(results.axis(k).path, item)
                                                         for item in (v if isinstance(v, list) else [v]))
                                           for k, v in where.items()))
-    name = spec.get("file") or _slug(f"{'-'.join(metrics)}-vs-{results.label(x)}"
+    name = _figure_file(spec) or _slug(f"{'-'.join(metrics)}-vs-{results.label(x)}"
                                      + (f"-by-{results.label(series)}" if series else "")) + ".png"
     hline = hlines.get(metrics[0]) if len(metrics) == 1 else None
     return plotting.line_figure(
@@ -806,7 +813,7 @@ def heatmap_figure(results: SweepResults, spec: Mapping[str, Any], out_dir: Path
                                    values=pivot.to_numpy() * scale))
     pooled = _pooled_note(results, frame, keys + [results.axis(k).path for k in where])
     title = spec.get("title") or f"{metric_label(metric)} (mean) over {results.label(x)} and {results.label(y)}"
-    name = spec.get("file") or _slug(f"heatmap-{metric}-{results.label(x)}-{results.label(y)}") + ".png"
+    name = _figure_file(spec) or _slug(f"heatmap-{metric}-{results.label(x)}-{results.label(y)}") + ".png"
     return plotting.heatmap_figure(grids, out_dir / name, title=title, xlabel=results.label(x), ylabel=results.label(y),
                                    colorbar_label=metric_label(metric, unit), symlog=metric_kind(metric) == "fraction", note=pooled)
 
@@ -820,7 +827,7 @@ def scatter_figure(results: SweepResults, spec: Mapping[str, Any], out_dir: Path
     frame = _filter(results, results.frame, spec.get("where", {}))
     table = aggregate(frame, ["point"] + [a.path for a in results.axes], [metric])
     scale, unit = display_unit(metric, table[f"{metric}_mean"].tolist())
-    name = spec.get("file") or _slug(f"scatter-{metric}-vs-{results.label(x)}") + ".png"
+    name = _figure_file(spec) or _slug(f"scatter-{metric}-vs-{results.label(x)}") + ".png"
     return plotting.scatter_figure(
         table[x].astype(float).tolist(), (table[f"{metric}_mean"] * scale).tolist(), out_dir / name,
         title=spec.get("title") or f"{metric_label(metric)} against {results.label(x)} (one dot per point)",
@@ -867,7 +874,7 @@ def threshold_figure(results: SweepResults, spec: Mapping[str, Any], threshold: 
     metric = threshold["metric"]
     title = spec.get("title") or threshold.get("title") or (
         f"smallest {results.label(minimise)} keeping {metric_label(metric)} < {_target_text(metric, float(threshold['below']))}")
-    name = spec.get("file") or _slug(f"threshold-{metric}-{results.label(minimise)}-vs-{results.label(x)}") + ".png"
+    name = _figure_file(spec) or _slug(f"threshold-{metric}-{results.label(minimise)}-vs-{results.label(x)}") + ".png"
     return plotting.line_figure(
         panels, out_dir / name, title=title, xlabel=results.label(x), ylabel=f"smallest {results.label(minimise)}",
         logx=logx, logy=logy, xticks=ticks or None, detached_from=detached, yticks=y_ticks or None,
@@ -1121,6 +1128,8 @@ def check_config(results: SweepResults) -> None:
         where = f"report.figure[{i}]"
         if not isinstance(spec, Mapping):
             raise ScenarioError(where, "must be a table")
+        if "file" in spec:  # a saved manifest is someone else's file: its names stay inside --out
+            files.plain_name(spec["file"], f"{where}.file")
         kind = spec.get("kind", "line")
         if "metric" in spec and kind != "threshold":
             metric(spec["metric"], f"{where}.metric")
@@ -1138,11 +1147,12 @@ def report_sweep(directory: Path, out_dir: Path, *, figures: bool = True, warn: 
     results = SweepResults(directory, warn, config)
     check_config(results)
     files.prepare_output_dir(out_dir, "the report folder")
+    files.cleanup_leftovers(out_dir, ("points.csv", "thresholds.csv", "summary.md"))
     metrics = results.metrics()
     written: list[Path] = []
     points = points_table(results, metrics)
     path = out_dir / "points.csv"
-    points.to_csv(path, index=False)
+    files.atomic_write(path, points.to_csv(index=False))
     written.append(path)
 
     threshold_tables = []
@@ -1153,8 +1163,8 @@ def report_sweep(directory: Path, out_dir: Path, *, figures: bool = True, warn: 
     if threshold_tables:
         path = out_dir / "thresholds.csv"
         pd = _pandas()
-        pd.concat([t.assign(metric=s["metric"], below=s["below"], minimise=results.axis(s["minimise"]).path)
-                   for s, t in threshold_tables]).to_csv(path, index=False)
+        files.atomic_write(path, pd.concat([t.assign(metric=s["metric"], below=s["below"], minimise=results.axis(s["minimise"]).path)
+                                            for s, t in threshold_tables]).to_csv(index=False))
         written.append(path)
 
     figure_paths: list[Path] = []
@@ -1178,7 +1188,7 @@ def report_sweep(directory: Path, out_dir: Path, *, figures: bool = True, warn: 
                 figure_paths.append(threshold_figure(results, spec, chosen[0], chosen[1], out_dir))
     written += figure_paths
     path = out_dir / "summary.md"
-    path.write_text(_summary_markdown(results, points, metrics, threshold_tables, figure_paths, out_dir))
+    files.atomic_write(path, _summary_markdown(results, points, metrics, threshold_tables, figure_paths, out_dir))
     written.append(path)
     return written
 
@@ -1198,9 +1208,14 @@ def make_report(results: str | Path, out: str | Path | None = None, *, figures: 
     ``[report]`` needs no re-run), else the settings saved when it ran; ``config`` (a sweep
     file) gives them instead, for the sweep it names (or the only sweep under ``results``).
     """
+    from .plan import NAME_PATTERN
+
     root = Path(results)
     directories = store.sweep_dirs(root)
-    base = Path(out) if out is not None else (root.parent if root.name.startswith("sweep=") else root) / "report"
+    holder = root.parent if root.name.startswith("sweep=") else root
+    base = Path(out) if out is not None else holder / "report"
+    if out is None and (base.exists() or base.is_symlink()):  # the default lies in the results folder, someone else's
+        files.check_inside(base, holder, "the results folder")
     files.prepare_output_dir(base, "the report folder (--out)")
     written: list[Path] = []
     failures: list[tuple[Path, ZsimError]] = []
@@ -1215,6 +1230,11 @@ def make_report(results: str | Path, out: str | Path | None = None, *, figures: 
         name = directory.name.split("=", 1)[1]
         use = config if config is not None and (len(directories) == 1 or name == config_name) else None
         try:
+            if not NAME_PATTERN.match(name):  # it names the report's folder: a plain name, as zsim sweep writes it
+                raise ScenarioError(str(directory), f"{name!r} is not a sweep name zsim writes (letters, digits, '_', '.', '-'); "
+                                                    "its report would not be a plain folder inside --out")
+            if (base / name).exists() or (base / name).is_symlink():
+                files.check_inside(base / name, base, "the report folder")
             written += report_sweep(directory, base / name, figures=figures, warn=warn, config=use)
         except ZsimError as exc:
             failures.append((directory, exc))
