@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NoReturn
 
 from .errors import ConservationError, EnvironmentFault, ScenarioError, ZsimError
+from .textsafe import one_line, terminal
 from .units import human_bytes
 
 EXIT_OK = 0
@@ -185,7 +186,7 @@ def format_summary(summary: Mapping[str, Any]) -> str:
     """The readable table ``zsim run`` prints."""
     lines = []
     ledger = summary["ledger"]
-    lines.append(f"scenario {summary['scenario']}  seed {summary['seed']}  profile {summary['profile']}  "
+    lines.append(f"scenario {one_line(summary['scenario'])}  seed {summary['seed']}  profile {one_line(summary['profile'])}  "
                  f"simulated {summary['sim_time_s']:.6g} s in {summary['wall_s']:.3f} s wall")
     lines.append("")
     head = f"{'socket':<20}{'type':>7}{'sent':>10}{'again':>9}{'received':>10}{'dropped':>9}{'discard':>9}{'lost':>7}{'blocked s':>11}"
@@ -239,7 +240,7 @@ def format_summary(summary: Mapping[str, Any]) -> str:
     if warnings:
         lines.append("")
         for warning in warnings:
-            lines.append(f"warning [{warning['code']}] {warning['path']}: {warning['message']}")
+            lines.append(one_line(f"warning [{warning['code']}] {warning['path']}: {warning['message']}"))
     return "\n".join(lines)
 
 
@@ -330,7 +331,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.json:
         print(result.to_json())
     else:
-        print(format_summary(result.summary))
+        print(terminal(format_summary(result.summary)))  # names from the file cannot act on the terminal
         if args.out:
             print(f"\nwrote {args.out}/messages.parquet, depth.parquet, summary.json")
         if written:
@@ -358,7 +359,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(found.to_dict(), indent=2))
     else:
-        print(found.text(), end="")
+        print(terminal(found.text()), end="")
     return EXIT_OK
 
 
@@ -437,9 +438,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(comparison_json(comparison), indent=2))
     else:
-        print(format_text(comparison))
+        print(terminal(format_text(comparison)))
         for path in comparison.written:
-            print(f"wrote {path}")
+            print(f"wrote {one_line(path)}")
     return EXIT_OK
 
 
@@ -448,7 +449,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     from .export import write_pyzmq
 
     path = write_pyzmq(args.scenario, args.pyzmq)
-    print(f"wrote {path} (run it: python {path})")
+    print(one_line(f"wrote {path} (run it: python {path})"))
     return EXIT_OK
 
 
@@ -570,16 +571,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except ConservationError as exc:
-        print(f"zsim: internal error (a bug in zsim, please report it): {exc}", file=sys.stderr)
+        print(f"zsim: internal error (a bug in zsim, please report it): {one_line(exc)}", file=sys.stderr)
         return EXIT_FAULT
-    except ScenarioError as exc:
-        print(f"zsim: {exc}", file=sys.stderr)
+    except ScenarioError as exc:  # the one line, whatever a name in it holds (control characters escaped)
+        print(f"zsim: {one_line(exc)}", file=sys.stderr)
         return EXIT_USAGE
     except EnvironmentFault as exc:
-        print(f"zsim: {exc}", file=sys.stderr)
+        print(f"zsim: {one_line(exc)}", file=sys.stderr)
         return EXIT_FAULT
     except ZsimError as exc:
-        print(f"zsim: {exc}", file=sys.stderr)
+        print(f"zsim: {one_line(exc)}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:  # the reader went away (``zsim run ... | head``): stop quietly, like cat
         # point stdout at /dev/null so the interpreter's final flush does not fail again
@@ -592,11 +593,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             os.close(devnull)
         return EXIT_OK
     except FileNotFoundError as exc:
-        print(f"zsim: {exc.filename or exc}: no such file", file=sys.stderr)
+        print(f"zsim: {one_line(exc.filename or exc)}: no such file", file=sys.stderr)
         return EXIT_USAGE
     except OSError as exc:  # a failing OS call the code did not expect: one line, exit 1 (BrokenPipeError: above)
         where = f"{exc.filename}: " if exc.filename else ""
-        print(f"zsim: {where}{exc.strerror or exc}", file=sys.stderr)
+        print(one_line(f"zsim: {where}{exc.strerror or exc}"), file=sys.stderr)
         return EXIT_FAULT
     except KeyboardInterrupt:
         print("zsim: interrupted", file=sys.stderr)
@@ -607,8 +608,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # a bug in zsim: one line, the traceback on request
         if os.environ.get("ZSIM_TRACEBACK"):
             raise
-        print(f"zsim: internal error (a bug in zsim, please report it with the input): {type(exc).__name__}: {exc}"
-              .splitlines()[0][:500] + " (ZSIM_TRACEBACK=1 shows where)", file=sys.stderr)
+        print(one_line(f"zsim: internal error (a bug in zsim, please report it with the input): {type(exc).__name__}: {exc}"
+                       .splitlines()[0][:500]) + " (ZSIM_TRACEBACK=1 shows where)", file=sys.stderr)
         return EXIT_FAULT
 
 

@@ -78,6 +78,7 @@ from typing import IO, Any, TypeGuard
 from . import __version__, files, trust
 from . import spec as scenario_spec
 from .errors import EnvironmentFault, ScenarioError, ZsimError
+from .textsafe import Code, md, md_code, md_table, md_url, one_line, terminal
 from .units import time_unit
 
 #: Replications per design unless ``-n`` (or a sweep file) says otherwise.
@@ -143,7 +144,7 @@ class Design:
     def describe(self) -> str:
         """``pipeline.toml with socket.w5_in.open_at_s = 0.05 (and 7 linked paths); set
         scenario.until_s = 5``."""
-        text = self.source
+        text = one_line(self.source)
         if self.coords:
             text += " with " + ", ".join(f"{p} = {_value_text(v)}" for p, v in self.coords.items())
         linked = len(set(self.overrides) - set(self.coords) - set(self.fixed))
@@ -201,11 +202,20 @@ def _validated(raw: Mapping[str, Any], base_dir: str, source: str) -> str:
 
 
 def _unique_names(names: list[str]) -> list[str]:
-    seen: dict[str, int] = {}
+    """Every design its own name, shown as one line (control characters escaped): the
+    second ``a`` becomes ``a (2)``, or ``a (3)`` when another design is called ``a (2)``."""
+    names = [one_line(name) for name in names]
+    taken = set(names)
+    used: set[str] = set()
     out = []
     for name in names:
-        seen[name] = seen.get(name, 0) + 1
-        out.append(name if seen[name] == 1 else f"{name} ({seen[name]})")
+        if name in used:
+            k = 2
+            while f"{name} ({k})" in taken or f"{name} ({k})" in used:
+                k += 1
+            name = f"{name} ({k})"
+        used.add(name)
+        out.append(name)
     return out
 
 
@@ -409,6 +419,7 @@ def make_designs(sources: Sequence[Source], *, vary: Sequence[str] = (), link: S
     if names:
         if len(names) != len(designs):
             raise ScenarioError("--name", f"give one name per design: {len(designs)} designs, {len(names)} names")
+        names = [one_line(name) for name in names]
         if len(set(names)) != len(names) or not all(name.strip() for name in names):
             raise ScenarioError("--name", f"the names must be different and non-empty, got {list(names)}")
         designs = [dataclasses.replace(d, name=name) for d, name in zip(designs, names, strict=True)]
@@ -485,7 +496,7 @@ def run_designs(designs: Sequence[Design], replications: int, root_seed: int, *,
     run_seeds = seeds(root_seed, replications)
     todo = [Task(f"d{i}", rep, run_seeds[rep]) for i in range(len(designs)) for rep in range(replications)]
     rows: dict[tuple[str, int], dict[str, Any]] = {}
-    say = (lambda text: (stream.write(text), stream.flush())) if stream is not None else (lambda text: None)
+    say = (lambda text: (stream.write(terminal(text)), stream.flush())) if stream is not None else (lambda text: None)
     tty = bool(stream is not None and getattr(stream, "isatty", lambda: False)())
     started = time.perf_counter()
     runner = make_engine(engine, body, master=master, workers=jobs, conf=conf, app_name="zsim compare")
@@ -999,7 +1010,7 @@ def compare(sources: Sequence[Source], *, vary: Sequence[str] = (), link: Sequen
         files.prepare_output_dir(report, "the report folder (--report)")
     for note in design_set.notes:
         if stream is not None:
-            stream.write(f"[compare] note: {note}\n")
+            stream.write(terminal(f"[compare] note: {note}") + "\n")
     rows = run_designs(designs, design_set.replications, design_set.seed, engine=engine, jobs=jobs, master=master, conf=conf,
                        run_timeout_s=run_timeout_s, stream=stream, apps=apps)
     _add_derived(rows, design_set.derived)
@@ -1169,7 +1180,7 @@ def _design_lines(comparison: Comparison) -> list[str]:
     for result in comparison.designs:
         if result.failed:
             lines.append(f"  {result.design.name}: {result.failed} of {result.runs} runs failed (left out; their replications are "
-                         f"not paired): {result.errors[0]}")
+                         f"not paired): {one_line(result.errors[0])}")
         if result.warnings:
             lines.append(f"  {result.design.name}: runs warned: " +
                          ", ".join(f"{code} in {runs}/{result.runs} runs" for code, runs in result.warnings.items()) +
@@ -1349,7 +1360,7 @@ def figure(metric: MetricResult, comparison: Comparison, path: Path) -> Path:
     note = ("points: one run each (grey lines join runs with the same seed); diamond and bars: mean and 95 % interval\n"
             + "\n".join(verdicts[:6]))
     fig.text(0.01, 0.005, note, fontsize=7, color="0.3", ha="left", va="bottom")
-    fig.tight_layout(rect=(0, 0.04 + 0.03 * min(len(verdicts), 6), 1, 1))
+    plotting.plain_text(fig).tight_layout(rect=(0, 0.04 + 0.03 * min(len(verdicts), 6), 1, 1))
     return plotting.save(fig, path)
 
 
@@ -1364,9 +1375,10 @@ def _wrap(text: str, width: int) -> str:
 
 
 def _markdown(comparison: Comparison, figures: Mapping[str, str]) -> str:
+    """summary.md: every name (designs, files, metrics) and error is escaped text
+    (``zsim.textsafe``): a ``|`` cannot break a table, HTML is not passed on raw."""
     def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-        escape = [[c.replace("|", "\\|") for c in row] for row in rows]
-        return ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)] + ["| " + " | ".join(r) + " |" for r in escape]
+        return md_table(headers, rows)
 
     lines = ["# zsim compare", "",
              f"{len(comparison.designs)} designs x {comparison.replications} replications, paired: replication r runs with the same "
@@ -1377,24 +1389,24 @@ def _markdown(comparison: Comparison, figures: Mapping[str, str]) -> str:
         what = design.describe()
         warned = ", ".join(f"{code} in {runs}/{result.runs} runs" for code, runs in result.warnings.items())
         failed = f"{result.failed} of {result.runs} failed: {result.errors[0]}" if result.failed else ""
-        rows.append([f"`{design.name}`" + (" (baseline)" if index == 0 else ""), what, f"`{design.digest}`", warned, failed])
+        rows.append([Code(design.name + (" (baseline)" if index == 0 else "")), what, Code(design.digest), warned, failed])
     lines += table(["design", "scenario", "digest", "runs warned", "failed runs"], rows)
     for metric in comparison.metrics:
-        lines += ["", f"## `{metric.name}`", ""]
+        lines += ["", f"## {md_code(metric.name)}", ""]
         if metric.identical:
             value = next(s.mean for s in metric.samples if s.mean is not None)
-            lines.append(f"{metric.label}: identical in every run of every design: {_with_unit(value, _metric_unit(metric))}.")
+            lines.append(f"{md(metric.label)}: identical in every run of every design: {md(_with_unit(value, _metric_unit(metric)))}.")
         else:
-            lines.append(f"{metric.label}; {_prefers_text(metric)}.")
+            lines.append(f"{md(metric.label)}; {md(_prefers_text(metric))}.")
             if metric.same_as:
-                lines.append(f"The same numbers: {', '.join(f'`{n}`' for n in metric.same_as)}.")
+                lines.append(f"The same numbers: {', '.join(md_code(n) for n in metric.same_as)}.")
             lines.append("")
             headers, body, _ = metric_rows(metric, comparison)
             lines += table(headers, body)
         if metric.name in figures:
-            lines += ["", f"![{metric.name}]({figures[metric.name]})"]
+            lines += ["", f"![{md(metric.name)}]({md_url(figures[metric.name])})"]
     lines.append("")
-    lines += _selection_lines(comparison)
+    lines += [md(line) for line in _selection_lines(comparison)]
     lines += ["", NOTE, ""]
     return "\n".join(lines)
 

@@ -30,6 +30,7 @@ from .limits import DEFAULT as DEFAULT_LIMITS
 from .limits import RunLimits
 from .profile import Profile
 from .results import RunResult, summarise
+from .textsafe import one_line
 from .trust import AppCode, AppPermission
 
 
@@ -174,7 +175,7 @@ class Guard:
             until = self.model.scenario.until_s
             of = f" of {until:g}" if until is not None else ""
             self.progress.write(
-                f"\r\033[K[{self.model.scenario.name}] simulated {now:.4g}{of} s  {_count(events)} events "
+                f"\r\033[K[{one_line(self.model.scenario.name)}] simulated {now:.4g}{of} s  {_count(events)} events "
                 f"({events / wall:,.0f}/s)  {_count(self.copies())} messages  {wall:.0f} s"
             )
             self.progress.flush()

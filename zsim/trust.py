@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import ScenarioError
+from .textsafe import one_line
 
 if TYPE_CHECKING:  # pragma: no cover
     from .spec import Scenario
@@ -229,7 +230,7 @@ def announcements(codes: Sequence[AppCode]) -> list[str]:
     lines = []
     for (what, because), functions in by_target.items():
         label = "function" if len(functions) == 1 else "functions"
-        lines.append(f"zsim: {what} ({label} {', '.join(functions)}), as {because} allows")
+        lines.append(one_line(f"zsim: {what} ({label} {', '.join(functions)}), as {because} allows"))
     return lines
 
 

@@ -71,7 +71,7 @@ def _empty_figure(text: str) -> Callable[[Path], Path]:
         plt = plotting._pyplot()
         fig = plt.figure(figsize=(6.0, 1.0))
         fig.text(0.5, 0.5, text, ha="center", va="center", fontsize=10, wrap=True)
-        fig.savefig(path, dpi=110)
+        plotting.plain_text(fig).savefig(path, dpi=110)
         plt.close(fig)
         return path
 

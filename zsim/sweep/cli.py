@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EnvironmentFault, ZsimError
+from ..textsafe import one_line
 
 EXIT_OK = 0
 EXIT_FAULT = 1
@@ -37,11 +38,11 @@ def _report(results: str | Path, out: str | Path | None, config: str | Path | No
     errors: list[tuple[Path, ZsimError]] = []
     written = make_report(results, out, errors=errors, config=config)
     for path in written:
-        print(f"wrote {path}")
+        print(one_line(f"wrote {path}"))
     status = EXIT_OK
     for directory, error in errors:
         text = (str(error).strip().splitlines() or [type(error).__name__])[0]
-        print(f"zsim: {directory}: no report: {text}", file=sys.stderr)
+        print(one_line(f"zsim: {directory}: no report: {text}"), file=sys.stderr)
         status = max(status, EXIT_FAULT if isinstance(error, EnvironmentFault) else EXIT_USAGE)
     return status
 
@@ -76,7 +77,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         f"{outcome.failed} failed, {outcome.not_done} not done; {outcome.wall_s:.1f} s on {outcome.engine}"
     )
     for error in outcome.errors:
-        print(f"  failed: {error}")
+        print(one_line(f"  failed: {error}"))
     if outcome.failed:
         print("  (failed runs are rows with ok = false and the error; --retry-failed runs them again)")
     print(f"results: {outcome.directory}")

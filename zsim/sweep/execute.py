@@ -17,6 +17,7 @@ from typing import IO, Any
 
 from .. import files, trust
 from ..errors import ScenarioError, ZsimError
+from ..textsafe import terminal
 from . import store
 from .plan import DEFAULT_MAX_RUNS, Plan, Sweep, batches, check_run_timeout, check_size, expand, parse
 
@@ -204,7 +205,7 @@ def run_sweep(
     if max_runs is not None and (isinstance(max_runs, bool) or not isinstance(max_runs, int) or max_runs < 0):
         raise ScenarioError("--max-runs", f"must be a whole number >= 0 (0: no limit), got {max_runs!r}")
     timeout_override = check_run_timeout(run_timeout_s, "--run-timeout") if run_timeout_s is not None else None
-    say = (lambda text: (stream.write(text + "\n"), stream.flush())) if stream is not None else (lambda text: None)
+    say = (lambda text: (stream.write(terminal(text) + "\n"), stream.flush())) if stream is not None else (lambda text: None)
     planning_started = time.perf_counter()
     if isinstance(source, Plan):
         plan = source

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from .. import files
 from ..errors import EnvironmentFault, ScenarioError, ZsimError
 from ..files import shown_path
+from ..textsafe import Code, md, md_code, md_table, md_url
 from ..units import human_bytes, human_time, time_unit
 from . import store
 from .plan import Axis, resolve_axis
@@ -977,10 +978,9 @@ def _cell(mean: Any, ci: Any, metric: str) -> str:
 
 
 def _markdown_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
-    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
-    for row in rows:
-        lines.append("| " + " | ".join(str(c) for c in row) + " |")
-    return "\n".join(lines)
+    """A Markdown table; every header and cell is text from the results (axis labels and
+    value names from the sweep file) and escaped as such (``zsim.textsafe.md_table``)."""
+    return "\n".join(md_table(headers, rows))
 
 
 def _summary_markdown(results: SweepResults, points: pd.DataFrame, metrics: Sequence[str],
@@ -992,42 +992,44 @@ def _summary_markdown(results: SweepResults, points: pd.DataFrame, metrics: Sequ
     n_failed = len(frame) - n_ok
     expected = len(manifest["points"]) * manifest["replications"]
     cpu = float(frame["wall_s"].sum()) if len(frame) and "wall_s" in frame else 0.0
-    lines = [f"# Sweep `{results.name}`", ""]
+    lines = [f"# Sweep {md_code(results.name)}", ""]
     if manifest.get("description"):
-        lines += [manifest["description"], ""]
+        lines += [md(manifest["description"], line_start=True), ""]
     lines += [
-        f"- design: {manifest['design']}, {len(manifest['points'])} points x {manifest['replications']} replications = {expected} runs",
+        f"- design: {md(manifest['design'])}, {len(manifest['points'])} points x {md(manifest['replications'])} replications = "
+        f"{expected} runs",
         f"- results: {len(frame)} runs present ({n_ok} ok, {n_failed} failed)"
         + ("" if len(frame) >= expected else f", {expected - len(frame)} missing (re-run the sweep to finish)"),
-        f"- root seed {manifest['seed']}, common random numbers: {'yes' if manifest['common_random_numbers'] else 'no'}; "
+        f"- root seed {md(manifest['seed'])}, common random numbers: {'yes' if manifest['common_random_numbers'] else 'no'}; "
         f"total run time {cpu:.1f} s (sum over runs)",
         "- intervals: 95 % Student-t confidence intervals of the per-point mean over replications",
     ]
     if len(frame) and "zsim_code" in frame:
         codes = frame["zsim_code"].fillna("?").value_counts()
         if len(codes) > 1:
-            lines.append("- **warning: rows from different zsim code** (" + ", ".join(f"{c}: {n} rows" for c, n in codes.items())
+            lines.append("- **warning: rows from different zsim code** (" + ", ".join(f"{md(c)}: {n} rows" for c, n in codes.items())
                          + "); re-run into a fresh directory for results of one model version")
         elif codes.index[0] != "?":
-            lines.append(f"- zsim code fingerprint {codes.index[0]}, version {frame['zsim_version'].iloc[0]}")
+            lines.append(f"- zsim code fingerprint {md(codes.index[0])}, version {md(frame['zsim_version'].iloc[0])}")
     lines += [
         "",
         "## Axes",
         "",
         _markdown_table(["axis", "label", "values"], [
-            (f"`{a.path}`", a.label,
+            (Code(a.path), a.label,
              ", ".join(axis_value_label(a.path, v) for v in sorted_axis_values(a.path, frame[a.path].tolist()))[:200] if len(frame) else "")
             for a in results.axes
         ]),
         "",
     ]
     if manifest.get("links"):
-        lines += ["Linked fields (take the value of an axis): " + ", ".join(f"`{k}` = `{v}`" for k, v in manifest["links"].items()), ""]
+        lines += ["Linked fields (take the value of an axis): " + ", ".join(f"{md_code(k)} = {md_code(v)}"
+                                                                          for k, v in manifest["links"].items()), ""]
     for spec, table in threshold_tables:
         minimise = results.axis(spec["minimise"]).path
         metric = spec["metric"]
-        lines += [f"## Smallest {results.label(minimise)} keeping {metric_label(metric)} below "
-                  f"{_target_text(metric, float(spec['below']))}", ""]
+        lines += [f"## Smallest {md(results.label(minimise))} keeping {md(metric_label(metric))} below "
+                  f"{md(_target_text(metric, float(spec['below'])))}", ""]
         answer_columns = ("smallest_by_mean", "smallest_by_upper_ci", "metric_mean_there", "metric_upper_ci_there", "largest_tried",
                           "not_steady_at", "utilisation", "answer")
         by = [c for c in table.columns if c not in answer_columns]
@@ -1055,7 +1057,7 @@ def _summary_markdown(results: SweepResults, points: pd.DataFrame, metrics: Sequ
     if figures:
         lines += ["## Figures", ""]
         for path in figures:
-            lines += [f"![{path.stem}]({path.relative_to(out_dir).as_posix()})", ""]
+            lines += [f"![{md(path.stem)}]({md_url(path.relative_to(out_dir).as_posix())})", ""]
     lines += ["## Per point (mean ± 95 % CI half-width)", ""]
     per_table = 5
     for start in range(0, max(len(metrics), 1), per_table):
@@ -1070,8 +1072,8 @@ def _summary_markdown(results: SweepResults, points: pd.DataFrame, metrics: Sequ
         lines += [f"(first {MAX_TABLE_ROWS} of {len(points)} points; all of them in points.csv)"]
     if results.derived:
         lines += ["", "Derived metrics ([report.derived], computed on every run, then averaged): "
-                  + "; ".join(f"`{name}` = `{expr}`" for name, expr in results.derived.items())]
-    lines += ["", f"Report settings from {shown_path(results.config_source)}. Pooled metrics count every copy of the run together "
+                  + "; ".join(f"{md_code(name)} = {md_code(expr)}" for name, expr in results.derived.items())]
+    lines += ["", f"Report settings from {md(shown_path(results.config_source))}. Pooled metrics count every copy of the run together "
               "(all receivers); per-socket metrics (`socket.<name>.*`) count the copies meant for that socket."]
     lines.append("")
     return "\n".join(lines)
