@@ -908,6 +908,10 @@ def validate(source: str | Path | Scenario, replications: int | None = None, see
 
     scenario = source if isinstance(source, Scenario) else spec.load(source)
     vspec = parse_validation(scenario)
+    if scenario.apps:  # refused before the simulated runs too: no app code runs here, simulated or real
+        raise ScenarioError(f"app[{scenario.apps[0].name}].function",
+                            "the real-pyzmq harness runs the scenario's [[send]]/[[recv]] workloads only, not SimPy app code "
+                            "(simulation only; zsim validate runs no app code)")
     n = replications if replications is not None else vspec.replications
     if n < 1:
         raise ScenarioError("--replications", f"must be >= 1, got {n}")

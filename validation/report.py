@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from zsim.files import shown_path
+from zsim.plotting import plain_text
 from zsim.results import json_default
 
 from .compare import ACHIEVED_RATE_SHARE, SCHEDULE_MARGIN, ScenarioValidation, _fmt_ci, _num, _rate, describe_load
@@ -74,7 +75,7 @@ def plot_metrics(result: ScenarioValidation, path: Path) -> Path | None:
         ax.text(0.98, 0.02, metric.verdict, transform=ax.transAxes, ha="right", va="bottom", fontsize=8, color=colour)
         ax.tick_params(labelsize=7)
     fig.suptitle(f"{result.scenario}: replication values (dots), mean and 95% CI (bars)", fontsize=9)
-    fig.tight_layout()
+    plain_text(fig).tight_layout()  # names from the scenario as plain text, not mathtext
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
@@ -113,7 +114,7 @@ def plot_latency(result: ScenarioValidation, path: Path) -> Path | None:
     ax_cdf.set_ylabel("fraction of deliveries")
     ax_cdf.legend(fontsize=7)
     fig.suptitle(f"{result.scenario}: per-message latency, all replications pooled", fontsize=9)
-    fig.tight_layout()
+    plain_text(fig).tight_layout()  # names from the scenario as plain text, not mathtext
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
@@ -133,7 +134,7 @@ def plot_depth(result: ScenarioValidation, path: Path, top: int = 6) -> Path | N
     ax.set_ylabel("messages in pipe")
     ax.legend(fontsize=7, loc="upper right")
     ax.set_title(f"{result.scenario}: pipe depth over time (simulation, seed {result.seeds[0]})", fontsize=9)
-    fig.tight_layout()
+    plain_text(fig).tight_layout()  # names from the scenario as plain text, not mathtext
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path

@@ -32,6 +32,7 @@ The environment is the run's SimPy environment: ``app.env.timeout``, ``env.any_o
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import importlib.util
 import sys
@@ -43,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import simpy
 
+from . import trust
 from .errors import Again, HostUnreachable, NotSupported, ScenarioError, SocketClosed, StateError
 from .model.fates import AGAIN, SENT, UNROUTABLE
 from .model.pipe import BOTTOM, MSG_ENVELOPE, MSG_ID, MSG_SIZE, MSG_T0, MSG_TOPIC, SUBSCRIBE_ID, Message
@@ -52,6 +54,7 @@ from .socket_types import names
 
 if TYPE_CHECKING:  # pragma: no cover
     from .build import Model
+    from .trust import AppCode
 
 #: types whose application may send: a REP sends its replies (the scenario format does
 #: that with [[recv]] reply = true, hence not a ``scheduled_send`` type) / may receive
@@ -460,6 +463,34 @@ def resolve(function: str | AppFunction, base_dir: str | None, path: str) -> App
     found = getattr(module, attr, None)
     if not callable(found):
         raise ScenarioError(path, f"{module_name!r} has no function {attr!r}")
+    return found  # type: ignore[no-any-return]
+
+
+def load(code: AppCode) -> AppFunction:
+    """The function of a checked ``[[app]]`` (``zsim.trust.check``): a file is executed from
+    the very bytes that were checked (their SHA-256 is compared again), a module imported."""
+    try:
+        if code.file is not None:
+            data = trust.read_app_file(code.file, code.field)
+            if code.sha256 is not None and hashlib.sha256(data).hexdigest() != code.sha256:
+                raise ScenarioError(code.field, f"{code.file!r} changed after it was checked: not run")
+            file = Path(code.file)
+            spec = importlib.util.spec_from_file_location(f"zsim_app_{file.stem}", file)
+            assert spec is not None
+            module = importlib.util.module_from_spec(spec)
+            exec(compile(data, str(file), "exec"), module.__dict__)  # noqa: S102 - the user allowed this code (zsim.trust)
+            shown = code.reference.rpartition(":")[0]
+        else:
+            assert code.module is not None
+            module = importlib.import_module(code.module)
+            shown = code.module
+    except ScenarioError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - importing the user's module: one line
+        raise ScenarioError(code.field, f"cannot import {code.reference.rpartition(':')[0]!r}: {type(exc).__name__}: {exc}") from exc
+    found = getattr(module, code.function, None)
+    if not callable(found):
+        raise ScenarioError(code.field, f"{shown!r} has no function {code.function!r}")
     return found  # type: ignore[no-any-return]
 
 

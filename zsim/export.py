@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import builtins
 import io
-import json
 import keyword
 import re
 import textwrap
@@ -63,16 +62,43 @@ _SOCKET_CONSTANT = {name: f"zmq.{name}" for name in TYPES}
 # Literals and descriptions
 
 
+def _escaped(text: str) -> str:
+    """The inside of a double-quoted Python literal of ``text``: each character as Python's
+    own ``repr`` escapes it (backslashes, newlines, NUL, every control and unprintable
+    character), a double quote as ``\\"``."""
+    return "".join('\\"' if ch == '"' else "'" if ch == "'" else repr(ch)[1:-1] for ch in text)
+
+
 def _str(text: str) -> str:
-    """A double-quoted Python literal of ``text``."""
-    return json.dumps(text, ensure_ascii=False)
+    """A double-quoted Python literal of ``text`` (``_escaped``): it reads back as ``text``,
+    whatever it holds, and nothing in it can end the literal."""
+    return f'"{_escaped(str(text))}"'
 
 
 def _bytes(text: str) -> str:
     """A bytes literal of ``text`` (UTF-8): ``b"weather."``, or ``"é".encode()``."""
     if text.isascii():
-        return "b" + json.dumps(text)
+        return "b" + _str(text)  # ASCII: a bytes literal escapes as a str literal does
     return f"{_str(text)}.encode()"
+
+
+def _doc_safe(text: str) -> str:
+    """``text`` for inside a docstring or a comment: backslashes and double quotes escaped
+    (no ``\"\"\"`` can end the docstring, no trailing quote can join its end), control
+    characters, line separators and bidirectional overrides as visible escapes (no NUL in
+    the source, no line break that would end a comment, nothing that reorders the text)."""
+    out = []
+    for ch in text:
+        code = ord(ch)
+        if ch == "\\":
+            out.append("\\\\")
+        elif ch == '"':
+            out.append('\\"')
+        elif code < 32 or 0x7F <= code < 0xA0 or code in (0x2028, 0x2029) or 0x202A <= code <= 0x202E or 0x2066 <= code <= 0x2069:
+            out.append(f"\\\\x{code:02x}" if code < 0x100 else f"\\\\u{code:04x}")
+        else:
+            out.append(ch)
+    return "".join(out)
 
 
 def _num(value: float) -> str:
@@ -381,7 +407,7 @@ class _Writer:
         params = "ctx: zmq.Context" + (", i: int" if member else "")
         where = [f"binds {e.text}" for e in sock.bind] + [f"connects {e.text}" for e in sock.connect]
         lines = [f"def {fn}({params}) -> zmq.Socket:",
-                 f'    """[[socket]] {sock.name}: {sock.type}, {", then ".join(where)}."""',
+                 f'    """[[socket]] {sock.name}: {sock.type}, {_doc_safe(", then ".join(where))}."""',
                  f"    sock = ctx.socket({_SOCKET_CONSTANT[sock.type]})"]
         lines.append(f"    sock.setsockopt(zmq.SNDHWM, {opts.sndhwm})" + ("  # 0: no limit" if opts.sndhwm == 0 else ""))
         lines.append(f"    sock.setsockopt(zmq.RCVHWM, {opts.rcvhwm})" + ("  # 0: no limit" if opts.rcvhwm == 0 else ""))
@@ -1022,7 +1048,7 @@ class _Writer:
             "times, busy, replies, forward_to, pauses, on_timeout) and proxies. Not carried over, or only approximately:", 88)
         for note in self.notes:
             lines += _wrap(note, 86, "- ", "  ")
-        text = "\n".join(lines).replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
+        text = "\n".join(_doc_safe(line) for line in lines)  # the name and the description are the file's text
         return f'"""{text}\n"""'
 
     def _notes(self) -> None:
@@ -1164,7 +1190,8 @@ def _fstring_literal(pattern: Sequence[str | tuple[int, int]]) -> str:
     pieces = []
     for part in pattern:
         if isinstance(part, str):
-            pieces.append(json.dumps(part, ensure_ascii=False)[1:-1].replace("{", "{{").replace("}", "}}"))
+            # Python's own escaping of the text (backslashes, quotes, controls), braces doubled for the f-string
+            pieces.append(_escaped(part).replace("{", "{{").replace("}", "}}"))
         else:
             pieces.append("{" + _linear(*part) + "}")
     return 'f"' + "".join(pieces) + '"'
@@ -1193,7 +1220,7 @@ def _short_wait(workload: SendSpec | RecvSpec) -> bool:
 
 def _section(title: str) -> str:
     rule = "# " + "-" * 98
-    return f"{rule}\n# {title}\n{rule}"
+    return f"{rule}\n# {_doc_safe(title)}\n{rule}"
 
 
 def _wrap(text: str, width: int, first: str = "", rest: str = "") -> list[str]:
@@ -1204,7 +1231,7 @@ def _wrap(text: str, width: int, first: str = "", rest: str = "") -> list[str]:
 
 def _docstring(text: str, indent: int) -> list[str]:
     pad = " " * indent
-    text = text.replace("\\", "\\\\").replace('"""', "'''")
+    text = _doc_safe(text)
     # narrower than the lines: a template's docstring grows when its members fold ("w1" -> "w{i + 1}")
     wrapped = _wrap(text, 104 - indent)
     if len(wrapped) <= 1:
@@ -1229,6 +1256,7 @@ def export_pyzmq(scenario: Scenario, source: str | None = None, program: str = "
 
 def write_pyzmq(scenario_path: str | Path, out: str | Path) -> Path:
     """``zsim export FILE --pyzmq OUT``: load, write the program atomically, return its path."""
+    files.refuse_overwriting_inputs([out], [scenario_path], "--pyzmq")
     files.prepare_output_file(out, "pyzmq program")
     scenario = spec.load(scenario_path)
     text = export_pyzmq(scenario, files.shown_path(scenario_path), Path(out).name)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import steady
-from .files import atomic_write, prepare_output_dir
+from .files import prepare_output_dir, replace_set
 from .ledger import DELIVERED, DISCARDED, FORWARDED, RULES, STATES, WHERE
 from .model.fates import RULE_FILTERED  # a SUB's own filter threw the copy away (not wanted)
 from .summary import (
@@ -851,16 +851,16 @@ def write_parquet(result: RunResult, out_dir: str | Path) -> list[Path]:
     (``pip install zsim[results]``)."""
     _pandas()
     out = prepare_output_dir(out_dir, "--out")
-    written = []
     frame = messages_frame(result)
     frame["seed"] = result.summary["seed"]
     frame["scenario"] = result.summary["scenario"]
-    # Each file appears whole or not at all (temporary name, fsync, rename): a run that
-    # fails or is killed while writing leaves the previous files of --out as they were.
-    path = atomic_write(out / "messages.parquet", lambda handle: frame.to_parquet(handle, index=False))
-    written.append(path)
     depth_rows = depth_frame(result)
     depth_rows["seed"] = result.summary["seed"]
-    written.append(atomic_write(out / "depth.parquet", lambda handle: depth_rows.to_parquet(handle, index=False)))
-    written.append(atomic_write(out / "summary.json", result.to_json()))
-    return written
+    # The three belong together: they are replaced as a set (``replace_set``: written into
+    # a sibling folder that is swapped in), so a run that fails or is killed while writing
+    # leaves the previous set of --out as it was, and the next run removes its leftovers.
+    return replace_set(out, {
+        "messages.parquet": lambda handle: frame.to_parquet(handle, index=False),
+        "depth.parquet": lambda handle: depth_rows.to_parquet(handle, index=False),
+        "summary.json": result.to_json(),
+    }, "--out")

@@ -22,7 +22,7 @@ from typing import IO, Any, Protocol
 
 from . import app as app_module
 from . import profile as profile_module
-from . import spec
+from . import spec, trust
 from .app import AppFunction
 from .build import Model, build
 from .errors import LimitExceeded, ScenarioError, ZsimError
@@ -30,6 +30,8 @@ from .limits import DEFAULT as DEFAULT_LIMITS
 from .limits import RunLimits
 from .profile import Profile
 from .results import RunResult, summarise
+from .textsafe import one_line
+from .trust import AppCode, AppPermission
 
 
 def _scenario(scenario: spec.Scenario | Mapping[str, Any] | str | Path) -> spec.Scenario:
@@ -173,7 +175,7 @@ class Guard:
             until = self.model.scenario.until_s
             of = f" of {until:g}" if until is not None else ""
             self.progress.write(
-                f"\r\033[K[{self.model.scenario.name}] simulated {now:.4g}{of} s  {_count(events)} events "
+                f"\r\033[K[{one_line(self.model.scenario.name)}] simulated {now:.4g}{of} s  {_count(events)} events "
                 f"({events / wall:,.0f}/s)  {_count(self.copies())} messages  {wall:.0f} s"
             )
             self.progress.flush()
@@ -254,12 +256,18 @@ def effective_limits(scenario: spec.Scenario, limits: RunLimits | Mapping[str, A
     return base.merged(limits or {}, "limits")
 
 
-def start_apps(model: Model, extra: Sequence[AppFunction | str] | AppFunction = ()) -> None:
-    """Start the scenario's ``[[app]]`` functions, then ``extra`` ones (``zsim.app``)."""
+def start_apps(model: Model, extra: Sequence[AppFunction | str] | AppFunction = (), codes: Sequence[AppCode] | None = None) -> None:
+    """Start the scenario's ``[[app]]`` functions, then ``extra`` ones (``zsim.app``).
+
+    ``codes``: the scenario's apps as ``zsim.trust.check`` allowed them; None checks them
+    here with no permission, so a scenario that names code is refused. ``extra`` is the
+    caller's own code and runs as given."""
     scen = model.scenario
+    if codes is None:
+        codes = trust.check(scen, trust.AppPermission())
     names = {app.name for app in scen.apps}
-    for app in scen.apps:
-        app_module.start(model, app.name, app_module.resolve(app.function, scen.base_dir, f"app[{app.name}].function"))
+    for code in codes:
+        app_module.start(model, code.app, app_module.load(code))
     functions = [extra] if callable(extra) or isinstance(extra, str) else list(extra)
     for index, function in enumerate(functions):
         name = getattr(function, "__name__", None) if callable(function) else str(function).rsplit(":", 1)[-1]
@@ -309,6 +317,7 @@ def run(
     progress: IO[str] | None = None,
     apps: Sequence[AppFunction | str] | AppFunction = (),
     recorder: Recorder | None = None,
+    allow_apps: bool | AppPermission = False,
 ) -> RunResult:
     """Simulate ``scenario`` with ``seed`` (default: the scenario's seed, else 0).
 
@@ -318,9 +327,14 @@ def run(
     scenario's own ``[[app]]`` tables: functions taking an ``App``, or ``"module:function"``.
     ``profile``: a ``Profile``, or a profile's name or file as in ``scenario.profile``.
     ``recorder``: records levels over time while the run goes on (``zsim.report_run``).
+    ``allow_apps``: run the Python code the scenario's own ``[[app]]`` tables name (True:
+    files in the scenario's folder and installed modules; a ``zsim.AppPermission`` for
+    more); without it such a scenario raises ``ScenarioError`` before anything runs
+    (``zsim.trust``). The functions in ``apps`` are the caller's own and always run.
     """
     started = time.perf_counter()
     scen = _scenario(scenario)
+    codes = trust.check(scen, trust.permission(allow_apps))
     if seed is None:
         seed = scen.seed if scen.seed is not None else 0
     if seed < 0:
@@ -332,7 +346,7 @@ def run(
         model = build(scen, seed, profile=profile, trace_depth=trace or recorder is not None)
         if recorder is not None:
             recorder.attach(model)
-        start_apps(model, apps)
+        start_apps(model, apps, codes)
         simulate(model, run_limits, progress, recorder)
     wall = time.perf_counter() - started
     return summarise(model, wall)
@@ -345,11 +359,12 @@ def run_safe(
     profile: Profile | str | None = None,
     limits: RunLimits | Mapping[str, Any] | None = None,
     apps: Sequence[AppFunction | str] | AppFunction = (),
+    allow_apps: bool | AppPermission = False,
 ) -> dict[str, Any]:
     """Like ``run(...).summary`` but never raises: a failure becomes a record with ``error``."""
     started = time.perf_counter()
     try:
-        return dict(run(scenario, seed, profile=profile, limits=limits, apps=apps).summary)
+        return dict(run(scenario, seed, profile=profile, limits=limits, apps=apps, allow_apps=allow_apps).summary)
     except ZsimError as exc:
         kind = type(exc).__name__
         return {"ok": False, "error": f"{kind}: {exc}", "seed": seed, "wall_s": time.perf_counter() - started}

@@ -33,6 +33,7 @@ from ..limits import DEFAULT as DEFAULT_LIMITS
 from ..limits import RunLimits
 from ..results import flat_metrics
 from ..runner import run
+from ..trust import AppPermission
 from .plan import column_value
 
 #: payload digest -> {point id: Scenario}; survives between batches in a reused worker.
@@ -107,12 +108,14 @@ def run_limits(scenario: scenario_spec.Scenario, timeout: float | None) -> RunLi
     return dataclasses.replace(limits, max_wall_s=timeout)
 
 
-def _run(scenario: scenario_spec.Scenario, seed: int, limits: RunLimits) -> tuple[dict[str, Any], Any]:
+def _run(scenario: scenario_spec.Scenario, seed: int, limits: RunLimits,
+         allow: AppPermission | None = None) -> tuple[dict[str, Any], Any]:
     """``zsim.runner.run_safe`` that keeps the ``RunResult`` (its message table gives the
-    per-socket delivery times): (summary, result), or (a failure record, None)."""
+    per-socket delivery times): (summary, result), or (a failure record, None). ``allow``:
+    the code the driver allowed (``AppPermission.from_payload``; None: none)."""
     started = time.perf_counter()
     try:
-        result = run(scenario, seed, limits=limits)
+        result = run(scenario, seed, limits=limits, allow_apps=allow if allow is not None else AppPermission.from_payload(None))
         return dict(result.summary), result
     except ZsimError as exc:
         return {"ok": False, "error": f"{type(exc).__name__}: {exc}", "seed": seed, "wall_s": time.perf_counter() - started}, None
@@ -154,7 +157,7 @@ def run_task(payload: Mapping[str, Any], point_id: str, replication: int, seed: 
             assert timeout is not None
             previous = signal.signal(signal.SIGALRM, _alarm)
             signal.setitimer(signal.ITIMER_REAL, timeout)
-        summary, result = _run(scenario, seed, limits)
+        summary, result = _run(scenario, seed, limits, AppPermission.from_payload(payload.get("apps")))
     except Exception as exc:  # noqa: BLE001 - building the scenario failed; record it
         summary = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
     finally:
