@@ -2,8 +2,13 @@
 
 Cases (``--case NAME``, repeatable; default all):
 
+* ``mm1k-shipped``: ``mm1k`` as a user runs it, with the shipped profile (``"profile":
+  "default"``: its call costs, wake-ups and sleep lateness, and its 2 cores, so every send
+  call and receive is a burst on the CPU-contention model, zsim.model.cpu). Reported first:
+  it is the speed users get.
 * ``mm1k``: PUB -> SUB over inproc with SNDHWM = RCVHWM = 1 (summed HWM 2, LWM 1),
-  Poisson sends, exponential service: the M/M/1/K queue with K = 3 (rho = 0.9).
+  Poisson sends, exponential service: the M/M/1/K queue with K = 3 (rho = 0.9), with the
+  ``ideal`` profile (no costs, no ``[machine]``: a core per thread, ``cores = 0``).
 * ``fanout``: one PUB to ten SUBs over inproc, HWM 10 each side, Poisson sends,
   exponential service per subscriber (rho = 0.9 each).
 * ``tcp``: one PUSH -> PULL over tcp (default profile), Poisson sends at 10,000 msg/s,
@@ -13,7 +18,7 @@ Cases (``--case NAME``, repeatable; default all):
 * ``scale``: 1 PUB -> 10 SUB against 1 PUB -> 1,000 SUB over inproc, the same number of
   copies each: cost per copy at 1,000 / cost per copy at 10 (target <= 1.3).
 
-mm1k and fanout also run the naive SimPy version, what one writes first (a
+mm1k-shipped, mm1k and fanout also run the naive SimPy version, what one writes first (a
 ``simpy.Store`` per pipe and a generator process per producer and consumer), and the
 hand-written loop, a ``heapq`` of (time, event) tuples with the queue state in plain
 integers: the floor for a Python DES. zsim runs the full model (pipes with HWM/LWM
@@ -33,7 +38,7 @@ under valgrind, exact whatever else the machine is doing.
     python benchmarks/bench_core.py --quick            # smoke run: 10x fewer messages, no memory runs
     python benchmarks/bench_core.py --case mm1k --rounds 9
     python benchmarks/bench_core.py --json             # one JSON object on stdout
-    python benchmarks/bench_core.py --callgrind        # instructions per message (mm1k, fanout)
+    python benchmarks/bench_core.py --callgrind        # instructions per message (mm1k-shipped, mm1k, fanout)
 """
 
 from __future__ import annotations
@@ -59,10 +64,14 @@ sys.path.insert(0, str(ROOT))
 # cyclic GC, whose passes walk every live object, costs it no more than it would alone.
 
 RHO = 0.9
-CASES = ("mm1k", "fanout", "tcp", "broker", "scale")
+CASES = ("mm1k-shipped", "mm1k", "fanout", "tcp", "broker", "scale")
+#: the cases zsim runs beside the naive SimPy model and the heap loop
+COMPARED = ("mm1k-shipped", "mm1k", "fanout")
 #: zsim speed / baseline speed, at least, per case (issue 10: M/M/1/K 3x naive SimPy and half
-#: the heap loop; the fan-out 4x naive SimPy)
-SPEED_TARGETS = {"mm1k": {"naive simpy": 3.0, "heap loop": 0.5}, "fanout": {"naive simpy": 4.0, "heap loop": 0.5}}
+#: the heap loop; the fan-out 4x naive SimPy; issue 26: the shipped profile's M/M/1/K 3x
+#: naive SimPy). benchmarks/callgrind.py has its own, in instructions.
+SPEED_TARGETS = {"mm1k-shipped": {"naive simpy": 3.0}, "mm1k": {"naive simpy": 3.0, "heap loop": 0.5},
+                 "fanout": {"naive simpy": 4.0, "heap loop": 0.5}}
 SCALE_TARGET = 1.3  # cost per copy at 1,000 SUBs / at 10 SUBs, at most
 MEMORY_MESSAGES = 1_000_000  # mm1k memory run
 MEMORY_TARGET_MB = 300.0
@@ -92,7 +101,18 @@ def pubsub_scenario(subs: int, hwm: int, messages: int, name: str) -> dict:
 def zsim_scenario(kind: str, messages: int) -> dict:
     if kind == "mm1k":
         return pubsub_scenario(1, 1, messages, "bench-mm1k")
+    if kind == "mm1k-shipped":
+        # what a user gets: the shipped profile, and the cores it records (2)
+        raw = pubsub_scenario(1, 1, messages, "bench-mm1k-shipped")
+        raw["scenario"]["profile"] = "default"
+        return raw
     return pubsub_scenario(10, 10, messages, "bench-fanout")
+
+
+def queue_kind(kind: str) -> str:
+    """The queue a baseline models for ``kind``: mm1k-shipped is mm1k's queue (a baseline has
+    no profile)."""
+    return "mm1k" if kind == "mm1k-shipped" else kind
 
 
 def tcp_scenario(messages: int) -> dict:
@@ -170,6 +190,7 @@ def run_naive_simpy(kind: str, messages: int) -> dict:
     """A simpy.Store per pipe, a process per producer and per consumer."""
     import simpy
 
+    kind = queue_kind(kind)
     rng = random.Random(1)
     env = simpy.Environment()
     subs = 1 if kind == "mm1k" else 10
@@ -202,6 +223,7 @@ def run_naive_simpy(kind: str, messages: int) -> dict:
 
 def run_heap_loop(kind: str, messages: int) -> dict:
     """The floor: a heapq of events and integer queue state (same semantics)."""
+    kind = queue_kind(kind)
     rng = random.Random(1)
     subs = 1 if kind == "mm1k" else 10
     capacity = 2 if kind == "mm1k" else 20
@@ -238,7 +260,7 @@ def run_heap_loop(kind: str, messages: int) -> dict:
     return stats
 
 
-# The implementations of mm1k and fanout by name (also what benchmarks/callgrind.py runs).
+# The implementations of mm1k-shipped, mm1k and fanout by name (also what benchmarks/callgrind.py runs).
 IMPLEMENTATIONS: dict[str, Callable[[str, int], dict]] = {
     "zsim": run_zsim,
     "naive simpy": run_naive_simpy,
@@ -251,7 +273,7 @@ IMPLEMENTATIONS: dict[str, Callable[[str, int], dict]] = {
 
 def case_sizes(case: str, messages: int) -> dict:
     """What each case runs for a given --messages (default 200,000)."""
-    if case in ("mm1k", "fanout"):
+    if case in COMPARED:
         return {"messages": messages}
     if case == "tcp":
         return {"messages": max(1, messages // 2)}
@@ -264,7 +286,7 @@ def case_sizes(case: str, messages: int) -> dict:
 
 def case_variants(case: str, sizes: dict) -> list[tuple[str, Callable[[], dict]]]:
     """(label, zero-argument function returning ledger counts) for each variant of a case."""
-    if case in ("mm1k", "fanout"):
+    if case in COMPARED:
         return [(name, lambda fn=fn: fn(case, sizes["messages"])) for name, fn in IMPLEMENTATIONS.items()]
     if case == "tcp":
         return [("zsim tcp", lambda: run_scenario(tcp_scenario(sizes["messages"])))]
@@ -297,12 +319,12 @@ def summarise(case: str, sizes: dict, samples: dict[str, list[tuple[float, dict]
         if any(other != stats for _wall, other in runs):  # same seed, same counts: anything else is a bug worth seeing
             print(f"warning: {case} {label}: the ledger counts differ between rounds: {[other for _wall, other in runs]}", file=sys.stderr)
         entry = {**stats, "wall_s": spread(walls), "us_per_copy": spread([wall / stats["copies"] * 1e6 for wall in walls])}
-        if case in ("mm1k", "fanout"):
+        if case in COMPARED:
             entry["msgs_per_s"] = spread([sizes["messages"] / wall for wall in walls])
             entry["copies_per_s"] = spread([stats["copies"] / wall for wall in walls])
         variants[label] = entry
     out: dict = {"sizes": sizes, "variants": variants, "ratios": {}, "targets": []}
-    if case in ("mm1k", "fanout"):
+    if case in COMPARED:
         zsim_walls = variants["zsim"]["wall_s"]["rounds"]
         for base, target in SPEED_TARGETS[case].items():
             per_round = [b / z for b, z in zip(variants[base]["wall_s"]["rounds"], zsim_walls, strict=True)]
@@ -385,22 +407,22 @@ def verdict(met: bool | None) -> str:
 
 def print_table(report: dict) -> None:
     print()
-    print(f"{'case':<8}{'variant':<14}{'median wall s':>14}{'msg/s (median)':>16}{'min-max msg/s':>22}{'copies/s':>12}{'us/copy':>9}")
+    print(f"{'case':<14}{'variant':<14}{'median wall s':>14}{'msg/s (median)':>16}{'min-max msg/s':>22}{'copies/s':>12}{'us/copy':>9}")
     for case, data in report["cases"].items():
         for label, v in data["variants"].items():
             rate = v.get("msgs_per_s")
             rate_s = f"{rate['median']:>16,.0f}{rate['min']:>11,.0f}-{rate['max']:<10,.0f}" if rate else f"{'':>16}{'':>22}"
             copies_s = f"{v['copies_per_s']['median']:>12,.0f}" if "copies_per_s" in v else f"{v['copies'] / v['wall_s']['median']:>12,.0f}"
-            print(f"{case:<8}{label:<14}{v['wall_s']['median']:>14.3f}{rate_s}{copies_s}{v['us_per_copy']['median']:>9.2f}")
+            print(f"{case:<14}{label:<14}{v['wall_s']['median']:>14.3f}{rate_s}{copies_s}{v['us_per_copy']['median']:>9.2f}")
     print()
-    print(f"{'case':<8}{'measure':<44}{'median':>10}{'min-max over rounds':>24}  {'target':<10}verdict")
+    print(f"{'case':<14}{'measure':<44}{'median':>10}{'min-max over rounds':>24}  {'target':<10}verdict")
     for case, data in report["cases"].items():
         for t in data["targets"]:
             rng = f"{fmt(t['min'], t['unit'])} - {fmt(t['max'], t['unit'])}"
-            print(f"{case:<8}{t['measure']:<44}{fmt(t['value'], t['unit']):>10}{rng:>24}  {t['target'] or '-':<10}{verdict(t['met'])}")
+            print(f"{case:<14}{t['measure']:<44}{fmt(t['value'], t['unit']):>10}{rng:>24}  {t['target'] or '-':<10}{verdict(t['met'])}")
     for m in report.get("memory", {}).values():
         target = f"< {m['target_mb']:.0f} MB"
-        print(f"{'memory':<8}{'peak RSS ' + m['what']:<44}{m['peak_mb']:>7.0f} MB{'':>24}  {target:<10}{verdict(m['met'])}")
+        print(f"{'memory':<14}{'peak RSS ' + m['what']:<44}{m['peak_mb']:>7.0f} MB{'':>24}  {target:<10}{verdict(m['met'])}")
 
 
 # ---------------------------------------------------------------- main
@@ -411,12 +433,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--case", action="append", choices=CASES, help="run only this case (repeatable; default all)")
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds per case (default 5); medians are reported")
     parser.add_argument("--messages", type=int, default=200_000,
-                        help="messages per run of mm1k and fanout (default 200,000); tcp sends half, the broker an eighth as "
+                        help="messages per run of mm1k-shipped, mm1k and fanout (default 200,000); tcp sends half, the broker an eighth as "
                              "requests, scale passes 5x as many copies")
     parser.add_argument("--quick", action="store_true", help="smoke run: a tenth of the messages, no memory runs")
     parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory child processes")
     parser.add_argument("--json", action="store_true", help="print everything as one JSON object on stdout (progress on stderr)")
-    parser.add_argument("--callgrind", action="store_true", help="instructions per message under valgrind instead (mm1k, fanout)")
+    parser.add_argument("--callgrind", action="store_true",
+                        help="instructions per message under valgrind instead (mm1k-shipped, mm1k, fanout)")
     parser.add_argument("--jobs", type=int, default=2, help="--callgrind: valgrind runs at a time (default 2)")
     args = parser.parse_args(argv)
     cases = list(dict.fromkeys(args.case or CASES))
@@ -443,7 +466,7 @@ def main(argv: list[str] | None = None) -> int:
         "zsim": zsim.__version__, "cpus": os.cpu_count(), "load_average_start": os.getloadavg()[0], "cases": {},
     }
     log = sys.stderr
-    print(f"{args.rounds} rounds, {messages:,} messages (mm1k, fanout), cases {', '.join(cases)}; Python {report['python']}, "
+    print(f"{args.rounds} rounds, {messages:,} messages (mm1k-shipped, mm1k, fanout), cases {', '.join(cases)}; Python {report['python']}, "
           f"SimPy {report['simpy']}, {report['cpus']} CPUs, load average {report['load_average_start']:.2f}", file=log, flush=True)
     samples: dict[str, dict[str, list[tuple[float, dict]]]] = {case: {label: [] for label, _ in variants[case]} for case in cases}
     for rnd in range(args.rounds):

@@ -1,13 +1,16 @@
 # C declarations for zsim/model/cpu.py (Cython pure-Python mode; see zsim/native.py).
 cimport cython
 
-from zsim.model.kernel cimport Clock, Timer
+from zsim.model.kernel cimport Clock, FastTimer, Timer
 
 cdef double DONE_S
 cdef double INFINITY
 cdef int MAX_EXACT_SETS
 
 cdef class Thread
+
+@cython.locals(fast=FastTimer)
+cdef inline _arm(object timer, double delay)
 
 
 @cython.final
@@ -23,7 +26,8 @@ cdef class Machine:
     cdef public list threads
     cdef public list running
     cdef public double updated_at
-    cdef public Timer timer
+    cdef public FastTimer timer
+    cdef public bint armed
     cdef public bint any_restricted
     cdef public int max_runnable
     cdef public dict io_threads
@@ -31,14 +35,15 @@ cdef class Machine:
 
     @cython.locals(other=Thread, using=int)
     cpdef bint contended(self, Thread thread)
+    @cython.locals(now=double, elapsed=double, running=list, other=Thread)
     cpdef start(self, Thread thread, double cpu)
     @cython.locals(now=double, elapsed=double, thread=Thread)
     cpdef _advance(self)
-    @cython.locals(thread=Thread, now=double, soonest=double, end=double)
+    @cython.locals(thread=Thread, now=double, soonest=double, end=double, running=list)
     cpdef _reschedule(self)
-    @cython.locals(now=double, thread=Thread, done=list, still=list)
-    cpdef _complete(self)
-    @cython.locals(thread=Thread, count=int, rate=double)
+    @cython.locals(now=double, thread=Thread, done=list, still=list, running=list)
+    cpdef _complete(self, event=*)
+    @cython.locals(thread=Thread, count=int, cores=int, rate=double)
     cpdef _share(self)
 
 
@@ -86,4 +91,5 @@ cdef class Thread:
     cpdef _woken(self)
     @cython.locals(cpu=double, wait=double)
     cpdef _begin(self, tuple item)
+    @cython.locals(wait=double)
     cpdef finished(self)

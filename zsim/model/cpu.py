@@ -48,8 +48,10 @@ from collections.abc import Callable, Iterable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from .kernel import FastTimer
+
 if TYPE_CHECKING:  # pragma: no cover
-    from .kernel import Environment, Timer
+    from .kernel import Environment
     from .params import SchedulerParams
 
 #: A burst with less CPU work than this left is complete with one that ends now (seconds
@@ -68,6 +70,16 @@ Task = Callable[[], float]
 
 def SPIN() -> float:  # noqa: N802 - a marker: the burst is a precise wait's spin, not a task
     return 0.0
+
+
+def _arm(timer: Any, delay: float) -> None:
+    """``timer.arm(delay)``: a workload's ``FastTimer`` by a C call (compiled), any other timer
+    by its method."""
+    if type(timer) is FastTimer:
+        fast: FastTimer = timer
+        fast.arm(delay)
+    else:
+        timer.arm(delay)
 
 
 class Thread:
@@ -92,7 +104,7 @@ class Thread:
         self.started_at = 0.0
         self.end_at = 0.0  # when the running burst ends at its current rate (a time, not a delay)
         # what follows the burst: arm ``then_timer`` after ``then_wait``, or call ``then_fn``
-        self.then_timer: Timer | Any = None
+        self.then_timer: Any = None
         self.then_wait = 0.0
         self.then_fn: Callable[[], Any] | None = None
         self.queue: deque[tuple[float, Any, float, Callable[[], Any] | None, Task | None]] = deque()
@@ -119,11 +131,39 @@ class Thread:
 
     def run(self, cpu: float, timer: Any, wait: float = 0.0) -> None:
         """Burn ``cpu`` seconds of CPU, then arm ``timer`` ``wait`` seconds later."""
-        self._enqueue((cpu, timer, wait, None, None))
+        machine = self.machine
+        if self.busy or machine.wakeup_s > 0:
+            self._enqueue((cpu, timer, wait, None, None))
+            return
+        # _enqueue and _begin for a free thread and no wake-up delay, without the work item
+        self.busy = True
+        self.woke = False
+        self.spinning = False
+        self.then_timer = timer
+        self.then_wait = wait
+        self.then_fn = None
+        if cpu > 0:
+            machine.start(self, cpu)
+        else:
+            self.finished()
 
     def run_then(self, cpu: float, fn: Callable[[], Any]) -> None:
         """Burn ``cpu`` seconds of CPU, then call ``fn()``."""
-        self._enqueue((cpu, None, 0.0, fn, None))
+        machine = self.machine
+        if self.busy or machine.wakeup_s > 0:
+            self._enqueue((cpu, None, 0.0, fn, None))
+            return
+        # as run()
+        self.busy = True
+        self.woke = False
+        self.spinning = False
+        self.then_timer = None
+        self.then_wait = 0.0
+        self.then_fn = fn
+        if cpu > 0:
+            machine.start(self, cpu)
+        else:
+            self.finished()
 
     def wait_until(self, timer: Any, until: float) -> None:
         """A precise wait of the application until ``until``, then ``timer`` fires (called
@@ -134,7 +174,7 @@ class Thread:
         """A precise wait of ``wait`` seconds, then ``timer`` fires: a sleep, then its spin."""
         spin = self.wait_spin_s
         if wait <= 0.0 or spin <= 0.0:
-            timer.arm(wait if wait > 0.0 else 0.0)
+            _arm(timer, wait if wait > 0.0 else 0.0)
             return
         if spin > wait:
             spin = wait
@@ -231,7 +271,11 @@ class Thread:
             self.spin_cpu_s += self.work
             self.spinning = False
         if timer is not None:
-            self.wait(timer, self.then_wait)
+            if self.wait_spin_s <= 0.0:  # wait(), for a program that only sleeps
+                wait = self.then_wait
+                _arm(timer, wait if wait > 0.0 else 0.0)
+            else:
+                self.wait(timer, self.then_wait)
         elif fn is not None:
             fn()
         if self.queue:
@@ -257,7 +301,9 @@ class Machine:
         self.threads: list[Thread] = []
         self.running: list[Thread] = []
         self.updated_at = 0.0
-        self.timer = env.timer(self._complete)
+        # fires at the earliest end of a running burst; ``armed`` false: withdrawn
+        self.timer = env.fast_timer(self._complete)
+        self.armed = False
         self.any_restricted = False
         self.max_runnable = 0
         #: the machine's I/O threads by process object, and how many engines each serves
@@ -298,14 +344,20 @@ class Machine:
         return using >= len(cores)
 
     def start(self, thread: Thread, cpu: float) -> None:
-        self._advance()
         now = self.clock.now
+        running = self.running
+        # _advance: charge the time since the last change to the bursts already running
+        elapsed = now - self.updated_at
+        if elapsed > 0:
+            for other in running:
+                other.remaining -= other.rate * elapsed
+        self.updated_at = now
         thread.remaining = thread.work = cpu
         thread.started_at = now
         thread.bursts += 1
-        self.running.append(thread)
-        if len(self.running) > self.max_runnable:
-            self.max_runnable = len(self.running)
+        running.append(thread)
+        if len(running) > self.max_runnable:
+            self.max_runnable = len(running)
         self._reschedule()
 
     def _advance(self) -> None:
@@ -329,24 +381,49 @@ class Machine:
         """
         running = self.running
         if not running:
-            self.timer.cancel()
+            self.armed = False  # the timer's pending firing, if any, is ignored
             return
-        self._share()
         now = self.clock.now
         soonest = INFINITY
-        for thread in running:
-            end = now + thread.remaining / thread.rate
-            thread.end_at = end
-            if end < soonest:
-                soonest = end
+        if len(running) <= self.cores and not self.any_restricted:
+            # a core each: every burst runs at rate 1 (``_share``), so it ends when its
+            # work left is done (``remaining / 1.0`` is ``remaining``)
+            for thread in running:
+                thread.rate = 1.0
+                end = now + thread.remaining
+                thread.end_at = end
+                if end < soonest:
+                    soonest = end
+        else:
+            self._share()
+            for thread in running:
+                end = now + thread.remaining / thread.rate
+                thread.end_at = end
+                if end < soonest:
+                    soonest = end
+        self.armed = True
         self.timer.arm_at(soonest)
 
-    def _complete(self) -> None:
+    def _complete(self, event: Any = None) -> None:
+        if not self.armed or (event is not None and event is not self.timer._event):
+            return  # withdrawn, or re-armed since
+        self.armed = False
         self._advance()
         now = self.clock.now
+        running = self.running
+        if len(running) == 1:
+            # one burst running (the common case on a machine with a free core): the
+            # timer was armed at its end
+            thread = running[0]
+            if thread.end_at <= now or thread.remaining <= DONE_S * thread.rate + DONE_S:
+                running.clear()
+                thread.cpu_s += thread.work
+                thread.waited_s += max(0.0, now - thread.started_at - thread.work)
+                thread.finished()
+                return
         done = []
         still = []
-        for thread in self.running:
+        for thread in running:
             # its end time has come (the timer was armed at the earliest), or what is left
             # of its work is rounding (a burst ending a hair after this one ends with it)
             if thread.end_at <= now or thread.remaining <= DONE_S * thread.rate + DONE_S:

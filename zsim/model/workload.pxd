@@ -59,6 +59,7 @@ cdef class Sender:
     cdef public long origin
     cdef public object _fixed_tail
     cdef public object finished_at
+    cdef public object after_call
 
     @cython.locals(sock=Socket, status=int, cost=double, wait=double, queued_before=long, mid=long, world=Context)
     cpdef _fire(self, event=*)

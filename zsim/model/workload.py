@@ -160,6 +160,7 @@ class Sender:
             self._fixed_tail = (total, wire, self.topics[0], (), self.origin)
         self.finished_at: float | None = None
         self.cpu: Thread | None = None  # its thread on the machine's cores (None: a core of its own)
+        self.after_call = self._after_call  # what follows a scheduled send's burst: one bound method, made once
 
     def start(self) -> None:
         self.timer.arm_at(self.start_s)
@@ -297,7 +298,7 @@ class Sender:
     def _next_scheduled(self, cost: float) -> None:
         self.due += self.interval.next()
         if self.cpu is not None:
-            self.cpu.run_then(cost, self._after_call)
+            self.cpu.run_then(cost, self.after_call)
             return
         ready = self.clock.now + cost
         due = self.due
