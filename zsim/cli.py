@@ -565,9 +565,29 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _last_resort(line: str) -> None:
+    """The watchdog's last resort (``zsim.limits.LAST_RESORT``): app code that caught every
+    interruption still holds the run's thread; say so in one line and end the process."""
+    try:
+        sys.stderr.write(f"zsim: {one_line(line)}\n")
+        sys.stderr.flush()
+    finally:
+        os._exit(EXIT_USAGE)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    from . import limits
+
+    previous, limits.LAST_RESORT = limits.LAST_RESORT, _last_resort
+    try:
+        return _main(args)
+    finally:
+        limits.LAST_RESORT = previous
+
+
+def _main(args: argparse.Namespace) -> int:
     try:
         return int(args.func(args))
     except ConservationError as exc:

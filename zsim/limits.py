@@ -15,7 +15,7 @@ a sweep gives every run ``sweep.run_timeout_s``. A value of 0 lifts that limit.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -33,6 +33,12 @@ DEFAULT_MAX_WALL_S = 3600.0
 DEFAULT_MAX_EVENTS_AT_ONE_TIME = 2_000_000
 
 FIELDS = ("max_events", "max_messages", "max_wall_s", "max_events_at_one_time")
+
+#: What a run's watchdog (``zsim.runner.Watchdog``) does when app code catches every
+#: interruption and keeps the thread: called with the run's one line. The command line
+#: sets it to print the line and end the process (exit 2); from Python it is None and the
+#: watchdog goes on raising into the thread, once a second.
+LAST_RESORT: Callable[[str], Any] | None = None
 
 
 @dataclass(frozen=True)
