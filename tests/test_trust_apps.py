@@ -250,3 +250,28 @@ def test_the_opt_in_is_not_inherited_from_the_environment_by_python(tmp_path, mo
         zsim.run(path)
     assert not marker.exists()
     assert os.environ["ZSIM_ALLOW_APPS"] == "1"
+
+
+@pytest.mark.spark
+def test_spark_executors_run_only_what_the_driver_allowed(tmp_path):
+    import shutil as _shutil
+
+    if _shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        pytest.skip("Spark needs Java")
+    pytest.importorskip("pyspark")
+    from zsim.sweep.spark import SparkEngine
+
+    marker = tmp_path / "MARKER"
+    path = sweep_file(tmp_path, marker)
+    outcome = run_sweep(path, tmp_path / "out", engine="spark", master="local[1]", stream=None, allow_apps=True)
+    assert outcome.complete and outcome.failed == 0 and marker.read_text() == "ran"
+    marker.unlink()
+    # a task without the driver's permission: the executor refuses, nothing runs
+    from zsim.sweep.plan import Task
+
+    payload = _payload(path, None)
+    point = next(iter(payload["points"]))
+    with SparkEngine(payload, master="local[1]") as engine:
+        done = [c for c in engine.run([[Task(point, 0, 1)]]) if c is not None]
+    assert done[0].rows is not None and done[0].rows[0]["ok"] is False
+    assert "which the driver did not allow" in done[0].rows[0]["error"] and not marker.exists()

@@ -419,7 +419,9 @@ def make_designs(sources: Sequence[Source], *, vary: Sequence[str] = (), link: S
     if names:
         if len(names) != len(designs):
             raise ScenarioError("--name", f"give one name per design: {len(designs)} designs, {len(names)} names")
-        names = [one_line(name) for name in names]
+        from .limits import check_text
+
+        names = [one_line(check_text(name, "--name")) for name in names]
         if len(set(names)) != len(names) or not all(name.strip() for name in names):
             raise ScenarioError("--name", f"the names must be different and non-empty, got {list(names)}")
         designs = [dataclasses.replace(d, name=name) for d, name in zip(designs, names, strict=True)]

@@ -82,23 +82,17 @@ def _bytes(text: str) -> str:
     return f"{_str(text)}.encode()"
 
 
+_DOC_ESCAPES = {ord("\\"): "\\\\", ord('"'): '\\"',
+                **{code: f"\\\\x{code:02x}" for code in (*range(32), *range(0x7F, 0xA0))},
+                **{code: f"\\\\u{code:04x}" for code in (0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A))}}
+
+
 def _doc_safe(text: str) -> str:
     """``text`` for inside a docstring or a comment: backslashes and double quotes escaped
     (no ``\"\"\"`` can end the docstring, no trailing quote can join its end), control
     characters, line separators and bidirectional overrides as visible escapes (no NUL in
     the source, no line break that would end a comment, nothing that reorders the text)."""
-    out = []
-    for ch in text:
-        code = ord(ch)
-        if ch == "\\":
-            out.append("\\\\")
-        elif ch == '"':
-            out.append('\\"')
-        elif code < 32 or 0x7F <= code < 0xA0 or code in (0x2028, 0x2029) or 0x202A <= code <= 0x202E or 0x2066 <= code <= 0x2069:
-            out.append(f"\\\\x{code:02x}" if code < 0x100 else f"\\\\u{code:04x}")
-        else:
-            out.append(ch)
-    return "".join(out)
+    return text.translate(_DOC_ESCAPES)
 
 
 def _num(value: float) -> str:
@@ -315,9 +309,18 @@ class _Writer:
             for index, member in enumerate(template.members):
                 self.member[(template.kind, member)] = (template, index)
         self.proxied = {name for proxy in scenario.proxies for name in (proxy.frontend, proxy.backend)}
+        #: per process, its sockets and the proxies it runs, in the scenario's order (looked up
+        #: per process: a scan of every socket per process was quadratic in a template's members)
+        self.sockets_of: dict[str, list[SocketSpec]] = {}
+        for sock in scenario.sockets:
+            self.sockets_of.setdefault(sock.process, []).append(sock)
+        self.proxies_of: dict[str, list[spec.ProxySpec]] = {}
+        for proxy in scenario.proxies:
+            self.proxies_of.setdefault(scenario.socket(proxy.frontend).process, []).append(proxy)
         self.units = self._units()
         self.waits = self._waits()
-        self.binders = [sock.name for sock in scenario.sockets if any(sock.name in w for w in self.waits.values())]
+        waited = {name for names in self.waits.values() for name in names}  # one set: a scan per socket was quadratic
+        self.binders = [sock.name for sock in scenario.sockets if sock.name in waited]
         self.folded: list[Template] = []  # written once, as functions of i
         self.expanded: list[Template] = []  # written out member by member
 
@@ -781,11 +784,11 @@ class _Writer:
         """The process function and everything it runs, as one text."""
         fn = self.ident("process", proc.name, member, suffix="_process")
         units = self.units[proc.name]
-        proxies = [p for p in self.s.proxies if self.s.socket(p.frontend).process == proc.name]
+        proxies = self.proxies_of.get(proc.name, [])
         restart = proc.restart_at_s is not None
         senders = sum(1 for unit in units for w in unit.loops if isinstance(w, SendSpec))
         params = "run: Run" + (", i: int" if member else "") + (", resume: dict[str, int] | None = None" if restart else "")
-        own = [sock.name for sock in self.s.sockets if sock.process == proc.name and sock.name not in self.proxied]
+        own = [sock.name for sock in self.sockets_of.get(proc.name, []) if sock.name not in self.proxied]
         parts = [f"socket{'s' if len(own) > 1 else ''} {', '.join(own)}" if own else ""]
         parts += [f"proxy {p.name} ({p.frontend}, {p.backend})" for p in proxies]
         timeline = []
@@ -1251,7 +1254,15 @@ def export_pyzmq(scenario: Scenario, source: str | None = None, program: str = "
     ``ScenarioError`` for what a program cannot be written for (an ``[[app]]``, a socket a
     forwarding stage writes to that has loops of its own).
     """
-    return _Writer(scenario, source if source is not None else scenario.source, program).program()
+    from .limits import MAX_EXPORT_BYTES
+
+    text = _Writer(scenario, source if source is not None else scenario.source, program).program()
+    if MAX_EXPORT_BYTES is not None and len(text) > MAX_EXPORT_BYTES:
+        templates = ", ".join(f"{t.kind}[{t.name}] (count {t.count:,})" for t in scenario.templates[:3])
+        raise ScenarioError("", f"the program would be {len(text) / 2**20:,.0f} MB, more than zsim export writes "
+                                f"({MAX_EXPORT_BYTES / 2**20:,.0f} MB, zsim.limits.MAX_EXPORT_BYTES)"
+                                + (f": its templates ({templates}) do not fold into loops" if templates else ""))
+    return text
 
 
 def write_pyzmq(scenario_path: str | Path, out: str | Path) -> Path:
