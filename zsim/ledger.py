@@ -81,23 +81,32 @@ class Ledger:
     def sent(self, msg: tuple, socket_index: int) -> None:
         self.n_sent += 1
 
+    # The id, size and origin are ints: read as C integers (ledger.pxd), each is stored as
+    # the same double, without Python's int-to-float conversion.
+
     def delivered(self, msg: tuple, socket_index: int, pipe_index: int, now: float) -> None:
-        self._write(msg[0], 0.0, socket_index, pipe_index, 0.0, now, msg[1], msg[2], msg[6])
+        mid, size, origin = msg[0], msg[2], msg[6]
+        self._write(mid, 0.0, socket_index, pipe_index, 0.0, now, msg[1], size, origin)
 
     def forwarded(self, msg: tuple, socket_index: int, pipe_index: int, now: float) -> None:
-        self._write(msg[0], 1.0, socket_index, pipe_index, 0.0, now, msg[1], msg[2], msg[6])
+        mid, size, origin = msg[0], msg[2], msg[6]
+        self._write(mid, 1.0, socket_index, pipe_index, 0.0, now, msg[1], size, origin)
 
     def dropped(self, msg: tuple, socket_index: int, pipe_index: int, rule: int, now: float) -> None:
-        self._write(msg[0], 2.0, socket_index, pipe_index, rule, now, msg[1], msg[2], msg[6])
+        mid, size, origin = msg[0], msg[2], msg[6]
+        self._write(mid, 2.0, socket_index, pipe_index, rule, now, msg[1], size, origin)
 
     def discarded(self, msg: tuple, socket_index: int, pipe_index: int, rule: int, now: float) -> None:
-        self._write(msg[0], 3.0, socket_index, pipe_index, rule, now, msg[1], msg[2], msg[6])
+        mid, size, origin = msg[0], msg[2], msg[6]
+        self._write(mid, 3.0, socket_index, pipe_index, rule, now, msg[1], size, origin)
 
     def lost(self, msg: tuple, socket_index: int, pipe_index: int, rule: int, now: float) -> None:
-        self._write(msg[0], 4.0, socket_index, pipe_index, rule, now, msg[1], msg[2], msg[6])
+        mid, size, origin = msg[0], msg[2], msg[6]
+        self._write(mid, 4.0, socket_index, pipe_index, rule, now, msg[1], size, origin)
 
     def queued(self, msg: tuple, socket_index: int, pipe_index: int, where: int, now: float) -> None:
-        self._write(msg[0], 5.0, socket_index, pipe_index, where, now, msg[1], msg[2], msg[6])
+        mid, size, origin = msg[0], msg[2], msg[6]
+        self._write(mid, 5.0, socket_index, pipe_index, where, now, msg[1], size, origin)
 
     @property
     def n_records(self) -> int:

@@ -1,4 +1,6 @@
 # C declarations for zsim/model/pipe.py (Cython pure-Python mode; see zsim/native.py).
+cimport cython
+
 from zsim.model.kernel cimport Clock
 
 
@@ -42,8 +44,10 @@ cdef class Pipe:
 
     cpdef bint check_hwm(self)
     cpdef bint check_write(self)
+    @cython.locals(now=double, depth=Py_ssize_t, group=WakeGroup, asleep=double)
     cpdef write(self, msg)
     cpdef bint apply_activate_write(self, long read_count)
+    @cython.locals(now=double, depth=Py_ssize_t, count=long, lwm=long)
     cpdef read(self)
     cpdef fall_asleep(self)
     cpdef reader_idle(self)

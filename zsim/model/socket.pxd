@@ -36,6 +36,8 @@ cdef class Socket:
     cdef public double throttle_s
     cdef public Sampler wake_sampler
     cdef public object options
+    cdef public object on_activate_read
+    cdef public object on_activate_write
     # the rest
     cdef public object ctx
     cdef public object env
@@ -69,7 +71,7 @@ cdef class Socket:
     cpdef post(self, fn, arg)
     cpdef post_activate_read(self, Pipe pipe)
     cpdef post_activate_write(self, Pipe pipe, long read_count)
-    @cython.locals(now=double, last=double, box=list)
+    @cython.locals(now=double, last=double, box=list, arg=object)
     cpdef process_commands(self, bint throttle=*)
     cpdef _schedule_wake(self)
     cpdef _wake(self)
@@ -78,7 +80,7 @@ cdef class Socket:
     cpdef _cmd_activate_read(self, Pipe pipe)
     @cython.locals(pipe=Pipe, read_count=long)
     cpdef _cmd_activate_write(self, tuple arg)
-    @cython.locals(now=double, last=double)
+    @cython.locals(now=double, last=double, dist=Distribute)
     cpdef int send(self, tuple msg) except? -1
     cpdef int _send_lb(self, tuple msg) except? -1
     @cython.locals(pipe=Pipe, from_pipe=Pipe)

@@ -50,7 +50,7 @@ class Socket:
         "pair_peer", "all_subs", "pending_subscriptions", "reply_pipe", "awaiting_reply", "reply_peer",
         "reply_envelope", "sent", "send_again", "send_unroutable", "received", "recv_again", "dropped", "discarded",
         "copies", "blocked_s", "blocked_count", "lost_on_close", "last_pipe_index", "xsend", "plain_recv",
-        "throttle_s", "ledger", "wake_sampler", "__weakref__",
+        "throttle_s", "ledger", "wake_sampler", "on_activate_read", "on_activate_write", "__weakref__",
     )
 
     def __init__(
@@ -76,6 +76,10 @@ class Socket:
         self.state = NEW
         self.peers: list[Peer] = []
         self.mailbox: list[tuple[Callable[[Any], None], Any]] = []
+        # the commands every message may post, as bound methods made once: process_commands
+        # knows them by identity and calls them directly
+        self.on_activate_read = self._cmd_activate_read
+        self.on_activate_write = self._cmd_activate_write
         self.last_command_time = float("-inf")
         self.ticks = 0
         # the application's blocked calls on this socket (a DEALER may have a sender and a
@@ -179,10 +183,10 @@ class Socket:
             self._schedule_wake()
 
     def post_activate_read(self, pipe: Pipe) -> None:
-        self.post(self._cmd_activate_read, pipe)
+        self.post(self.on_activate_read, pipe)
 
     def post_activate_write(self, pipe: Pipe, read_count: int) -> None:
-        self.post(self._cmd_activate_write, (pipe, read_count))
+        self.post(self.on_activate_write, (pipe, read_count))
 
     def process_commands(self, throttle: bool = False) -> None:
         if throttle:
@@ -195,7 +199,12 @@ class Socket:
             box = self.mailbox
             self.mailbox = []
             for fn, arg in box:
-                fn(arg)
+                if fn is self.on_activate_read:
+                    self._cmd_activate_read(arg)
+                elif fn is self.on_activate_write:
+                    self._cmd_activate_write(arg)
+                else:
+                    fn(arg)
 
     def _schedule_wake(self) -> None:
         """A command reached a blocked application thread: it wakes after a thread
@@ -448,6 +457,9 @@ class Socket:
             self.last_command_time = now
             if self.mailbox:
                 self.process_commands()
+        dist = self.dist
+        if dist is not None:  # xsend, by a C call: a PUB's every message
+            return dist.send(msg)
         return self.xsend(msg)
 
     def _send_unsupported(self, msg: Message) -> int:  # pragma: no cover - spec forbids it
