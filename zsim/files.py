@@ -266,14 +266,7 @@ def atomic_write(path: str | Path, write: Callable[[BinaryIO], Any] | bytes | st
     try:
         os.fchmod(handle, _new_file_mode())  # mkstemp's 0600 would hide results from others
         with os.fdopen(handle, "wb") as out:
-            if isinstance(write, str):
-                out.write(write.encode("utf-8"))
-            elif isinstance(write, (bytes, bytearray)):
-                out.write(write)
-            else:
-                write(out)
-            out.flush()
-            os.fsync(out.fileno())
+            _write_durably(out, write)
         os.replace(tmp, p)
     except OSError as exc:
         tmp.unlink(missing_ok=True)
@@ -455,17 +448,22 @@ def _can_swap(real: Path) -> bool:
     return real.is_dir() and real != real.parent and not os.path.ismount(real) and cwd != real
 
 
+def _write_durably(out: BinaryIO, write: Callable[[BinaryIO], Any] | bytes | str) -> None:
+    """Write text (UTF-8), bytes or what ``write(out)`` writes, and have it on disk."""
+    if isinstance(write, str):
+        out.write(write.encode("utf-8"))
+    elif isinstance(write, (bytes, bytearray)):
+        out.write(write)
+    else:
+        write(out)
+    out.flush()
+    os.fsync(out.fileno())
+
+
 def _write_file(path: Path, write: Callable[[BinaryIO], Any] | bytes | str, label: str) -> None:
     try:
         with open(path, "xb") as out:
-            if isinstance(write, str):
-                out.write(write.encode("utf-8"))
-            elif isinstance(write, (bytes, bytearray)):
-                out.write(write)
-            else:
-                write(out)
-            out.flush()
-            os.fsync(out.fileno())
+            _write_durably(out, write)
     except OSError as exc:
         raise EnvironmentFault(label, f"cannot be written: {_os_reason(exc)}") from None
 
