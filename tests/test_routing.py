@@ -20,7 +20,7 @@ from zsim.model.fates import AGAIN, RULE_HWM, RULE_NOT_CONNECTED, RULE_NOT_SUBSC
 from zsim.model.kernel import Environment
 from zsim.model.peer import Peer, Subscriptions
 from zsim.model.pipe import MSG_ENVELOPE, Pipe
-from zsim.model.routing import Distribute, FairQueue, LoadBalance, RouteByIdentity
+from zsim.model.routing import Distribute, FairQueue, LoadBalance, RouteByIdentity, SendOwner
 
 # -- fixtures ------------------------------------------------------------------------------
 
@@ -68,7 +68,7 @@ class RecordingLedger:
         self.calls.append(("queued", msg[0], socket_index, pipe_index, where, now))
 
 
-class Owner:
+class Owner(SendOwner):
     """A ``SendOwner``: the socket a dropping policy counts copies and drops for."""
 
     name = "pub"

@@ -10,6 +10,15 @@ cdef int MSG_ENVELOPE, MSG_TOPIC
 cdef int AGAIN, SENT, UNROUTABLE, RULE_HWM, RULE_NOT_CONNECTED, RULE_NOT_SUBSCRIBED, RULE_UNROUTABLE
 
 
+cdef class SendOwner:
+    # what a dropping policy reads and counts of its socket (zsim.model.socket.Socket)
+    cdef public long index
+    cdef public long copies
+    cdef public long dropped
+    cdef public object ledger
+    cdef public Clock clock
+
+
 @cython.final
 cdef class LoadBalance:
     cdef public list pipes
@@ -43,7 +52,7 @@ cdef class FairQueue:
 
 @cython.final
 cdef class Distribute:
-    cdef public object owner
+    cdef public SendOwner owner
     cdef public Clock clock
     cdef public list peers
     cdef public bint nodrop
@@ -54,18 +63,18 @@ cdef class Distribute:
     @cython.locals(peer=Peer, pipe=Pipe)
     cpdef bint check_hwm(self, str topic)
     cpdef bint has_out(self)
-    @cython.locals(peer=Peer, pipe=Pipe, applied=Subscriptions, copies=long, dropped=long, hwm=long)
+    @cython.locals(owner=SendOwner, peer=Peer, pipe=Pipe, applied=Subscriptions, copies=long, dropped=long, hwm=long)
     cpdef int send(self, tuple msg) except? -1
 
 
 @cython.final
 cdef class RouteByIdentity:
-    cdef public object owner
+    cdef public SendOwner owner
     cdef public Clock clock
     cdef public dict by_key
     cdef public bint mandatory
 
     cpdef add(self, object key, Peer peer)
     cpdef remove(self, object key, Peer peer)
-    @cython.locals(peer=Peer, pipe=Pipe)
+    @cython.locals(owner=SendOwner, peer=Peer, pipe=Pipe, now=double)
     cpdef int send(self, tuple msg) except? -1

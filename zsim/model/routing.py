@@ -21,16 +21,22 @@ Send results: ``SENT``, ``AGAIN`` (would block), ``UNROUTABLE`` (EHOSTUNREACH).
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any
 
 from .fates import AGAIN, RULE_HWM, RULE_NOT_CONNECTED, RULE_NOT_SUBSCRIBED, RULE_UNROUTABLE, SENT, UNROUTABLE, LedgerSink
 from .peer import Peer
 from .pipe import MSG_ENVELOPE, MSG_TOPIC, Message, Pipe
 
 
-class SendOwner(Protocol):
+class SendOwner:
     """The socket a dropping policy sends for: it counts the copies it makes and drops,
-    and records each drop in the ledger under the socket's index."""
+    and records each drop in the ledger under the socket's index.
+
+    A base class (``zsim.model.socket.Socket`` is one), not a protocol: compiled, a policy
+    reads and counts these fields as C fields of its owner, not as Python attributes (a
+    PUB's every message adds its copies)."""
+
+    __slots__ = ("index", "copies", "dropped", "ledger", "clock")
 
     index: int
     copies: int

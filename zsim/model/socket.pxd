@@ -5,7 +5,7 @@ from zsim.model.kernel cimport Clock
 from zsim.model.peer cimport Peer, Subscriptions
 from zsim.model.pipe cimport Pipe
 from zsim.sampler cimport Sampler
-from zsim.model.routing cimport Distribute, FairQueue, LoadBalance, RouteByIdentity
+from zsim.model.routing cimport Distribute, FairQueue, LoadBalance, RouteByIdentity, SendOwner
 
 cdef int INBOUND_POLL_RATE
 cdef int MSG_ENVELOPE, MSG_ID, MSG_TOPIC, SUBSCRIBE_ID, UNSUBSCRIBE_ID
@@ -13,7 +13,8 @@ cdef int AGAIN, SENT, RULE_FILTERED, RULE_HWM, RULE_NO_DELIMITER, RULE_NO_PEERS,
 
 
 @cython.final
-cdef class Socket:
+cdef class Socket(SendOwner):
+    # SendOwner's first: index, copies, dropped, ledger, clock
     # the fields every message reads first, together (see Receiver in workload.pxd)
     cdef public int state
     cdef public bint plain_recv
@@ -21,17 +22,12 @@ cdef class Socket:
     cdef public long ticks
     cdef public long received
     cdef public long last_pipe_index
-    cdef public long index
     cdef public list mailbox
     cdef public FairQueue fq
-    cdef public Clock clock
     cdef public list waiters
     cdef public Distribute dist
     cdef public object xsend
-    cdef public long copies
-    cdef public long dropped
     cdef public long sent
-    cdef public object ledger
     cdef public double last_command_time
     cdef public double throttle_s
     cdef public Sampler wake_sampler

@@ -34,23 +34,24 @@ from .fates import (
 )
 from .peer import Peer, Subscriptions
 from .pipe import BOTTOM, MSG_ENVELOPE, MSG_ID, MSG_TOPIC, SUBSCRIBE_ID, UNSUBSCRIBE_ID, Message, Pipe
-from .routing import Distribute, FairQueue, LoadBalance, RouteByIdentity
+from .routing import Distribute, FairQueue, LoadBalance, RouteByIdentity, SendOwner
 
 NEW = 0
 OPEN = 1
 CLOSED = 2
 
 
-class Socket:
-    """One simulated ZeroMQ socket."""
+class Socket(SendOwner):
+    """One simulated ZeroMQ socket (its ``index``, ``copies``, ``dropped``, ``ledger`` and
+    ``clock`` are ``SendOwner``'s fields)."""
 
     __slots__ = (
-        "ctx", "env", "clock", "index", "name", "type", "traits", "process", "options", "routing_id", "state", "peers",
+        "ctx", "env", "name", "type", "traits", "process", "options", "routing_id", "state", "peers",
         "mailbox", "last_command_time", "ticks", "waiters", "wake_pending", "own_subs", "lb", "fq", "dist", "router",
         "pair_peer", "all_subs", "pending_subscriptions", "reply_pipe", "awaiting_reply", "reply_peer",
-        "reply_envelope", "sent", "send_again", "send_unroutable", "received", "recv_again", "dropped", "discarded",
-        "copies", "blocked_s", "blocked_count", "lost_on_close", "last_pipe_index", "xsend", "plain_recv",
-        "throttle_s", "ledger", "wake_sampler", "on_activate_read", "on_activate_write", "__weakref__",
+        "reply_envelope", "sent", "send_again", "send_unroutable", "received", "recv_again", "discarded",
+        "blocked_s", "blocked_count", "lost_on_close", "last_pipe_index", "xsend", "plain_recv",
+        "throttle_s", "wake_sampler", "on_activate_read", "on_activate_write", "__weakref__",
     )
 
     def __init__(
