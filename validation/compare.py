@@ -632,6 +632,62 @@ def schedule_check(real_summaries: Sequence[Mapping[str, Any]], seeds: Sequence[
     return result
 
 
+#: A back-to-back real sender more than 1 + SPEED_MARGIN times slower than its simulation,
+#: on a machine that today runs its profile's dropped send more than 1 + SPEED_MARGIN times
+#: slower than the profile records (``speed_check``), measured the machine's speed.
+SPEED_MARGIN = 0.30
+
+
+def speed_probe() -> float:
+    """This machine's cost of a dropped PUB send now (seconds; the median of three short
+    loops), measured exactly as the profile's ``send_drop_call_s``
+    (``validation.calibrate.measure_send_dropped``). About a second."""
+    from .calibrate import measure_send_dropped
+
+    return float(measure_send_dropped(quick=True)["median_s"])
+
+
+def speed_check(rates: Sequence[SenderRates], profile_drop_s: float | None,
+                probe: Callable[[], float] = speed_probe, margin: float = SPEED_MARGIN) -> dict[str, Any]:
+    """Whether a back-to-back real sender was slower than its simulation because this
+    machine runs slower today than on the day its profile was measured.
+
+    A back-to-back sender's rate is the machine's speed: nothing else paces it. When some
+    real one achieved less than ``1 / (1 + margin)`` of its simulated rate, the machine's
+    speed is measured in the same run (``probe``: a dropped PUB send, the profile's
+    ``send_drop_call_s``). ``slow`` is true when the machine is more than ``1 + margin``
+    times slower than its profile *and* that accounts for the sender's slowdown (the sender
+    is no more than ``1 + margin`` times slower again than the machine): then the scenario's
+    timing says how fast this machine is today, not how ZeroMQ behaves. A sender slower than
+    the machine explains stays a difference of the model.
+    """
+    result: dict[str, Any] = {"margin": margin, "slow": False, "message": "", "profile_drop_s": profile_drop_s}
+    worst: tuple[float, str, float, float] | None = None
+    for rate in rates:
+        real, sim = rate.values("real"), rate.values("sim")
+        if rate.requested is not None or not real or not sim:
+            continue
+        real_mean, sim_mean = float(np.mean(real)), float(np.mean(sim))
+        if real_mean <= 0 or sim_mean <= 0:
+            continue
+        slowdown = sim_mean / real_mean
+        if worst is None or slowdown > worst[0]:
+            worst = (slowdown, rate.name, real_mean, sim_mean)
+    if worst is None or worst[0] < 1.0 + margin or not profile_drop_s:
+        return result
+    today = probe()
+    factor = today / profile_drop_s
+    slowdown, name, real_mean, sim_mean = worst
+    result.update({"sender": name, "sender_slowdown": slowdown, "probe_drop_s": today, "machine_factor": factor})
+    if factor >= 1.0 + margin and slowdown <= factor * (1.0 + margin):
+        result["slow"] = True
+        result["message"] = (f"this machine ran {factor:.1f}x slower than its profile today (a dropped PUB send took "
+                             f"{today * 1e6:.2f} us against the profile's {profile_drop_s * 1e6:.2f} us) and the real "
+                             f"back-to-back {name} achieved {real_mean:,.0f}/s against {sim_mean:,.0f}/s simulated "
+                             f"({slowdown:.1f}x): these numbers measure this machine's speed, not ZeroMQ")
+    return result
+
+
 # --------------------------------------------------------------------------------------
 # Offered load: each sender's requested rate against what it achieved on each side
 
@@ -825,6 +881,8 @@ class ScenarioValidation:
     machine_after: dict[str, Any] = field(default_factory=dict)
     #: ``schedule_check()`` of the real runs
     schedule: dict[str, Any] = field(default_factory=dict)
+    #: ``speed_check()`` of the back-to-back senders
+    speed: dict[str, Any] = field(default_factory=dict)
 
     @property
     def sender_rates(self) -> list[SenderRates]:
@@ -845,8 +903,9 @@ class ScenarioValidation:
 
     @property
     def machine_bound(self) -> bool:
-        """The real side missed its own schedule by more than the margin."""
-        return bool(self.schedule.get("missed"))
+        """The real side missed its own schedule by more than the margin, or its
+        back-to-back senders ran at the speed of a machine slower than its profile today."""
+        return bool(self.schedule.get("missed")) or bool(self.speed.get("slow"))
 
     @property
     def verdict(self) -> str:
@@ -860,7 +919,9 @@ class ScenarioValidation:
 
     @property
     def verdict_reason(self) -> str:
-        return str(self.schedule.get("message", "")) if self.machine_bound else ""
+        if self.schedule.get("missed"):
+            return str(self.schedule.get("message", ""))
+        return str(self.speed.get("message", "")) if self.speed.get("slow") else ""
 
     @property
     def unexplained(self) -> list[MetricResult]:
@@ -880,6 +941,7 @@ class ScenarioValidation:
             "metrics_verdict": self.metrics_verdict,
             "machine": {"before": self.machine_before, "after": self.machine_after},
             "schedule": self.schedule,
+            "speed": self.speed,
             "metrics": [m.to_json() for m in self.metrics],
             "senders": {r.name: r.to_json() for r in self.sender_rates},
             "real_errors": self.real_errors,
@@ -987,7 +1049,13 @@ def validate(source: str | Path | Scenario, replications: int | None = None, see
     wall_real = _pc() - started
     machine_after = machine_load()
     schedule = schedule_check(real_summaries, seeds)
+    from zsim import profile as profile_module
+
+    profile = profile_module.load(scenario.profile, scenario.base_dir)
+    speed = speed_check(sender_rates(sim_summaries, real_summaries), profile.send_drop_call_s)
     say(f"  {describe_load(machine_before, machine_after)}")
+    if speed.get("slow"):
+        say(f"  machine speed: {speed['message']}")
 
     metrics: list[MetricResult] = []
     for name, tol in vspec.metrics.items():
@@ -1027,6 +1095,7 @@ def validate(source: str | Path | Scenario, replications: int | None = None, see
         machine_before=machine_before,
         machine_after=machine_after,
         schedule=schedule,
+        speed=speed,
     )
 
 
