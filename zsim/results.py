@@ -807,6 +807,47 @@ def flat_metrics(summary: Mapping[str, Any], result: RunResult | None = None, sc
     return row
 
 
+def drop_member_columns(row: dict[str, Any], templates: Mapping[str, Any], cap: int,
+                        summary: Mapping[str, Any] | None = None) -> int:
+    """Leave out of ``row`` (``flat_metrics``) the per-entity columns of the members of every
+    template with more than ``cap`` members, keeping the template's aggregates
+    (``socket.<template>.sum_delivered``, ...): their sockets, senders, the pipes and links
+    they end, and their threads (a member workload's, a member socket's, a member
+    process's). A sweep's rows stay a few hundred columns wide however many members a
+    template has (``zsim.sweep.plan.DEFAULT_MEMBER_COLUMNS``). Returns how many went."""
+    big: set[str] = set()
+    big_processes: set[str] = set()
+    for kind, entries in templates.items():
+        for info in (entries or {}).values():
+            members = list(info.get("members") or ())
+            if len(members) > cap:
+                (big_processes if kind == "process" else big).update(members)
+    if not big and not big_processes:
+        return 0
+    threads = ((summary or {}).get("machine") or {}).get("threads") or {}
+    dropped = [key for key in row if _member_column(key, big, big_processes, threads)]
+    for key in dropped:
+        del row[key]
+    return len(dropped)
+
+
+def _member_column(key: str, big: set[str], big_processes: set[str], threads: Mapping[str, Any]) -> bool:
+    head, _, rest = key.partition(".")
+    if head not in ("socket", "sender", "pipe", "link", "thread") or "." not in rest:
+        return False
+    entity = rest[:rest.rindex(".")]
+    if head in ("socket", "sender"):
+        return entity in big
+    if head in ("pipe", "link"):
+        writer, _, reader = entity.partition("->")
+        return writer in big or reader.split(" (")[0] in big
+    thread = threads.get(entity) or {}
+    if thread.get("process") in big_processes:
+        return True
+    name = entity.split("#")[0]
+    return name in big or (name.startswith("socket.") and name[len("socket."):] in big)
+
+
 def messages_frame(result: RunResult) -> Any:
     """``RunResult.messages_frame()``."""
     pd = _pandas()

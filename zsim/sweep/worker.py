@@ -31,10 +31,10 @@ from .. import spec as scenario_spec
 from ..errors import ZsimError
 from ..limits import DEFAULT as DEFAULT_LIMITS
 from ..limits import RunLimits
-from ..results import flat_metrics
+from ..results import drop_member_columns, flat_metrics, template_members
 from ..runner import run
 from ..trust import AppPermission
-from .plan import column_value
+from .plan import DEFAULT_MEMBER_COLUMNS, column_value
 
 #: payload digest -> {point id: Scenario}; survives between batches in a reused worker.
 _SCENARIOS: dict[str, dict[str, scenario_spec.Scenario]] = {}
@@ -124,9 +124,14 @@ def _run(scenario: scenario_spec.Scenario, seed: int, limits: RunLimits,
                 "wall_s": time.perf_counter() - started}, None
 
 
-def _metrics(summary: Mapping[str, Any], result: Any = None, scenario: Any = None) -> dict[str, Any]:
+def _metrics(summary: Mapping[str, Any], result: Any = None, scenario: Any = None,
+             member_columns: int = DEFAULT_MEMBER_COLUMNS) -> dict[str, Any]:
     row: dict[str, Any] = {}
-    for key, value in flat_metrics(dict(summary), result, scenario).items():
+    flat = flat_metrics(dict(summary), result, scenario)
+    templates = summary.get("templates") or (template_members(scenario) if getattr(scenario, "templates", None) else None)
+    if templates:
+        drop_member_columns(flat, templates, member_columns, summary)
+    for key, value in flat.items():
         if isinstance(value, bool):
             row[key] = value
         elif isinstance(value, (int, float)):
@@ -169,7 +174,7 @@ def run_task(payload: Mapping[str, Any], point_id: str, replication: int, seed: 
     if ok:
         row["error"] = None
         try:
-            row.update(_metrics(summary, result, scenario))
+            row.update(_metrics(summary, result, scenario, int(payload.get("member_columns", DEFAULT_MEMBER_COLUMNS))))
         except Exception as exc:  # noqa: BLE001 - a summary we cannot flatten is a failed run
             row["ok"] = False
             row["error"] = f"{type(exc).__name__} while flattening the summary: {exc}"
