@@ -311,10 +311,17 @@ def test_speed_is_probed_only_when_a_back_to_back_sender_is_slow():
 
 
 def test_speed_bound_scenario_verdict_and_reason():
+    from validation.compare import MetricResult
+
     result = _validation([_summary(blast=(None, 570_000.0))], [_summary(blast=(None, 220_000.0))])
     result.speed = speed_check(result.sender_rates, 0.28e-6, _Probe(0.78e-6))
-    assert result.machine_bound and result.unexplained == []
+    differs = MetricResult("blast_ms", parse_tolerance({"rel": 0.25}, "t"), [34.5], [90.8], "differs", "", None)
+    result.metrics = [differs]
+    assert result.verdict == "machine-bound" and result.unexplained == []
     assert result.verdict_reason.startswith("this machine ran 2.8x slower")
+    # metrics that agree on a slow machine still agree: the speed did not matter to them
+    result.metrics = [MetricResult("blast_ms", parse_tolerance({"rel": 0.25}, "t"), [34.5], [35.0], "agrees", "", None)]
+    assert result.verdict == "agrees" and not result.machine_bound
 
 
 # -- the catalogue ---------------------------------------------------------------------------------
