@@ -66,6 +66,9 @@ cdef class Sender:
     cpdef _next(self, double cost)
     @cython.locals(ready=double, due=double)
     cpdef _next_scheduled(self, double cost)
+    @cython.locals(due=double)
+    cpdef _after_call(self)
+    @cython.locals(wait=double)
     cpdef double _wait(self) except? -1.0
 
 

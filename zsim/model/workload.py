@@ -262,9 +262,9 @@ class Sender:
             if self.schedule:
                 self._next_scheduled(cost)
                 return
-            wait = self.interval.next()
+            wait = self.interval.next_float()
             if wait > 0 and self.jitter is not None:
-                wait += self.jitter.next()
+                wait += self.jitter.next_float()
             if self.cpu is None:
                 self.timer.arm(cost + wait)
             else:
@@ -296,7 +296,7 @@ class Sender:
             self.cpu.run(cost, self.timer, self._wait())
 
     def _next_scheduled(self, cost: float) -> None:
-        self.due += self.interval.next()
+        self.due += self.interval.next_float()
         if self.cpu is not None:
             self.cpu.run_then(cost, self.after_call)
             return
@@ -304,7 +304,7 @@ class Sender:
         due = self.due
         if due > ready:
             if self.jitter is not None:
-                due += self.jitter.next()  # the thread sleeps until then, and wakes late
+                due += self.jitter.next_float()  # the thread sleeps until then, and wakes late
             self.timer.arm_at(due)
         else:
             self.timer.arm_at(ready)  # behind schedule: the next send goes back to back
@@ -314,15 +314,15 @@ class Sender:
         due = self.due
         if due > self.clock.now:
             if self.jitter is not None:
-                due += self.jitter.next()
+                due += self.jitter.next_float()
             self.cpu.wait_until(self.timer, due)  # type: ignore[union-attr]
         else:
             self.timer.arm(0.0)
 
     def _wait(self) -> float:
-        wait = self.interval.next()
+        wait = self.interval.next_float()
         if wait > 0 and self.jitter is not None:
-            wait += self.jitter.next()
+            wait += self.jitter.next_float()
         return wait
 
     def _failed(self, status: int) -> None:
@@ -578,9 +578,9 @@ class Receiver:
         sock.received += 1
         if msg[0] >= 0:
             self.delivered(msg, sock.index, sock.last_pipe_index, now)
-        service = self.service.next()
+        service = self.service.next_float()
         if service > 0 and self.jitter is not None and not self.busy:
-            service += self.jitter.next()  # a sleep wakes late; a busy loop ends on time
+            service += self.jitter.next_float()  # a sleep wakes late; a busy loop ends on time
         busy = self.recv_cost + service
         if self.forward_to is not None:
             # a pipeline stage: the result is a new message sent on another socket
