@@ -1,7 +1,8 @@
 # C declarations for zsim/model/socket.py (Cython pure-Python mode; see zsim/native.py).
 cimport cython
 
-from zsim.model.kernel cimport Clock
+from zsim.model.context cimport Context
+from zsim.model.kernel cimport Clock, FastTimer
 from zsim.model.peer cimport Peer, Subscriptions
 from zsim.model.pipe cimport Pipe
 from zsim.sampler cimport Sampler
@@ -35,7 +36,8 @@ cdef class Socket(SendOwner):
     cdef public object on_activate_read
     cdef public object on_activate_write
     # the rest
-    cdef public object ctx
+    cdef public Context ctx
+    cdef public FastTimer wake_timer
     cdef public object env
     cdef public str name
     cdef public str type
@@ -69,7 +71,9 @@ cdef class Socket(SendOwner):
     cpdef post_activate_write(self, Pipe pipe, long read_count)
     @cython.locals(now=double, last=double, box=list, arg=object)
     cpdef process_commands(self, bint throttle=*)
+    @cython.locals(delay=double, ctx=Context)
     cpdef _schedule_wake(self)
+    cpdef _wake_fired(self, event)
     cpdef _wake(self)
     cpdef wait(self, callback)
     cpdef _discard(self, tuple msg, Pipe pipe, int rule)

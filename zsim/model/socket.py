@@ -51,7 +51,7 @@ class Socket(SendOwner):
         "pair_peer", "all_subs", "pending_subscriptions", "reply_pipe", "awaiting_reply", "reply_peer",
         "reply_envelope", "sent", "send_again", "send_unroutable", "received", "recv_again", "discarded",
         "blocked_s", "blocked_count", "lost_on_close", "last_pipe_index", "xsend", "plain_recv",
-        "throttle_s", "wake_sampler", "on_activate_read", "on_activate_write", "__weakref__",
+        "throttle_s", "wake_sampler", "on_activate_read", "on_activate_write", "wake_timer", "__weakref__",
     )
 
     def __init__(
@@ -87,6 +87,9 @@ class Socket(SendOwner):
         # receiver workload blocked at the same time, as in a poll loop)
         self.waiters: list[Callable[[], None]] = []
         self.wake_pending = False
+        # a wake-up that does not run at once: one firing per arm, as env.call_later, by
+        # a reused timer instead of an event and a closure per wake-up
+        self.wake_timer = ctx.env.fast_timer(self._wake_fired)
         # SUB: options.subscribe; XSUB: the subscriptions its application sends at once
         # (xsub_t caches them and xattach_pipe replays them into every pipe).
         self.own_subs: Subscriptions | None = (
@@ -216,19 +219,22 @@ class Socket(SendOwner):
         chains of wake-ups never recurse.
         """
         self.wake_pending = True
-        delay = self.wake_sampler.next() if self.wake_sampler is not None else 0.0
+        delay = self.wake_sampler.next_float() if self.wake_sampler is not None else 0.0
         if delay > 0:
-            self.env.call_later(delay, self._wake)
+            self.wake_timer.arm(delay)
             return
         ctx = self.ctx
         if ctx.waking:
-            self.env.call_soon(self._wake)
+            self.wake_timer.arm(0.0)  # after what is due now (env.call_soon)
             return
         ctx.waking = True
         try:
             self._wake()
         finally:
             ctx.waking = False
+
+    def _wake_fired(self, event: Any) -> None:
+        self._wake()  # every firing: each was a wake-up scheduled
 
     def _wake(self) -> None:
         self.wake_pending = False
