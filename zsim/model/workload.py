@@ -109,6 +109,7 @@ class Sender:
         self.socket = socket
         self.process = process
         self.count = count
+        self.limit = count if count is not None else -1  # count as a C integer (-1: none)
         self.end_s = start_s + duration_s if duration_s is not None else None
         self.until_s = until_s
         self.interval = interval
@@ -230,7 +231,7 @@ class Sender:
         if sock.state != OPEN:
             self._finish()
             return
-        if (self.count is not None and self.attempts >= self.count) or (self.end_s is not None and now >= self.end_s):
+        if (self.limit >= 0 and self.attempts >= self.limit) or (self.end_s is not None and now >= self.end_s):
             self._finish()
             return
         self.attempts += 1
@@ -240,7 +241,7 @@ class Sender:
             world = self.world
             mid = world.next_message_id
             world.next_message_id = mid + 1
-            msg = (mid, now) + tail
+            msg = (mid, now, tail[0], tail[1], tail[2], tail[3], tail[4])
         else:
             msg = self._next_message(now)
         queued_before = sock.copies - sock.dropped
@@ -442,6 +443,7 @@ class Receiver:
         self.service = service
         self.start_s = start_s
         self.count = count
+        self.limit = count if count is not None else -1  # count as a C integer (-1: none)
         self.end_s = start_s + duration_s if duration_s is not None else None
         self.reply = reply
         self.reply_size = reply_size
@@ -504,7 +506,7 @@ class Receiver:
             return
         sock = self.socket
         now = self.clock.now
-        if sock.state != OPEN or (self.count is not None and self.received >= self.count) or (self.end_s is not None and now >= self.end_s):
+        if sock.state != OPEN or (self.limit >= 0 and self.received >= self.limit) or (self.end_s is not None and now >= self.end_s):
             self.stop()
             return
         if now >= self.next_pause_at:
