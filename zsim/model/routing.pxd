@@ -40,12 +40,14 @@ cdef class FairQueue:
     cdef public long active
     cdef public long current
     cdef public dict peer_of
+    cdef public Pipe last
 
     cpdef attach(self, Pipe pipe, Peer peer)
     cpdef activated(self, Pipe pipe)
     cpdef terminated(self, Pipe pipe)
-    @cython.locals(pipe=Pipe)
     cpdef tuple recv(self)
+    @cython.locals(pipe=Pipe)
+    cpdef take(self)
     @cython.locals(pipe=Pipe)
     cpdef bint has_in(self)
 

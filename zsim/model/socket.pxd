@@ -19,6 +19,7 @@ cdef class Socket(SendOwner):
     # the fields every message reads first, together (see Receiver in workload.pxd)
     cdef public int state
     cdef public bint plain_recv
+    cdef public bint reads_subscriptions
     cdef public bint wake_pending
     cdef public long ticks
     cdef public long received
@@ -76,6 +77,7 @@ cdef class Socket(SendOwner):
     cpdef _wake_fired(self, event)
     cpdef _wake(self)
     cpdef wait(self, callback)
+    cpdef stop_waiting(self, callback=*)
     cpdef _discard(self, tuple msg, Pipe pipe, int rule)
     cpdef _cmd_activate_read(self, Pipe pipe)
     @cython.locals(pipe=Pipe, read_count=long)
@@ -90,7 +92,7 @@ cdef class Socket(SendOwner):
     @cython.locals(peer=Peer, pipe=Pipe)
     cpdef int _send_pair(self, tuple msg) except? -1
     cpdef recv(self)
-    @cython.locals(pipe=Pipe)
+    @cython.locals(fq=FairQueue)
     cpdef xrecv(self)
     @cython.locals(pipe=Pipe, fq=FairQueue, subs=Subscriptions, peer=Peer)
     cpdef _xrecv_typed(self)

@@ -51,7 +51,8 @@ class Socket(SendOwner):
         "pair_peer", "all_subs", "pending_subscriptions", "reply_pipe", "awaiting_reply", "reply_peer",
         "reply_envelope", "sent", "send_again", "send_unroutable", "received", "recv_again", "discarded",
         "blocked_s", "blocked_count", "lost_on_close", "last_pipe_index", "xsend", "plain_recv",
-        "throttle_s", "wake_sampler", "on_activate_read", "on_activate_write", "wake_timer", "__weakref__",
+        "throttle_s", "wake_sampler", "on_activate_read", "on_activate_write", "wake_timer", "reads_subscriptions",
+        "__weakref__",
     )
 
     def __init__(
@@ -119,6 +120,7 @@ class Socket(SendOwner):
             traits.app_sees_subscriptions or traits.request or traits.reply or filters or traits.prepends_identity
         )
         self.plain_recv = plain  # xrecv takes the fair queue's next message as it is
+        self.reads_subscriptions = traits.reads_subscriptions  # PUB, XPUB: an in-pipe brings subscriptions
         self.throttle_s = ctx.params.command_throttle_s
         self.ledger = ctx.ledger
         wake = ctx.params.app_wake
@@ -264,7 +266,7 @@ class Socket(SendOwner):
             self.waiters.remove(callback)
 
     def _cmd_activate_read(self, pipe: Pipe) -> None:
-        if self.traits.reads_subscriptions:
+        if self.reads_subscriptions:
             self._read_subscriptions(pipe)
         elif self.fq is not None:
             self.fq.activated(pipe)
@@ -586,9 +588,10 @@ class Socket(SendOwner):
         """The type's own recv (``socket_base_t::xrecv``): for PULL, DEALER, PAIR, XSUB and
         a SUB subscribed to everything, the fair queue's next message as it is."""
         if self.plain_recv:
-            msg, pipe = self.fq.recv()  # type: ignore[union-attr]
+            fq = self.fq
+            msg = fq.take()  # type: ignore[union-attr]
             if msg is not None:
-                self.last_pipe_index = pipe.index  # type: ignore[union-attr]
+                self.last_pipe_index = fq.last.index  # type: ignore[union-attr]
             return msg
         return self._xrecv_typed()
 
