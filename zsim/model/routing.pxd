@@ -3,14 +3,14 @@ cimport cython
 
 from zsim.model.kernel cimport Clock
 from zsim.model.peer cimport Peer, Subscriptions
-from zsim.model.pipe cimport Pipe
+from zsim.model.pipe cimport Pipe, PipeEndpoint
 
 # constants imported from the .py modules, as C integers here
 cdef int MSG_ENVELOPE, MSG_TOPIC
 cdef int AGAIN, SENT, UNROUTABLE, RULE_HWM, RULE_NOT_CONNECTED, RULE_NOT_SUBSCRIBED, RULE_UNROUTABLE
 
 
-cdef class SendOwner:
+cdef class SendOwner(PipeEndpoint):
     # what a dropping policy reads and counts of its socket (zsim.model.socket.Socket)
     cdef public long index
     cdef public long copies

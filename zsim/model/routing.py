@@ -25,10 +25,10 @@ from typing import Any
 
 from .fates import AGAIN, RULE_HWM, RULE_NOT_CONNECTED, RULE_NOT_SUBSCRIBED, RULE_UNROUTABLE, SENT, UNROUTABLE, LedgerSink
 from .peer import Peer
-from .pipe import MSG_ENVELOPE, MSG_TOPIC, Message, Pipe
+from .pipe import MSG_ENVELOPE, MSG_TOPIC, Message, Pipe, PipeEndpoint
 
 
-class SendOwner:
+class SendOwner(PipeEndpoint):
     """The socket a dropping policy sends for: it counts the copies it makes and drops,
     and records each drop in the ledger under the socket's index.
 

@@ -13,7 +13,7 @@ cdef int MSG_ENVELOPE, MSG_ID, MSG_TOPIC, SUBSCRIBE_ID, UNSUBSCRIBE_ID
 cdef int AGAIN, SENT, RULE_FILTERED, RULE_HWM, RULE_NO_DELIMITER, RULE_NO_PEERS, RULE_REQ_STATE
 
 
-@cython.final
+# not final: it overrides PipeEndpoint's commands (Cython refuses that in a final class)
 cdef class Socket(SendOwner):
     # SendOwner's first: index, copies, dropped, ledger, clock
     # the fields every message reads first, together (see Receiver in workload.pxd)
