@@ -214,14 +214,14 @@ def test_app_table_errors_name_the_field(tmp_path):
         zsim.run(raw, 0)
     raw["app"] = [{"function": "missing.py:main"}]
     with pytest.raises(zsim.ScenarioError, match=r"^app\[main\]\.function: no file"):
-        zsim.run(raw, 0)
+        zsim.run(raw, 0, allow_apps=True)
     raw["app"] = [{"function": "json:no_such_function"}]
     with pytest.raises(zsim.ScenarioError, match=r"^app\[no_such_function\]\.function: 'json' has no function"):
-        zsim.run(raw, 0)
+        zsim.run(raw, 0, allow_apps=True)
 
 
 def test_the_lru_broker_example_answers_every_request():
-    summary = zsim.run(ROOT / "examples" / "lru_broker.toml", 0).summary
+    summary = zsim.run(ROOT / "examples" / "lru_broker.toml", 0, allow_apps=True).summary
     sockets = summary["sockets"]
     assert [sockets[f"client{i}"]["received"] for i in range(4)] == [50, 50, 50, 50]
     # every request went to a worker, and each worker announced itself once (READY)

@@ -63,7 +63,7 @@ def test_a_drain_that_missed_messages_or_a_pub_that_never_finished_is_one_line_n
     summaries = [_summary(None, 0.0, recv_start, 2.0e-6, count, received=count - 1)] * 2
     _stub(monkeypatch, summaries, bare_send=0.5e-6, bare_recv=0.25e-6)
     # never 0.0 from max(0.0, nan): a loop cost that looks measured
-    with pytest.raises(EnvironmentFault, match=r"^calibrate: api.send_loop_s: no harness run measured it .*quieter machine$"):
+    with pytest.raises(EnvironmentFault, match=r"^calibrate: harness loop.send_cpu_s: no harness run measured it .*quieter machine$"):
         cal.measure_app_loop(quick=True)
 
 

@@ -18,6 +18,12 @@ API = ROOT / "docs" / "api.md"
 
 pytestmark = pytest.mark.slow  # about 30 s: a comparison of 10 runs and a sweep of 20
 
+#: The study both pages make (the same design, seed 1): slow's copies, deliveries and drops
+#: (all at pub->slow by the HWM rule), and the comparison's mean loss at SNDHWM 100. Both
+#: pages' tests check against these, so the two pages cannot give different answers.
+SLOW = (19977, 18990, 987)
+COMPARED_LOSS_AT_100 = 0.047693
+
 
 def python_blocks(path: Path) -> list[str]:
     return re.findall(r"^```python\n(.*?)^```", path.read_text(), re.S | re.M)
@@ -66,35 +72,34 @@ def test_the_numbers_the_page_states(walked: tuple[dict[str, Any], Path]) -> Non
     sockets = ns["sockets"]
     slow, fast = sockets.loc["slow"], sockets.loc["fast"]
     # step 2: the table and the prose
-    assert (int(slow["copies"]), int(slow["delivered"]), int(slow["dropped"])) == (19977, 19012, 965)
+    assert (int(slow["copies"]), int(slow["delivered"]), int(slow["dropped"])) == SLOW
     assert (int(fast["delivered"]), int(fast["dropped"])) == (19977, 0)
-    assert f"{slow['loss_fraction']:.6f}" == "0.048306" and "0.048306" in text
-    assert f"{slow['offered_utilisation']:.6f}" == "0.259728" and "0.259728" in text
+    assert f"{slow['loss_fraction']:.6f}" == "0.049407" and "0.049407" in text
+    assert f"{slow['offered_utilisation']:.6f}" == "0.259726" and "0.259726" in text
     pipes = ns["pipes"]
     dropping = pipes[pipes["dropped"] > 0]
     assert list(dropping.index) == ["pub->slow (tcp send)"]
-    assert (int(dropping["max_depth"].iloc[0]), int(dropping["dropped_hwm"].iloc[0]), int(dropping["hwm"].iloc[0])) == (59, 965, 100)
-    assert [(w["code"], w["path"]) for w in ns["result"].summary["warnings"]] == [
-        ("cpu_contention", "thread[send.pub]"),
-        ("cpu_contention", "thread[recv.fast]"),
-        ("cpu_contention", "thread[recv.slow]"),
-        ("cpu_contention", "thread[io.main]"),
-    ]
+    assert (int(dropping["max_depth"].iloc[0]), int(dropping["dropped_hwm"].iloc[0]), int(dropping["hwm"].iloc[0])) == (59, SLOW[2], 100)
+    # a plain program (it sleeps, its loops do nothing more) on the profile's 2 cores: no warning
+    assert ns["result"].summary["warnings"] == [] and ns["_4"] == {}
+    assert max(thread["waited_s"] for thread in ns["result"].summary["machine"]["threads"].values()) < 1e-4
     # step 3
     fates = ns["copies"].groupby(["socket", "state"], observed=True).size().to_dict()
-    assert fates == {("fast", "delivered"): 19977, ("pub", "dropped"): 965, ("slow", "delivered"): 19012}
+    assert fates == {("fast", "delivered"): 19977, ("pub", "dropped"): SLOW[2], ("slow", "delivered"): SLOW[1]}
     # step 5: the explanation names the pipe, the rule and the stale view
     explained = ns["explain"](ns["explained"], ns["recorder"].result, ns["scenario"]).text()
-    assert "114 copies dropped at pub->slow (tcp send) (rule hwm)" in explained
+    assert "121 copies dropped at pub->slow (tcp send) (rule hwm)" in explained
     assert "stale view" in explained
     # step 6: the verdicts the page shows
     frame = ns["comparison"].to_frame()
     assert frame.loc[("socket.slow.loss_fraction", "socket.pub.options.sndhwm=1000"), "verdict"] == "better"
     assert frame.loc[("socket.slow.latency_p99_s", "socket.pub.options.sndhwm=1000"), "verdict"] == "no detectable difference"
-    assert f"{frame.loc[('socket.slow.loss_fraction', 'socket.pub.options.sndhwm=100'), 'mean']:.6f}" in text
+    assert f"{frame.loc[('socket.slow.loss_fraction', 'socket.pub.options.sndhwm=100'), 'mean']:.6f}" == f"{COMPARED_LOSS_AT_100:.6f}"
+    assert f"{COMPARED_LOSS_AT_100:.6f}" in text
     # step 7: the sweep's table and answer
     by_hwm = ns["rows"].groupby("socket.pub.options.sndhwm")["socket.slow.loss_fraction"].mean()
-    assert [f"{v:.6f}" for v in by_hwm] == ["0.056069", "0.032603", "0.014738", "0.004722", "0.000000"]
+    assert [f"{v:.6f}" for v in by_hwm] == ["0.059754", "0.034241", "0.015373", "0.005456", "0.000000"]
+    assert all(f"{v:.6f}" in text for v in by_hwm)
     assert ns["answers"].answer[0] == "socket.pub.options.sndhwm 1600 (95 % upper bound); 800 by the mean"
     assert ns["answers"].answer[0] in text
 
@@ -144,16 +149,23 @@ def test_the_tutorial_runs_as_written(tmp_path: Path) -> None:
         outputs.append(done.stdout)
     run, explained, _, compared, _ = outputs
     # the lines the page shows are the lines the commands print
-    for line in ("slow                     19977     19049      928      0       0    4.65     0.190   291.471   299.623   300.640",
-                 "    dropped 928 at pub->slow (tcp send): hwm"):
+    # the same study as docs/api.md, the same counts
+    copies, delivered, dropped = SLOW
+    for line in (f"slow                     {copies}     {delivered}      {dropped}      0       0    4.94     0.239   292.180   "
+                 "299.783   301.568",
+                 f"    dropped {dropped} at pub->slow (tcp send): hwm"):
         assert line in run and line in text
     assert "warning" not in run.lower()
-    assert "114 copies dropped at pub->slow (tcp send) (rule hwm)" in explained
+    assert "121 copies dropped at pub->slow (tcp send) (rule hwm)" in explained
     assert "held up to 389 messages (2.98 MB)" in explained and "stale view of the pipe" in explained
-    assert "Loss episode 3: from 3.14 s to 3.2 s, 127 copies dropped at pub->slow (tcp send) (rule hwm). The same causes as episode 1." \
-        in explained
-    for line in ("  socket.pub.options.sndhwm=1000      0 %  same in every run                 -4.052 pp  -5.517 pp .. -2.587 pp  better",
-                 "  socket.pub.options.sndhwm=1000  316.3 ms  249.6 ms .. 383.1 ms                +3.439 ms  -2.976 ms .. +9.854 ms  "
+    episode_2 = ("Loss episode 2: from 1.03 s to 1.09 s, 141 copies dropped at pub->slow (tcp send) (rule hwm). As episode 1, except: "
+                 "pub's engine held up to 1 message (3.63 KB) written from its pipe but not yet into the kernel.")
+    assert episode_2 in explained
+    assert " ".join(episode_2.split(" (rule hwm). ")[1].split()) in " ".join(text.split())
+    loss = f"{100 * COMPARED_LOSS_AT_100:.3f} %"
+    for line in (f"  socket.pub.options.sndhwm=100   {loss}  3.021 % .. 6.517 %                 baseline",
+                 "  socket.pub.options.sndhwm=1000      0 %  same in every run                 -4.769 pp  -6.517 pp .. -3.021 pp  better",
+                 "  socket.pub.options.sndhwm=1000  347.5 ms  266.1 ms .. 428.9 ms                +17.13 ms  -10.85 ms .. +45.12 ms  "
                  "no detectable difference"):
         assert line in compared and line in text
     assert "socket.fast.latency_p99_s" in compared

@@ -11,6 +11,7 @@ import pytest
 
 from validation.compare import (
     SCHEDULE_MARGIN,
+    SPEED_MARGIN,
     Tolerance,
     check_metric_path,
     evaluate,
@@ -21,6 +22,8 @@ from validation.compare import (
     parse_tolerance,
     parse_validation,
     schedule_check,
+    sender_rates,
+    speed_check,
 )
 from zsim import spec
 from zsim.errors import ScenarioError
@@ -48,7 +51,8 @@ def _scenario(validation: dict | None = None) -> spec.Scenario:
 @pytest.mark.parametrize(
     "raw,kind",
     [("exact", "exact"), ({"rel": 0.1}, "relative"), ({"abs": 2}, "relative"), ({"rel": 0.1, "abs": 2}, "relative"),
-     ({"range": 0}, "range"), ({"proportion": 0.34}, "proportion"), ({"ks": 0.2}, "ks"), ({"tolerance": "exact"}, "exact")],
+     ({"range": 0}, "range"), ({"mode": 0}, "mode"), ({"proportion": 0.34}, "proportion"), ({"ks": 0.2}, "ks"),
+     ({"tolerance": "exact"}, "exact")],
 )
 def test_parse_tolerance_kinds(raw, kind):
     assert parse_tolerance(raw, "m").kind == kind
@@ -81,6 +85,17 @@ def test_judge_range_and_proportion():
     assert judge(Tolerance("range", abs=1), [7, 7], [8])[0] == "agrees"
     assert judge(Tolerance("proportion", value=0.34), [1, 1, 0], [1, 0, 0])[0] == "agrees"
     assert judge(Tolerance("proportion", value=0.34), [1, 1, 1], [0, 0, 0])[0] == "differs"
+
+
+def test_judge_mode_compares_the_most_common_values():
+    # a race: the real side's busy machine moves some runs to other outcomes
+    assert judge(Tolerance("mode"), [8, 8, 10, 10, 8, 8, 8, 8], [10, 7, 8, 8, 7, 9, 8, 8]) == \
+        ("agrees", "sim 8 in 6 of 8, real 8 in 4 of 8")
+    assert judge(Tolerance("mode"), [7, 7, 8, 7], [8, 8, 7, 10])[0] == "differs"
+    assert judge(Tolerance("mode", value=1), [7, 7, 8, 7], [8, 8, 7, 10])[0] == "agrees"
+    assert judge(Tolerance("mode"), [8, 10], [10, 9])[0] == "agrees"  # tied: any shared most common value
+    assert Tolerance("mode").describe() == "same mode"
+    assert Tolerance("mode", value=1).describe() == "same mode ±1"
 
 
 def test_judge_ks_on_samples():
@@ -244,6 +259,62 @@ def test_schedule_missed_says_what_the_numbers_measure():
 def test_back_to_back_senders_request_no_rate_and_are_not_judged():
     check = schedule_check([{"seed": 0, "real": {"schedule": {"blast": {"rate_fraction": None, "behind_s": 0.2}}}}], [0])
     assert check["worst_rate_fraction"] is None and not check["missed"]
+
+
+# -- machine speed: a back-to-back sender's rate against the machine's speed that day ----------------
+
+
+def _rates(real: float, sim: float, asked: float | None = None):
+    return sender_rates([_summary(blast=(asked, sim))], [_summary(blast=(asked, real))])
+
+
+class _Probe:
+    def __init__(self, value: float) -> None:
+        self.value, self.calls = value, 0
+
+    def __call__(self) -> float:
+        self.calls += 1
+        return self.value
+
+
+def test_a_slow_machine_explains_a_slow_back_to_back_sender():
+    probe = _Probe(0.78e-6)
+    check = speed_check(_rates(real=220_000, sim=570_000), 0.28e-6, probe)
+    assert probe.calls == 1 and check["slow"]
+    assert check["machine_factor"] == pytest.approx(0.78 / 0.28)
+    assert check["sender_slowdown"] == pytest.approx(570 / 220)
+    assert "this machine ran 2.8x slower than its profile today" in check["message"]
+    assert "measure this machine's speed" in check["message"]
+
+
+def test_a_sender_slower_than_the_machine_explains_stays_a_model_difference():
+    # the machine is 1.5x slower, the sender 4x: not the machine's doing
+    check = speed_check(_rates(real=100_000, sim=400_000), 0.28e-6, _Probe(0.42e-6))
+    assert not check["slow"] and check["message"] == ""
+    assert check["machine_factor"] == pytest.approx(1.5)
+
+
+def test_a_machine_at_its_profiles_speed_is_not_blamed():
+    check = speed_check(_rates(real=220_000, sim=570_000), 0.28e-6, _Probe(0.30e-6))
+    assert not check["slow"]
+
+
+def test_speed_is_probed_only_when_a_back_to_back_sender_is_slow():
+    probe = _Probe(1e-6)
+    # within the margin
+    assert not speed_check(_rates(real=500_000, sim=570_000 * (1 + SPEED_MARGIN) / 1.4), 0.28e-6, probe)["slow"]
+    # paced senders are the schedule check's business
+    assert not speed_check(_rates(real=100, sim=1000, asked=1000.0), 0.28e-6, probe)["slow"]
+    # a profile without the measurement cannot be compared
+    assert not speed_check(_rates(real=100_000, sim=570_000), None, probe)["slow"]
+    assert probe.calls == 0
+
+
+def test_speed_bound_scenario_verdict_and_reason():
+    result = _validation([_summary(blast=(None, 570_000.0))], [_summary(blast=(None, 220_000.0))])
+    result.speed = speed_check(result.sender_rates, 0.28e-6, _Probe(0.78e-6))
+    assert result.machine_bound and result.unexplained == []
+    assert result.verdict_reason.startswith("this machine ran 2.8x slower")
 
 
 # -- the catalogue ---------------------------------------------------------------------------------

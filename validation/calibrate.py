@@ -538,7 +538,7 @@ def measure_app_loop(quick: bool) -> dict:
             recvs.append((last_recv - first_recv) / (count - 1))
     if not sends or not recvs:
         # never a figure that looks measured (max(0.0, nan) would be 0.0)
-        raise EnvironmentFault("calibrate: api." + ("send_loop_s" if not sends else "recv_loop_s"),
+        raise EnvironmentFault("calibrate: harness loop." + ("send_cpu_s" if not sends else "recv_cpu_s"),
                                "no harness run measured it (the phases overlapped or messages went missing: "
                                "the machine was too busy); run calibrate again on a quieter machine")
     send_attempt, recv_message = statistics.median(sends), statistics.median(recvs)

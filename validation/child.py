@@ -253,6 +253,9 @@ class SendTask:
         # the calls take does not move it (behind schedule: back to back until caught up)
         self.scheduled = plan.get("pacing") == "schedule"
         self.pauses_s = 0.0  # drawn intervals whose wait completed
+        # after_send: the usual lateness of those waits on this machine (the profile's, which
+        # the model adds too): the program's own pace, not the machine falling behind
+        self.usual_late_s = 0.0
         self.zmq_s = 0.0  # inside send/recv calls
         self.progress_at: float | None = None  # when the last call or wait returned
 
@@ -273,6 +276,7 @@ class SendTask:
         widx = plan["index"]
         spin = plan.get("wait_spin_s", 0.0)
         loop_cpu = plan.get("loop_cpu_s", 0.0)
+        expected_late = plan.get("expected_late_s", 0.0)
         try:
             self.scheduled_start = t0 + plan["start_s"]
             if not (yield ("wait", t0 + plan["start_s"], spin)):
@@ -337,6 +341,8 @@ class SendTask:
                     if not (yield ("wait", _pc() + pause, spin)):
                         return
                     self.pauses_s += pause
+                    if pause > 0:
+                        self.usual_late_s += expected_late
                     self.progress_at = _pc()
                 else:
                     # back to back: no wait, but look at the stop flag now and then
@@ -348,20 +354,24 @@ class SendTask:
         """How far this workload fell behind its own schedule (None before it started).
 
         ``behind_s``: lateness of the last step against its scheduled time (the scheduled
-        start plus the drawn intervals plus the time ZeroMQ calls took); ``rate_fraction``:
-        the share of the requested pace achieved, ``pauses / (pauses + behind)`` (None for
-        back-to-back sends, which request no rate)."""
+        start plus the drawn intervals plus the time ZeroMQ calls took, plus, with
+        ``after_send``, each wait's usual lateness on this machine, ``usual_late_s``);
+        ``rate_fraction``: the share of the program's own pace achieved,
+        ``(pauses + usual late) / (pauses + usual late + behind)`` (None for back-to-back
+        sends, which request no rate)."""
         start, progress = self.scheduled_start, self.progress_at
         if start is None or progress is None:
             return None
-        pauses, zmq_s = self.pauses_s, self.zmq_s
-        # after_send: ZeroMQ's call time moves the schedule; "schedule": nothing does
-        behind = max(0.0, progress - start - pauses - (0.0 if self.scheduled else zmq_s))
+        pauses, zmq_s, usual = self.pauses_s, self.zmq_s, self.usual_late_s
+        # after_send: ZeroMQ's call time and the waits' usual lateness move the schedule;
+        # "schedule": nothing does
+        behind = max(0.0, progress - start - pauses - (0.0 if self.scheduled else zmq_s + usual))
         return {
             "behind_s": behind,
             "pauses_s": pauses,
             "zmq_s": zmq_s,
-            "rate_fraction": (pauses / (pauses + behind)) if pauses > 0 else None,
+            "usual_late_s": usual,
+            "rate_fraction": ((pauses + usual) / (pauses + usual + behind)) if pauses > 0 else None,
         }
 
     def finish(self) -> None:
@@ -402,7 +412,8 @@ class RecvTask:
         widx = plan["index"]
         body_frames = plan.get("body_frames", {})
         # the envelope matters only to what answers or forwards, and to a ROUTER (whose
-        # routing id is not the body); elsewhere the loop stays what send_loop_s/recv_loop_s measured
+        # routing id is not the body); elsewhere the loop stays what measure_app_loop measured
+        # (validation/harness-program.toml)
         split = reply or forward or TYPES[sock_type].prepends_identity
         next_pause = start + self.pause_every.next() if self.pause_every is not None else float("inf")
         spin = plan.get("wait_spin_s", 0.0)
@@ -970,6 +981,9 @@ class Process:
         self.ctx = zmq.Context(io_threads=plan.get("io_threads", 1))
         self.stop = threading.Event()  # the process is exiting or the run is over
         self.end = threading.Event()  # the parent said stop (or went away)
+        #: the main thread has something to look at at once: ``end``, or the senders are done
+        #: (``exit_after_sends`` starts the exit then, not at the next heartbeat)
+        self.wake = threading.Event()
         self.t0 = 0.0
         self.cpu0 = 0.0
         self.io_cpu0 = 0.0
@@ -1032,6 +1046,7 @@ class Process:
             self.unfinished_senders -= 1
             if self.unfinished_senders <= 0:
                 self.senders_done.set()
+                self.wake.set()
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -1176,6 +1191,7 @@ class Process:
         hard = t0 + plan["hard_limit_s"] + 2.0
         next_beat = _pc()
         while True:
+            self.wake.clear()  # what set it is looked at below; a later set ends the wait
             now = _pc()
             if self.end.is_set() or now >= hard or (horizon is not None and now >= horizon):
                 break
@@ -1199,9 +1215,9 @@ class Process:
                     events.append(value)
             target = min(events)
             if target - _pc() < 0.003:
-                wait_until(target, self.end)
+                wait_until(target, self.wake)
             else:
-                self.end.wait(min(target - _pc() - 0.002, HEARTBEAT_S))
+                self.wake.wait(min(target - _pc() - 0.002, HEARTBEAT_S))
                 if plan["exit_after_sends"] and self.exit_started is None and self.senders_done.is_set():
                     continue
         self.write_results()
@@ -1218,6 +1234,7 @@ class Process:
             pass
         # "stop", or the parent closed our stdin (it is gone): end the run
         self.end.set()
+        self.wake.set()
 
 
 _TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")

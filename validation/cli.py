@@ -19,6 +19,7 @@ from typing import Any
 from zsim.errors import ScenarioError
 from zsim.files import check_input_file, prepare_output_dir
 from zsim.results import json_default
+from zsim.textsafe import terminal
 
 EXIT_AGREES = 0
 EXIT_DIFFERS = 1
@@ -52,7 +53,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result.to_json(), indent=2, default=json_default))
     else:
-        print(format_table(result))
+        print(terminal(format_table(result)))
     return EXIT_AGREES if result.verdict == "agrees" else EXIT_DIFFERS
 
 

@@ -24,6 +24,7 @@ elapsed_s = "sockets.vent.last_recv_s - 0.5"
 "latency" = { ks = 0.2 }                      # per-message samples, Kolmogorov distance
 "processes.sender.term_blocked" = { proportion = 0.34 }
 "sockets.pull.received" = { range = 0 }       # real values inside the simulated range
+"sockets.pull.last_index" = { mode = 0 }      # the most common value is the same (races)
 
 [validation.known."sockets.pull.received"]    # a difference we know and explain
 reason = "..."
@@ -83,9 +84,11 @@ class Tolerance:
 
     kind: ``exact`` (every value on both sides equal), ``relative`` (|mean difference| <=
     max(rel * |real mean|, abs)), ``range`` (every real value within the simulated
-    min..max, widened by abs), ``proportion`` (share of true/non-zero values differs by at
-    most ``value``), ``ks`` (Kolmogorov-Smirnov distance between the pooled per-message
-    samples at most ``value``).
+    min..max, widened by abs), ``mode`` (the most common real value is within ``value`` of
+    the most common simulated one: a race whose outcome a busy machine can move in some real
+    runs), ``proportion`` (share of true/non-zero values differs by at most ``value``),
+    ``ks`` (Kolmogorov-Smirnov distance between the pooled per-message samples at most
+    ``value``).
     """
 
     kind: str
@@ -105,6 +108,8 @@ class Tolerance:
             return " or ".join(parts) if parts else "±0"
         if self.kind == "range":
             return "in sim range" + (f" ±{_num(self.abs)}" if self.abs else "")
+        if self.kind == "mode":
+            return "same mode" + (f" ±{_num(float(self.value))}" if self.value else "")
         if self.kind == "proportion":
             return f"share ±{self.value:g}"
         if self.kind == "ks":
@@ -120,7 +125,7 @@ def parse_tolerance(raw: Any, path: str) -> Tolerance:
     if not isinstance(raw, dict):
         raise ScenarioError(path, f"must be \"exact\" or a table, got {raw!r}")
     keys = set(raw)
-    allowed = {"rel", "abs", "range", "proportion", "ks", "tolerance"}
+    allowed = {"rel", "abs", "range", "mode", "proportion", "ks", "tolerance"}
     for key in keys - allowed:
         raise ScenarioError(f"{path}.{key}", f"unknown tolerance field; known: {', '.join(sorted(allowed))}")
 
@@ -138,9 +143,11 @@ def parse_tolerance(raw: Any, path: str) -> Tolerance:
         return Tolerance("proportion", value=number("proportion"))
     if "range" in keys:
         return Tolerance("range", abs=number("range"))
+    if "mode" in keys:
+        return Tolerance("mode", value=number("mode"))
     if "rel" in keys or "abs" in keys:
         return Tolerance("relative", rel=number("rel") if "rel" in keys else 0.0, abs=number("abs") if "abs" in keys else 0.0)
-    raise ScenarioError(path, "give one of: \"exact\", rel/abs, range, proportion, ks")
+    raise ScenarioError(path, "give one of: \"exact\", rel/abs, range, mode, proportion, ks")
 
 
 # --------------------------------------------------------------------------------------
@@ -519,6 +526,12 @@ def judge(tol: Tolerance, sim: Sequence[float | None], real: Sequence[float | No
         if outside:
             return "differs", f"real {outside} outside sim range [{_num(low)}, {_num(high)}]"
         return "agrees", ""
+    if tol.kind == "mode":
+        sim_modes, real_modes = _modes(s), _modes(r)
+        detail = (f"sim {_num(sim_modes[0])} in {sum(1 for v in s if v == sim_modes[0])} of {len(s)}, "
+                  f"real {_num(real_modes[0])} in {sum(1 for v in r if v == real_modes[0])} of {len(r)}")
+        close = any(abs(a - b) <= tol.value + 1e-12 for a in sim_modes for b in real_modes)
+        return ("agrees" if close else "differs"), detail
     if tol.kind == "proportion":
         ps = sum(1 for v in s if v) / len(s)
         pr = sum(1 for v in r if v) / len(r)
@@ -528,6 +541,15 @@ def judge(tol: Tolerance, sim: Sequence[float | None], real: Sequence[float | No
     allowed = max(tol.rel * abs(mean_r), tol.abs)
     detail = f"|Δ| = {_num(diff)}" + (f" ({diff / abs(mean_r) * 100:.1f}%)" if mean_r else "") + f", allowed {_num(allowed)}"
     return ("agrees" if diff <= allowed + 1e-12 else "differs"), detail
+
+
+def _modes(values: Sequence[float]) -> list[float]:
+    """The most common values (several when tied), smallest first."""
+    counts: dict[float, int] = {}
+    for value in values:
+        counts[float(value)] = counts.get(float(value), 0) + 1
+    top = max(counts.values())
+    return sorted(value for value, count in counts.items() if count == top)
 
 
 def _num(value: float | None) -> str:
@@ -607,6 +629,62 @@ def schedule_check(real_summaries: Sequence[Mapping[str, Any]], seeds: Sequence[
             result["message"] = (f"the real side sent {fraction * 100:.0f} % of the requested rate ({name}, seed {seed}: "
                                  f"{behind * 1000:.1f} ms behind its own schedule at its last send; margin {margin * 100:g} %): "
                                  "these numbers measure this machine, not ZeroMQ")
+    return result
+
+
+#: A back-to-back real sender more than 1 + SPEED_MARGIN times slower than its simulation,
+#: on a machine that today runs its profile's dropped send more than 1 + SPEED_MARGIN times
+#: slower than the profile records (``speed_check``), measured the machine's speed.
+SPEED_MARGIN = 0.30
+
+
+def speed_probe() -> float:
+    """This machine's cost of a dropped PUB send now (seconds; the median of three short
+    loops), measured exactly as the profile's ``send_drop_call_s``
+    (``validation.calibrate.measure_send_dropped``). About a second."""
+    from .calibrate import measure_send_dropped
+
+    return float(measure_send_dropped(quick=True)["median_s"])
+
+
+def speed_check(rates: Sequence[SenderRates], profile_drop_s: float | None,
+                probe: Callable[[], float] = speed_probe, margin: float = SPEED_MARGIN) -> dict[str, Any]:
+    """Whether a back-to-back real sender was slower than its simulation because this
+    machine runs slower today than on the day its profile was measured.
+
+    A back-to-back sender's rate is the machine's speed: nothing else paces it. When some
+    real one achieved less than ``1 / (1 + margin)`` of its simulated rate, the machine's
+    speed is measured in the same run (``probe``: a dropped PUB send, the profile's
+    ``send_drop_call_s``). ``slow`` is true when the machine is more than ``1 + margin``
+    times slower than its profile *and* that accounts for the sender's slowdown (the sender
+    is no more than ``1 + margin`` times slower again than the machine): then the scenario's
+    timing says how fast this machine is today, not how ZeroMQ behaves. A sender slower than
+    the machine explains stays a difference of the model.
+    """
+    result: dict[str, Any] = {"margin": margin, "slow": False, "message": "", "profile_drop_s": profile_drop_s}
+    worst: tuple[float, str, float, float] | None = None
+    for rate in rates:
+        real, sim = rate.values("real"), rate.values("sim")
+        if rate.requested is not None or not real or not sim:
+            continue
+        real_mean, sim_mean = float(np.mean(real)), float(np.mean(sim))
+        if real_mean <= 0 or sim_mean <= 0:
+            continue
+        slowdown = sim_mean / real_mean
+        if worst is None or slowdown > worst[0]:
+            worst = (slowdown, rate.name, real_mean, sim_mean)
+    if worst is None or worst[0] < 1.0 + margin or not profile_drop_s:
+        return result
+    today = probe()
+    factor = today / profile_drop_s
+    slowdown, name, real_mean, sim_mean = worst
+    result.update({"sender": name, "sender_slowdown": slowdown, "probe_drop_s": today, "machine_factor": factor})
+    if factor >= 1.0 + margin and slowdown <= factor * (1.0 + margin):
+        result["slow"] = True
+        result["message"] = (f"this machine ran {factor:.1f}x slower than its profile today (a dropped PUB send took "
+                             f"{today * 1e6:.2f} us against the profile's {profile_drop_s * 1e6:.2f} us) and the real "
+                             f"back-to-back {name} achieved {real_mean:,.0f}/s against {sim_mean:,.0f}/s simulated "
+                             f"({slowdown:.1f}x): these numbers measure this machine's speed, not ZeroMQ")
     return result
 
 
@@ -803,6 +881,8 @@ class ScenarioValidation:
     machine_after: dict[str, Any] = field(default_factory=dict)
     #: ``schedule_check()`` of the real runs
     schedule: dict[str, Any] = field(default_factory=dict)
+    #: ``speed_check()`` of the back-to-back senders
+    speed: dict[str, Any] = field(default_factory=dict)
 
     @property
     def sender_rates(self) -> list[SenderRates]:
@@ -823,8 +903,9 @@ class ScenarioValidation:
 
     @property
     def machine_bound(self) -> bool:
-        """The real side missed its own schedule by more than the margin."""
-        return bool(self.schedule.get("missed"))
+        """The real side missed its own schedule by more than the margin, or its
+        back-to-back senders ran at the speed of a machine slower than its profile today."""
+        return bool(self.schedule.get("missed")) or bool(self.speed.get("slow"))
 
     @property
     def verdict(self) -> str:
@@ -838,7 +919,9 @@ class ScenarioValidation:
 
     @property
     def verdict_reason(self) -> str:
-        return str(self.schedule.get("message", "")) if self.machine_bound else ""
+        if self.schedule.get("missed"):
+            return str(self.schedule.get("message", ""))
+        return str(self.speed.get("message", "")) if self.speed.get("slow") else ""
 
     @property
     def unexplained(self) -> list[MetricResult]:
@@ -858,6 +941,7 @@ class ScenarioValidation:
             "metrics_verdict": self.metrics_verdict,
             "machine": {"before": self.machine_before, "after": self.machine_after},
             "schedule": self.schedule,
+            "speed": self.speed,
             "metrics": [m.to_json() for m in self.metrics],
             "senders": {r.name: r.to_json() for r in self.sender_rates},
             "real_errors": self.real_errors,
@@ -886,6 +970,10 @@ def validate(source: str | Path | Scenario, replications: int | None = None, see
 
     scenario = source if isinstance(source, Scenario) else spec.load(source)
     vspec = parse_validation(scenario)
+    if scenario.apps:  # refused before the simulated runs too: no app code runs here, simulated or real
+        raise ScenarioError(f"app[{scenario.apps[0].name}].function",
+                            "the real-pyzmq harness runs the scenario's [[send]]/[[recv]] workloads only, not SimPy app code "
+                            "(simulation only; zsim validate runs no app code)")
     n = replications if replications is not None else vspec.replications
     if n < 1:
         raise ScenarioError("--replications", f"must be >= 1, got {n}")
@@ -961,7 +1049,13 @@ def validate(source: str | Path | Scenario, replications: int | None = None, see
     wall_real = _pc() - started
     machine_after = machine_load()
     schedule = schedule_check(real_summaries, seeds)
+    from zsim import profile as profile_module
+
+    profile = profile_module.load(scenario.profile, scenario.base_dir)
+    speed = speed_check(sender_rates(sim_summaries, real_summaries), profile.send_drop_call_s)
     say(f"  {describe_load(machine_before, machine_after)}")
+    if speed.get("slow"):
+        say(f"  machine speed: {speed['message']}")
 
     metrics: list[MetricResult] = []
     for name, tol in vspec.metrics.items():
@@ -1001,6 +1095,7 @@ def validate(source: str | Path | Scenario, replications: int | None = None, see
         machine_before=machine_before,
         machine_after=machine_after,
         schedule=schedule,
+        speed=speed,
     )
 
 

@@ -41,7 +41,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -186,6 +186,21 @@ def _connected(a: Any, b: Any) -> bool:
     return bool(a_binds & {e.key for e in b.connect}) or bool(b_binds & {e.key for e in a.connect})
 
 
+def _expected_wait_lateness(scenario: Scenario) -> Callable[[float, float], float]:
+    """The mean lateness the model adds to a workload's waits (the profile's sleep lateness,
+    or its precise wait's for a workload that spins), by (wait_spin_s, mean wait)."""
+    from zsim import profile as profile_module
+    from zsim.build import model_params
+
+    params = model_params(profile_module.load(scenario.profile, scenario.base_dir))
+
+    def late(wait_spin_s: float, mean_wait_s: float) -> float:
+        dist = params.wait_lateness(wait_spin_s, mean_wait_s)
+        return dist.expected() if dist is not None else 0.0
+
+    return late
+
+
 def build_plans(scenario: Scenario, endpoints: EndpointMap, seed: int, results_dir: str, horizon_s: float | None,
                 hard_limit_s: float) -> dict[str, dict[str, Any]]:
     """One JSON-able plan per process."""
@@ -199,6 +214,7 @@ def build_plans(scenario: Scenario, endpoints: EndpointMap, seed: int, results_d
                             "the real-pyzmq harness runs the scenario's [[send]]/[[recv]] workloads only, not SimPy app code "
                             "(simulation only)")
     cpus = real_cpus(scenario)
+    late = _expected_wait_lateness(scenario)
     for proc in scenario.processes:
         if proc.restart_at_s is not None:
             raise ScenarioError(f"process[{proc.name}].restart_at_s",
@@ -260,6 +276,9 @@ def build_plans(scenario: Scenario, endpoints: EndpointMap, seed: int, results_d
             "to": list(send.to),
             "loop_cpu_s": send.loop_cpu_s,
             "wait_spin_s": send.wait_spin_s,
+            # how late this machine wakes each of its waits, by the profile (the model adds
+            # as much): part of the program's own pace, not a disturbance of the run
+            "expected_late_s": late(send.wait_spin_s, send.interval.expected()),
         })
     # how many frames each sending workload's messages have (build_frames: its parts, at
     # least one), so that a receiver can tell the envelope from the body

@@ -22,9 +22,10 @@ from typing import Any
 import numpy as np
 
 from zsim.files import shown_path
+from zsim.plotting import plain_text
 from zsim.results import json_default
 
-from .compare import ACHIEVED_RATE_SHARE, SCHEDULE_MARGIN, ScenarioValidation, _fmt_ci, _num, _rate, describe_load
+from .compare import ACHIEVED_RATE_SHARE, SCHEDULE_MARGIN, SPEED_MARGIN, ScenarioValidation, _fmt_ci, _num, _rate, describe_load
 
 __all__ = ["write_report", "agreement_table", "overview_rows"]
 
@@ -74,7 +75,7 @@ def plot_metrics(result: ScenarioValidation, path: Path) -> Path | None:
         ax.text(0.98, 0.02, metric.verdict, transform=ax.transAxes, ha="right", va="bottom", fontsize=8, color=colour)
         ax.tick_params(labelsize=7)
     fig.suptitle(f"{result.scenario}: replication values (dots), mean and 95% CI (bars)", fontsize=9)
-    fig.tight_layout()
+    plain_text(fig).tight_layout()  # names from the scenario as plain text, not mathtext
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
@@ -113,7 +114,7 @@ def plot_latency(result: ScenarioValidation, path: Path) -> Path | None:
     ax_cdf.set_ylabel("fraction of deliveries")
     ax_cdf.legend(fontsize=7)
     fig.suptitle(f"{result.scenario}: per-message latency, all replications pooled", fontsize=9)
-    fig.tight_layout()
+    plain_text(fig).tight_layout()  # names from the scenario as plain text, not mathtext
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
@@ -133,7 +134,7 @@ def plot_depth(result: ScenarioValidation, path: Path, top: int = 6) -> Path | N
     ax.set_ylabel("messages in pipe")
     ax.legend(fontsize=7, loc="upper right")
     ax.set_title(f"{result.scenario}: pipe depth over time (simulation, seed {result.seeds[0]})", fontsize=9)
-    fig.tight_layout()
+    plain_text(fig).tight_layout()  # names from the scenario as plain text, not mathtext
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
@@ -190,6 +191,7 @@ def overview_rows(results: Sequence[ScenarioValidation]) -> list[dict[str, Any]]
                 "note": (metric.note or {}).get("reason", "") if metric.verdict == "differs" else "",
                 "detail": metric.detail,
                 "machine_bound": result.machine_bound,
+                "machine_reason": _bound_short(result) if result.machine_bound else "",
             })
     return rows
 
@@ -205,7 +207,7 @@ def agreement_table(results: Sequence[ScenarioValidation], notes: bool = True) -
     for row in overview_rows(results):
         verdict = row["verdict"]
         if row.get("machine_bound") and verdict in ("agrees", "differs"):
-            verdict = f"{verdict} (machine-bound run: the real side missed its schedule)"
+            verdict = f"{verdict} (machine-bound run: {row.get('machine_reason') or 'the real side missed its schedule'})"
         elif verdict == "differs":
             verdict = "**differs**" + (" (known, see notes)" if row["note"] else " (unexplained)")
         lines.append(f"| {row['scenario']} | `{row['metric']}` | {row['sim']} | {row['real']} | {row['tolerance']} | {verdict} |")
@@ -221,7 +223,7 @@ def scenario_table(results: Sequence[ScenarioValidation]) -> str:
         differing = [f"`{m.metric}`" + ("" if m.note else " **(unexplained)**") for m in checked if m.verdict == "differs"]
         verdict = result.verdict
         if verdict == "machine-bound":
-            verdict = f"machine-bound (real side at {result.schedule['worst_rate_fraction'] * 100:.0f} % of the requested rate)"
+            verdict = f"machine-bound ({_bound_short(result)})"
         elif verdict == "differs":
             verdict = "differs (known)" if not result.unexplained else "**differs (unexplained)**"
         lines.append(f"| {result.scenario} | {result.replications} | {agreeing} of {len(checked)} | {verdict} | {', '.join(differing)} |")
@@ -251,7 +253,8 @@ def _scenario_section(result: ScenarioValidation, out: Path) -> list[str]:
                  f"{result.seeds[-1]}); simulation {result.wall_sim_s:.1f} s, real runs {result.wall_real_s:.1f} s. "
                  f"**Verdict: {result.verdict}.**")
     if result.machine_bound:
-        lines += ["", f"**The real side missed its own schedule:** {_md_escape(result.verdict_reason)}. "
+        what = "The real side missed its own schedule" if result.schedule.get("missed") else "This machine ran slower than its profile"
+        lines += ["", f"**{what}:** {_md_escape(result.verdict_reason)}. "
                       f"(The metrics alone: {result.metrics_verdict}.)"]
     lines += ["", _machine_line(result)]
     lines.append("")
@@ -320,6 +323,14 @@ def _sender_lines(result: ScenarioValidation) -> list[str]:
     return lines
 
 
+def _bound_short(result: ScenarioValidation) -> str:
+    """Why a scenario is machine-bound, in a table cell."""
+    if result.schedule.get("missed"):
+        return f"real side at {result.schedule['worst_rate_fraction'] * 100:.0f} % of the requested rate"
+    return (f"machine {result.speed['machine_factor']:.1f}x slower than its profile, real {result.speed['sender']} "
+            f"{result.speed['sender_slowdown']:.1f}x slower than simulated")
+
+
 def _machine_line(result: ScenarioValidation) -> str:
     """Load before and after, and how close the real workloads kept to their schedules."""
     text = describe_load(result.machine_before, result.machine_after).capitalize() + "."
@@ -372,7 +383,8 @@ def write_report(results: Sequence[ScenarioValidation], out_dir: str | Path, tit
     lines.append(f"{total} scenario(s): {agree} agree on every metric, {explained} differ only where the scenario explains "
                  f"why, {total - agree - explained - bound} differ without an explanation or failed"
                  + (f", {bound} machine-bound (the real side missed its schedule by more than "
-                    f"{SCHEDULE_MARGIN * 100:g} %: those numbers measure the machine)" if bound else "") + ".")
+                    f"{SCHEDULE_MARGIN * 100:g} %, or its back-to-back senders ran at the speed of a machine more than "
+                    f"{1 + SPEED_MARGIN:g}x slower than its profile that day: those numbers measure the machine)" if bound else "") + ".")
     lines.append("")
     lines.append(agreement_table(results))
     lines.append("")

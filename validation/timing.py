@@ -1,17 +1,19 @@
-"""Precise waits for the real-pyzmq harness, and how late they are.
+"""Waits for the real-pyzmq harness, and how late they are.
 
-The scenario format promises that a workload's wait is exact: the next send attempt starts
-``interval`` after the previous send call returned, a service time lasts exactly
-``service_s`` (docs/scenario-format.md, "What workloads do, exactly"). ``time.sleep`` alone
-overshoots by 50 to 150 µs on Linux (timer slack plus the wake-up), so ``wait_until``
-sleeps until ``SPIN_S`` (0.5 ms, several times the usual overshoot) before the deadline
-and spins the rest on the monotonic clock. A longer spin buys nothing on an idle machine
-and takes a core from the other processes of the run on a loaded one.
+A workload waits as its scenario says (docs/scenario-format.md, "The program's own
+habits"): with ``wait_spin_s = 0``, the default, a plain sleep, which returns 50 to 150 µs
+late on Linux (timer slack plus the wake-up), as a plain program's does; with
+``wait_spin_s`` > 0, ``wait_until`` sleeps until that long before the deadline (``SPIN_S``,
+0.5 ms, several times the usual overshoot, is what the harness used for every wait before
+2026-11-26) and spins the rest on the monotonic clock. A longer spin buys nothing on an
+idle machine and takes a core from the other processes of the run on a loaded one.
 
-It is still late sometimes (the thread is preempted, the GIL is held by another thread);
-``measure_lateness`` records that lateness for waits of 1, 10 and 100 ms on an idle machine,
-and ``validation/calibrate.py`` stores it in the profile as ``[api] timer_jitter_s`` so the
-simulator adds the same lateness to every wait.
+A spinning wait is still late sometimes (the thread is preempted, the GIL is held by
+another thread). ``measure_lateness`` records either kind's lateness for waits of given
+lengths on an idle machine, and ``validation/calibrate.py`` stores it in the profile: a
+sleep's as ``[api] sleep_late_s`` (per sleep length), a spinning wait's as
+``[api] timer_jitter_s``, so the simulator adds the same lateness to every wait of a
+program that waits the same way.
 
 Clock: ``time.perf_counter`` is ``CLOCK_MONOTONIC`` on Linux, one clock for every process of
 the machine, so deadlines and timestamps can be compared across processes.

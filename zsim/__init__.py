@@ -30,10 +30,12 @@ from .errors import (
 )
 from .runner import run, run_safe
 from .spec import Scenario, load, set_path, with_overrides
+from .trust import AppPermission
 
 __all__ = [
     "Again",
     "App",
+    "AppPermission",
     "AppSocket",
     "ConservationError",
     "EnvironmentFault",

@@ -32,9 +32,11 @@ The environment is the run's SimPy environment: ``app.env.timeout``, ``env.any_o
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import importlib.util
 import sys
+import threading
 import traceback
 from collections.abc import Callable, Generator, Iterable
 from pathlib import Path
@@ -43,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import simpy
 
+from . import trust
 from .errors import Again, HostUnreachable, NotSupported, ScenarioError, SocketClosed, StateError
 from .model.fates import AGAIN, SENT, UNROUTABLE
 from .model.pipe import BOTTOM, MSG_ENVELOPE, MSG_ID, MSG_SIZE, MSG_T0, MSG_TOPIC, SUBSCRIBE_ID, Message
@@ -52,6 +55,7 @@ from .socket_types import names
 
 if TYPE_CHECKING:  # pragma: no cover
     from .build import Model
+    from .trust import AppCode
 
 #: types whose application may send: a REP sends its replies (the scenario format does
 #: that with [[recv]] reply = true, hence not a ``scheduled_send`` type) / may receive
@@ -369,9 +373,11 @@ class AppSocket:
 class App:
     """What an app function gets: the run's environment, its sockets and random streams."""
 
-    def __init__(self, model: Model, name: str) -> None:
+    def __init__(self, model: Model, name: str, function: str | None = None) -> None:
         self.model = model
         self.name = name
+        #: the name of the function the scenario (or the caller) names for this app
+        self.function = function or name
         self.env: simpy.Environment = model.env
         self.seed: int = model.seed
         self._sockets: dict[str, AppSocket] = {}
@@ -397,12 +403,46 @@ class App:
         return self.env.process(self._guarded(generator))
 
     def _guarded(self, generator: Generator[Any, Any, Any]) -> Generator[Any, Any, Any]:
-        try:
-            return (yield from generator)
-        except ScenarioError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - the user's code: one line naming it and where
-            raise app_failed(self.name, exc) from exc
+        """``yield from generator``, written out so that whatever the app's code does ends
+        the run with one line naming the app: an exception (``BaseException`` too:
+        ``SystemExit`` from ``sys.exit``), a yield of something that is not an event. A
+        ``KeyboardInterrupt`` (the user's Ctrl-C) and the watchdog's ``WatchdogTimeout``
+        pass on."""
+        value: Any = None
+        error: BaseException | None = None
+        while True:
+            _RUNNING[threading.get_ident()] = self.name
+            try:
+                target = generator.send(value) if error is None else generator.throw(error)
+            except StopIteration as stop:
+                return stop.value
+            except (ScenarioError, KeyboardInterrupt):
+                raise
+            except WatchdogTimeout as exc:
+                exc.app = self.name  # type: ignore[attr-defined]
+                raise
+            except BaseException as exc:  # noqa: BLE001 - the user's code: one line naming it and where
+                raise app_failed(self.name, exc, self.function) from exc
+            finally:
+                _RUNNING.pop(threading.get_ident(), None)
+            if not hasattr(target, "callbacks"):  # SimPy's own test of an event
+                where = _frame_of(generator)
+                try:
+                    generator.close()
+                except (KeyboardInterrupt, WatchdogTimeout):
+                    raise
+                except BaseException:  # noqa: BLE001, S110 - its own cleanup failing changes nothing: the run ends here
+                    pass
+                raise AppFailed(f"app[{self.name}]", f"yielded {_short(target)}, which is not a SimPy event{where}: "
+                                                     "yield a socket call (sock.recv()), env.timeout(...), env.any_of(...) or "
+                                                     f"another event (app function {self.function})")
+            try:
+                value, error = (yield target), None
+            except GeneratorExit:
+                generator.close()
+                raise
+            except BaseException as exc:  # noqa: BLE001 - a failed event, an interrupt: into the app's generator, as yield from
+                value, error = None, exc
 
 
 class AppFailed(ScenarioError):
@@ -412,15 +452,99 @@ class AppFailed(ScenarioError):
 _LIBRARIES = (Path(__file__).resolve().parent, Path(simpy.__file__).resolve().parent)
 
 
-def app_failed(app: str, exc: BaseException) -> AppFailed:
-    """``app[name]: ValueError: ... (at broker.py:42)``: the innermost frame of the user's code."""
-    where = ""
-    for frame in reversed(traceback.extract_tb(exc.__traceback__)):
-        folder = Path(frame.filename).resolve().parent
-        if not any(folder == lib or lib in folder.parents for lib in _LIBRARIES):
-            where = f" (at {Path(frame.filename).name}:{frame.lineno})"
-            break
-    return AppFailed(f"app[{app}]", f"{type(exc).__name__}: {exc}{where}")
+class WatchdogTimeout(BaseException):
+    """Raised into a run's thread by its watchdog (``zsim.runner``) when code holds the
+    thread past the run's limits without giving the event loop control back. A
+    ``BaseException``, so app code that catches ``Exception`` does not swallow it."""
+
+
+#: thread id -> the app whose code that thread runs now (read by the watchdog's report)
+_RUNNING: dict[int, str] = {}
+
+
+def running_app(thread: int | None = None) -> str | None:
+    """The app whose code ``thread`` (default: this one) runs now, if any."""
+    return _RUNNING.get(threading.get_ident() if thread is None else thread)
+
+
+def is_library(filename: str) -> bool:
+    """Whether a frame's file is zsim's or SimPy's (not the user's); a compiled module's
+    frames name their file relative to the package (``zsim/model/kernel.py``)."""
+    path = Path(filename)
+    if not path.is_absolute() and path.parts[:1] in (("zsim",), ("simpy",)):
+        return True
+    try:
+        folder = path.resolve().parent
+    except (OSError, ValueError):
+        return False
+    return any(folder == lib or lib in folder.parents for lib in _LIBRARIES)
+
+
+def causes(exc: BaseException) -> list[BaseException]:
+    """``exc`` and the exceptions it was raised from (SimPy and zsim's kernel raise a copy of
+    a process's exception, the original as its cause)."""
+    found: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in found and len(found) < 10:
+        found.append(current)
+        current = current.__cause__ or current.__context__
+    return found
+
+
+def user_frame(tb: Any) -> traceback.FrameSummary | None:
+    """The innermost frame of a traceback that is the user's code, not zsim's or SimPy's."""
+    for frame in reversed(traceback.extract_tb(tb)):
+        if not is_library(frame.filename):
+            return frame
+    return None
+
+
+def user_frame_of(exc: BaseException) -> traceback.FrameSummary | None:
+    """``user_frame`` of ``exc``, or of the exception it copies (``causes``)."""
+    for each in causes(exc):
+        frame = user_frame(each.__traceback__)
+        if frame is not None:
+            return frame
+    return None
+
+
+def _where(frame: traceback.FrameSummary | None) -> str:
+    return f"{Path(frame.filename).name}:{frame.lineno} in {frame.name}" if frame is not None else ""
+
+
+def _frame_of(generator: Any) -> str:
+    frame = getattr(generator, "gi_frame", None)
+    if frame is None:
+        return ""
+    return f" (at {Path(frame.f_code.co_filename).name}:{frame.f_lineno} in {frame.f_code.co_name})"
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001 - the user's object: its repr may fail too
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def reason_of(exc: BaseException) -> str:
+    """What an app's exception says, in one line (``SystemExit``: the call that raised it)."""
+    if isinstance(exc, SystemExit):
+        return f"SystemExit: the app called sys.exit({_short(exc.code)}); an app ends by returning, the run ends at its horizon"
+    text = " ".join(str(exc).split()) if str(exc) else ""
+    text = text if len(text) <= 300 else text[:297] + "..."
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def app_failed(app: str, exc: BaseException, function: str | None = None) -> AppFailed:
+    """``app[name]: ValueError: ... (at broker.py:42 in loop, app function broker)``: the
+    reason and the innermost frame of the user's code."""
+    frame = user_frame(exc.__traceback__)
+    parts = [f"at {_where(frame)}"] if frame is not None else []
+    if function is not None:
+        parts.append(f"app function {function}")
+    where = f" ({', '.join(parts)})" if parts else ""
+    return AppFailed(f"app[{app}]", f"{reason_of(exc)}{where}")
 
 
 AppFunction = Callable[[App], Any]
@@ -463,16 +587,56 @@ def resolve(function: str | AppFunction, base_dir: str | None, path: str) -> App
     return found  # type: ignore[no-any-return]
 
 
+def load(code: AppCode) -> AppFunction:
+    """The function of a checked ``[[app]]`` (``zsim.trust.check``): a file is executed from
+    the very bytes that were checked (their SHA-256 is compared again), a module imported."""
+    try:
+        if code.file is not None:
+            data = trust.read_app_file(code.file, code.field)
+            if code.sha256 is not None and hashlib.sha256(data).hexdigest() != code.sha256:
+                raise ScenarioError(code.field, f"{code.file!r} changed after it was checked: not run")
+            file = Path(code.file)
+            spec = importlib.util.spec_from_file_location(f"zsim_app_{file.stem}", file)
+            assert spec is not None
+            module = importlib.util.module_from_spec(spec)
+            exec(compile(data, str(file), "exec"), module.__dict__)  # noqa: S102 - the user allowed this code (zsim.trust)
+            shown = code.reference.rpartition(":")[0]
+        else:
+            assert code.module is not None
+            module = importlib.import_module(code.module)
+            shown = code.module
+    except (ScenarioError, KeyboardInterrupt):
+        raise
+    except WatchdogTimeout as exc:
+        exc.app = code.app  # type: ignore[attr-defined]
+        raise
+    except BaseException as exc:  # noqa: BLE001 - importing the user's module: one line, whatever it raised (SystemExit too)
+        frame = user_frame(exc.__traceback__)
+        where = f" (at {_where(frame)})" if frame is not None else ""
+        raise ScenarioError(code.field, f"cannot import {code.reference.rpartition(':')[0]!r}: {reason_of(exc)}{where}") from exc
+    found = getattr(module, code.function, None)
+    if not callable(found):
+        raise ScenarioError(code.field, f"{shown!r} has no function {code.function!r}")
+    return found  # type: ignore[no-any-return]
+
+
 def start(model: Model, name: str, function: AppFunction) -> None:
     """Call an app function with its ``App``; a generator it returns runs as a process."""
-    app = App(model, name)
+    function_name = getattr(function, "__name__", None) or name
+    app = App(model, name, function_name)
     model.app_names.append(name)
+    _RUNNING[threading.get_ident()] = name
     try:
         started = function(app)
-    except ScenarioError:
+    except (ScenarioError, KeyboardInterrupt):
         raise
-    except Exception as exc:  # noqa: BLE001 - the user's code
-        raise app_failed(name, exc) from exc
+    except WatchdogTimeout as exc:
+        exc.app = name  # type: ignore[attr-defined]
+        raise
+    except BaseException as exc:  # noqa: BLE001 - the user's code, whatever it raised (SystemExit too)
+        raise app_failed(name, exc, function_name) from exc
+    finally:
+        _RUNNING.pop(threading.get_ident(), None)
     if isinstance(started, Generator):
         app.process(started)
     elif started is not None:

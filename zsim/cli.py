@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NoReturn
 
 from .errors import ConservationError, EnvironmentFault, ScenarioError, ZsimError
+from .textsafe import one_line, terminal
 from .units import human_bytes
 
 EXIT_OK = 0
@@ -185,7 +186,7 @@ def format_summary(summary: Mapping[str, Any]) -> str:
     """The readable table ``zsim run`` prints."""
     lines = []
     ledger = summary["ledger"]
-    lines.append(f"scenario {summary['scenario']}  seed {summary['seed']}  profile {summary['profile']}  "
+    lines.append(f"scenario {one_line(summary['scenario'])}  seed {summary['seed']}  profile {one_line(summary['profile'])}  "
                  f"simulated {summary['sim_time_s']:.6g} s in {summary['wall_s']:.3f} s wall")
     lines.append("")
     head = f"{'socket':<20}{'type':>7}{'sent':>10}{'again':>9}{'received':>10}{'dropped':>9}{'discard':>9}{'lost':>7}{'blocked s':>11}"
@@ -239,7 +240,7 @@ def format_summary(summary: Mapping[str, Any]) -> str:
     if warnings:
         lines.append("")
         for warning in warnings:
-            lines.append(f"warning [{warning['code']}] {warning['path']}: {warning['message']}")
+            lines.append(one_line(f"warning [{warning['code']}] {warning['path']}: {warning['message']}"))
     return "\n".join(lines)
 
 
@@ -250,7 +251,54 @@ def _run_command(args: argparse.Namespace, seed: int) -> str:
     from .files import shown_path
 
     words = ["zsim", "run", shown_path(args.scenario), "--seed", str(seed), "--report", shown_path(args.report)]
+    if getattr(args, "allow_apps", False):
+        words.append("--allow-apps")
+    for folder in getattr(args, "allow_apps_from", None) or ():
+        words += ["--allow-apps-from", shown_path(folder)]
     return " ".join(shlex.quote(word) for word in words)
+
+
+def app_permission(args: argparse.Namespace) -> Any:
+    """The ``zsim.trust.AppPermission`` of ``--allow-apps``, ``--allow-apps-from`` and ``ZSIM_ALLOW_APPS``."""
+    from .trust import from_command_line
+
+    return from_command_line(bool(getattr(args, "allow_apps", False)), getattr(args, "allow_apps_from", None))
+
+
+def checked_apps(scenario: Any, args: argparse.Namespace) -> Any:
+    """Check the code ``scenario`` names against the flags (one line, exit 2, if not
+    allowed) and say on stderr which files will run; the permission for ``run``."""
+    from .trust import AppPermission, announcements, check
+
+    allow = app_permission(args)
+    codes = check(scenario, allow)
+    for line in announcements(codes):
+        print(line, file=sys.stderr)
+    # the run loads exactly the code checked here: the same paths, the same bytes
+    return AppPermission(granted=tuple((code.key, code.sha256 or "") for code in codes), how=allow.how)
+
+
+def add_app_args(parser: argparse.ArgumentParser) -> None:
+    """``--allow-apps`` and ``--allow-apps-from DIR``: the opt-in for code a scenario names."""
+    parser.add_argument("--allow-apps", action="store_true",
+                        help="run the Python code the scenario's [[app]] tables name (files in the scenario's folder, installed "
+                             "modules); without it such a scenario is refused. ZSIM_ALLOW_APPS=1 does the same (docs/safety.md)")
+    parser.add_argument("--allow-apps-from", action="append", metavar="DIR",
+                        help="also run app files from DIR (repeatable)")
+
+
+def _refuse_overwriting_the_scenario(args: argparse.Namespace) -> None:
+    """``--out`` and ``--report`` write fixed names into their folders: none may be the scenario."""
+    from .files import refuse_overwriting_inputs
+
+    if args.out:
+        names: tuple[str, ...] = ("messages.parquet", "depth.parquet", "summary.json")
+        refuse_overwriting_inputs([os.path.join(args.out, name) for name in names], [args.scenario], "--out")
+    if args.report:
+        from .report_run import FIGURES
+
+        names = (*FIGURES, "report.html")
+        refuse_overwriting_inputs([os.path.join(args.report, name) for name in names], [args.scenario], "--report")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -258,6 +306,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .files import prepare_output_dir
     from .runner import run
 
+    scenario = spec.load(args.scenario)
+    allow = checked_apps(scenario, args)  # before anything is written or runs
+    _refuse_overwriting_the_scenario(args)
     if args.out:
         prepare_output_dir(args.out, "--out")  # before the work, not after
     if args.report:
@@ -265,13 +316,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     limits = _limit_overrides(args)
     progress = sys.stderr if sys.stderr.isatty() else None
     recorder = None
-    scenario: Any = args.scenario
     if args.report:
         from .report_run import SeriesRecorder
 
-        scenario = spec.load(args.scenario)  # the report draws its topology
         recorder = SeriesRecorder(keep_traces=bool(args.out))
-    result = run(scenario, args.seed, trace=bool(args.out), limits=limits, progress=progress, recorder=recorder)
+    result = run(scenario, args.seed, trace=bool(args.out), limits=limits, progress=progress, recorder=recorder, allow_apps=allow)
     if args.out:
         result.write_parquet(args.out)
     written = []
@@ -282,7 +331,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.json:
         print(result.to_json())
     else:
-        print(format_summary(result.summary))
+        print(terminal(format_summary(result.summary)))  # names from the file cannot act on the terminal
         if args.out:
             print(f"\nwrote {args.out}/messages.parquet, depth.parquet, summary.json")
         if written:
@@ -302,14 +351,15 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
     limits = _limit_overrides(args)
     scenario = spec.load(args.scenario)
+    allow = checked_apps(scenario, args)
     recorder = SeriesRecorder()
     progress = sys.stderr if sys.stderr.isatty() else None
-    result = run(scenario, args.seed, limits=limits, progress=progress, recorder=recorder)
+    result = run(scenario, args.seed, limits=limits, progress=progress, recorder=recorder, allow_apps=allow)
     found = explain(result, recorder.result, scenario)
     if args.json:
         print(json.dumps(found.to_dict(), indent=2))
     else:
-        print(found.text(), end="")
+        print(terminal(found.text()), end="")
     return EXIT_OK
 
 
@@ -382,14 +432,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
         args.designs, vary=args.vary or (), link=args.link or (), set_=args.set or (), names=args.name or (),
         replications=args.replications, seed=args.seed, metrics=args.metric or (), prefer=args.prefer or (),
         max_metrics=args.max_metrics, engine=args.engine, jobs=args.jobs, master=args.master, conf=_conf(args.conf),
-        run_timeout_s=args.run_timeout, max_runs=args.max_runs, report=args.report,
+        run_timeout_s=args.run_timeout, max_runs=args.max_runs, report=args.report, allow_apps=app_permission(args),
+        stream=sys.stderr,
     )
     if args.json:
         print(json.dumps(comparison_json(comparison), indent=2))
     else:
-        print(format_text(comparison))
+        print(terminal(format_text(comparison)))
         for path in comparison.written:
-            print(f"wrote {path}")
+            print(f"wrote {one_line(path)}")
     return EXIT_OK
 
 
@@ -398,7 +449,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     from .export import write_pyzmq
 
     path = write_pyzmq(args.scenario, args.pyzmq)
-    print(f"wrote {path} (run it: python {path})")
+    print(one_line(f"wrote {path} (run it: python {path})"))
     return EXIT_OK
 
 
@@ -426,6 +477,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--report", metavar="DIR", help="write DIR/report.html (self-contained: tables and figures inline) and the "
                    "figures as PNGs: topology, depth over time, latency against send time, drops over time")
     add_limit_args(p)
+    add_app_args(p)
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("explain", help="simulate one scenario and explain each loss episode and stall in a paragraph")
@@ -433,6 +485,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=seed_arg, default=None, help="random seed (default: scenario.seed or 0)")
     p.add_argument("--json", action="store_true", help="print one JSON object (episodes with their paragraphs, stalls)")
     add_limit_args(p)
+    add_app_args(p)
     p.set_defaults(func=cmd_explain)
 
     p = sub.add_parser("export", help="write the scenario as a standalone pyzmq program (one function per process, a thread per "
@@ -469,6 +522,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--run-timeout", type=seconds_arg(allow_zero=True), default=None, metavar="S",
                    help="wall-clock seconds per run (default: the sweep's run_timeout_s, 600; 0: no limit)")
     p.add_argument("--report", action="store_true", help="write the report (zsim report OUT) when the sweep is done")
+    add_app_args(p)
     p.set_defaults(func=_lazy("zsim.sweep.cli", "cmd_sweep"))
 
     p = sub.add_parser("compare", help="run designs over the same seeded replications and compare them metric by metric",
@@ -500,6 +554,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-runs", type=count_arg(0), default=10_000, metavar="N", help="refuse more runs (default 10,000; 0: no limit)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the tables")
     p.add_argument("--report", metavar="DIR", help="write summary.md, compare.json and one figure per metric into DIR")
+    add_app_args(p)
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("report", help="aggregate a sweep's Parquet results into tables and figures")
@@ -510,22 +565,42 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _last_resort(line: str) -> None:
+    """The watchdog's last resort (``zsim.limits.LAST_RESORT``): app code that caught every
+    interruption still holds the run's thread; say so in one line and end the process."""
+    try:
+        sys.stderr.write(f"zsim: {one_line(line)}\n")
+        sys.stderr.flush()
+    finally:
+        os._exit(EXIT_USAGE)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    from . import limits
+
+    previous, limits.LAST_RESORT = limits.LAST_RESORT, _last_resort
+    try:
+        return _main(args)
+    finally:
+        limits.LAST_RESORT = previous
+
+
+def _main(args: argparse.Namespace) -> int:
     try:
         return int(args.func(args))
     except ConservationError as exc:
-        print(f"zsim: internal error (a bug in zsim, please report it): {exc}", file=sys.stderr)
+        print(f"zsim: internal error (a bug in zsim, please report it): {one_line(exc)}", file=sys.stderr)
         return EXIT_FAULT
-    except ScenarioError as exc:
-        print(f"zsim: {exc}", file=sys.stderr)
+    except ScenarioError as exc:  # the one line, whatever a name in it holds (control characters escaped)
+        print(f"zsim: {one_line(exc)}", file=sys.stderr)
         return EXIT_USAGE
     except EnvironmentFault as exc:
-        print(f"zsim: {exc}", file=sys.stderr)
+        print(f"zsim: {one_line(exc)}", file=sys.stderr)
         return EXIT_FAULT
     except ZsimError as exc:
-        print(f"zsim: {exc}", file=sys.stderr)
+        print(f"zsim: {one_line(exc)}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:  # the reader went away (``zsim run ... | head``): stop quietly, like cat
         # point stdout at /dev/null so the interpreter's final flush does not fail again
@@ -538,11 +613,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             os.close(devnull)
         return EXIT_OK
     except FileNotFoundError as exc:
-        print(f"zsim: {exc.filename or exc}: no such file", file=sys.stderr)
+        print(f"zsim: {one_line(exc.filename or exc)}: no such file", file=sys.stderr)
         return EXIT_USAGE
     except OSError as exc:  # a failing OS call the code did not expect: one line, exit 1 (BrokenPipeError: above)
         where = f"{exc.filename}: " if exc.filename else ""
-        print(f"zsim: {where}{exc.strerror or exc}", file=sys.stderr)
+        print(one_line(f"zsim: {where}{exc.strerror or exc}"), file=sys.stderr)
         return EXIT_FAULT
     except KeyboardInterrupt:
         print("zsim: interrupted", file=sys.stderr)
@@ -553,8 +628,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # a bug in zsim: one line, the traceback on request
         if os.environ.get("ZSIM_TRACEBACK"):
             raise
-        print(f"zsim: internal error (a bug in zsim, please report it with the input): {type(exc).__name__}: {exc}"
-              .splitlines()[0][:500] + " (ZSIM_TRACEBACK=1 shows where)", file=sys.stderr)
+        print(one_line(f"zsim: internal error (a bug in zsim, please report it with the input): {type(exc).__name__}: {exc}"
+                       .splitlines()[0][:500]) + " (ZSIM_TRACEBACK=1 shows where)", file=sys.stderr)
         return EXIT_FAULT
 
 

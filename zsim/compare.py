@@ -75,9 +75,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, TypeGuard
 
-from . import __version__, files
+from . import __version__, files, trust
 from . import spec as scenario_spec
 from .errors import EnvironmentFault, ScenarioError, ZsimError
+from .textsafe import Code, md, md_code, md_table, md_url, one_line, terminal
 from .units import time_unit
 
 #: Replications per design unless ``-n`` (or a sweep file) says otherwise.
@@ -143,7 +144,7 @@ class Design:
     def describe(self) -> str:
         """``pipeline.toml with socket.w5_in.open_at_s = 0.05 (and 7 linked paths); set
         scenario.until_s = 5``."""
-        text = self.source
+        text = one_line(self.source)
         if self.coords:
             text += " with " + ", ".join(f"{p} = {_value_text(v)}" for p, v in self.coords.items())
         linked = len(set(self.overrides) - set(self.coords) - set(self.fixed))
@@ -201,11 +202,20 @@ def _validated(raw: Mapping[str, Any], base_dir: str, source: str) -> str:
 
 
 def _unique_names(names: list[str]) -> list[str]:
-    seen: dict[str, int] = {}
+    """Every design its own name, shown as one line (control characters escaped): the
+    second ``a`` becomes ``a (2)``, or ``a (3)`` when another design is called ``a (2)``."""
+    names = [one_line(name) for name in names]
+    taken = set(names)
+    used: set[str] = set()
     out = []
     for name in names:
-        seen[name] = seen.get(name, 0) + 1
-        out.append(name if seen[name] == 1 else f"{name} ({seen[name]})")
+        if name in used:
+            k = 2
+            while f"{name} ({k})" in taken or f"{name} ({k})" in used:
+                k += 1
+            name = f"{name} ({k})"
+        used.add(name)
+        out.append(name)
     return out
 
 
@@ -409,6 +419,9 @@ def make_designs(sources: Sequence[Source], *, vary: Sequence[str] = (), link: S
     if names:
         if len(names) != len(designs):
             raise ScenarioError("--name", f"give one name per design: {len(designs)} designs, {len(names)} names")
+        from .limits import check_text
+
+        names = [one_line(check_text(name, "--name")) for name in names]
         if len(set(names)) != len(names) or not all(name.strip() for name in names):
             raise ScenarioError("--name", f"the names must be different and non-empty, got {list(names)}")
         designs = [dataclasses.replace(d, name=name) for d, name in zip(designs, names, strict=True)]
@@ -426,9 +439,23 @@ def seeds(root_seed: int, replications: int) -> list[int]:
     return [seed_for(root_seed, "", rep, True) for rep in range(replications)]
 
 
-def payload(designs: Sequence[Design], run_timeout_s: float | None) -> dict[str, Any]:
+def check_apps(designs: Sequence[Design], allow: trust.AppPermission, stream: IO[str] | None = None) -> dict[str, Any]:
+    """The code the designs' ``[[app]]`` tables name, checked against ``allow`` before any
+    run (``ScenarioError`` naming the design's file and the field if not allowed), each file
+    announced on ``stream``: what the workers may run (``AppPermission.to_payload``)."""
+    scenarios = ((d.source, scenario_spec.from_dict(copy.deepcopy(dict(d.raw)), base_dir=d.base_dir, source=d.source))
+                 for d in designs)
+    codes = trust.check_scenarios(scenarios, allow)
+    if stream is not None:
+        for line in trust.announcements(codes):
+            stream.write(line + "\n")
+    return allow.to_payload(codes)
+
+
+def payload(designs: Sequence[Design], run_timeout_s: float | None, apps: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """What a sweep worker needs to run any run of the comparison: each design is a point
-    ``d<i>`` carrying its whole scenario and folder (``zsim.sweep.worker``)."""
+    ``d<i>`` carrying its whole scenario and folder (``zsim.sweep.worker``); ``apps``, the
+    code the workers may run (``check_apps``; None: none)."""
     from .sweep.plan import _digest
 
     body: dict[str, Any] = {
@@ -441,13 +468,15 @@ def payload(designs: Sequence[Design], run_timeout_s: float | None) -> dict[str,
         "axes": [],
         "run_timeout_s": run_timeout_s,
     }
+    if apps is not None:
+        body["apps"] = dict(apps)
     body["digest"] = _digest(body)
     return body
 
 
 def run_designs(designs: Sequence[Design], replications: int, root_seed: int, *, engine: str = "spark", jobs: int | None = None,
                 master: str | None = None, conf: Mapping[str, str] | None = None, run_timeout_s: float | None = None,
-                stream: IO[str] | None = None) -> list[list[dict[str, Any]]]:
+                stream: IO[str] | None = None, apps: Mapping[str, Any] | None = None) -> list[list[dict[str, Any]]]:
     """Every design's rows, ``rows[design][replication]``, run on ``engine`` (``serial``: in
     this process; ``local``: worker processes; ``spark``). A batch an engine loses (a worker
     killed) is run once more; lost again, it is an ``EnvironmentFault``."""
@@ -465,11 +494,11 @@ def run_designs(designs: Sequence[Design], replications: int, root_seed: int, *,
             master = f"local[{jobs}]"
         preflight(master)
     timeout = DEFAULT_RUN_TIMEOUT_S if run_timeout_s is None else (run_timeout_s or None)
-    body = payload(designs, timeout)
+    body = payload(designs, timeout, apps)
     run_seeds = seeds(root_seed, replications)
     todo = [Task(f"d{i}", rep, run_seeds[rep]) for i in range(len(designs)) for rep in range(replications)]
     rows: dict[tuple[str, int], dict[str, Any]] = {}
-    say = (lambda text: (stream.write(text), stream.flush())) if stream is not None else (lambda text: None)
+    say = (lambda text: (stream.write(terminal(text)), stream.flush())) if stream is not None else (lambda text: None)
     tty = bool(stream is not None and getattr(stream, "isatty", lambda: False)())
     started = time.perf_counter()
     runner = make_engine(engine, body, master=master, workers=jobs, conf=conf, app_name="zsim compare")
@@ -958,10 +987,11 @@ def compare(sources: Sequence[Source], *, vary: Sequence[str] = (), link: Sequen
             prefer: Sequence[str] = (), max_metrics: int = DEFAULT_MAX_METRICS, engine: str = "spark", jobs: int | None = None,
             master: str | None = None, conf: Mapping[str, str] | None = None, run_timeout_s: float | None = None,
             max_runs: int | None = DEFAULT_MAX_RUNS, report: str | Path | None = None,
-            stream: IO[str] | None = sys.stderr) -> Comparison:
+            stream: IO[str] | None = sys.stderr, allow_apps: bool | trust.AppPermission = False) -> Comparison:
     """Run every design over the same replications (common random numbers) and compare them
     metric by metric; with ``report``, write the Markdown page, JSON and one figure per
-    metric there. What ``zsim compare`` calls. Bad input: ``ScenarioError`` before any run."""
+    metric there. What ``zsim compare`` calls. Bad input: ``ScenarioError`` before any run.
+    ``allow_apps``: run the code the designs' ``[[app]]`` tables name (``zsim.trust``)."""
     prefers: dict[str, str | None] = {}
     for text in prefer:
         name, direction = _assignment(text, "--prefer", "METRIC=lower|higher|none")
@@ -977,13 +1007,14 @@ def compare(sources: Sequence[Source], *, vary: Sequence[str] = (), link: Sequen
         raise ScenarioError("--replications", f"{len(designs)} designs x {design_set.replications} replications = {runs:,} runs, "
                                               f"more than the limit of {max_runs:,} (--max-runs N, 0 for none)")
     check_metric_names(list(metrics) + list(prefers), design_set)
+    apps = check_apps(designs, trust.permission(allow_apps), stream)
     if report is not None:
         files.prepare_output_dir(report, "the report folder (--report)")
     for note in design_set.notes:
         if stream is not None:
-            stream.write(f"[compare] note: {note}\n")
+            stream.write(terminal(f"[compare] note: {note}") + "\n")
     rows = run_designs(designs, design_set.replications, design_set.seed, engine=engine, jobs=jobs, master=master, conf=conf,
-                       run_timeout_s=run_timeout_s, stream=stream)
+                       run_timeout_s=run_timeout_s, stream=stream, apps=apps)
     _add_derived(rows, design_set.derived)
     results = [_design_result(d, r) for d, r in zip(designs, rows, strict=True)]
     for result in results:
@@ -1151,7 +1182,7 @@ def _design_lines(comparison: Comparison) -> list[str]:
     for result in comparison.designs:
         if result.failed:
             lines.append(f"  {result.design.name}: {result.failed} of {result.runs} runs failed (left out; their replications are "
-                         f"not paired): {result.errors[0]}")
+                         f"not paired): {one_line(result.errors[0])}")
         if result.warnings:
             lines.append(f"  {result.design.name}: runs warned: " +
                          ", ".join(f"{code} in {runs}/{result.runs} runs" for code, runs in result.warnings.items()) +
@@ -1277,6 +1308,7 @@ def figure(metric: MetricResult, comparison: Comparison, path: Path) -> Path:
     """One metric side by side: per design its replications as points (a thin grey line
     joins the runs of one replication, which share a seed), its mean and 95 % interval; the
     verdicts against the baseline under the title."""
+    from . import plotting
     from .plotting import _pyplot, colour_for
 
     plt = _pyplot()
@@ -1330,10 +1362,8 @@ def figure(metric: MetricResult, comparison: Comparison, path: Path) -> Path:
     note = ("points: one run each (grey lines join runs with the same seed); diamond and bars: mean and 95 % interval\n"
             + "\n".join(verdicts[:6]))
     fig.text(0.01, 0.005, note, fontsize=7, color="0.3", ha="left", va="bottom")
-    fig.tight_layout(rect=(0, 0.04 + 0.03 * min(len(verdicts), 6), 1, 1))
-    fig.savefig(path, dpi=110, bbox_inches="tight")
-    plt.close(fig)
-    return path
+    plotting.plain_text(fig).tight_layout(rect=(0, 0.04 + 0.03 * min(len(verdicts), 6), 1, 1))
+    return plotting.save(fig, path)
 
 
 def _wrap(text: str, width: int) -> str:
@@ -1347,9 +1377,10 @@ def _wrap(text: str, width: int) -> str:
 
 
 def _markdown(comparison: Comparison, figures: Mapping[str, str]) -> str:
+    """summary.md: every name (designs, files, metrics) and error is escaped text
+    (``zsim.textsafe``): a ``|`` cannot break a table, HTML is not passed on raw."""
     def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-        escape = [[c.replace("|", "\\|") for c in row] for row in rows]
-        return ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)] + ["| " + " | ".join(r) + " |" for r in escape]
+        return md_table(headers, rows)
 
     lines = ["# zsim compare", "",
              f"{len(comparison.designs)} designs x {comparison.replications} replications, paired: replication r runs with the same "
@@ -1360,24 +1391,24 @@ def _markdown(comparison: Comparison, figures: Mapping[str, str]) -> str:
         what = design.describe()
         warned = ", ".join(f"{code} in {runs}/{result.runs} runs" for code, runs in result.warnings.items())
         failed = f"{result.failed} of {result.runs} failed: {result.errors[0]}" if result.failed else ""
-        rows.append([f"`{design.name}`" + (" (baseline)" if index == 0 else ""), what, f"`{design.digest}`", warned, failed])
+        rows.append([Code(design.name + (" (baseline)" if index == 0 else "")), what, Code(design.digest), warned, failed])
     lines += table(["design", "scenario", "digest", "runs warned", "failed runs"], rows)
     for metric in comparison.metrics:
-        lines += ["", f"## `{metric.name}`", ""]
+        lines += ["", f"## {md_code(metric.name)}", ""]
         if metric.identical:
             value = next(s.mean for s in metric.samples if s.mean is not None)
-            lines.append(f"{metric.label}: identical in every run of every design: {_with_unit(value, _metric_unit(metric))}.")
+            lines.append(f"{md(metric.label)}: identical in every run of every design: {md(_with_unit(value, _metric_unit(metric)))}.")
         else:
-            lines.append(f"{metric.label}; {_prefers_text(metric)}.")
+            lines.append(f"{md(metric.label)}; {md(_prefers_text(metric))}.")
             if metric.same_as:
-                lines.append(f"The same numbers: {', '.join(f'`{n}`' for n in metric.same_as)}.")
+                lines.append(f"The same numbers: {', '.join(md_code(n) for n in metric.same_as)}.")
             lines.append("")
             headers, body, _ = metric_rows(metric, comparison)
             lines += table(headers, body)
         if metric.name in figures:
-            lines += ["", f"![{metric.name}]({figures[metric.name]})"]
+            lines += ["", f"![{md(metric.name)}]({md_url(figures[metric.name])})"]
     lines.append("")
-    lines += _selection_lines(comparison)
+    lines += [md(line) for line in _selection_lines(comparison)]
     lines += ["", NOTE, ""]
     return "\n".join(lines)
 

@@ -13,6 +13,8 @@ from pathlib import Path
 
 from .cli import format_summary
 from .runner import run
+from .spec import load
+from .trust import AppPermission, announcements, check
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -28,7 +30,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no example scenarios in {EXAMPLES}", file=sys.stderr)
         return 1
     for path in files:
-        result = run(path, args.seed)
+        # the repository's own examples: lru_broker.toml runs examples/apps/lru_broker.py,
+        # which a scenario from elsewhere could do only with --allow-apps (docs/safety.md)
+        scenario = load(path)
+        allow = AppPermission(allowed=True, because="the demo (the repository's own examples)")
+        for line in announcements(check(scenario, allow)):
+            print(line, file=sys.stderr)
+        result = run(scenario, args.seed, allow_apps=allow)
         print("=" * 100)
         print(f"{path.relative_to(ROOT)}: {result.summary['scenario']}")
         print("=" * 100)

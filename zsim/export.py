@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import builtins
 import io
-import json
 import keyword
 import re
 import textwrap
@@ -63,16 +62,37 @@ _SOCKET_CONSTANT = {name: f"zmq.{name}" for name in TYPES}
 # Literals and descriptions
 
 
+def _escaped(text: str) -> str:
+    """The inside of a double-quoted Python literal of ``text``: each character as Python's
+    own ``repr`` escapes it (backslashes, newlines, NUL, every control and unprintable
+    character), a double quote as ``\\"``."""
+    return "".join('\\"' if ch == '"' else "'" if ch == "'" else repr(ch)[1:-1] for ch in text)
+
+
 def _str(text: str) -> str:
-    """A double-quoted Python literal of ``text``."""
-    return json.dumps(text, ensure_ascii=False)
+    """A double-quoted Python literal of ``text`` (``_escaped``): it reads back as ``text``,
+    whatever it holds, and nothing in it can end the literal."""
+    return f'"{_escaped(str(text))}"'
 
 
 def _bytes(text: str) -> str:
     """A bytes literal of ``text`` (UTF-8): ``b"weather."``, or ``"é".encode()``."""
     if text.isascii():
-        return "b" + json.dumps(text)
+        return "b" + _str(text)  # ASCII: a bytes literal escapes as a str literal does
     return f"{_str(text)}.encode()"
+
+
+_DOC_ESCAPES = {ord("\\"): "\\\\", ord('"'): '\\"',
+                **{code: f"\\\\x{code:02x}" for code in (*range(32), *range(0x7F, 0xA0))},
+                **{code: f"\\\\u{code:04x}" for code in (0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A))}}
+
+
+def _doc_safe(text: str) -> str:
+    """``text`` for inside a docstring or a comment: backslashes and double quotes escaped
+    (no ``\"\"\"`` can end the docstring, no trailing quote can join its end), control
+    characters, line separators and bidirectional overrides as visible escapes (no NUL in
+    the source, no line break that would end a comment, nothing that reorders the text)."""
+    return text.translate(_DOC_ESCAPES)
 
 
 def _num(value: float) -> str:
@@ -289,9 +309,18 @@ class _Writer:
             for index, member in enumerate(template.members):
                 self.member[(template.kind, member)] = (template, index)
         self.proxied = {name for proxy in scenario.proxies for name in (proxy.frontend, proxy.backend)}
+        #: per process, its sockets and the proxies it runs, in the scenario's order (looked up
+        #: per process: a scan of every socket per process was quadratic in a template's members)
+        self.sockets_of: dict[str, list[SocketSpec]] = {}
+        for sock in scenario.sockets:
+            self.sockets_of.setdefault(sock.process, []).append(sock)
+        self.proxies_of: dict[str, list[spec.ProxySpec]] = {}
+        for proxy in scenario.proxies:
+            self.proxies_of.setdefault(scenario.socket(proxy.frontend).process, []).append(proxy)
         self.units = self._units()
         self.waits = self._waits()
-        self.binders = [sock.name for sock in scenario.sockets if any(sock.name in w for w in self.waits.values())]
+        waited = {name for names in self.waits.values() for name in names}  # one set: a scan per socket was quadratic
+        self.binders = [sock.name for sock in scenario.sockets if sock.name in waited]
         self.folded: list[Template] = []  # written once, as functions of i
         self.expanded: list[Template] = []  # written out member by member
 
@@ -381,7 +410,7 @@ class _Writer:
         params = "ctx: zmq.Context" + (", i: int" if member else "")
         where = [f"binds {e.text}" for e in sock.bind] + [f"connects {e.text}" for e in sock.connect]
         lines = [f"def {fn}({params}) -> zmq.Socket:",
-                 f'    """[[socket]] {sock.name}: {sock.type}, {", then ".join(where)}."""',
+                 f'    """[[socket]] {sock.name}: {sock.type}, {_doc_safe(", then ".join(where))}."""',
                  f"    sock = ctx.socket({_SOCKET_CONSTANT[sock.type]})"]
         lines.append(f"    sock.setsockopt(zmq.SNDHWM, {opts.sndhwm})" + ("  # 0: no limit" if opts.sndhwm == 0 else ""))
         lines.append(f"    sock.setsockopt(zmq.RCVHWM, {opts.rcvhwm})" + ("  # 0: no limit" if opts.rcvhwm == 0 else ""))
@@ -755,11 +784,11 @@ class _Writer:
         """The process function and everything it runs, as one text."""
         fn = self.ident("process", proc.name, member, suffix="_process")
         units = self.units[proc.name]
-        proxies = [p for p in self.s.proxies if self.s.socket(p.frontend).process == proc.name]
+        proxies = self.proxies_of.get(proc.name, [])
         restart = proc.restart_at_s is not None
         senders = sum(1 for unit in units for w in unit.loops if isinstance(w, SendSpec))
         params = "run: Run" + (", i: int" if member else "") + (", resume: dict[str, int] | None = None" if restart else "")
-        own = [sock.name for sock in self.s.sockets if sock.process == proc.name and sock.name not in self.proxied]
+        own = [sock.name for sock in self.sockets_of.get(proc.name, []) if sock.name not in self.proxied]
         parts = [f"socket{'s' if len(own) > 1 else ''} {', '.join(own)}" if own else ""]
         parts += [f"proxy {p.name} ({p.frontend}, {p.backend})" for p in proxies]
         timeline = []
@@ -1022,7 +1051,7 @@ class _Writer:
             "times, busy, replies, forward_to, pauses, on_timeout) and proxies. Not carried over, or only approximately:", 88)
         for note in self.notes:
             lines += _wrap(note, 86, "- ", "  ")
-        text = "\n".join(lines).replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
+        text = "\n".join(_doc_safe(line) for line in lines)  # the name and the description are the file's text
         return f'"""{text}\n"""'
 
     def _notes(self) -> None:
@@ -1164,7 +1193,8 @@ def _fstring_literal(pattern: Sequence[str | tuple[int, int]]) -> str:
     pieces = []
     for part in pattern:
         if isinstance(part, str):
-            pieces.append(json.dumps(part, ensure_ascii=False)[1:-1].replace("{", "{{").replace("}", "}}"))
+            # Python's own escaping of the text (backslashes, quotes, controls), braces doubled for the f-string
+            pieces.append(_escaped(part).replace("{", "{{").replace("}", "}}"))
         else:
             pieces.append("{" + _linear(*part) + "}")
     return 'f"' + "".join(pieces) + '"'
@@ -1193,7 +1223,7 @@ def _short_wait(workload: SendSpec | RecvSpec) -> bool:
 
 def _section(title: str) -> str:
     rule = "# " + "-" * 98
-    return f"{rule}\n# {title}\n{rule}"
+    return f"{rule}\n# {_doc_safe(title)}\n{rule}"
 
 
 def _wrap(text: str, width: int, first: str = "", rest: str = "") -> list[str]:
@@ -1204,7 +1234,7 @@ def _wrap(text: str, width: int, first: str = "", rest: str = "") -> list[str]:
 
 def _docstring(text: str, indent: int) -> list[str]:
     pad = " " * indent
-    text = text.replace("\\", "\\\\").replace('"""', "'''")
+    text = _doc_safe(text)
     # narrower than the lines: a template's docstring grows when its members fold ("w1" -> "w{i + 1}")
     wrapped = _wrap(text, 104 - indent)
     if len(wrapped) <= 1:
@@ -1224,11 +1254,20 @@ def export_pyzmq(scenario: Scenario, source: str | None = None, program: str = "
     ``ScenarioError`` for what a program cannot be written for (an ``[[app]]``, a socket a
     forwarding stage writes to that has loops of its own).
     """
-    return _Writer(scenario, source if source is not None else scenario.source, program).program()
+    from .limits import MAX_EXPORT_BYTES
+
+    text = _Writer(scenario, source if source is not None else scenario.source, program).program()
+    if MAX_EXPORT_BYTES is not None and len(text) > MAX_EXPORT_BYTES:
+        templates = ", ".join(f"{t.kind}[{t.name}] (count {t.count:,})" for t in scenario.templates[:3])
+        raise ScenarioError("", f"the program would be {len(text) / 2**20:,.0f} MB, more than zsim export writes "
+                                f"({MAX_EXPORT_BYTES / 2**20:,.0f} MB, zsim.limits.MAX_EXPORT_BYTES)"
+                                + (f": its templates ({templates}) do not fold into loops" if templates else ""))
+    return text
 
 
 def write_pyzmq(scenario_path: str | Path, out: str | Path) -> Path:
     """``zsim export FILE --pyzmq OUT``: load, write the program atomically, return its path."""
+    files.refuse_overwriting_inputs([out], [scenario_path], "--pyzmq")
     files.prepare_output_file(out, "pyzmq program")
     scenario = spec.load(scenario_path)
     text = export_pyzmq(scenario, files.shown_path(scenario_path), Path(out).name)

@@ -23,9 +23,12 @@ from __future__ import annotations
 
 import errno
 import os
+import re
+import shutil
 import stat
 import tempfile
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -248,26 +251,22 @@ def atomic_write(path: str | Path, write: Callable[[BinaryIO], Any] | bytes | st
 
     ``write`` is the content (bytes or text, UTF-8) or a function that writes to a binary
     file object. On any failure the temporary file is removed and the old ``path`` (if any)
-    is untouched; an OS error becomes an ``EnvironmentFault`` naming ``path``.
+    is untouched; an OS error becomes an ``EnvironmentFault`` naming ``path``. The rename
+    replaces a symbolic link at ``path`` rather than writing through it to its target. The
+    temporary name, ``.<name>.<pid>.<random>.tmp``, lets a later run tell a killed writer's
+    leftover (``cleanup_leftovers``) from a live one's.
     """
     p = Path(path)
     directory = p.parent if str(p.parent) else Path(".")
     try:
-        handle, tmp_name = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=directory)
+        handle, tmp_name = tempfile.mkstemp(prefix=f".{p.name}.{os.getpid()}.", suffix=".tmp", dir=directory)
     except OSError as exc:
         raise EnvironmentFault(str(path), f"cannot be written: {_os_reason(exc)}") from None
     tmp = Path(tmp_name)
     try:
         os.fchmod(handle, _new_file_mode())  # mkstemp's 0600 would hide results from others
         with os.fdopen(handle, "wb") as out:
-            if isinstance(write, str):
-                out.write(write.encode("utf-8"))
-            elif isinstance(write, (bytes, bytearray)):
-                out.write(write)
-            else:
-                write(out)
-            out.flush()
-            os.fsync(out.fileno())
+            _write_durably(out, write)
         os.replace(tmp, p)
     except OSError as exc:
         tmp.unlink(missing_ok=True)
@@ -279,3 +278,263 @@ def atomic_write(path: str | Path, write: Callable[[BinaryIO], Any] | bytes | st
         raise
     _fsync_dir(directory)
     return p
+
+
+# -- what an output may be --------------------------------------------------------------------
+
+
+def plain_name(name: Any, field: str, what: str = "the report folder") -> str:
+    """A file name taken from a file someone else wrote (a saved manifest, a ``[report]``
+    table): a plain name inside ``what``, never a path. ``ScenarioError`` otherwise."""
+    bad = (not isinstance(name, str) or not name or name in (".", "..") or name.startswith(".") or len(name) > 200
+           or any(ch in name for ch in "/\\\0") or any(ord(ch) < 32 or 0x7F <= ord(ch) < 0xA0 for ch in name)
+           or Path(name).name != name)
+    if bad:
+        raise ScenarioError(field, f"must be a plain file name (it is written into {what}, nowhere else), got {name!r}")
+    return str(name)
+
+
+def check_inside(path: str | Path, folder: str | Path, what: str) -> Path:
+    """``path`` if it resolves (symbolic links followed) inside ``folder``; else ScenarioError."""
+    real, root = Path(path).resolve(), Path(folder).resolve()
+    if real != root and root not in real.parents:
+        raise ScenarioError(str(path), f"resolves to {str(real)!r}, outside {what} {str(root)!r}: zsim writes only inside the "
+                                       "folder you named")
+    return Path(path)
+
+
+def same_file(a: str | Path, b: str | Path) -> bool:
+    """Whether two paths name one file (the same inode: hard links, symlinks, ``./x``)."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def refuse_overwriting_inputs(outputs: Iterable[str | Path], inputs: Iterable[str | Path], flag: str) -> None:
+    """An output that is one of the inputs is bad input (exit 2): zsim never overwrites what it reads."""
+    sources = [Path(p) for p in inputs]
+    for out in outputs:
+        for source in sources:
+            if same_file(out, source):
+                raise ScenarioError(flag, f"{str(out)!r} is the input {str(source)!r} itself; zsim does not overwrite a file it "
+                                          "reads (name another output)")
+
+
+# -- leftovers of killed writers ------------------------------------------------------------
+
+#: ``atomic_write``'s temporary files, and the scratch folders of a run report's figures and
+#: of a set of outputs being replaced, each with the pid of the process writing it
+_TMP = re.compile(r"^\..+\.(?P<pid>\d+)\.[A-Za-z0-9_]+\.tmp$")
+_FIGURES = re.compile(r"^\.zsim-figures-(?P<pid>\d+)-")
+_SET = re.compile(r"^\.(?P<folder>.+)\.zsim-(?P<kind>new|old)-(?P<pid>\d+)-")
+#: Leftovers of an older zsim (no pid in the name) are removed when older than this.
+LEGACY_LEFTOVER_AGE_S = 3600.0
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's live process
+        return True
+    except OSError:
+        return True
+    return True
+
+
+def _old(path: Path) -> bool:
+    try:
+        return time.time() - path.lstat().st_mtime > LEGACY_LEFTOVER_AGE_S
+    except OSError:
+        return False
+
+
+def _leftover(path: Path, names: Sequence[str]) -> bool:
+    """Whether ``path`` is a dead writer's scratch file or folder for one of ``names``."""
+    name = path.name
+    for pattern in (_TMP, _FIGURES):
+        found = pattern.match(name)
+        if found:
+            return not _alive(int(found.group("pid")))
+    if name.startswith(".zsim-figures-"):  # an older zsim's, no pid
+        return _old(path)
+    if name.endswith(".tmp") and any(name.startswith(f".{n}.") for n in names):
+        return _old(path)
+    return False
+
+
+def cleanup_leftovers(folder: str | Path, names: Sequence[str] = ()) -> list[Path]:
+    """Remove what killed zsim writers left in ``folder``: temporary files of
+    ``atomic_write``, a run report's ``.zsim-figures-*`` folder, and (beside ``folder``) a
+    set of outputs half replaced (``replace_set``). A live writer's are left alone. Entries
+    of the user's that a killed ``replace_set`` had moved are put back first. Returns what
+    was removed."""
+    root = Path(folder)
+    removed: list[Path] = []
+    if root.is_dir():
+        for path in list(root.iterdir()):
+            if _leftover(path, names):
+                _remove(path)
+                removed.append(path)
+    parent = root.parent
+    if parent.is_dir():
+        for path in list(parent.iterdir()):
+            found = _SET.match(path.name)
+            if not found or found.group("folder") != root.name or _alive(int(found.group("pid"))) or not path.is_dir():
+                continue
+            if not root.exists() and found.group("kind") == "old":  # killed between two renames: the old folder comes back
+                os.replace(path, root)
+                continue
+            _restore(path, root, names)
+            _remove(path)
+            removed.append(path)
+    return removed
+
+
+def _restore(scratch: Path, root: Path, names: Sequence[str]) -> None:
+    """Move back into ``root`` the user's entries a killed swap left in ``scratch``."""
+    if not root.is_dir():
+        return
+    for entry in scratch.iterdir():
+        if entry.name in names or _leftover(entry, names) or (root / entry.name).exists() or (root / entry.name).is_symlink():
+            continue
+        os.replace(entry, root / entry.name)
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+# -- a set of outputs, replaced as a set --------------------------------------------------------
+
+_RENAME_EXCHANGE = 2
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths atomically (Linux ``renameat2(RENAME_EXCHANGE)``); False if unsupported."""
+    if not os.uname().sysname == "Linux":
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd = -100
+    result = renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), _RENAME_EXCHANGE)
+    if result == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP):
+        return False
+    raise OSError(code, os.strerror(code), str(b))
+
+
+def _can_swap(real: Path) -> bool:
+    """The folder may be replaced by a sibling: not the working folder (a shell would be left
+    in a deleted one), not a mount point, not the root."""
+    try:
+        cwd = Path.cwd().resolve()
+    except OSError:
+        cwd = None
+    return real.is_dir() and real != real.parent and not os.path.ismount(real) and cwd != real
+
+
+def _write_durably(out: BinaryIO, write: Callable[[BinaryIO], Any] | bytes | str) -> None:
+    """Write text (UTF-8), bytes or what ``write(out)`` writes, and have it on disk."""
+    if isinstance(write, str):
+        out.write(write.encode("utf-8"))
+    elif isinstance(write, (bytes, bytearray)):
+        out.write(write)
+    else:
+        write(out)
+    out.flush()
+    os.fsync(out.fileno())
+
+
+def _write_file(path: Path, write: Callable[[BinaryIO], Any] | bytes | str, label: str) -> None:
+    try:
+        with open(path, "xb") as out:
+            _write_durably(out, write)
+    except OSError as exc:
+        raise EnvironmentFault(label, f"cannot be written: {_os_reason(exc)}") from None
+
+
+def replace_set(folder: str | Path, contents: Mapping[str, Callable[[BinaryIO], Any] | bytes | str],
+                what: str = "the output folder") -> list[Path]:
+    """Write the files of ``contents`` (name -> content, as ``atomic_write`` takes it) into
+    ``folder`` so that a reader sees the old set or the new one, never a mix.
+
+    The new files are written into a temporary sibling folder together with the folder's
+    other entries (files hard-linked, folders moved), which is then swapped with ``folder``
+    in one rename (Linux ``renameat2``; elsewhere two renames, which a later run completes)
+    and the old one removed. A killed write leaves a scratch folder that the next call (or
+    ``cleanup_leftovers``) removes, putting back any entry of the user's first. When
+    ``folder`` is the working folder or a mount point, it cannot be swapped: each file is
+    then replaced on its own (``atomic_write``). An OS error is an ``EnvironmentFault``
+    naming the path (a full disk included).
+    """
+    target = Path(folder)
+    real = target.resolve()
+    names = list(contents)
+    try:
+        cleanup_leftovers(real, names)
+    except OSError as exc:
+        raise EnvironmentFault(str(target), f"cannot clean up an interrupted write: {_os_reason(exc)}") from None
+    if not _can_swap(real):
+        return [atomic_write(target / name, write) for name, write in contents.items()]
+    try:
+        stage = Path(tempfile.mkdtemp(prefix=f".{real.name}.zsim-new-{os.getpid()}-", dir=real.parent))
+    except OSError:  # the parent folder is not ours to write in: one file at a time instead
+        return [atomic_write(target / name, write) for name, write in contents.items()]
+    moved: list[str] = []
+    swapped = False
+    try:
+        for name, write in contents.items():
+            _write_file(stage / name, write, str(target / name))
+        try:
+            os.chmod(stage, stat.S_IMODE(real.stat().st_mode))
+            for entry in real.iterdir():
+                if entry.name in contents or _leftover(entry, names):
+                    continue
+                if entry.is_symlink():
+                    os.symlink(os.readlink(entry), stage / entry.name)
+                elif entry.is_dir():
+                    moved.append(entry.name)
+                else:
+                    try:
+                        os.link(entry, stage / entry.name, follow_symlinks=False)
+                    except OSError:
+                        shutil.copy2(entry, stage / entry.name)
+            for name in moved:
+                os.replace(real / name, stage / name)
+            _fsync_dir(stage)
+            if not _exchange(stage, real):
+                old = Path(tempfile.mkdtemp(prefix=f".{real.name}.zsim-old-{os.getpid()}-", dir=real.parent))
+                os.rmdir(old)
+                os.replace(real, old)
+                try:
+                    os.replace(stage, real)
+                except OSError:
+                    os.replace(old, real)
+                    raise
+                stage = old
+            swapped = True
+            _fsync_dir(real.parent)
+        except OSError as exc:
+            raise EnvironmentFault(str(target), f"cannot be written: {_os_reason(exc)}") from None
+    finally:
+        if not swapped:
+            for name in moved:
+                if (stage / name).exists() and not (real / name).exists():
+                    os.replace(stage / name, real / name)
+        shutil.rmtree(stage, ignore_errors=True)
+    return [target / name for name in names]

@@ -15,7 +15,7 @@ a sweep gives every run ``sweep.run_timeout_s``. A value of 0 lifts that limit.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -33,6 +33,12 @@ DEFAULT_MAX_WALL_S = 3600.0
 DEFAULT_MAX_EVENTS_AT_ONE_TIME = 2_000_000
 
 FIELDS = ("max_events", "max_messages", "max_wall_s", "max_events_at_one_time")
+
+#: What a run's watchdog (``zsim.runner.Watchdog``) does when app code catches every
+#: interruption and keeps the thread: called with the run's one line. The command line
+#: sets it to print the line and end the process (exit 2); from Python it is None and the
+#: watchdog goes on raising into the thread, once a second.
+LAST_RESORT: Callable[[str], Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -75,3 +81,49 @@ def check_limit(key: str, value: Any, path: str) -> int | float | None:
 
 
 DEFAULT = RunLimits()
+
+
+# -- the size of a topology -------------------------------------------------------------------
+#
+# Counted after template expansion and before anything is built (``zsim.templates``,
+# ``zsim.spec``): ten socket templates of 100,000 members are one line at once, not a
+# MemoryError minutes later. They are not ``[limits]`` fields: a scenario file must not
+# lift the bounds that protect you from it. A study that needs more sets them from Python
+# (``zsim.limits.MAX_SOCKETS = 500_000``) before loading its scenarios.
+
+#: Sockets in a scenario (each a model socket with its pipes, about 10-20 KB of memory).
+MAX_SOCKETS = 100_000
+#: Processes (each a context with its I/O threads, reaper and application threads).
+MAX_PROCESSES = 50_000
+#: ``[[send]]`` and ``[[recv]]`` workloads together (each an application thread of the model).
+MAX_WORKLOADS = 200_000
+#: I/O threads of all contexts together (the sum of ``io_threads`` over every process):
+#: 2,000 processes with ``io_threads = 4096`` is 8 million threads, refused.
+MAX_IO_THREADS = 100_000
+#: Characters of a name (a scenario, process, socket, workload, proxy or app name, a
+#: template's name pattern); a scenario's description may have ``MAX_DESCRIPTION_CHARS``.
+MAX_NAME_CHARS = 200
+MAX_DESCRIPTION_CHARS = 20_000
+#: Characters that template members render from text with placeholders, all members
+#: together (a 1 MB string in a block of 100,000 members would be 100 GB).
+MAX_EXPANDED_CHARS = 50_000_000
+#: Bytes of a program ``zsim export`` writes (templates fold into loops; a topology that
+#: does not fold is written member by member, about 1.5 KB each).
+MAX_EXPORT_BYTES = 64 * 1024 * 1024
+
+
+def check_size(what: str, total: int, limit_name: str, field: str, how: str = "") -> None:
+    """Refuse a topology over one of the bounds above: ``ScenarioError`` naming ``field``,
+    the block that drove the count."""
+    limit = globals()[limit_name]
+    if limit is not None and total > limit:
+        raise ScenarioError(field, f"{how}makes {total:,} {what} in all after template expansion; zsim builds at most {limit:,} "
+                                   f"(zsim.limits.{limit_name}): make the topology smaller")
+
+
+def check_text(value: str, field: str, limit_name: str = "MAX_NAME_CHARS") -> str:
+    """Refuse a name (or description) longer than its bound, before anything uses it."""
+    limit = globals()[limit_name]
+    if limit is not None and len(value) > limit:
+        raise ScenarioError(field, f"is {len(value):,} characters long; at most {limit:,} are accepted (zsim.limits.{limit_name})")
+    return value

@@ -24,6 +24,74 @@ if TYPE_CHECKING:  # pragma: no cover
     from .report_run.data import DepthPanel, Drops, LatencyPanel, Topology
 
 
+def plain_text(fig: Any) -> Any:
+    """Make every text of ``fig`` that zsim put there plain text: no mathtext (``$...$`` in a
+    scenario name, an endpoint, a design name or a figure title is shown as written, not
+    parsed, so it can neither fail nor render as something else) and no TeX (a user's
+    ``text.usetex`` would hand names to LaTeX). Tick labels that matplotlib's own number
+    formatters write (``$10^{2}$`` on a log axis) keep their mathtext; tick labels zsim gave
+    (value names: a ``FixedFormatter`` or ``FuncFormatter``) get their ``$`` escaped, as
+    matplotlib draws those anew on each draw."""
+    from matplotlib.text import Text
+    from matplotlib.ticker import FixedFormatter, FuncFormatter
+
+    def escaped(formatter: Any) -> Any:
+        def label(x: float, pos: int | None = None) -> str:
+            return str(formatter(x, pos)).replace("$", r"\$")
+
+        plain = FuncFormatter(label)
+        plain.zsim_plain = True  # type: ignore[attr-defined]
+        return plain
+
+    texts = fig.findobj(Text)  # first: listing an axis's children creates its tick labels
+    generated: set[int] = set()
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            # labels given as text (set_ticks(..., labels)): FixedFormatter or FuncFormatter
+            if isinstance(axis.get_major_formatter(), (FixedFormatter, FuncFormatter)):
+                if not getattr(axis.get_major_formatter(), "zsim_plain", False):
+                    axis.set_major_formatter(escaped(axis.get_major_formatter()))
+            if isinstance(axis.get_minor_formatter(), (FixedFormatter, FuncFormatter)):
+                if not getattr(axis.get_minor_formatter(), "zsim_plain", False):
+                    axis.set_minor_formatter(escaped(axis.get_minor_formatter()))
+            for tick in list(axis.majorTicks) + list(axis.minorTicks):
+                for label in (tick.label1, tick.label2):
+                    label.set_usetex(False)
+                    generated.add(id(label))  # drawn anew from the formatter at each draw
+            generated.add(id(axis.offsetText))
+            axis.offsetText.set_usetex(False)
+    for text in texts:
+        text.set_usetex(False)
+        if id(text) in generated or getattr(text, "zsim_plain", False):
+            continue
+        if text.get_wrap():  # wrapping measures the text as mathtext whatever parse_math says: escape its $ instead
+            text.set_text(str(text.get_text()).replace("$", r"\$"))
+        else:
+            text.set_parse_math(False)
+        text.zsim_plain = True
+    return fig
+
+
+def save(fig: Any, path: str | Path) -> Path:
+    """Write a figure whole or not at all (``zsim.files.atomic_write``: a killed report leaves
+    no half PNG, and a symbolic link at ``path`` is replaced, not written through); close it.
+    Its texts are plain text first (``plain_text``)."""
+    import io
+
+    from matplotlib import rc_context
+
+    from .files import atomic_write
+
+    buffer = io.BytesIO()
+    try:
+        plain_text(fig)
+        with rc_context({"text.usetex": False}):
+            fig.savefig(buffer, format=Path(path).suffix.lstrip(".") or "png", dpi=110, bbox_inches="tight")
+    finally:
+        _pyplot().close(fig)
+    return atomic_write(path, buffer.getvalue())
+
+
 def _pyplot() -> Any:
     try:
         import matplotlib
@@ -164,11 +232,8 @@ def line_figure(panels: Sequence[Panel], path: str | Path, *, title: str, xlabel
     fig.suptitle(title, fontsize=11)
     if note:
         fig.text(0.01, 0.005, note, fontsize=7, color="0.35", ha="left", va="bottom")
-    fig.tight_layout(rect=(0, 0.03 if note else 0, 1, 1))
-    out = Path(path)
-    fig.savefig(out, dpi=110, bbox_inches="tight")
-    plt.close(fig)
-    return out
+    plain_text(fig).tight_layout(rect=(0, 0.03 if note else 0, 1, 1))
+    return save(fig, path)
 
 
 def heatmap_figure(grids: Sequence[Grid], path: str | Path, *, title: str, xlabel: str, ylabel: str, colorbar_label: str,
@@ -218,10 +283,7 @@ def heatmap_figure(grids: Sequence[Grid], path: str | Path, *, title: str, xlabe
     fig.suptitle(title, fontsize=11)
     if note:
         fig.text(0.01, 0.005, note, fontsize=7, color="0.35", ha="left", va="bottom")
-    out = Path(path)
-    fig.savefig(out, dpi=110, bbox_inches="tight")
-    plt.close(fig)
-    return out
+    return save(fig, path)
 
 
 def scatter_figure(x: Sequence[float], y: Sequence[float], path: str | Path, *, title: str, xlabel: str, ylabel: str,
@@ -250,11 +312,8 @@ def scatter_figure(x: Sequence[float], y: Sequence[float], path: str | Path, *, 
     ax.grid(True, alpha=0.3)
     if note:
         fig.text(0.01, 0.005, note, fontsize=7, color="0.35", ha="left", va="bottom")
-    fig.tight_layout()
-    out = Path(path)
-    fig.savefig(out, dpi=110, bbox_inches="tight")
-    plt.close(fig)
-    return out
+    plain_text(fig).tight_layout()
+    return save(fig, path)
 
 
 # -- run reports (zsim run --report) --------------------------------------------------------
@@ -277,11 +336,7 @@ def flag_text(codes: Sequence[str]) -> str:
 
 
 def _save(fig: Any, path: str | Path) -> Path:
-    plt = _pyplot()
-    out = Path(path)
-    fig.savefig(out, dpi=110, bbox_inches="tight")
-    plt.close(fig)
-    return out
+    return save(fig, path)
 
 
 def topology_figure(topo: Topology, path: str | Path, *, title: str) -> Path:
@@ -445,7 +500,7 @@ def depth_figure(panels: Sequence[DepthPanel], path: str | Path, *, title: str, 
     fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=7.5, frameon=False, bbox_to_anchor=(0.5, 0.0))
     fig.suptitle(title, fontsize=11)
     fig.text(0.5, 0.955 if rows > 1 else 0.92, note, fontsize=7.5, color="0.35", ha="center", va="top", wrap=True)
-    fig.tight_layout(rect=(0, 0.06 if rows > 1 else 0.12, 1, 0.94 if rows > 1 else 0.88))
+    plain_text(fig).tight_layout(rect=(0, 0.06 if rows > 1 else 0.12, 1, 0.94 if rows > 1 else 0.88))
     return _save(fig, path)
 
 
@@ -506,7 +561,7 @@ def latency_figure(panels: Sequence[LatencyPanel], path: str | Path, *, title: s
     fig.legend(handles, labels, loc="lower center", ncol=2, fontsize=7.5, frameon=False, bbox_to_anchor=(0.5, 0.0))
     fig.suptitle(title, fontsize=11)
     fig.text(0.5, 0.955 if rows > 1 else 0.91, note, fontsize=7.5, color="0.35", ha="center", va="top", wrap=True)
-    fig.tight_layout(rect=(0, 0.07 if rows > 1 else 0.14, 1, 0.94 if rows > 1 else 0.86))
+    plain_text(fig).tight_layout(rect=(0, 0.07 if rows > 1 else 0.14, 1, 0.94 if rows > 1 else 0.86))
     return _save(fig, path)
 
 
@@ -532,5 +587,5 @@ def drops_figure(drops: Drops, path: str | Path, *, title: str, note: str, top: 
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7.5, frameon=False, title="pipe: rule (copies)", title_fontsize=7.5)
     ax.set_title(title, fontsize=11, loc="left")
     fig.text(0.01, 0.005, note, fontsize=7.5, color="0.35", ha="left", va="bottom")
-    fig.tight_layout(rect=(0, 0.05, 1, 1))
+    plain_text(fig).tight_layout(rect=(0, 0.05, 1, 1))
     return _save(fig, path)

@@ -16,7 +16,13 @@ built in:
 ``[machine] cores``; absent: 0, a core per thread) and the scheduler's costs
 (``context_switch_s``, ``wakeup_s``, ``timeslice_s``, ``io_wake_s``; absent: the
 defaults of ``zsim.model.params.SchedulerParams``). The shipped profile
-records the measured costs but not the core count (docs/model.md, "Cores", says why).
+records the measured costs and its machine's 2 cores (docs/model.md, "Cores").
+
+``[api]`` holds the machine's costs only: the calls, and how late the machine wakes a
+program's waits (``sleep_late_s`` for one that sleeps, ``timer_jitter_s`` for one that
+spins their end). What a program does around its calls is the scenario's (a workload's
+``loop_cpu_s`` and ``wait_spin_s``); a profile with ``send_loop_s``/``recv_loop_s`` is
+refused.
 
 Kernel buffering is stored per transport as a table of *effective in-flight kernel bytes*
 by message size (``[tcp.kernel] payload_bytes``/``capacity_bytes``), because Linux counts

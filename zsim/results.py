@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import steady
-from .files import atomic_write, prepare_output_dir
+from .files import prepare_output_dir, replace_set
 from .ledger import DELIVERED, DISCARDED, FORWARDED, RULES, STATES, WHERE
 from .model.fates import RULE_FILTERED  # a SUB's own filter threw the copy away (not wanted)
 from .summary import (
@@ -807,6 +807,47 @@ def flat_metrics(summary: Mapping[str, Any], result: RunResult | None = None, sc
     return row
 
 
+def drop_member_columns(row: dict[str, Any], templates: Mapping[str, Any], cap: int,
+                        summary: Mapping[str, Any] | None = None) -> int:
+    """Leave out of ``row`` (``flat_metrics``) the per-entity columns of the members of every
+    template with more than ``cap`` members, keeping the template's aggregates
+    (``socket.<template>.sum_delivered``, ...): their sockets, senders, the pipes and links
+    they end, and their threads (a member workload's, a member socket's, a member
+    process's). A sweep's rows stay a few hundred columns wide however many members a
+    template has (``zsim.sweep.plan.DEFAULT_MEMBER_COLUMNS``). Returns how many went."""
+    big: set[str] = set()
+    big_processes: set[str] = set()
+    for kind, entries in templates.items():
+        for info in (entries or {}).values():
+            members = list(info.get("members") or ())
+            if len(members) > cap:
+                (big_processes if kind == "process" else big).update(members)
+    if not big and not big_processes:
+        return 0
+    threads = ((summary or {}).get("machine") or {}).get("threads") or {}
+    dropped = [key for key in row if _member_column(key, big, big_processes, threads)]
+    for key in dropped:
+        del row[key]
+    return len(dropped)
+
+
+def _member_column(key: str, big: set[str], big_processes: set[str], threads: Mapping[str, Any]) -> bool:
+    head, _, rest = key.partition(".")
+    if head not in ("socket", "sender", "pipe", "link", "thread") or "." not in rest:
+        return False
+    entity = rest[:rest.rindex(".")]
+    if head in ("socket", "sender"):
+        return entity in big
+    if head in ("pipe", "link"):
+        writer, _, reader = entity.partition("->")
+        return writer in big or reader.split(" (")[0] in big
+    thread = threads.get(entity) or {}
+    if thread.get("process") in big_processes:
+        return True
+    name = entity.split("#")[0]
+    return name in big or (name.startswith("socket.") and name[len("socket."):] in big)
+
+
 def messages_frame(result: RunResult) -> Any:
     """``RunResult.messages_frame()``."""
     pd = _pandas()
@@ -851,16 +892,16 @@ def write_parquet(result: RunResult, out_dir: str | Path) -> list[Path]:
     (``pip install zsim[results]``)."""
     _pandas()
     out = prepare_output_dir(out_dir, "--out")
-    written = []
     frame = messages_frame(result)
     frame["seed"] = result.summary["seed"]
     frame["scenario"] = result.summary["scenario"]
-    # Each file appears whole or not at all (temporary name, fsync, rename): a run that
-    # fails or is killed while writing leaves the previous files of --out as they were.
-    path = atomic_write(out / "messages.parquet", lambda handle: frame.to_parquet(handle, index=False))
-    written.append(path)
     depth_rows = depth_frame(result)
     depth_rows["seed"] = result.summary["seed"]
-    written.append(atomic_write(out / "depth.parquet", lambda handle: depth_rows.to_parquet(handle, index=False)))
-    written.append(atomic_write(out / "summary.json", result.to_json()))
-    return written
+    # The three belong together: they are replaced as a set (``replace_set``: written into
+    # a sibling folder that is swapped in), so a run that fails or is killed while writing
+    # leaves the previous set of --out as it was, and the next run removes its leftovers.
+    return replace_set(out, {
+        "messages.parquet": lambda handle: frame.to_parquet(handle, index=False),
+        "depth.parquet": lambda handle: depth_rows.to_parquet(handle, index=False),
+        "summary.json": result.to_json(),
+    }, "--out")

@@ -13,16 +13,21 @@ model runs the same events either way, and without a recorder nothing is recorde
 from __future__ import annotations
 
 import contextlib
+import re
+import signal
+import sys
+import threading
 import time
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import IO, Any, Protocol
 
 from . import app as app_module
+from . import limits as limits_module
 from . import profile as profile_module
-from . import spec
+from . import spec, trust
 from .app import AppFunction
 from .build import Model, build
 from .errors import LimitExceeded, ScenarioError, ZsimError
@@ -30,6 +35,8 @@ from .limits import DEFAULT as DEFAULT_LIMITS
 from .limits import RunLimits
 from .profile import Profile
 from .results import RunResult, summarise
+from .textsafe import one_line
+from .trust import AppCode, AppPermission
 
 
 def _scenario(scenario: spec.Scenario | Mapping[str, Any] | str | Path) -> spec.Scenario:
@@ -173,7 +180,7 @@ class Guard:
             until = self.model.scenario.until_s
             of = f" of {until:g}" if until is not None else ""
             self.progress.write(
-                f"\r\033[K[{self.model.scenario.name}] simulated {now:.4g}{of} s  {_count(events)} events "
+                f"\r\033[K[{one_line(self.model.scenario.name)}] simulated {now:.4g}{of} s  {_count(events)} events "
                 f"({events / wall:,.0f}/s)  {_count(self.copies())} messages  {wall:.0f} s"
             )
             self.progress.flush()
@@ -254,12 +261,32 @@ def effective_limits(scenario: spec.Scenario, limits: RunLimits | Mapping[str, A
     return base.merged(limits or {}, "limits")
 
 
-def start_apps(model: Model, extra: Sequence[AppFunction | str] | AppFunction = ()) -> None:
-    """Start the scenario's ``[[app]]`` functions, then ``extra`` ones (``zsim.app``)."""
+def _app_table(codes: Sequence[AppCode], extra: Sequence[AppFunction | str]) -> dict[str, tuple[str, str | None]]:
+    """App name -> (function name, file) of a run's apps, for the sandbox's messages."""
+    table: dict[str, tuple[str, str | None]] = {code.app: (code.function, code.file) for code in codes}
+    for index, function in enumerate(extra):
+        if callable(function):
+            name = getattr(function, "__name__", None) or f"app{index}"
+            filename = getattr(getattr(function, "__code__", None), "co_filename", None)
+            table.setdefault(name, (name, str(Path(filename).resolve()) if filename else None))
+        else:
+            name = str(function).rsplit(":", 1)[-1]
+            table.setdefault(name, (name, None))
+    return table
+
+
+def start_apps(model: Model, extra: Sequence[AppFunction | str] | AppFunction = (), codes: Sequence[AppCode] | None = None) -> None:
+    """Start the scenario's ``[[app]]`` functions, then ``extra`` ones (``zsim.app``).
+
+    ``codes``: the scenario's apps as ``zsim.trust.check`` allowed them; None checks them
+    here with no permission, so a scenario that names code is refused. ``extra`` is the
+    caller's own code and runs as given."""
     scen = model.scenario
+    if codes is None:
+        codes = trust.check(scen, trust.AppPermission())
     names = {app.name for app in scen.apps}
-    for app in scen.apps:
-        app_module.start(model, app.name, app_module.resolve(app.function, scen.base_dir, f"app[{app.name}].function"))
+    for code in codes:
+        app_module.start(model, code.app, app_module.load(code))
     functions = [extra] if callable(extra) or isinstance(extra, str) else list(extra)
     for index, function in enumerate(functions):
         name = getattr(function, "__name__", None) if callable(function) else str(function).rsplit(":", 1)[-1]
@@ -268,6 +295,252 @@ def start_apps(model: Model, extra: Sequence[AppFunction | str] | AppFunction = 
             raise ScenarioError(f"apps[{index}]", f"another app is named {label!r} (give each function its own name)")
         names.add(label)
         app_module.start(model, label, app_module.resolve(function, scen.base_dir, f"apps[{index}]"))
+
+
+# -- where app code runs ----------------------------------------------------------------------
+
+#: The watchdog looks every this many seconds; it acts on the wall-clock limit after this
+#: much more (the run's own monitor names a model that keeps going; the watchdog is for
+#: code that keeps the thread), and again every second if the code swallowed its exception.
+WATCHDOG_POLL_S = 0.05
+WATCHDOG_GRACE_S = 1.0
+WATCHDOG_REPEAT_S = 1.0
+#: After this many raises that the code caught and went on, the watchdog calls
+#: ``zsim.limits.LAST_RESORT`` (if set) with the run's one line.
+WATCHDOG_LAST_RESORT_AFTER = 3
+#: The signal that interrupts a blocking call in the main thread (when no one else handles it).
+WATCHDOG_SIGNAL = getattr(signal, "SIGUSR2", signal.SIGTERM)
+
+
+def _async_raise(thread: int, exc: type[BaseException] | None) -> None:
+    """Raise ``exc`` in ``thread`` at its next Python instruction (``PyThreadState_SetAsyncExc``);
+    None withdraws one not yet raised."""
+    import ctypes
+
+    target = ctypes.py_object(exc) if exc is not None else ctypes.c_void_p(0)
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread), target)
+
+
+def _watchdog_alarm(signum: int, frame: Any) -> None:
+    raise app_module.WatchdogTimeout()
+
+
+class Watchdog:
+    """Stops a run whose thread does not come back to the event loop (issue 27).
+
+    The run's monitor (``Guard``) checks the limits between events; code that loops without
+    yielding (``while True: pass`` in an app, ``sock.send()`` called in a loop without
+    ``yield``) never returns to it. This thread looks every ``WATCHDOG_POLL_S``: past the
+    wall-clock limit (plus ``WATCHDOG_GRACE_S``), or over the message or event limit while
+    the loop has processed no event since its last look, it raises ``WatchdogTimeout`` in
+    the run's thread (``PyThreadState_SetAsyncExc``: at the next Python instruction, so a
+    pure-Python loop is stopped; a C call that blocks, ``time.sleep(1e9)``, only when it
+    returns), and again every ``WATCHDOG_REPEAT_S`` if the code caught it and went on. In
+    the main thread, when no one else handles ``SIGUSR2``, it sends ``SIGUSR2`` instead, whose
+    handler (installed for the run) raises it: that also ends a blocking call."""
+
+    def __init__(self, model: Model, limits: RunLimits, describe: Callable[[], str] | None = None) -> None:
+        self.model = model
+        self.limits = limits
+        self.describe = describe  # the run's one line, for LAST_RESORT
+        self.thread = threading.get_ident()
+        self.started = time.perf_counter()
+        self.lock = threading.Lock()
+        self.armed = True
+        self.fired: tuple[str, str] | None = None
+        self.stopped = threading.Event()
+        self.watcher = threading.Thread(target=self._watch, name="zsim-watchdog", daemon=True)
+        self.alarm = False  # raise by a signal (our handler) rather than asynchronously
+
+    def __enter__(self) -> Watchdog:
+        if (threading.current_thread() is threading.main_thread() and hasattr(signal, "pthread_kill")
+                and signal.getsignal(WATCHDOG_SIGNAL) in (signal.SIG_DFL, None)):
+            signal.signal(WATCHDOG_SIGNAL, _watchdog_alarm)
+            self.alarm = True
+        self.watcher.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stopped.set()
+        with self.lock:
+            self.armed = False
+            if self.fired is not None and not self.alarm:
+                _async_raise(self.thread, None)  # one raised but not yet delivered goes no further
+        if self.alarm:  # no signal can come now: it is sent only while armed
+            signal.signal(WATCHDOG_SIGNAL, signal.SIG_DFL)
+        self.watcher.join(timeout=5.0)
+
+    def _copies(self) -> int:
+        model = self.model
+        return int(max(model.world.next_message_id, model.ledger.n_records))
+
+    def _check(self, stuck: bool) -> tuple[str, str] | None:
+        limits = self.limits
+        elapsed = time.perf_counter() - self.started
+        if limits.max_wall_s is not None and elapsed > limits.max_wall_s + WATCHDOG_GRACE_S:
+            return "max_wall_s", f"the run took {elapsed:.1f} s of wall-clock time (limit {limits.max_wall_s:g} s)"
+        if not stuck:
+            return None
+        if limits.max_messages is not None and self._copies() > limits.max_messages:
+            return "max_messages", f"the run created {_count(self._copies())} message copies (limit {_count(limits.max_messages)})"
+        pending = len(self.model.env._queue)
+        if limits.max_events is not None and pending > limits.max_events:
+            return "max_events", f"{_count(pending)} events are pending (limit {_count(limits.max_events)} events)"
+        return None
+
+    def _watch(self) -> None:
+        env = self.model.env
+        last = -1
+        fires = 0
+        while not self.stopped.wait(WATCHDOG_POLL_S):
+            done = env.events_processed
+            found = self._check(stuck=done == last)
+            last = done
+            if found is None:
+                continue
+            with self.lock:
+                if not self.armed:
+                    return
+                self.fired = found
+                if self.alarm:
+                    signal.pthread_kill(self.thread, WATCHDOG_SIGNAL)
+                else:
+                    _async_raise(self.thread, app_module.WatchdogTimeout)
+            fires += 1
+            if self.stopped.wait(WATCHDOG_REPEAT_S):
+                return
+            last_resort = limits_module.LAST_RESORT
+            if fires >= WATCHDOG_LAST_RESORT_AFTER and last_resort is not None and self.describe is not None:
+                with self.lock:
+                    if self.armed:
+                        last_resort(self.describe() + " (the code caught every interruption and went on: zsim ended the process)")
+
+
+class Sandbox:
+    """Where a run's app code runs (``run`` enters it when the run has apps): a watchdog
+    stops code that keeps the thread; ``env.run``/``env.step`` from inside the model are
+    refused (zsim runs the loop); an exception that escapes the event loop from app code
+    (a process an app started with ``env.process`` itself, a yield of something that is not
+    an event there, ``SystemExit`` and other ``BaseException``) ends the run with one line
+    naming the app, its function and the reason (``AppFailed``, exit 2)."""
+
+    def __init__(self, model: Model, limits: RunLimits, apps: Mapping[str, tuple[str, str | None]]) -> None:
+        self.model = model
+        self.limits = limits
+        #: app name -> (its function's name, its file)
+        self.apps = dict(apps)
+        self.watchdog = Watchdog(model, limits, self._describe_stuck)
+
+    def __enter__(self) -> Sandbox:
+        env = self.model.env
+        env.run = self._refuse("run")  # type: ignore[method-assign]
+        env.step = self._refuse("step")  # type: ignore[method-assign]
+        self.watchdog.__enter__()
+        return self
+
+    def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> None:
+        try:
+            self.watchdog.__exit__(kind, exc, tb)
+        except app_module.WatchdogTimeout as late:  # delivered while the watchdog stopped
+            exc = late
+        env = self.model.env
+        for method in ("run", "step"):
+            env.__dict__.pop(method, None)
+        if exc is None:
+            return
+        if isinstance(exc, app_module.WatchdogTimeout):
+            raise self._stopped(exc) from None
+        if isinstance(exc, (ZsimError, KeyboardInterrupt, MemoryError)):
+            return
+        app = self._blame(exc)
+        if app is None:
+            return  # not the apps' code: zsim's own (a bug, reported as one)
+        name, frame = app
+        function = self.apps.get(name, (None, None))[0] if name is not None else None
+        label = f"app[{name}]" if name is not None else "app code"
+        parts = ([f"at {app_module._where(frame)}"] if frame is not None else []) + ([f"app function {function}"] if function else [])
+        where = f" ({', '.join(parts)})" if parts else ""
+        raise app_module.AppFailed(label, f"{self._reason(exc)}{where}") from exc
+
+    # -- who and why ---------------------------------------------------------------------
+
+    def _reason(self, exc: BaseException) -> str:
+        text = str(exc)
+        if isinstance(exc, RuntimeError) and "Invalid yield value" in text:
+            value = text.rsplit("Invalid yield value", 1)[1].strip()
+            return (f"yielded {value}, which is not a SimPy event: yield a socket call (sock.recv()), env.timeout(...), "
+                    "env.any_of(...) or another event")
+        return app_module.reason_of(exc)
+
+    def _app_of_file(self, filename: str) -> str | None:
+        try:
+            real = str(Path(filename).resolve())
+        except (OSError, ValueError):
+            return None
+        return next((name for name, (_, file) in self.apps.items() if file is not None and file == real), None)
+
+    def _blame(self, exc: BaseException) -> tuple[str | None, traceback.FrameSummary | None] | None:
+        """The app whose code raised ``exc`` and the frame, or None if no app's code did."""
+        frame = app_module.user_frame_of(exc)
+        if frame is None and isinstance(exc, RuntimeError) and "Invalid yield value" in str(exc):
+            found = re.search(r'File "(.+?)", line (\d+), in (\S+)', str(exc))
+            if found:
+                frame = traceback.FrameSummary(found.group(1), int(found.group(2)), found.group(3))
+        if frame is None:
+            if isinstance(exc, Exception):
+                return None
+            return (None, None)  # SystemExit and the like out of the loop: app code, not zsim's
+        return self._app_of_file(frame.filename), frame
+
+    def _caller(self) -> tuple[str | None, traceback.FrameSummary | None]:
+        name = app_module.running_app()
+        for frame in reversed(traceback.extract_stack()):
+            if not app_module.is_library(frame.filename):
+                return name or self._app_of_file(frame.filename), frame
+        return name, None
+
+    def _refuse(self, method: str) -> Any:
+        def refused(*args: Any, **kwargs: Any) -> Any:
+            name, frame = self._caller()
+            function = self.apps.get(name, (None, None))[0] if name is not None else None
+            parts = ([f"at {app_module._where(frame)}"] if frame is not None else []) + ([f"app function {function}"] if function else [])
+            where = f" ({', '.join(parts)})" if parts else ""
+            raise app_module.AppFailed(f"app[{name}]" if name else "app code",
+                                       f"called env.{method}(...) from inside the model{where}: zsim runs the event loop; an app "
+                                       "waits with yield (a socket call, env.timeout(...), env.any_of(...))")
+
+        return refused
+
+    def _describe_stuck(self) -> str:
+        """The one line for a run whose thread is still stuck (from the watchdog's thread)."""
+        frame = None
+        current = sys._current_frames().get(self.watchdog.thread)
+        if current is not None:
+            frame = next((f for f in reversed(traceback.extract_stack(current)) if not app_module.is_library(f.filename)), None)
+        return str(self._limit(app_module.running_app(self.watchdog.thread), frame))
+
+    def _stopped(self, exc: BaseException) -> LimitExceeded:
+        chain = app_module.causes(exc)
+        name = next((getattr(each, "app", None) for each in chain if getattr(each, "app", None)), None)
+        return self._limit(name, app_module.user_frame_of(exc))
+
+    def _limit(self, name: str | None, frame: traceback.FrameSummary | None) -> LimitExceeded:
+        elapsed = time.perf_counter() - self.watchdog.started
+        fired = self.watchdog.fired or ("max_wall_s", f"the run took {elapsed:.1f} s of wall-clock time")
+        key, what = fired
+        if name is None and frame is not None:
+            name = self._app_of_file(frame.filename)
+        function = self.apps.get(name, (None, None))[0] if name is not None else None
+        who = f"app[{name}]" if name else "app code"
+        parts = ([f"at {app_module._where(frame)}"] if frame is not None else []) + ([f"app function {function}"] if function else [])
+        where = f" ({', '.join(parts)})" if parts else ""
+        flag = "--" + key.replace("_", "-")
+        return LimitExceeded(
+            f"limits.{key}",
+            f"{what} at simulated time {self.model.env.now:.6g} s: {who} kept the run's thread without giving the event loop "
+            f"control back{where}; an app's loop must yield (a socket call, env.timeout(...)). Fix the app, or raise the limit "
+            f"({flag} N on the command line, [limits] {key} = N in the scenario, 0 for none)",
+        )
 
 
 def simulate(model: Model, limits: RunLimits | None = None, progress: IO[str] | None = None,
@@ -309,6 +582,7 @@ def run(
     progress: IO[str] | None = None,
     apps: Sequence[AppFunction | str] | AppFunction = (),
     recorder: Recorder | None = None,
+    allow_apps: bool | AppPermission = False,
 ) -> RunResult:
     """Simulate ``scenario`` with ``seed`` (default: the scenario's seed, else 0).
 
@@ -318,9 +592,14 @@ def run(
     scenario's own ``[[app]]`` tables: functions taking an ``App``, or ``"module:function"``.
     ``profile``: a ``Profile``, or a profile's name or file as in ``scenario.profile``.
     ``recorder``: records levels over time while the run goes on (``zsim.report_run``).
+    ``allow_apps``: run the Python code the scenario's own ``[[app]]`` tables name (True:
+    files in the scenario's folder and installed modules; a ``zsim.AppPermission`` for
+    more); without it such a scenario raises ``ScenarioError`` before anything runs
+    (``zsim.trust``). The functions in ``apps`` are the caller's own and always run.
     """
     started = time.perf_counter()
     scen = _scenario(scenario)
+    codes = trust.check(scen, trust.permission(allow_apps))
     if seed is None:
         seed = scen.seed if scen.seed is not None else 0
     if seed < 0:
@@ -332,8 +611,13 @@ def run(
         model = build(scen, seed, profile=profile, trace_depth=trace or recorder is not None)
         if recorder is not None:
             recorder.attach(model)
-        start_apps(model, apps)
-        simulate(model, run_limits, progress, recorder)
+        extra = [apps] if callable(apps) or isinstance(apps, str) else list(apps)
+        if codes or extra:  # app code runs: in the sandbox (watchdog, one line for whatever it does)
+            with Sandbox(model, run_limits, _app_table(codes, extra)):
+                start_apps(model, apps, codes)
+                simulate(model, run_limits, progress, recorder)
+        else:
+            simulate(model, run_limits, progress, recorder)
     wall = time.perf_counter() - started
     return summarise(model, wall)
 
@@ -345,11 +629,12 @@ def run_safe(
     profile: Profile | str | None = None,
     limits: RunLimits | Mapping[str, Any] | None = None,
     apps: Sequence[AppFunction | str] | AppFunction = (),
+    allow_apps: bool | AppPermission = False,
 ) -> dict[str, Any]:
     """Like ``run(...).summary`` but never raises: a failure becomes a record with ``error``."""
     started = time.perf_counter()
     try:
-        return dict(run(scenario, seed, profile=profile, limits=limits, apps=apps).summary)
+        return dict(run(scenario, seed, profile=profile, limits=limits, apps=apps, allow_apps=allow_apps).summary)
     except ZsimError as exc:
         kind = type(exc).__name__
         return {"ok": False, "error": f"{kind}: {exc}", "seed": seed, "wall_s": time.perf_counter() - started}

@@ -310,7 +310,9 @@ def _str(value: Any, path: str) -> str:
 
 
 def _name(value: Any, path: str) -> str:
-    text = _str(value, path)
+    from .limits import check_text
+
+    text = check_text(_str(value, path), path)
     if not _NAME_RE.match(text):
         raise ScenarioError(path, f"must be a name of letters, digits, '_', '-' or '.', got {text!r}")
     return text
@@ -503,8 +505,11 @@ def _from_expanded(raw: dict[str, Any], base_dir: str, source: str) -> Scenario:
     """``from_dict`` of a scenario without templates."""
     head = _table(raw.get("scenario", {}), "scenario")
     _check_keys(head, _SCENARIO_KEYS, "scenario")
-    name = _str(head.get("name", Path(source).stem if source != "<dict>" else "scenario"), "scenario.name")
-    description = _str(head.get("description", ""), "scenario.description")
+    from .limits import check_text
+
+    name = check_text(_str(head.get("name", Path(source).stem if source != "<dict>" else "scenario"), "scenario.name"), "scenario.name")
+    description = check_text(_str(head.get("description", ""), "scenario.description"), "scenario.description",
+                             "MAX_DESCRIPTION_CHARS")
     until_s = _opt_time(head, "until_s", "scenario", positive=True)
     profile = _str(head["profile"], "scenario.profile") if "profile" in head else None
     seed = _int(head["seed"], "scenario.seed", 0) if "seed" in head else None

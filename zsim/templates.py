@@ -319,6 +319,8 @@ def expand_templates(raw: dict[str, Any], valid_name: Callable[[str], bool]) -> 
     """
     entries = {section: _entries(raw, section) for section in (*SECTIONS, "proxy")}
     if not any(_may_template(section, entry) for section, blocks in entries.items() for entry in blocks):
+        _check_sizes({section: [_Block(section, entry, _plain_label(section, index, entry)) for index, entry in enumerate(found)]
+                      for section, found in entries.items() if section in SECTIONS})
         return Expansion(raw)
     blocks: dict[str, list[_Block]] = {section: [] for section in SECTIONS}
     templates: dict[str, dict[str, _Block]] = {section: {} for section in SECTIONS}
@@ -386,7 +388,70 @@ def expand_templates(raw: dict[str, Any], valid_name: Callable[[str], bool]) -> 
             if block.root is None:
                 _check_ordinary(block.entry, block.label)
     _check_template_names(blocks, templates)
+    _check_sizes(blocks)  # before a member is made
     return _build(raw, blocks, templates)
+
+
+def _count_field(root: _Root) -> str:
+    section = root.label.split("[", 1)[0]
+    return f"{root.label}.{COUNT_FIELD.get(section, 'count')}"
+
+
+def _text_chars(value: Any) -> int:
+    """Characters of the strings with placeholders in a block: what each member renders anew."""
+    if isinstance(value, str):
+        return len(value) if "{" in value else 0
+    if isinstance(value, dict):
+        return sum(_text_chars(item) for item in value.values())
+    if isinstance(value, list):
+        return sum(_text_chars(item) for item in value)
+    return 0
+
+
+def _check_sizes(blocks: Mapping[str, list[_Block]]) -> None:
+    """The topology's size after expansion, counted from the blocks and their counts (no
+    member made yet): sockets, processes, workloads, I/O threads and rendered text against
+    ``zsim.limits``; over a bound, one line naming the count that drove it."""
+    from . import limits
+
+    def total(sections: tuple[str, ...]) -> tuple[int, str]:
+        count = 0
+        drivers: dict[str, int] = {}
+        for section in sections:
+            for block in blocks.get(section, []):
+                members = block.root.count if block.root is not None else 1
+                count += members
+                key = _count_field(block.root) if block.root is not None else f"[[{section}]]"
+                drivers[key] = drivers.get(key, 0) + members
+        return count, max(drivers, key=lambda key: drivers[key]) if drivers else sections[0]
+
+    for what, sections, bound in (("sockets", ("socket",), "MAX_SOCKETS"), ("processes", ("process",), "MAX_PROCESSES"),
+                                  ("[[send]] and [[recv]] workloads", ("send", "recv"), "MAX_WORKLOADS")):
+        count, driver = total(sections)
+        limits.check_size(what, count, bound, driver)
+    io_threads = 0
+    worst = ("", 0, 0, 0)
+    for block in blocks.get("process", []):
+        members = block.root.count if block.root is not None else 1
+        each = block.entry.get("io_threads", 1)
+        each = each if isinstance(each, int) and not isinstance(each, bool) and each > 0 else 1
+        io_threads += members * each
+        if members * each > worst[1]:
+            worst = (block.label if block.root is None else _member_label(block), members * each, members, each)
+    if worst[0]:
+        label, _, members, each = worst
+        how = f"{members:,} members x io_threads = {each:,} " if members > 1 else f"io_threads = {each:,} "
+        limits.check_size("I/O threads", io_threads, "MAX_IO_THREADS", f"{label}.io_threads", how)
+    chars = 0
+    driver = ""
+    for found in blocks.values():
+        for block in found:
+            if block.root is not None:
+                text = _text_chars(block.entry) * block.root.count
+                chars += text
+                driver = driver or _count_field(block.root)
+    if chars:
+        limits.check_size("characters of text (names, endpoints, topics with placeholders)", chars, "MAX_EXPANDED_CHARS", driver)
 
 
 def _entries(raw: Mapping[str, Any], section: str) -> list[dict[str, Any]]:
@@ -457,7 +522,9 @@ def _make_template(block: _Block, root: _Root, valid_name: Callable[[str], bool]
     if "name" in entry:
         if not isinstance(entry["name"], str):
             raise ScenarioError(f"{block.label}.name", f"must be a string, got {entry['name']!r}")
-        pattern = entry["name"]
+        from .limits import check_text
+
+        pattern = check_text(entry["name"], f"{block.label}.name")
         text = parse_text(pattern, f"{block.label}.name")
         if text.constant:
             why = (f"it has {own}" if own in entry else

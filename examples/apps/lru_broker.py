@@ -4,8 +4,9 @@ Clients (REQ) send requests to the broker's frontend ROUTER; workers (REQ) annou
 themselves with READY on the backend ROUTER and then get one request at a time. The
 broker keeps a queue of idle workers, polls the backend always and the frontend only while
 a worker is idle, and routes each reply back to its client by the envelope. Run it with
-``zsim run examples/lru_broker.toml``; the scenario file declares the sockets, this file
-the logic the scenario format cannot express. See docs/api.md.
+``zsim run --allow-apps examples/lru_broker.toml`` (zsim runs a scenario's code only when
+asked: docs/safety.md); the scenario file declares the sockets, this file the logic the
+scenario format cannot express. See docs/api.md.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ Use: ``recorder = SeriesRecorder()``, ``result = zsim.runner.run(..., recorder=r
 
 from __future__ import annotations
 
+import os
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -28,7 +29,8 @@ from typing import Any
 import numpy as np
 
 from .. import plotting
-from ..files import atomic_write, prepare_output_dir, shown_path
+from ..errors import EnvironmentFault
+from ..files import atomic_write, cleanup_leftovers, prepare_output_dir, shown_path
 from ..results import flat_metrics
 from ..spec import Scenario
 from . import data, page
@@ -52,9 +54,16 @@ def _fewer_buckets(series: Any) -> str:
             f"their levels over time were kept coarser to stay within {MAX_LEVEL_BYTES // 2**20} MB)")
 
 def _render(folder: Path, name: str, draw: Callable[[Path], Path]) -> bytes:
+    """Draw a figure in the scratch folder (beside the report's files) and read it back; an
+    OS error names the figure's place in the report folder."""
     path = folder / name
-    draw(path)
-    return path.read_bytes()
+    try:
+        draw(path)
+        return path.read_bytes()
+    except EnvironmentFault as exc:
+        raise EnvironmentFault(str(folder.parent / name), exc.reason) from None
+    except OSError as exc:
+        raise EnvironmentFault(str(folder.parent / name), f"cannot be written: {exc.strerror or exc}") from None
 
 
 def _empty_figure(text: str) -> Callable[[Path], Path]:
@@ -62,7 +71,7 @@ def _empty_figure(text: str) -> Callable[[Path], Path]:
         plt = plotting._pyplot()
         fig = plt.figure(figsize=(6.0, 1.0))
         fig.text(0.5, 0.5, text, ha="center", va="center", fontsize=10, wrap=True)
-        fig.savefig(path, dpi=110)
+        plotting.plain_text(fig).savefig(path, dpi=110)
         plt.close(fig)
         return path
 
@@ -77,12 +86,13 @@ def write_report(result: Any, series: RunSeries | None, scenario: Scenario, out_
     files already in ``out_dir`` as they were.
     """
     out = prepare_output_dir(out_dir, "--report")
+    cleanup_leftovers(out, (*FIGURES, "report.html"))  # what a killed report left: its scratch folder, temporary files
     summary = result.summary
     who = f"{summary['scenario']}, seed {summary['seed']}"
     end_s = float(summary["sim_time_s"])
     pngs: dict[str, bytes] = {}
     shown: dict[str, str] = {}  # figure -> the caption's statement when there is nothing to draw
-    with tempfile.TemporaryDirectory(prefix=".zsim-figures-", dir=out) as scratch:
+    with tempfile.TemporaryDirectory(prefix=f".zsim-figures-{os.getpid()}-", dir=out) as scratch:
         folder = Path(scratch)
         topo = data.topology(scenario, result)
         pngs["topology.png"] = _render(folder, "topology.png", lambda p: plotting.topology_figure(

@@ -10,8 +10,10 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from ..errors import EnvironmentFault, ZsimError
+from ..textsafe import one_line
 
 EXIT_OK = 0
 EXIT_FAULT = 1
@@ -36,13 +38,19 @@ def _report(results: str | Path, out: str | Path | None, config: str | Path | No
     errors: list[tuple[Path, ZsimError]] = []
     written = make_report(results, out, errors=errors, config=config)
     for path in written:
-        print(f"wrote {path}")
+        print(one_line(f"wrote {path}"))
     status = EXIT_OK
     for directory, error in errors:
         text = (str(error).strip().splitlines() or [type(error).__name__])[0]
-        print(f"zsim: {directory}: no report: {text}", file=sys.stderr)
+        print(one_line(f"zsim: {directory}: no report: {text}"), file=sys.stderr)
         status = max(status, EXIT_FAULT if isinstance(error, EnvironmentFault) else EXIT_USAGE)
     return status
+
+
+def _app_permission(args: argparse.Namespace) -> Any:
+    from ..trust import from_command_line
+
+    return from_command_line(bool(getattr(args, "allow_apps", False)), getattr(args, "allow_apps_from", None))
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -61,13 +69,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         retry_failed=bool(getattr(args, "retry_failed", False)),
         max_runs=DEFAULT_MAX_RUNS if max_runs is None else max_runs,
         run_timeout_s=getattr(args, "run_timeout", None),
+        allow_apps=_app_permission(args),
+        stream=sys.stderr,  # as it is now (the default is the one of when zsim was imported)
     )
     print(
         f"sweep {outcome.sweep}: {outcome.ran} runs done now, {outcome.already_done} were already done, "
         f"{outcome.failed} failed, {outcome.not_done} not done; {outcome.wall_s:.1f} s on {outcome.engine}"
     )
     for error in outcome.errors:
-        print(f"  failed: {error}")
+        print(one_line(f"  failed: {error}"))
     if outcome.failed:
         print("  (failed runs are rows with ok = false and the error; --retry-failed runs them again)")
     print(f"results: {outcome.directory}")

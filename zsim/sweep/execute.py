@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from .. import files
+from .. import files, trust
 from ..errors import ScenarioError, ZsimError
+from ..textsafe import terminal
 from . import store
 from .plan import DEFAULT_MAX_RUNS, Plan, Sweep, batches, check_run_timeout, check_size, expand, parse
 
@@ -132,6 +133,21 @@ class Progress:
             self.stream.flush()
 
 
+def check_apps(plan: Plan, allow: trust.AppPermission, say: Callable[[str], Any] | None = None) -> dict[str, Any]:
+    """The code the plan's scenarios name (``[[app]]`` of the base scenario, or set by an
+    axis), checked against ``allow`` before any run and announced with ``say``: what the
+    workers may run (``AppPermission.to_payload``)."""
+    if not plan.points:
+        return allow.to_payload(())
+    ids = [plan.points[0].id] + [p.id for p in plan.points[1:] if any(str(k).startswith("app") for k in p.overrides)]
+    codes = trust.check_scenarios(((f"{plan.sweep.base_source} (point {i})" if i != ids[0] else "", plan.scenario(i))
+                                   for i in ids), allow)
+    if say is not None:
+        for line in trust.announcements(codes):
+            say(line)
+    return allow.to_payload(codes)
+
+
 def make_engine(name: str, payload: Mapping[str, Any], *, master: str | None = None, workers: int | None = None,
                 conf: Mapping[str, str] | None = None, app_name: str = "zsim sweep") -> Any:
     if name == "serial":
@@ -164,6 +180,7 @@ def run_sweep(
     progress_interval_s: float | None = None,
     max_runs: int | None = DEFAULT_MAX_RUNS,
     run_timeout_s: float | None = None,
+    allow_apps: bool | trust.AppPermission = False,
 ) -> Outcome:
     """Run a sweep (a file, a parsed ``Sweep``, a dict or a ``Plan``) into ``out``.
 
@@ -171,7 +188,9 @@ def run_sweep(
     ``limit`` runs at most that many new runs (to try a sweep, or to test resuming).
     ``max_runs`` refuses a plan of more runs (counted before it is expanded; 0 or None: no
     limit; not checked for a ``Plan``, which is expanded already); ``run_timeout_s``
-    overrides the sweep's time limit per run (0: none).
+    overrides the sweep's time limit per run (0: none). ``allow_apps``: run the code the
+    base scenario's ``[[app]]`` tables name (``zsim.trust``; the workers run only the files
+    checked here, by path and SHA-256); without it such a sweep is refused before any run.
 
     Raises ``ScenarioError`` for a bad sweep or argument (before anything runs),
     ``EnvironmentFault`` when ``out`` cannot be written or the engine cannot start,
@@ -186,7 +205,7 @@ def run_sweep(
     if max_runs is not None and (isinstance(max_runs, bool) or not isinstance(max_runs, int) or max_runs < 0):
         raise ScenarioError("--max-runs", f"must be a whole number >= 0 (0: no limit), got {max_runs!r}")
     timeout_override = check_run_timeout(run_timeout_s, "--run-timeout") if run_timeout_s is not None else None
-    say = (lambda text: (stream.write(text + "\n"), stream.flush())) if stream is not None else (lambda text: None)
+    say = (lambda text: (stream.write(terminal(text) + "\n"), stream.flush())) if stream is not None else (lambda text: None)
     planning_started = time.perf_counter()
     if isinstance(source, Plan):
         plan = source
@@ -206,6 +225,7 @@ def run_sweep(
         plan = expand(sweep, max_runs=None, progress=planning)
     sweep = plan.sweep
     timeout = sweep.run_timeout_s if run_timeout_s is None else timeout_override
+    apps = check_apps(plan, trust.permission(allow_apps), say)
     # --out must be a folder zsim can write in, found out before any run
     files.prepare_output_dir(out, "the output folder (--out)")
     if engine == "spark":  # no Java is one line now, not a stack trace after the planning
@@ -213,6 +233,8 @@ def run_sweep(
 
         preflight(master)
     directory = store.sweep_dir(out, sweep.name)
+    if directory.exists() or directory.is_symlink():  # results copied from elsewhere: a link out of --out is refused
+        files.check_inside(directory, out, "the output folder (--out)")
     outcome = Outcome(sweep=sweep.name, directory=directory, engine=engine, points=len(plan.points), total_runs=plan.total_runs)
 
     def warn(text: str) -> None:
@@ -257,6 +279,7 @@ def run_sweep(
             return outcome
         payload = plan.worker_payload()
         payload["run_timeout_s"] = timeout
+        payload["apps"] = apps
         axis_kinds = {path: kind for path, kind in payload["axes"]}
         runner = make_engine(engine, payload, master=master, workers=workers, conf=conf, app_name=f"zsim sweep {sweep.name}")
         progress = Progress(sweep.name, plan, done, stream, progress_interval_s)

@@ -56,6 +56,7 @@ SWEEP_KEYS = {
     "common_random_numbers",
     "batch_size",
     "run_timeout_s",
+    "member_columns",
 }
 TOP_KEYS = {"sweep", "axes", "set", "link", "base", "report"}
 FIGURE_KINDS = ("line", "heatmap", "scatter", "threshold")
@@ -83,6 +84,14 @@ MAX_REPLICATIONS = 1_000_000
 #: Wall-clock seconds one run may take unless ``sweep.run_timeout_s`` says otherwise
 #: (0 = no limit): a run that reaches it is a failed row, not a stalled sweep.
 DEFAULT_RUN_TIMEOUT_S = 600.0
+#: A template with more members than this is summarised in a sweep's rows by its
+#: aggregates only (``socket.<template>.sum_delivered``, ...; ``sweep.member_columns``):
+#: a 5,000-member template would otherwise add ~170,000 per-member columns.
+DEFAULT_MEMBER_COLUMNS = 32
+MAX_MEMBER_COLUMNS = 10_000
+#: Columns a sweep's row may have, estimated for every point before any run
+#: (``row_columns``): Parquet slows down badly past some tens of thousands.
+MAX_COLUMNS = 50_000
 
 
 # --------------------------------------------------------------------------------------
@@ -158,6 +167,8 @@ class Sweep:
     report: Mapping[str, Any] = field(default_factory=dict, repr=False)
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
     source: str = "<dict>"
+    #: templates with more members than this have only their aggregates in a row
+    member_columns: int = DEFAULT_MEMBER_COLUMNS
 
     def axis(self, key: str) -> Axis:
         """An axis by path, label, or unambiguous last path component(s)."""
@@ -234,6 +245,8 @@ class Plan:
             "axes": [[a.path, column_kind(a, self)] for a in self.sweep.axes],
             "run_timeout_s": self.sweep.run_timeout_s,
         }
+        if self.sweep.member_columns != DEFAULT_MEMBER_COLUMNS:  # the digest of older plans stays as it was
+            payload["member_columns"] = self.sweep.member_columns
         payload["digest"] = _digest(payload)
         return payload
 
@@ -356,6 +369,7 @@ def from_dict(
         raise ScenarioError("sweep.common_random_numbers", f"must be true or false, got {crn!r}")
     batch_size = _int(head.get("batch_size", 0), "sweep.batch_size", 0)
     timeout = check_run_timeout(head.get("run_timeout_s", DEFAULT_RUN_TIMEOUT_S), "sweep.run_timeout_s")
+    member_columns = _int(head.get("member_columns", DEFAULT_MEMBER_COLUMNS), "sweep.member_columns", 0, MAX_MEMBER_COLUMNS)
 
     axes_table = raw.get("axes")
     if not isinstance(axes_table, Mapping) or not axes_table:
@@ -406,6 +420,7 @@ def from_dict(
         report=copy.deepcopy(dict(report)),
         raw=copy.deepcopy(dict(raw)),
         source=source,
+        member_columns=member_columns,
     )
 
 
@@ -849,11 +864,51 @@ def _coordinates(sweep: Sweep) -> list[tuple[Any, ...]]:
     return [tuple(axis.value_at(float(u)) for axis, u in zip(sweep.axes, row, strict=True)) for row in quantiles]
 
 
-def _validate(raw: dict[str, Any], sweep: Sweep) -> None:
+def _validate(raw: dict[str, Any], sweep: Sweep) -> scenario_spec.Scenario:
     scenario = scenario_spec.from_dict(raw, base_dir=sweep.base_dir, source=sweep.base_source)
     from .. import profile as profile_module
 
     profile_module.load(scenario.profile, sweep.base_dir)
+    return scenario
+
+
+def row_columns(scenario: scenario_spec.Scenario, member_columns: int = DEFAULT_MEMBER_COLUMNS) -> tuple[int, str]:
+    """About how many columns a sweep row of ``scenario`` has (``zsim.results.flat_metrics``
+    with the members of templates over ``member_columns`` left out), and the field that
+    drives the count: ``socket``/``send`` for the scenario's own entities,
+    ``sweep.member_columns`` for template members kept. Counted from the parsed scenario,
+    before any run: per socket its fields, per sender its fields, per connection a pipe's
+    and (tcp/ipc) a link's both directions, per template its aggregates."""
+    from .. import results
+
+    big = {m for t in scenario.templates if t.count > member_columns for m in t.members}
+    own = members = 0
+
+    def add(count: int, name: str, member: bool) -> None:
+        nonlocal own, members
+        if name in big:
+            return
+        if member:
+            members += count
+        else:
+            own += count
+
+    member_names = {m for t in scenario.templates for m in t.members}
+    link_fields = len(LINK_SUFFIXES) * 2
+    for sock in scenario.sockets:
+        member = sock.name in member_names
+        add(len(results.PER_SOCKET), sock.name, member)
+        for endpoint in sock.connect:
+            stream = endpoint.transport != "inproc"
+            add(len(PIPE_SUFFIXES) * 2 + (link_fields if stream else 0), sock.name, member)
+    for send in scenario.sends:
+        add(len(results.SENDER_FIELDS) + 2, send.name, send.name in member_names)
+    for recv in scenario.recvs:
+        add(2, recv.name, recv.name in member_names)
+    aggregates = sum(len(results.PER_SOCKET if t.kind == "socket" else results.SENDER_FIELDS) * len(results.MEMBER_STATS) + 1
+                     for t in scenario.templates if t.kind in ("socket", "send"))
+    total = own + members + aggregates + 200  # pooled figures and warning counts
+    return total, ("sweep.member_columns" if members > own else "socket")
 
 
 def _blame(sweep: Sweep, base: dict[str, Any], overrides: Mapping[str, Any], coords: Sequence[tuple[str, Any]],
@@ -967,11 +1022,18 @@ def expand(sweep: Sweep, *, max_runs: int | None = DEFAULT_MAX_RUNS, progress: C
                 except ScenarioError as exc:
                     section = "link" if path in sweep.links else "axes"
                     raise ScenarioError(f"{section}.{path}", exc.reason) from None
-            _validate(derived, sweep)
+            scenario = _validate(derived, sweep)
         except ScenarioError as exc:
             if exc.path.startswith(("axes.", "link.")):
                 raise
             raise _blame(sweep, base, overrides, coords, exc) from None
+        columns, driver = row_columns(scenario, sweep.member_columns)
+        if columns > MAX_COLUMNS:
+            where = ", ".join(f"{p} = {_canonical(v)}" for p, v in coords)
+            hint = ("lower sweep.member_columns (templates above it are summarised by their aggregates)"
+                    if driver == "sweep.member_columns" else "sweep fewer entities, or write them as a template (summarised)")
+            raise ScenarioError(driver, f"a row of the point ({where}) would have about {columns:,} columns, more than the "
+                                        f"limit of {MAX_COLUMNS:,}; {hint}")
         pid = point_id(derived, sweep)
         if pid in seen:
             merged += 1

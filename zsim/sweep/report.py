@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from .. import files
 from ..errors import EnvironmentFault, ScenarioError, ZsimError
 from ..files import shown_path
+from ..textsafe import Code, md, md_code, md_table, md_url
 from ..units import human_bytes, human_time, time_unit
 from . import store
 from .plan import Axis, resolve_axis
@@ -637,6 +638,13 @@ def thresholds(results: SweepResults, spec: Mapping[str, Any]) -> pd.DataFrame:
 # Figures
 
 
+def _figure_file(spec: Mapping[str, Any]) -> str | None:
+    """A figure's ``file``, which a saved manifest or a sweep file from elsewhere gives: a
+    plain file name inside the report folder (``check_config`` refuses others first)."""
+    name = spec.get("file")
+    return None if name is None else files.plain_name(name, "report.figure.file")
+
+
 def _slug(text: str) -> str:
     keep = "".join(ch if ch.isalnum() else "-" for ch in text.lower())
     while "--" in keep:
@@ -746,7 +754,7 @@ def line_figure(results: SweepResults, spec: Mapping[str, Any], out_dir: Path, h
                                           + " or ".join(axis_value_label(results.axis(k).path, item)
                                                         for item in (v if isinstance(v, list) else [v]))
                                           for k, v in where.items()))
-    name = spec.get("file") or _slug(f"{'-'.join(metrics)}-vs-{results.label(x)}"
+    name = _figure_file(spec) or _slug(f"{'-'.join(metrics)}-vs-{results.label(x)}"
                                      + (f"-by-{results.label(series)}" if series else "")) + ".png"
     hline = hlines.get(metrics[0]) if len(metrics) == 1 else None
     return plotting.line_figure(
@@ -806,7 +814,7 @@ def heatmap_figure(results: SweepResults, spec: Mapping[str, Any], out_dir: Path
                                    values=pivot.to_numpy() * scale))
     pooled = _pooled_note(results, frame, keys + [results.axis(k).path for k in where])
     title = spec.get("title") or f"{metric_label(metric)} (mean) over {results.label(x)} and {results.label(y)}"
-    name = spec.get("file") or _slug(f"heatmap-{metric}-{results.label(x)}-{results.label(y)}") + ".png"
+    name = _figure_file(spec) or _slug(f"heatmap-{metric}-{results.label(x)}-{results.label(y)}") + ".png"
     return plotting.heatmap_figure(grids, out_dir / name, title=title, xlabel=results.label(x), ylabel=results.label(y),
                                    colorbar_label=metric_label(metric, unit), symlog=metric_kind(metric) == "fraction", note=pooled)
 
@@ -820,7 +828,7 @@ def scatter_figure(results: SweepResults, spec: Mapping[str, Any], out_dir: Path
     frame = _filter(results, results.frame, spec.get("where", {}))
     table = aggregate(frame, ["point"] + [a.path for a in results.axes], [metric])
     scale, unit = display_unit(metric, table[f"{metric}_mean"].tolist())
-    name = spec.get("file") or _slug(f"scatter-{metric}-vs-{results.label(x)}") + ".png"
+    name = _figure_file(spec) or _slug(f"scatter-{metric}-vs-{results.label(x)}") + ".png"
     return plotting.scatter_figure(
         table[x].astype(float).tolist(), (table[f"{metric}_mean"] * scale).tolist(), out_dir / name,
         title=spec.get("title") or f"{metric_label(metric)} against {results.label(x)} (one dot per point)",
@@ -867,7 +875,7 @@ def threshold_figure(results: SweepResults, spec: Mapping[str, Any], threshold: 
     metric = threshold["metric"]
     title = spec.get("title") or threshold.get("title") or (
         f"smallest {results.label(minimise)} keeping {metric_label(metric)} < {_target_text(metric, float(threshold['below']))}")
-    name = spec.get("file") or _slug(f"threshold-{metric}-{results.label(minimise)}-vs-{results.label(x)}") + ".png"
+    name = _figure_file(spec) or _slug(f"threshold-{metric}-{results.label(minimise)}-vs-{results.label(x)}") + ".png"
     return plotting.line_figure(
         panels, out_dir / name, title=title, xlabel=results.label(x), ylabel=f"smallest {results.label(minimise)}",
         logx=logx, logy=logy, xticks=ticks or None, detached_from=detached, yticks=y_ticks or None,
@@ -970,10 +978,9 @@ def _cell(mean: Any, ci: Any, metric: str) -> str:
 
 
 def _markdown_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
-    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
-    for row in rows:
-        lines.append("| " + " | ".join(str(c) for c in row) + " |")
-    return "\n".join(lines)
+    """A Markdown table; every header and cell is text from the results (axis labels and
+    value names from the sweep file) and escaped as such (``zsim.textsafe.md_table``)."""
+    return "\n".join(md_table(headers, rows))
 
 
 def _summary_markdown(results: SweepResults, points: pd.DataFrame, metrics: Sequence[str],
@@ -985,42 +992,44 @@ def _summary_markdown(results: SweepResults, points: pd.DataFrame, metrics: Sequ
     n_failed = len(frame) - n_ok
     expected = len(manifest["points"]) * manifest["replications"]
     cpu = float(frame["wall_s"].sum()) if len(frame) and "wall_s" in frame else 0.0
-    lines = [f"# Sweep `{results.name}`", ""]
+    lines = [f"# Sweep {md_code(results.name)}", ""]
     if manifest.get("description"):
-        lines += [manifest["description"], ""]
+        lines += [md(manifest["description"], line_start=True), ""]
     lines += [
-        f"- design: {manifest['design']}, {len(manifest['points'])} points x {manifest['replications']} replications = {expected} runs",
+        f"- design: {md(manifest['design'])}, {len(manifest['points'])} points x {md(manifest['replications'])} replications = "
+        f"{expected} runs",
         f"- results: {len(frame)} runs present ({n_ok} ok, {n_failed} failed)"
         + ("" if len(frame) >= expected else f", {expected - len(frame)} missing (re-run the sweep to finish)"),
-        f"- root seed {manifest['seed']}, common random numbers: {'yes' if manifest['common_random_numbers'] else 'no'}; "
+        f"- root seed {md(manifest['seed'])}, common random numbers: {'yes' if manifest['common_random_numbers'] else 'no'}; "
         f"total run time {cpu:.1f} s (sum over runs)",
         "- intervals: 95 % Student-t confidence intervals of the per-point mean over replications",
     ]
     if len(frame) and "zsim_code" in frame:
         codes = frame["zsim_code"].fillna("?").value_counts()
         if len(codes) > 1:
-            lines.append("- **warning: rows from different zsim code** (" + ", ".join(f"{c}: {n} rows" for c, n in codes.items())
+            lines.append("- **warning: rows from different zsim code** (" + ", ".join(f"{md(c)}: {n} rows" for c, n in codes.items())
                          + "); re-run into a fresh directory for results of one model version")
         elif codes.index[0] != "?":
-            lines.append(f"- zsim code fingerprint {codes.index[0]}, version {frame['zsim_version'].iloc[0]}")
+            lines.append(f"- zsim code fingerprint {md(codes.index[0])}, version {md(frame['zsim_version'].iloc[0])}")
     lines += [
         "",
         "## Axes",
         "",
         _markdown_table(["axis", "label", "values"], [
-            (f"`{a.path}`", a.label,
+            (Code(a.path), a.label,
              ", ".join(axis_value_label(a.path, v) for v in sorted_axis_values(a.path, frame[a.path].tolist()))[:200] if len(frame) else "")
             for a in results.axes
         ]),
         "",
     ]
     if manifest.get("links"):
-        lines += ["Linked fields (take the value of an axis): " + ", ".join(f"`{k}` = `{v}`" for k, v in manifest["links"].items()), ""]
+        lines += ["Linked fields (take the value of an axis): " + ", ".join(f"{md_code(k)} = {md_code(v)}"
+                                                                          for k, v in manifest["links"].items()), ""]
     for spec, table in threshold_tables:
         minimise = results.axis(spec["minimise"]).path
         metric = spec["metric"]
-        lines += [f"## Smallest {results.label(minimise)} keeping {metric_label(metric)} below "
-                  f"{_target_text(metric, float(spec['below']))}", ""]
+        lines += [f"## Smallest {md(results.label(minimise))} keeping {md(metric_label(metric))} below "
+                  f"{md(_target_text(metric, float(spec['below'])))}", ""]
         answer_columns = ("smallest_by_mean", "smallest_by_upper_ci", "metric_mean_there", "metric_upper_ci_there", "largest_tried",
                           "not_steady_at", "utilisation", "answer")
         by = [c for c in table.columns if c not in answer_columns]
@@ -1048,7 +1057,7 @@ def _summary_markdown(results: SweepResults, points: pd.DataFrame, metrics: Sequ
     if figures:
         lines += ["## Figures", ""]
         for path in figures:
-            lines += [f"![{path.stem}]({path.relative_to(out_dir).as_posix()})", ""]
+            lines += [f"![{md(path.stem)}]({md_url(path.relative_to(out_dir).as_posix())})", ""]
     lines += ["## Per point (mean ± 95 % CI half-width)", ""]
     per_table = 5
     for start in range(0, max(len(metrics), 1), per_table):
@@ -1063,8 +1072,8 @@ def _summary_markdown(results: SweepResults, points: pd.DataFrame, metrics: Sequ
         lines += [f"(first {MAX_TABLE_ROWS} of {len(points)} points; all of them in points.csv)"]
     if results.derived:
         lines += ["", "Derived metrics ([report.derived], computed on every run, then averaged): "
-                  + "; ".join(f"`{name}` = `{expr}`" for name, expr in results.derived.items())]
-    lines += ["", f"Report settings from {shown_path(results.config_source)}. Pooled metrics count every copy of the run together "
+                  + "; ".join(f"{md_code(name)} = {md_code(expr)}" for name, expr in results.derived.items())]
+    lines += ["", f"Report settings from {md(shown_path(results.config_source))}. Pooled metrics count every copy of the run together "
               "(all receivers); per-socket metrics (`socket.<name>.*`) count the copies meant for that socket."]
     lines.append("")
     return "\n".join(lines)
@@ -1121,6 +1130,8 @@ def check_config(results: SweepResults) -> None:
         where = f"report.figure[{i}]"
         if not isinstance(spec, Mapping):
             raise ScenarioError(where, "must be a table")
+        if "file" in spec:  # a saved manifest is someone else's file: its names stay inside --out
+            files.plain_name(spec["file"], f"{where}.file")
         kind = spec.get("kind", "line")
         if "metric" in spec and kind != "threshold":
             metric(spec["metric"], f"{where}.metric")
@@ -1138,11 +1149,12 @@ def report_sweep(directory: Path, out_dir: Path, *, figures: bool = True, warn: 
     results = SweepResults(directory, warn, config)
     check_config(results)
     files.prepare_output_dir(out_dir, "the report folder")
+    files.cleanup_leftovers(out_dir, ("points.csv", "thresholds.csv", "summary.md"))
     metrics = results.metrics()
     written: list[Path] = []
     points = points_table(results, metrics)
     path = out_dir / "points.csv"
-    points.to_csv(path, index=False)
+    files.atomic_write(path, points.to_csv(index=False))
     written.append(path)
 
     threshold_tables = []
@@ -1153,8 +1165,8 @@ def report_sweep(directory: Path, out_dir: Path, *, figures: bool = True, warn: 
     if threshold_tables:
         path = out_dir / "thresholds.csv"
         pd = _pandas()
-        pd.concat([t.assign(metric=s["metric"], below=s["below"], minimise=results.axis(s["minimise"]).path)
-                   for s, t in threshold_tables]).to_csv(path, index=False)
+        files.atomic_write(path, pd.concat([t.assign(metric=s["metric"], below=s["below"], minimise=results.axis(s["minimise"]).path)
+                                            for s, t in threshold_tables]).to_csv(index=False))
         written.append(path)
 
     figure_paths: list[Path] = []
@@ -1178,7 +1190,7 @@ def report_sweep(directory: Path, out_dir: Path, *, figures: bool = True, warn: 
                 figure_paths.append(threshold_figure(results, spec, chosen[0], chosen[1], out_dir))
     written += figure_paths
     path = out_dir / "summary.md"
-    path.write_text(_summary_markdown(results, points, metrics, threshold_tables, figure_paths, out_dir))
+    files.atomic_write(path, _summary_markdown(results, points, metrics, threshold_tables, figure_paths, out_dir))
     written.append(path)
     return written
 
@@ -1198,9 +1210,14 @@ def make_report(results: str | Path, out: str | Path | None = None, *, figures: 
     ``[report]`` needs no re-run), else the settings saved when it ran; ``config`` (a sweep
     file) gives them instead, for the sweep it names (or the only sweep under ``results``).
     """
+    from .plan import NAME_PATTERN
+
     root = Path(results)
     directories = store.sweep_dirs(root)
-    base = Path(out) if out is not None else (root.parent if root.name.startswith("sweep=") else root) / "report"
+    holder = root.parent if root.name.startswith("sweep=") else root
+    base = Path(out) if out is not None else holder / "report"
+    if out is None and (base.exists() or base.is_symlink()):  # the default lies in the results folder, someone else's
+        files.check_inside(base, holder, "the results folder")
     files.prepare_output_dir(base, "the report folder (--out)")
     written: list[Path] = []
     failures: list[tuple[Path, ZsimError]] = []
@@ -1215,6 +1232,11 @@ def make_report(results: str | Path, out: str | Path | None = None, *, figures: 
         name = directory.name.split("=", 1)[1]
         use = config if config is not None and (len(directories) == 1 or name == config_name) else None
         try:
+            if not NAME_PATTERN.match(name):  # it names the report's folder: a plain name, as zsim sweep writes it
+                raise ScenarioError(str(directory), f"{name!r} is not a sweep name zsim writes (letters, digits, '_', '.', '-'); "
+                                                    "its report would not be a plain folder inside --out")
+            if (base / name).exists() or (base / name).is_symlink():
+                files.check_inside(base / name, base, "the report folder")
             written += report_sweep(directory, base / name, figures=figures, warn=warn, config=use)
         except ZsimError as exc:
             failures.append((directory, exc))

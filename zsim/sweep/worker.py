@@ -31,9 +31,10 @@ from .. import spec as scenario_spec
 from ..errors import ZsimError
 from ..limits import DEFAULT as DEFAULT_LIMITS
 from ..limits import RunLimits
-from ..results import flat_metrics
+from ..results import drop_member_columns, flat_metrics, template_members
 from ..runner import run
-from .plan import column_value
+from ..trust import AppPermission
+from .plan import DEFAULT_MEMBER_COLUMNS, column_value
 
 #: payload digest -> {point id: Scenario}; survives between batches in a reused worker.
 _SCENARIOS: dict[str, dict[str, scenario_spec.Scenario]] = {}
@@ -107,12 +108,14 @@ def run_limits(scenario: scenario_spec.Scenario, timeout: float | None) -> RunLi
     return dataclasses.replace(limits, max_wall_s=timeout)
 
 
-def _run(scenario: scenario_spec.Scenario, seed: int, limits: RunLimits) -> tuple[dict[str, Any], Any]:
+def _run(scenario: scenario_spec.Scenario, seed: int, limits: RunLimits,
+         allow: AppPermission | None = None) -> tuple[dict[str, Any], Any]:
     """``zsim.runner.run_safe`` that keeps the ``RunResult`` (its message table gives the
-    per-socket delivery times): (summary, result), or (a failure record, None)."""
+    per-socket delivery times): (summary, result), or (a failure record, None). ``allow``:
+    the code the driver allowed (``AppPermission.from_payload``; None: none)."""
     started = time.perf_counter()
     try:
-        result = run(scenario, seed, limits=limits)
+        result = run(scenario, seed, limits=limits, allow_apps=allow if allow is not None else AppPermission.from_payload(None))
         return dict(result.summary), result
     except ZsimError as exc:
         return {"ok": False, "error": f"{type(exc).__name__}: {exc}", "seed": seed, "wall_s": time.perf_counter() - started}, None
@@ -121,9 +124,14 @@ def _run(scenario: scenario_spec.Scenario, seed: int, limits: RunLimits) -> tupl
                 "wall_s": time.perf_counter() - started}, None
 
 
-def _metrics(summary: Mapping[str, Any], result: Any = None, scenario: Any = None) -> dict[str, Any]:
+def _metrics(summary: Mapping[str, Any], result: Any = None, scenario: Any = None,
+             member_columns: int = DEFAULT_MEMBER_COLUMNS) -> dict[str, Any]:
     row: dict[str, Any] = {}
-    for key, value in flat_metrics(dict(summary), result, scenario).items():
+    flat = flat_metrics(dict(summary), result, scenario)
+    templates = summary.get("templates") or (template_members(scenario) if getattr(scenario, "templates", None) else None)
+    if templates:
+        drop_member_columns(flat, templates, member_columns, summary)
+    for key, value in flat.items():
         if isinstance(value, bool):
             row[key] = value
         elif isinstance(value, (int, float)):
@@ -154,7 +162,7 @@ def run_task(payload: Mapping[str, Any], point_id: str, replication: int, seed: 
             assert timeout is not None
             previous = signal.signal(signal.SIGALRM, _alarm)
             signal.setitimer(signal.ITIMER_REAL, timeout)
-        summary, result = _run(scenario, seed, limits)
+        summary, result = _run(scenario, seed, limits, AppPermission.from_payload(payload.get("apps")))
     except Exception as exc:  # noqa: BLE001 - building the scenario failed; record it
         summary = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
     finally:
@@ -166,7 +174,7 @@ def run_task(payload: Mapping[str, Any], point_id: str, replication: int, seed: 
     if ok:
         row["error"] = None
         try:
-            row.update(_metrics(summary, result, scenario))
+            row.update(_metrics(summary, result, scenario, int(payload.get("member_columns", DEFAULT_MEMBER_COLUMNS))))
         except Exception as exc:  # noqa: BLE001 - a summary we cannot flatten is a failed run
             row["ok"] = False
             row["error"] = f"{type(exc).__name__} while flattening the summary: {exc}"

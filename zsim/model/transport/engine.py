@@ -372,14 +372,27 @@ class Engine:
             self.kick_in()
 
     def _stop_input(self) -> None:
+        """``in_event_internal``: ``session_base_t::push_msg`` failed (EAGAIN: the pipe's
+        ``pipe_t::check_hwm``), so ``_input_stopped`` and ``reset_pollin``. The decoder keeps
+        the message it could not push (``held``) and ``_inpos``/``_insize`` the undecoded
+        rest of the last ``read()`` (``in_buffer``); the kernel keeps what came after."""
         self.input_stopped = True
         if self.in_wire.peer_closed and self.params.hup_loses_kernel_data:
-            # epoll reports EPOLLHUP although pollin is off; in_event_internal on a
-            # stopped engine removes the fd and sets _io_error (section 7.3).
+            # The peer had already closed: the same epoll_t::loop pass that reported
+            # EPOLLIN reports EPOLLHUP too and calls in_event again, which finds the engine
+            # stopped (see peer_closed). Everything was read: nothing is left in the kernel.
             self.io_error = True
 
     def peer_closed(self) -> None:
-        """The other end closed its fd after writing everything."""
+        """The other end closed its fd after writing everything.
+
+        ipc (``hup_loses_kernel_data``): Linux marks a unix socket whose peer closed fully
+        shut down, and its fd reports EPOLLHUP whatever the events asked for;
+        ``epoll_t::loop`` calls ``in_event`` for it, and ``in_event_internal`` on an engine
+        whose input is stopped does ``rm_fd`` and sets ``_io_error`` without reading: the
+        engine never reads this fd again. tcp: a FIN raises only EPOLLIN|EPOLLRDHUP, masked
+        while input is stopped; the engine reads to EOF when it restarts.
+        """
         if self.closed:
             return
         self.in_wire.peer_closed = True
@@ -390,7 +403,22 @@ class Engine:
             self.kick_in()
 
     def restart_input(self) -> None:
-        """``stream_engine_base_t::restart_input``: after the socket read LWM messages."""
+        """``stream_engine_base_t::restart_input``: the socket read a multiple of LWM messages
+        (``pipe_t::read`` -> ``send_activate_write``; ``session_base_t::write_activated``).
+
+        It pushes the decoder's message, then decodes the rest of the buffer (``_insize``),
+        message by message, until a push fails again (EAGAIN: still stopped, the buffer
+        keeps the rest). Only a buffer emptied and pushed lets it read the kernel again:
+        ``set_pollin`` and a speculative ``in_event_internal``, which takes everything the
+        kernel holds (up to 8 KB) into the buffer at once; a restart that still finds a
+        message in the buffer reads nothing. So which messages are in the kernel rather
+        than in the buffer when an ipc hang-up comes depends on the order of each recv and
+        each arrival: a recv just before a message arrives leaves it in the kernel for the
+        next restart's read, a recv just after takes it into the buffer now and the next
+        restart reads nothing. With ``_io_error`` (the hang-up came while stopped), a
+        restart that empties the buffer calls ``error (connection_error)`` instead: what is
+        still in the kernel is lost (rule ``engine_hup``).
+        """
         if self.closed or not self.input_stopped:
             return
         session = self.session
