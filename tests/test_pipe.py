@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from zsim.model import kernel
-from zsim.model.pipe import Pipe
+from zsim.model.pipe import Pipe, PipeEndpoint
 
 
 class Clock:
@@ -27,7 +27,7 @@ class Clock:
         self.clock.now = value
 
 
-class End:
+class End(PipeEndpoint):
     """Records the commands a pipe posts to the object at one of its ends."""
 
     def __init__(self, clock: Clock, trace: list) -> None:

@@ -19,13 +19,13 @@ import pytest
 from zsim.model.fates import AGAIN, RULE_HWM, RULE_NOT_CONNECTED, RULE_NOT_SUBSCRIBED, RULE_UNROUTABLE, SENT, UNROUTABLE
 from zsim.model.kernel import Environment
 from zsim.model.peer import Peer, Subscriptions
-from zsim.model.pipe import MSG_ENVELOPE, Pipe
+from zsim.model.pipe import MSG_ENVELOPE, Pipe, PipeEndpoint
 from zsim.model.routing import Distribute, FairQueue, LoadBalance, RouteByIdentity, SendOwner
 
 # -- fixtures ------------------------------------------------------------------------------
 
 
-class End:
+class End(PipeEndpoint):
     """The object at a pipe's end (a socket or session): records the commands posted."""
 
     def __init__(self, env: Environment, trace: list) -> None:

@@ -32,7 +32,7 @@ class Sampler:
     touches the random stream, so adding a constant workload leaves every other stream alone.
     """
 
-    __slots__ = ("_dist", "_rng", "_integer", "_values", "_index", "_length", "_constant", "_size")
+    __slots__ = ("_dist", "_rng", "_integer", "_values", "_index", "_length", "_constant", "_constant_float", "_size")
 
     def __init__(self, dist: Any, rng: np.random.Generator | None, integer: bool = False) -> None:
         self._dist = dist
@@ -46,8 +46,10 @@ class Sampler:
         self._length = 0  # values held in _values
         self._size = FIRST_BLOCK  # of the next block
         self._constant: float | int | None = None
+        self._constant_float = 0.0  # the constant as a double (next_float)
         if dist.kind == "constant":
             self._constant = int(round(dist.value)) if integer else dist.value
+            self._constant_float = float(self._constant)
         elif rng is None:
             raise ValueError("a random distribution needs a random stream")
 
@@ -89,6 +91,18 @@ class Sampler:
     def held(self) -> int:
         """How many drawn values the sampler holds now (its memory: 8 bytes each)."""
         return self._length
+
+    def next_float(self) -> float:
+        """``next()`` of a distribution of times, as a double: what the model adds to the
+        clock, with no Python float made for it (compiled)."""
+        if self._constant is not None:
+            return self._constant_float
+        index = self._index
+        if index >= self._length:
+            self._refill()
+            index = self._index
+        self._index = index + 1
+        return self._values[index]  # type: ignore[no-any-return]
 
     def next(self) -> Any:
         if self._constant is not None:

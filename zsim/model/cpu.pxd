@@ -41,7 +41,7 @@ cdef class Machine:
     cpdef _advance(self)
     @cython.locals(thread=Thread, now=double, soonest=double, end=double, running=list)
     cpdef _reschedule(self)
-    @cython.locals(now=double, thread=Thread, done=list, still=list, running=list)
+    @cython.locals(now=double, elapsed=double, thread=Thread, done=list, still=list, running=list)
     cpdef _complete(self, event=*)
     @cython.locals(thread=Thread, count=int, cores=int, rate=double)
     cpdef _share(self)

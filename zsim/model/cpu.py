@@ -358,6 +358,13 @@ class Machine:
         running.append(thread)
         if len(running) > self.max_runnable:
             self.max_runnable = len(running)
+        if len(running) == 1:
+            # alone on the machine (_reschedule's free-core case): it ends when its work is done
+            thread.rate = 1.0
+            thread.end_at = now + cpu
+            self.armed = True
+            self.timer.arm_at(thread.end_at)
+            return
         self._reschedule()
 
     def _advance(self) -> None:
@@ -408,19 +415,24 @@ class Machine:
         if not self.armed or (event is not None and event is not self.timer._event):
             return  # withdrawn, or re-armed since
         self.armed = False
-        self._advance()
         now = self.clock.now
         running = self.running
         if len(running) == 1:
             # one burst running (the common case on a machine with a free core): the
-            # timer was armed at its end
+            # timer was armed at its end; _advance, for it alone
             thread = running[0]
+            elapsed = now - self.updated_at
+            if elapsed > 0:
+                thread.remaining -= thread.rate * elapsed
+            self.updated_at = now
             if thread.end_at <= now or thread.remaining <= DONE_S * thread.rate + DONE_S:
                 running.clear()
                 thread.cpu_s += thread.work
                 thread.waited_s += max(0.0, now - thread.started_at - thread.work)
                 thread.finished()
                 return
+        else:
+            self._advance()
         done = []
         still = []
         for thread in running:

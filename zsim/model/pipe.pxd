@@ -9,6 +9,14 @@ cdef class WakeGroup:
     cdef public double asleep_since
 
 
+cdef class Pipe
+
+
+cdef class PipeEndpoint:
+    cpdef post_activate_write(self, Pipe pipe, long read_count)
+    cpdef post_activate_read(self, Pipe pipe)
+
+
 cdef class Pipe:
     # the fields of every write and read first, together (see Receiver in workload.pxd)
     cdef public bint out_active
@@ -28,8 +36,8 @@ cdef class Pipe:
     cdef public object queue
     cdef public Clock clock
     cdef public object trace
-    cdef public object reader
-    cdef public object writer
+    cdef public PipeEndpoint reader
+    cdef public PipeEndpoint writer
     cdef public long index
     cdef public WakeGroup wake_group
     # the rest

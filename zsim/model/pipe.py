@@ -21,7 +21,7 @@ size buffers by; they cost two additions per operation.
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from ..constants import compute_lwm
 
@@ -60,12 +60,19 @@ class WakeGroup:
         self.asleep_since = 0.0
 
 
-class PipeEndpoint(Protocol):
-    """What a pipe needs from the objects at its two ends (a socket or a session)."""
+class PipeEndpoint:
+    """What a pipe needs from the objects at its two ends (a socket or a session).
 
-    def post_activate_write(self, pipe: Pipe, read_count: int) -> None: ...
+    A base class, not a protocol: compiled, a pipe posts its commands to a socket by a C
+    call (every message's write to a sleeping reader, every LWM reads)."""
 
-    def post_activate_read(self, pipe: Pipe) -> None: ...
+    __slots__ = ()
+
+    def post_activate_write(self, pipe: Pipe, read_count: int) -> None:
+        raise NotImplementedError
+
+    def post_activate_read(self, pipe: Pipe) -> None:
+        raise NotImplementedError
 
 
 ACTIVE = 0

@@ -3,14 +3,14 @@ cimport cython
 
 from zsim.model.kernel cimport Clock
 from zsim.model.peer cimport Peer, Subscriptions
-from zsim.model.pipe cimport Pipe
+from zsim.model.pipe cimport Pipe, PipeEndpoint
 
 # constants imported from the .py modules, as C integers here
 cdef int MSG_ENVELOPE, MSG_TOPIC
 cdef int AGAIN, SENT, UNROUTABLE, RULE_HWM, RULE_NOT_CONNECTED, RULE_NOT_SUBSCRIBED, RULE_UNROUTABLE
 
 
-cdef class SendOwner:
+cdef class SendOwner(PipeEndpoint):
     # what a dropping policy reads and counts of its socket (zsim.model.socket.Socket)
     cdef public long index
     cdef public long copies
@@ -40,12 +40,14 @@ cdef class FairQueue:
     cdef public long active
     cdef public long current
     cdef public dict peer_of
+    cdef public Pipe last
 
     cpdef attach(self, Pipe pipe, Peer peer)
     cpdef activated(self, Pipe pipe)
     cpdef terminated(self, Pipe pipe)
-    @cython.locals(pipe=Pipe)
     cpdef tuple recv(self)
+    @cython.locals(pipe=Pipe)
+    cpdef take(self)
     @cython.locals(pipe=Pipe)
     cpdef bint has_in(self)
 

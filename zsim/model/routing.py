@@ -25,10 +25,10 @@ from typing import Any
 
 from .fates import AGAIN, RULE_HWM, RULE_NOT_CONNECTED, RULE_NOT_SUBSCRIBED, RULE_UNROUTABLE, SENT, UNROUTABLE, LedgerSink
 from .peer import Peer
-from .pipe import MSG_ENVELOPE, MSG_TOPIC, Message, Pipe
+from .pipe import MSG_ENVELOPE, MSG_TOPIC, Message, Pipe, PipeEndpoint
 
 
-class SendOwner:
+class SendOwner(PipeEndpoint):
     """The socket a dropping policy sends for: it counts the copies it makes and drops,
     and records each drop in the ledger under the socket's index.
 
@@ -119,13 +119,14 @@ class LoadBalance:
 class FairQueue:
     """``fq_t``: PULL, SUB, XSUB, DEALER, ROUTER, REP, PAIR, XPUB (subscriptions)."""
 
-    __slots__ = ("pipes", "active", "current", "peer_of")
+    __slots__ = ("pipes", "active", "current", "peer_of", "last")
 
     def __init__(self) -> None:
         self.pipes: list[Pipe] = []
         self.active = 0
         self.current = 0
         self.peer_of: dict[Pipe, Peer] = {}
+        self.last: Pipe | None = None  # the pipe take() read its message from
 
     def attach(self, pipe: Pipe, peer: Peer) -> None:
         pipes = self.pipes
@@ -161,18 +162,24 @@ class FairQueue:
         del self.peer_of[pipe]
 
     def recv(self) -> tuple[Message | None, Pipe | None]:
+        msg = self.take()
+        return msg, (self.last if msg is not None else None)
+
+    def take(self) -> Message | None:
+        """``recv()`` without the pair: the message, or None; ``last`` is its pipe."""
         pipes = self.pipes
         while self.active > 0:
             pipe = pipes[self.current]
             msg = pipe.read()
             if msg is not None:
                 self.current = (self.current + 1) % self.active
-                return msg, pipe
+                self.last = pipe
+                return msg
             self.active -= 1
             pipes[self.current], pipes[self.active] = pipes[self.active], pipes[self.current]
             if self.current == self.active:
                 self.current = 0
-        return None, None
+        return None
 
     def has_in(self) -> bool:
         pipes = self.pipes

@@ -1,7 +1,8 @@
 # C declarations for zsim/model/socket.py (Cython pure-Python mode; see zsim/native.py).
 cimport cython
 
-from zsim.model.kernel cimport Clock
+from zsim.model.context cimport Context
+from zsim.model.kernel cimport Clock, FastTimer
 from zsim.model.peer cimport Peer, Subscriptions
 from zsim.model.pipe cimport Pipe
 from zsim.sampler cimport Sampler
@@ -12,12 +13,13 @@ cdef int MSG_ENVELOPE, MSG_ID, MSG_TOPIC, SUBSCRIBE_ID, UNSUBSCRIBE_ID
 cdef int AGAIN, SENT, RULE_FILTERED, RULE_HWM, RULE_NO_DELIMITER, RULE_NO_PEERS, RULE_REQ_STATE
 
 
-@cython.final
+# not final: it overrides PipeEndpoint's commands (Cython refuses that in a final class)
 cdef class Socket(SendOwner):
     # SendOwner's first: index, copies, dropped, ledger, clock
     # the fields every message reads first, together (see Receiver in workload.pxd)
     cdef public int state
     cdef public bint plain_recv
+    cdef public bint reads_subscriptions
     cdef public bint wake_pending
     cdef public long ticks
     cdef public long received
@@ -35,7 +37,8 @@ cdef class Socket(SendOwner):
     cdef public object on_activate_read
     cdef public object on_activate_write
     # the rest
-    cdef public object ctx
+    cdef public Context ctx
+    cdef public FastTimer wake_timer
     cdef public object env
     cdef public str name
     cdef public str type
@@ -69,9 +72,12 @@ cdef class Socket(SendOwner):
     cpdef post_activate_write(self, Pipe pipe, long read_count)
     @cython.locals(now=double, last=double, box=list, arg=object)
     cpdef process_commands(self, bint throttle=*)
+    @cython.locals(delay=double, ctx=Context)
     cpdef _schedule_wake(self)
+    cpdef _wake_fired(self, event)
     cpdef _wake(self)
     cpdef wait(self, callback)
+    cpdef stop_waiting(self, callback=*)
     cpdef _discard(self, tuple msg, Pipe pipe, int rule)
     cpdef _cmd_activate_read(self, Pipe pipe)
     @cython.locals(pipe=Pipe, read_count=long)
@@ -86,7 +92,7 @@ cdef class Socket(SendOwner):
     @cython.locals(peer=Peer, pipe=Pipe)
     cpdef int _send_pair(self, tuple msg) except? -1
     cpdef recv(self)
-    @cython.locals(pipe=Pipe)
+    @cython.locals(fq=FairQueue)
     cpdef xrecv(self)
     @cython.locals(pipe=Pipe, fq=FairQueue, subs=Subscriptions, peer=Peer)
     cpdef _xrecv_typed(self)

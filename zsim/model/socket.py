@@ -51,7 +51,8 @@ class Socket(SendOwner):
         "pair_peer", "all_subs", "pending_subscriptions", "reply_pipe", "awaiting_reply", "reply_peer",
         "reply_envelope", "sent", "send_again", "send_unroutable", "received", "recv_again", "discarded",
         "blocked_s", "blocked_count", "lost_on_close", "last_pipe_index", "xsend", "plain_recv",
-        "throttle_s", "wake_sampler", "on_activate_read", "on_activate_write", "__weakref__",
+        "throttle_s", "wake_sampler", "on_activate_read", "on_activate_write", "wake_timer", "reads_subscriptions",
+        "__weakref__",
     )
 
     def __init__(
@@ -87,6 +88,9 @@ class Socket(SendOwner):
         # receiver workload blocked at the same time, as in a poll loop)
         self.waiters: list[Callable[[], None]] = []
         self.wake_pending = False
+        # a wake-up that does not run at once: one firing per arm, as env.call_later, by
+        # a reused timer instead of an event and a closure per wake-up
+        self.wake_timer = ctx.env.fast_timer(self._wake_fired)
         # SUB: options.subscribe; XSUB: the subscriptions its application sends at once
         # (xsub_t caches them and xattach_pipe replays them into every pipe).
         self.own_subs: Subscriptions | None = (
@@ -116,6 +120,7 @@ class Socket(SendOwner):
             traits.app_sees_subscriptions or traits.request or traits.reply or filters or traits.prepends_identity
         )
         self.plain_recv = plain  # xrecv takes the fair queue's next message as it is
+        self.reads_subscriptions = traits.reads_subscriptions  # PUB, XPUB: an in-pipe brings subscriptions
         self.throttle_s = ctx.params.command_throttle_s
         self.ledger = ctx.ledger
         wake = ctx.params.app_wake
@@ -216,19 +221,22 @@ class Socket(SendOwner):
         chains of wake-ups never recurse.
         """
         self.wake_pending = True
-        delay = self.wake_sampler.next() if self.wake_sampler is not None else 0.0
+        delay = self.wake_sampler.next_float() if self.wake_sampler is not None else 0.0
         if delay > 0:
-            self.env.call_later(delay, self._wake)
+            self.wake_timer.arm(delay)
             return
         ctx = self.ctx
         if ctx.waking:
-            self.env.call_soon(self._wake)
+            self.wake_timer.arm(0.0)  # after what is due now (env.call_soon)
             return
         ctx.waking = True
         try:
             self._wake()
         finally:
             ctx.waking = False
+
+    def _wake_fired(self, event: Any) -> None:
+        self._wake()  # every firing: each was a wake-up scheduled
 
     def _wake(self) -> None:
         self.wake_pending = False
@@ -258,7 +266,7 @@ class Socket(SendOwner):
             self.waiters.remove(callback)
 
     def _cmd_activate_read(self, pipe: Pipe) -> None:
-        if self.traits.reads_subscriptions:
+        if self.reads_subscriptions:
             self._read_subscriptions(pipe)
         elif self.fq is not None:
             self.fq.activated(pipe)
@@ -580,9 +588,10 @@ class Socket(SendOwner):
         """The type's own recv (``socket_base_t::xrecv``): for PULL, DEALER, PAIR, XSUB and
         a SUB subscribed to everything, the fair queue's next message as it is."""
         if self.plain_recv:
-            msg, pipe = self.fq.recv()  # type: ignore[union-attr]
+            fq = self.fq
+            msg = fq.take()  # type: ignore[union-attr]
             if msg is not None:
-                self.last_pipe_index = pipe.index  # type: ignore[union-attr]
+                self.last_pipe_index = fq.last.index  # type: ignore[union-attr]
             return msg
         return self._xrecv_typed()
 

@@ -21,6 +21,7 @@ cdef class Sender:
     cdef public Socket socket
     cdef public object process
     cdef public object count
+    cdef public long limit
     cdef public object end_s
     cdef public object until_s
     cdef public Sampler interval
@@ -61,11 +62,14 @@ cdef class Sender:
     cdef public object finished_at
     cdef public object after_call
 
-    @cython.locals(sock=Socket, status=int, cost=double, wait=double, queued_before=long, mid=long, world=Context)
+    @cython.locals(sock=Socket, status=int, cost=double, wait=double, queued_before=long, mid=long, world=Context, tail=tuple)
     cpdef _fire(self, event=*)
     cpdef _next(self, double cost)
     @cython.locals(ready=double, due=double)
     cpdef _next_scheduled(self, double cost)
+    @cython.locals(due=double)
+    cpdef _after_call(self)
+    @cython.locals(wait=double)
     cpdef double _wait(self) except? -1.0
 
 
@@ -81,6 +85,7 @@ cdef class Receiver:
     cdef public Clock clock
     cdef public Socket socket
     cdef public object count
+    cdef public long limit
     cdef public object end_s
     cdef public double next_pause_at
     cdef public long received

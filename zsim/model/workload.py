@@ -109,6 +109,7 @@ class Sender:
         self.socket = socket
         self.process = process
         self.count = count
+        self.limit = count if count is not None else -1  # count as a C integer (-1: none)
         self.end_s = start_s + duration_s if duration_s is not None else None
         self.until_s = until_s
         self.interval = interval
@@ -230,7 +231,7 @@ class Sender:
         if sock.state != OPEN:
             self._finish()
             return
-        if (self.count is not None and self.attempts >= self.count) or (self.end_s is not None and now >= self.end_s):
+        if (self.limit >= 0 and self.attempts >= self.limit) or (self.end_s is not None and now >= self.end_s):
             self._finish()
             return
         self.attempts += 1
@@ -240,7 +241,7 @@ class Sender:
             world = self.world
             mid = world.next_message_id
             world.next_message_id = mid + 1
-            msg = (mid, now) + tail
+            msg = (mid, now, tail[0], tail[1], tail[2], tail[3], tail[4])
         else:
             msg = self._next_message(now)
         queued_before = sock.copies - sock.dropped
@@ -262,9 +263,9 @@ class Sender:
             if self.schedule:
                 self._next_scheduled(cost)
                 return
-            wait = self.interval.next()
+            wait = self.interval.next_float()
             if wait > 0 and self.jitter is not None:
-                wait += self.jitter.next()
+                wait += self.jitter.next_float()
             if self.cpu is None:
                 self.timer.arm(cost + wait)
             else:
@@ -296,7 +297,7 @@ class Sender:
             self.cpu.run(cost, self.timer, self._wait())
 
     def _next_scheduled(self, cost: float) -> None:
-        self.due += self.interval.next()
+        self.due += self.interval.next_float()
         if self.cpu is not None:
             self.cpu.run_then(cost, self.after_call)
             return
@@ -304,7 +305,7 @@ class Sender:
         due = self.due
         if due > ready:
             if self.jitter is not None:
-                due += self.jitter.next()  # the thread sleeps until then, and wakes late
+                due += self.jitter.next_float()  # the thread sleeps until then, and wakes late
             self.timer.arm_at(due)
         else:
             self.timer.arm_at(ready)  # behind schedule: the next send goes back to back
@@ -314,15 +315,15 @@ class Sender:
         due = self.due
         if due > self.clock.now:
             if self.jitter is not None:
-                due += self.jitter.next()
+                due += self.jitter.next_float()
             self.cpu.wait_until(self.timer, due)  # type: ignore[union-attr]
         else:
             self.timer.arm(0.0)
 
     def _wait(self) -> float:
-        wait = self.interval.next()
+        wait = self.interval.next_float()
         if wait > 0 and self.jitter is not None:
-            wait += self.jitter.next()
+            wait += self.jitter.next_float()
         return wait
 
     def _failed(self, status: int) -> None:
@@ -442,6 +443,7 @@ class Receiver:
         self.service = service
         self.start_s = start_s
         self.count = count
+        self.limit = count if count is not None else -1  # count as a C integer (-1: none)
         self.end_s = start_s + duration_s if duration_s is not None else None
         self.reply = reply
         self.reply_size = reply_size
@@ -504,7 +506,7 @@ class Receiver:
             return
         sock = self.socket
         now = self.clock.now
-        if sock.state != OPEN or (self.count is not None and self.received >= self.count) or (self.end_s is not None and now >= self.end_s):
+        if sock.state != OPEN or (self.limit >= 0 and self.received >= self.limit) or (self.end_s is not None and now >= self.end_s):
             self.stop()
             return
         if now >= self.next_pause_at:
@@ -578,9 +580,9 @@ class Receiver:
         sock.received += 1
         if msg[0] >= 0:
             self.delivered(msg, sock.index, sock.last_pipe_index, now)
-        service = self.service.next()
+        service = self.service.next_float()
         if service > 0 and self.jitter is not None and not self.busy:
-            service += self.jitter.next()  # a sleep wakes late; a busy loop ends on time
+            service += self.jitter.next_float()  # a sleep wakes late; a busy loop ends on time
         busy = self.recv_cost + service
         if self.forward_to is not None:
             # a pipeline stage: the result is a new message sent on another socket

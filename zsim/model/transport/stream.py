@@ -22,7 +22,7 @@ from ..fates import (
     WHERE_KERNEL,
 )
 from ..peer import Peer, UnboundEnd
-from ..pipe import MSG_ID, Message, Pipe
+from ..pipe import MSG_ID, Message, Pipe, PipeEndpoint
 from ..socket import Socket
 from .engine import Engine, Wire
 from .losses import drop_displaced, in_flight, record_discarded, record_lost, wire_messages
@@ -38,7 +38,7 @@ if TYPE_CHECKING:  # pragma: no cover
 REPLAYED_ATTEMPTS = 10_000
 
 
-class Session:
+class Session(PipeEndpoint):
     """``session_base_t``: the I/O-thread end of one socket's two pipes on a connection."""
 
     def __init__(self, conn: StreamConnection, socket: Socket, role: str) -> None:
