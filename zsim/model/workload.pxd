@@ -91,6 +91,7 @@ cdef class Receiver:
     cdef public long received
     cdef public Sampler service
     cdef public Sampler jitter
+    cdef public Sampler pause_jitter
     cdef public double recv_cost
     cdef public Socket forward_to
     cdef public Thread cpu

@@ -460,6 +460,8 @@ class Receiver:
         self.send_cost = world.params.send_call_s
         self.wait_spin_s = wait_spin_s
         self.jitter = _jitter_sampler(world, name, wait_spin_s, service.mean)
+        # a pause (a GC stall) is a sleep of its own length: late as a sleep of that length
+        self.pause_jitter = _jitter_sampler(world, f"{name}.pause", wait_spin_s, pause.mean) if pause is not None else None
         self.ledger = world.ledger
         self.delivered = world.ledger.delivered
         self.next_pause_at = float("inf")
@@ -512,8 +514,8 @@ class Receiver:
         if now >= self.next_pause_at:
             # a stall (GC pause, page fault storm): the thread does not call recv
             length = self.pause.next()  # type: ignore[union-attr]
-            if length > 0 and self.jitter is not None:
-                length += self.jitter.next()
+            if length > 0 and self.pause_jitter is not None:
+                length += self.pause_jitter.next()
             self.paused_s += length
             self.next_pause_at = now + length + self.pause_every.next()  # type: ignore[union-attr]
             self.timer.arm(length)
