@@ -44,6 +44,14 @@ setup() {
 # tests/test_run_report.py opens a run report in it). Installed when this runs as root
 # with apt-get (as CI does); otherwise the suite stops at once and says what to install.
 system_deps() {
+    # iproute2 (ip, tc): the link tests build network namespaces (validation/netns.py); they
+    # need root, and without it they skip with one line. Installed only where we are root.
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && ! { command -v ip && command -v tc; } >/dev/null 2>&1; then
+        echo "dev.sh: installing iproute2 (ip, tc), which tests/test_netns.py builds its links with" >&2
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq >/dev/null
+        apt-get install -y -qq iproute2 >/dev/null
+    fi
     if command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ]; then
         return
     fi
