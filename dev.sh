@@ -41,13 +41,13 @@ setup() {
 }
 
 # What the whole suite needs beyond Python packages: headless Chromium (Debian's package;
-# tests/test_run_report.py opens a run report in it). Installed when this runs as root
+# tests/results/test_run_report.py opens a run report in it). Installed when this runs as root
 # with apt-get (as CI does); otherwise the suite stops at once and says what to install.
 system_deps() {
     # iproute2 (ip, tc): the link tests build network namespaces (validation/netns.py); they
     # need root, and without it they skip with one line. Installed only where we are root.
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && ! { command -v ip && command -v tc; } >/dev/null 2>&1; then
-        echo "dev.sh: installing iproute2 (ip, tc), which tests/test_netns.py builds its links with" >&2
+        echo "dev.sh: installing iproute2 (ip, tc), which tests/validation/test_netns.py builds its links with" >&2
         export DEBIAN_FRONTEND=noninteractive
         apt-get update -qq >/dev/null
         apt-get install -y -qq iproute2 >/dev/null
@@ -56,7 +56,7 @@ system_deps() {
         return
     fi
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-        echo "dev.sh: installing headless Chromium (Debian's chromium), which tests/test_run_report.py opens reports in" >&2
+        echo "dev.sh: installing headless Chromium (Debian's chromium), which tests/results/test_run_report.py opens reports in" >&2
         export DEBIAN_FRONTEND=noninteractive
         apt-get update -qq >/dev/null
         apt-get install -y -qq chromium >/dev/null

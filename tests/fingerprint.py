@@ -3,7 +3,7 @@
 ``python tests/fingerprint.py`` prints the fingerprints of every example and validation
 scenario (seed 0, default limits) and of the examples and study scenarios with a second
 seed as JSON; ``tests/fingerprints.json`` holds the pinned
-ones and ``tests/test_fingerprints.py`` compares. A change of the model that moves a
+ones and ``tests/model/test_fingerprints.py`` compares. A change of the model that moves a
 fingerprint must be on purpose: regenerate the file with
 ``python tests/fingerprint.py > tests/fingerprints.json`` and say why in the commit.
 

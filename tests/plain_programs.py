@@ -1,4 +1,4 @@
-"""Plain pyzmq programs for tests/test_plain_programs.py, each run as an OS process of its own:
+"""Plain pyzmq programs for tests/validation/test_plain_programs.py, each run as an OS process of its own:
 
     python tests/plain_programs.py <program> <json arguments>
 

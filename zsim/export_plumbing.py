@@ -2,7 +2,7 @@
 end and the counts (``zsim.export`` writes the design-specific part above it).
 
 Kept apart as text so that ``zsim.export`` stays readable; nothing here is imported by
-zsim itself (zsim never imports zmq). ``tests/test_export.py`` runs it.
+zsim itself (zsim never imports zmq). ``tests/results/test_export.py`` runs it.
 """
 
 from __future__ import annotations

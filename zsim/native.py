@@ -4,7 +4,7 @@ The modules in ``MODULES`` are plain Python files that Cython can compile in its
 pure-Python mode: the ``.pxd`` file beside each declares C types for its classes, fields
 and methods, and the ``.py`` file itself does not change. ``pip install`` (``setup.py``)
 compiles them with the system C compiler when it can, and installs them uncompiled
-otherwise. Both copies give bit-identical ledgers (``tests/test_compiled.py`` checks the
+otherwise. Both copies give bit-identical ledgers (``tests/model/test_compiled.py`` checks the
 pinned fingerprints in both modes).
 
 Which copy runs:

@@ -16,7 +16,7 @@ metric, and its value describes the run, not a steady state.
 
 Searching only the first half keeps the end of the run (copies still in flight at the
 horizon, the drain after the last send) from posing as a settled tail. Measured on 200
-simulated series each (``tests/test_steady.py`` repeats a smaller set): an M/M/1 waiting
+simulated series each (``tests/model/test_steady.py`` repeats a smaller set): an M/M/1 waiting
 time at rho 0.9 started in steady state is called unsettled 0 % of the time over 20,000
 customers and 3.5 % over 2,000 (shorter than its relaxation time); iid exponential (200)
 0.5 %; iid Pareto(1.5) (2,000) 0 %; a queue growing at rho 1.2 (2,000 customers) 79 %,
@@ -56,7 +56,7 @@ def mser5_many(series: list[np.ndarray]) -> list[Warmup | None]:
     subscribers one set of numpy calls per socket cost more than the arithmetic. A row
     goes through the same floating-point operations as a series alone (a reduction or a
     cumulative sum along a row is the one along a vector), so the verdicts do not depend on
-    which series share a batch count (``tests/test_steady.py``)."""
+    which series share a batch count (``tests/model/test_steady.py``)."""
     found: list[Warmup | None] = [None] * len(series)
     by_batches: dict[int, list[int]] = {}
     for i, values in enumerate(series):

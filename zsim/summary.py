@@ -57,7 +57,7 @@ def percentiles_many(samples: list[np.ndarray]) -> list[Percentiles]:
     """``percentiles`` of each sample.
 
     The p-values are ``np.percentile(values, [50, 95, 99, 99.9])`` (its default linear
-    method) bit for bit, and the mean is ``values.mean()``; ``tests/test_summary.py``
+    method) bit for bit, and the mean is ``values.mean()``; ``tests/results/test_summary.py``
     compares them on samples of every size from 1 to 300 and on ties. They are computed
     here with one ``np.partition`` for all samples of one size, as rows of one array, and
     the interpolation in Python floats (the same IEEE operations as numpy's): a summary

@@ -1,0 +1,134 @@
+"""``zsim run``: exit codes, one-line errors, the JSON contract, Parquet output."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from zsim.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "pub_sub_inproc.toml"
+
+
+def test_run_prints_a_table(capsys):
+    assert main(["run", str(EXAMPLE), "--seed", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "socket" in out and "pub->sub" in out and "latency pooled over all receivers: p50" in out
+
+
+def test_run_json_has_the_contract_keys(capsys):
+    assert main(["run", str(EXAMPLE), "--json", "--seed", "5"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    for key in ("sent", "send_again", "received", "dropped"):
+        assert key in data["sockets"]["pub"]
+    for key in ("from", "to", "hwm", "max_depth", "dropped"):
+        assert key in data["pipes"][0]
+    for key in ("sent", "delivered", "dropped", "discarded", "lost_on_close", "queued_at_end"):
+        assert key in data["ledger"]
+    for key in ("p50", "p99", "max"):
+        assert key in data["latency_s"]
+    assert data["seed"] == 5 and data["sim_time_s"] > 0 and data["wall_s"] > 0
+    assert data["versions"]["models_libzmq"] == "4.3.5"
+
+
+def test_same_seed_same_result(capsys):
+    main(["run", str(EXAMPLE), "--json", "--seed", "11"])
+    first = json.loads(capsys.readouterr().out)
+    main(["run", str(EXAMPLE), "--json", "--seed", "11"])
+    second = json.loads(capsys.readouterr().out)
+    first.pop("wall_s"), second.pop("wall_s")
+    assert first == second
+
+
+def test_out_writes_parquet(tmp_path, capsys):
+    pd = pytest.importorskip("pandas")
+    assert main(["run", str(EXAMPLE), "--out", str(tmp_path)]) == 0
+    messages = pd.read_parquet(tmp_path / "messages.parquet")
+    depth = pd.read_parquet(tmp_path / "depth.parquet")
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert len(messages) == summary["ledger"]["copies"]
+    assert (messages["state"] == "dropped").sum() == summary["ledger"]["dropped"]
+    delivered = messages[messages["state"] == "delivered"]
+    assert delivered["latency_s"].max() == pytest.approx(summary["latency_s"]["max"])
+    assert set(depth["pipe_name"]) >= {"pub->sub"}
+    pub_sub = depth[depth["pipe_name"] == "pub->sub"]
+    assert pub_sub["depth"].max() == next(p["max_depth"] for p in summary["pipes"] if p["name"] == "pub->sub")
+
+
+@pytest.mark.parametrize(
+    "content,expected",
+    [
+        ('[scenario]\nname = "x"\n[[socket]\nname = "a"\n', "TOML syntax error"),
+        ('[[socket]]\nname = "a"\ntype = "PUB"\nbind = ["tcp://*:1"]\noptions = { sndhwm = -5 }\n', "socket[a].options.sndhwm: must be >= "
+                                                                                                    "0, got -5"),
+        ('[[socket]]\nname = "a"\ntype = "PUB"\nbind = ["inproc://x"]\n[[socket]]\nname = "b"\ntype = "PULL"\nconnect = ["inproc://x"]\n',
+         "a PULL cannot talk to the PUB socket 'a'"),
+    ],
+)
+def test_bad_scenario_exits_2_with_one_line_and_no_traceback(tmp_path, content, expected):
+    path = tmp_path / "bad.toml"
+    path.write_text(content)
+    proc = subprocess.run([sys.executable, "-m", "zsim", "run", str(path)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert expected in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_missing_file_exits_2(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "zsim", "run", str(tmp_path / "nope.toml")], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert "no such file" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """``zsim run FILE | head -1``: the closed pipe is not an error (it is an OSError, so the
+    generic 'a failing OS call' line used to win and say ``zsim: Broken pipe``, exit 1)."""
+
+    class Closed:
+        def write(self, text: str) -> int:
+            raise BrokenPipeError(32, "Broken pipe")
+
+        def flush(self) -> None:
+            raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(sys, "stdout", Closed())
+    assert main(["run", str(EXAMPLE)]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_run_prints_a_line_per_receiving_template_with_its_worst_member() -> None:
+    """Four subscribers made by one template, one of them slow: the template's line sums
+    the members' copies and names the worst member's loss and the spread of their p99."""
+    from zsim.cli import format_summary
+    from zsim.runner import run
+
+    scenario = {
+        "scenario": {"name": "t", "profile": "ideal"},
+        "socket": [
+            {"name": "pub", "type": "PUB", "bind": "inproc://feed", "options": {"sndhwm": 10}},
+            {"name": "sub{i}", "count": 4, "type": "SUB", "connect": "inproc://feed", "options": {"subscribe": "", "rcvhwm": 10}},
+        ],
+        "send": [{"socket": "pub", "count": 1000, "interval_s": 0.001, "start_s": 0.01}],
+        # a reader per member, sub3 four times slower than the rest
+        "recv": [{"socket": f"sub{i}", "service_s": 0.002 if i == 3 else 0.0005} for i in range(4)],
+    }
+    summary = run(scenario, 0).summary
+    text = format_summary(summary)
+    line = next(line for line in text.splitlines() if line.startswith("sub{i}"))
+    members = [summary["sockets"][f"sub{i}"] for i in range(4)]
+    fields = line.split()
+    assert fields[1] == "4"
+    assert int(fields[2]) == sum(m["inbound"]["copies"] for m in members) == 4000
+    assert int(fields[3]) == sum(m["inbound"]["delivered"] for m in members)
+    assert int(fields[4]) == sum(m["inbound"]["dropped"] for m in members) > 0
+    worst = max(m["inbound"]["loss_fraction"] for m in members)
+    assert worst == members[3]["inbound"]["loss_fraction"] > 0.4
+    assert fields[7] == f"{100 * worst:.2f}"
+    p99 = [m["latency_s"]["p99"] for m in members]
+    assert line.endswith(f"{1e3 * min(p99):.3f} .. {1e3 * max(p99):.3f}")

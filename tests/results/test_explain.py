@@ -1,0 +1,212 @@
+"""``zsim explain``: each loss episode and stall in one paragraph, every statement read off
+the run (ledger, counters, recorded levels)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from support import scenario
+from zsim import spec
+from zsim.cli import main
+from zsim.explain import Explanation, explain
+from zsim.ledger import DROPPED
+from zsim.report_run import SeriesRecorder
+from zsim.runner import run
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _explain(source: Path | dict, seed: int = 0) -> tuple[Explanation, object]:
+    scen = spec.load(source) if isinstance(source, Path) else spec.from_dict(source)
+    recorder = SeriesRecorder()
+    result = run(scen, seed, recorder=recorder)
+    return explain(result, recorder.result, scen), result
+
+
+def test_a_drop_below_the_hwm_is_the_writers_stale_view_and_names_the_slow_reader():
+    story, result = _explain(ROOT / "examples" / "pub_sub_inproc.toml")
+    assert len(story.episodes) == 1
+    episode = story.episodes[0]
+    table = result.messages  # type: ignore[attr-defined]
+    when = table["time"][table["state"] == DROPPED]
+    assert (episode.start_s, episode.end_s, episode.copies) == (when.min(), when.max(), 989)
+    assert (episode.where, episode.rule, episode.socket) == ("pub->sub", "hwm", "pub")
+    text = episode.paragraph(1)
+    assert text.startswith("Loss episode 1: from 40 ms to 2.01 s, 989 copies dropped at pub->sub (rule hwm).")
+    assert "The reader, SUB sub, is too slow for what it is offered" in text and "offered utilisation 2.00" in text
+    # the pipe (HWM 10 + 10) never held more than 16: the writer's count lagged (LWM 10)
+    assert "pipe pub->sub never held more than 16 messages during the episode, below its HWM of 20" in text
+    assert "stale view" in text and "every LWM = 10 reads" in text
+    assert story.stalls == []
+
+
+def test_a_pipe_that_really_filled_is_called_full():
+    raw = scenario({"name": "pub", "type": "PUB", "bind": "inproc://x", "options": {"sndhwm": 5}},
+                   {"name": "sub", "type": "SUB", "connect": "inproc://x", "options": {"rcvhwm": 5, "subscribe": [""]}},
+                   sends=[{"socket": "pub", "count": 50, "interval_s": 0.001}],
+                   recvs=[{"socket": "sub", "start_s": 10.0}], until_s=1.0)
+    story, _ = _explain(raw)
+    (episode,) = story.episodes
+    assert episode.copies == 40  # 50 sent, 10 (HWM 5 + 5) fit: nobody read
+    text = episode.paragraph(1)
+    assert "PUB pub's pipe pub->sub was full: it held up to 10 messages, its HWM is 10" in text
+    assert "recv[sub] had not started reading yet: it starts at 10 s (start_s)." in text
+
+
+def test_the_slow_joiner_is_named_with_when_it_opened_and_first_got_a_copy():
+    # the example's publisher, sending every 50 us: some of its copies fall between the
+    # XSUB's pipe and its subscription (at 1 ms, one copy does in some runs, none in others)
+    raw = spec.load(ROOT / "examples" / "xpub_xsub_proxy.toml").raw
+    raw = {**raw, "send": [{**raw["send"][0], "interval_s": 0.00005}]}
+    story, result = _explain(raw)
+    joiners = [e for e in story.episodes if e.rule == "not_subscribed_yet"]
+    assert joiners
+    first = joiners[0]
+    reader = result.summary["pipes"][result.pipe_names.index(first.where)]["destination"]  # type: ignore[attr-defined]
+    text = first.paragraph(1)
+    assert f"The reader, {reader}, wanted them, but its subscription had not reached" in text and "slow joiner" in text
+    assert "got its first copy at" in text
+
+
+def test_unroutable_names_the_peer_nobody_is_called():
+    raw = scenario({"name": "router", "type": "ROUTER", "bind": "inproc://r"},
+                   {"name": "dealer", "type": "DEALER", "connect": "inproc://r"},
+                   sends=[{"socket": "router", "count": 40, "interval_s": 0.001, "to": ["dealer", "ghost"]}],
+                   recvs=[{"socket": "dealer"}])
+    story, _ = _explain(raw, 1)
+    (episode,) = story.episodes
+    assert (episode.where, episode.rule, episode.copies) == ("router (no pipe)", "unroutable", 20)
+    assert "The [[send]] addresses 'ghost', which no socket of the scenario is called." in episode.paragraph(1)
+
+
+def test_a_dealer_talking_to_a_rep_is_told_it_sends_no_delimiter():
+    raw = scenario({"name": "rep", "type": "REP", "bind": "inproc://r"},
+                   {"name": "dealer", "type": "DEALER", "connect": "inproc://r"},
+                   sends=[{"socket": "dealer", "count": 12, "start_s": 0.01}],
+                   recvs=[{"socket": "rep"}])
+    story, _ = _explain(raw)
+    (episode,) = story.episodes
+    assert (episode.where, episode.rule, episode.state, episode.copies) == ("dealer->rep", "no_delimiter", "discarded", 12)
+    assert "Rule no_delimiter: a REP (or a REQ waiting for its reply) throws away a message with no empty delimiter" in (
+        episode.paragraph(1))
+
+
+def test_drops_in_two_bursts_are_two_episodes():
+    raw = scenario({"name": "pub", "type": "PUB", "bind": "inproc://x", "options": {"sndhwm": 2}},
+                   {"name": "sub", "type": "SUB", "connect": "inproc://x", "options": {"rcvhwm": 2, "subscribe": [""]}},
+                   sends=[{"socket": "pub", "name": "early", "count": 30, "interval_s": 0.0001, "start_s": 0.1},
+                          {"socket": "pub", "name": "late", "count": 30, "interval_s": 0.0001, "start_s": 2.0}],
+                   recvs=[{"socket": "sub", "service_s": 0.001}], until_s=3.0)
+    story, result = _explain(raw)
+    assert len(story.episodes) == 2
+    early, late = story.episodes
+    assert early.end_s < 0.2 and late.start_s >= 2.0
+    assert early.copies + late.copies == result.summary["ledger"]["dropped"]  # type: ignore[attr-defined]
+
+
+def test_a_blocked_sender_names_its_full_pipes_and_the_reader_that_had_not_started():
+    story, result = _explain(ROOT / "examples" / "push_pull_tcp.toml")
+    assert story.episodes == []
+    (stall,) = story.stalls
+    blocked = result.summary["senders"]["send.push"]["blocked_s"]  # type: ignore[attr-defined]
+    assert stall.startswith(f"send[push] on PUSH push was blocked in send for {blocked * 1000:.3g} ms of its")
+    assert "Its pipe push->stalled (tcp send) reached 96 of SNDHWM 100" in stall
+    assert "the kernel of push->stalled held up to 2,749 messages" in stall
+    assert "recv[stalled] had not started reading yet: it starts at 4 s (start_s)." in stall
+
+
+def test_req_lockstep_gives_its_round_trips():
+    story, result = _explain(ROOT / "examples" / "req_rep.toml")
+    (stall,) = story.stalls
+    rtt = result.summary["senders"]["send.req"]["rtt_s"]  # type: ignore[attr-defined]
+    assert stall.startswith("send[req] on REQ req works in lockstep")
+    assert f"{rtt['count']:,} round trips" in stall and f"about {1 / rtt['mean']:,.0f}/s here" in stall
+
+
+def test_a_crash_is_named_as_the_cause_of_the_copies_it_took():
+    raw = {
+        "scenario": {"name": "crash", "until_s": 3.0},
+        "process": [{"name": "a"}, {"name": "b", "crash_at_s": 1.0}],
+        "socket": [
+            {"name": "push", "type": "PUSH", "process": "a", "bind": ["tcp://*:5803"], "options": {"sndhwm": 20, "sndtimeo": 0}},
+            {"name": "pull", "type": "PULL", "process": "b", "connect": ["tcp://127.0.0.1:5803"], "options": {"rcvhwm": 20}},
+        ],
+        "send": [{"socket": "push", "count": 50, "size_bytes": 200_000, "start_s": 0.05, "interval_s": 0.01}],
+    }
+    story, result = _explain(raw, 1)
+    assert story.episodes
+    assert sum(e.copies for e in story.episodes) == sum(
+        result.summary["ledger"][k] for k in ("dropped", "lost_on_close", "discarded"))  # type: ignore[attr-defined]
+    assert any("Process b crashed at 1 s." in e.paragraph(1) for e in story.episodes)
+
+
+def test_cli_explain_prints_paragraphs_or_json(capsys, tmp_path):
+    example = ROOT / "examples" / "pub_sub_inproc.toml"
+    assert main(["explain", str(example)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("zsim explain: pub-sub-inproc, seed 0\n\nLoss episode 1: from 40 ms to 2.01 s, 989 copies dropped")
+    assert main(["explain", str(example), "--json", "--seed", "2"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["seed"] == 2 and data["episodes"][0]["where"] == "pub->sub" and data["episodes"][0]["paragraph"].startswith(
+        "Loss episode 1:")
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[[socket]]\nname = "a"\ntype = "PUB"\nbind = ["tcp://*:1"]\noptions = { sndhwm = -5 }\n')
+    proc = subprocess.run([sys.executable, "-m", "zsim", "explain", str(bad)], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert proc.returncode == 2 and proc.stderr.strip() == "zsim: socket[a].options.sndhwm: must be >= 0, got -5"
+
+
+def test_same_seed_same_explanation():
+    first, _ = _explain(ROOT / "examples" / "pub_sub_inproc.toml", 3)
+    second, _ = _explain(ROOT / "examples" / "pub_sub_inproc.toml", 3)
+    assert first.text() == second.text()
+
+
+@pytest.mark.slow
+def test_the_fanout_names_the_slow_subscriber_its_utilisation_and_the_xpub_pipe():
+    story, result = _explain(ROOT / "experiments" / "market_data" / "fanout.toml")
+    assert [e.where for e in story.episodes] == ["xpub->slow (tcp send)"] * 2
+    assert sum(e.copies for e in story.episodes) == 20_251
+    for episode in story.episodes:
+        text = episode.paragraph(1)
+        assert "The reader, SUB slow, is too slow for what it is offered" in text and "offered utilisation 3.28" in text
+        assert "XPUB xpub's pipe xpub->slow (tcp send) never held more than" in text and "below its SNDHWM of 1,000" in text
+        assert "slow's own pipe from its engine (xpub->slow (tcp recv)) held up to" in text
+        assert "The kernel buffers of xpub->slow held up to" in text
+    inbound = result.summary["sockets"]["slow"]["inbound"]  # type: ignore[attr-defined]
+    assert inbound["dropped"] == 20_251 and np.isclose(inbound["loss_fraction"], 0.679, atol=0.001)
+
+
+def test_repeated_episodes_at_one_pipe_say_only_what_differs():
+    """A reader that pauses for GC makes the same episode at every pause: the first gets the
+    whole chain, each later one at the same pipe and rule only its statements that differ."""
+    feed = {
+        "scenario": {"name": "feed"},
+        "socket": [
+            {"name": "pub", "type": "PUB", "bind": "tcp://127.0.0.1:5556", "options": {"sndhwm": 100}},
+            {"name": "slow", "type": "SUB", "connect": "tcp://127.0.0.1:5556", "options": {"subscribe": "", "rcvhwm": 100}},
+        ],
+        "send": [{"socket": "pub", "rate_per_s": 2000, "size_bytes": 8000, "start_s": 0.1, "duration_s": 5.0}],
+        "recv": [{"socket": "slow", "service_s": 100e-6, "pause_every_s": 1.0, "pause_s": 0.3}],
+    }
+    story, _ = _explain(feed, 1)
+    assert len(story.episodes) >= 3 and len({(e.where, e.rule) for e in story.episodes}) == 1
+    paragraphs = story.paragraphs()
+    assert paragraphs[0] == story.episodes[0].paragraph(1)
+    first = story.episodes[0]
+    for number, (episode, text) in enumerate(zip(story.episodes[1:], paragraphs[1:], strict=True), 2):
+        head = episode.paragraph(number)[: len(text.split(". ")[0])]
+        assert text.startswith(head)
+        different = [c for c in episode.causes if c not in first.causes]
+        assert len(different) < len(episode.causes)  # the same place, mostly the same causes
+        if different:
+            assert "As episode 1, except: " + " ".join(different) in text
+        else:
+            assert text.endswith("The same causes as episode 1.")
+        assert len(text) < len(episode.paragraph(number)) / 2
+    assert story.text().count("stale view") == 1 + sum("stale view" in p for p in paragraphs[1:])
