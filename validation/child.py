@@ -984,6 +984,8 @@ class Process:
         #: the main thread has something to look at at once: ``end``, or the senders are done
         #: (``exit_after_sends`` starts the exit then, not at the next heartbeat)
         self.wake = threading.Event()
+        #: this machine's dropped PUB send just before the run (``probe_speed``), or None
+        self.speed_probe_drop_s: float | None = None
         self.t0 = 0.0
         self.cpu0 = 0.0
         self.io_cpu0 = 0.0
@@ -1138,6 +1140,7 @@ class Process:
             "replies_sent": sum(t.replies_sent for t in self.recv_tasks),
             "replies_received": sum(t.replies for t in self.send_tasks),
             "errors": self._errors_copy(),
+            "speed_probe_drop_s": self.speed_probe_drop_s,
         }
 
     def write_results(self, crashed: bool = False) -> None:
@@ -1169,7 +1172,26 @@ class Process:
         sock.bind(f"inproc://zsim-warm-up-{os.getpid()}")
         sock.close()
 
+    def probe_speed(self) -> None:
+        """With a back-to-back ``[[send]]`` (its pace is the machine's speed), measure this
+        machine's dropped PUB send now, before the run, exactly as the profile's
+        ``send_drop_call_s`` is measured (``validation.calibrate.measure_send_dropped``):
+        ``compare.speed_check`` compares it with the profile, seconds from the blast
+        instead of after the run."""
+        def back_to_back(raw: Any) -> bool:
+            if raw is None:
+                return True
+            dist = parse_distribution(raw, "plan", "s")
+            return bool(dist.is_constant and dist.value == 0)
+
+        if not any(back_to_back(t.plan["interval"]) for t in self.send_tasks):
+            return
+        from .calibrate import measure_send_dropped
+
+        self.speed_probe_drop_s = float(measure_send_dropped(quick=True)["median_s"])
+
     def run(self) -> None:
+        self.probe_speed()
         self.warm_up()
         emit({"ready": True})
         self.t0 = read_t0()

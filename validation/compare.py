@@ -647,8 +647,19 @@ def speed_probe() -> float:
     return float(measure_send_dropped(quick=True)["median_s"])
 
 
+def in_run_probes(real_summaries: Sequence[Mapping[str, Any]]) -> list[float]:
+    """The machine's dropped PUB send measured by the real runs' own processes just before
+    each run (``child.Process.probe_speed``; ``real.speed_probe_drop_s`` per process)."""
+    found: list[float] = []
+    for summary in real_summaries:
+        probes = (summary.get("real") or {}).get("speed_probe_drop_s") or {}
+        found.extend(float(v) for v in probes.values() if v)
+    return found
+
+
 def speed_check(rates: Sequence[SenderRates], profile_drop_s: float | None,
-                probe: Callable[[], float] = speed_probe, margin: float = SPEED_MARGIN) -> dict[str, Any]:
+                probe: Callable[[], float] = speed_probe, margin: float = SPEED_MARGIN,
+                in_run: Sequence[float] = ()) -> dict[str, Any]:
     """Whether a back-to-back real sender was slower than its simulation because this
     machine runs slower today than on the day its profile was measured.
 
@@ -659,7 +670,9 @@ def speed_check(rates: Sequence[SenderRates], profile_drop_s: float | None,
     times slower than its profile *and* that accounts for the sender's slowdown (the sender
     is no more than ``1 + margin`` times slower again than the machine): then the scenario's
     timing says how fast this machine is today, not how ZeroMQ behaves. A sender slower than
-    the machine explains stays a difference of the model.
+    the machine explains stays a difference of the model. ``in_run``: the probes the real
+    runs' processes made just before their runs, seconds from the blast (their median is
+    the machine's speed; ``probe`` runs after the runs only when there are none).
     """
     result: dict[str, Any] = {"margin": margin, "slow": False, "message": "", "profile_drop_s": profile_drop_s}
     worst: tuple[float, str, float, float] | None = None
@@ -675,10 +688,11 @@ def speed_check(rates: Sequence[SenderRates], profile_drop_s: float | None,
             worst = (slowdown, rate.name, real_mean, sim_mean)
     if worst is None or worst[0] < 1.0 + margin or not profile_drop_s:
         return result
-    today = probe()
+    today = float(np.median(in_run)) if in_run else probe()
     factor = today / profile_drop_s
     slowdown, name, real_mean, sim_mean = worst
-    result.update({"sender": name, "sender_slowdown": slowdown, "probe_drop_s": today, "machine_factor": factor})
+    result.update({"sender": name, "sender_slowdown": slowdown, "probe_drop_s": today, "machine_factor": factor,
+                   "probe": "in the real runs, just before each" if in_run else "after the real runs"})
     if factor >= 1.0 + margin and slowdown <= factor * (1.0 + margin):
         result["slow"] = True
         result["message"] = (f"this machine ran {factor:.1f}x slower than its profile today (a dropped PUB send took "
@@ -1055,7 +1069,7 @@ def validate(source: str | Path | Scenario, replications: int | None = None, see
     from zsim import profile as profile_module
 
     profile = profile_module.load(scenario.profile, scenario.base_dir)
-    speed = speed_check(sender_rates(sim_summaries, real_summaries), profile.send_drop_call_s)
+    speed = speed_check(sender_rates(sim_summaries, real_summaries), profile.send_drop_call_s, in_run=in_run_probes(real_summaries))
     say(f"  {describe_load(machine_before, machine_after)}")
     if speed.get("slow"):
         say(f"  machine speed: {speed['message']}")

@@ -733,6 +733,9 @@ def merge_results(scenario: Scenario, results: dict[str, dict[str, Any]], result
             "send_call_s": (send_time / send_calls) if send_calls else None,
             # per sender: how far it fell behind its own schedule (child.SendTask.schedule)
             "schedule": {s.name: schedules.get(s.name) for s in scenario.sends if s.name in schedules},
+            # per process with a back-to-back sender: its dropped PUB send measured just
+            # before the run (child.Process.probe_speed), as the profile measures it
+            "speed_probe_drop_s": {name: r["speed_probe_drop_s"] for name, r in results.items() if r.get("speed_probe_drop_s")},
         },
     }
     return summary

@@ -299,6 +299,18 @@ def test_a_machine_at_its_profiles_speed_is_not_blamed():
     assert not check["slow"]
 
 
+def test_the_runs_own_probes_are_used_before_a_probe_after_them():
+    from validation.compare import in_run_probes
+
+    probe = _Probe(0.30e-6)  # after the runs the machine looked normal again
+    runs = [{"real": {"speed_probe_drop_s": {"publisher": 0.80e-6}}}, {"real": {"speed_probe_drop_s": {"publisher": 0.76e-6}}},
+            {"real": {}}]
+    assert in_run_probes(runs) == [0.80e-6, 0.76e-6]
+    check = speed_check(_rates(real=220_000, sim=570_000), 0.28e-6, probe, in_run=in_run_probes(runs))
+    assert probe.calls == 0 and check["slow"]
+    assert check["probe_drop_s"] == pytest.approx(0.78e-6) and check["probe"].startswith("in the real runs")
+
+
 def test_speed_is_probed_only_when_a_back_to_back_sender_is_slow():
     probe = _Probe(1e-6)
     # within the margin
