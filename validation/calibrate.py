@@ -1726,7 +1726,8 @@ def _termination_run(transport: str, rcvhwm: int, spacing_s: float, sleep_before
 
 
 def experiment_termination(quick: bool, progress: Progress) -> list[dict]:
-    """The zeromq-dev 2014 report / libzmq #4660 (reference section 7.3), several variants."""
+    """The zeromq-dev 2014 report / libzmq #4660 (ipc EPOLLHUP on a stopped engine loses the kernel's
+    tail: ``stream_engine_base_t::in_event_internal``; docs/model.md), several variants."""
     repeats = 1 if quick else 3
     cases = []
     for transport in ("ipc", "tcp"):

@@ -27,7 +27,7 @@ refused.
 Kernel buffering is stored per transport as a table of *effective in-flight kernel bytes*
 by message size (``[tcp.kernel] payload_bytes``/``capacity_bytes``), because Linux counts
 skb overhead (ipc) and autotunes buffers with traffic (tcp): the capacity seen by small and
-large messages differs by an order of magnitude (reference section 6.3).
+large messages differs by an order of magnitude (docs/model.md, "Kernel capacity is a fitted table").
 """
 
 from __future__ import annotations
