@@ -1,6 +1,6 @@
 """Calibration profiles: the machine-dependent numbers the model needs.
 
-A profile is TOML written by ``zsim calibrate`` (code in ``validation/calibrate.py``, which
+A profile is TOML written by ``zsim calibrate`` (code in ``validation/calibrate/``, which
 measures real pyzmq on loopback). zsim ships ``profiles/default.toml``, measured on a
 Linux machine and recorded with its kernel, CPU, libzmq and pyzmq versions. Two names are
 built in:
