@@ -24,7 +24,13 @@ def _tcp_queues(port: int) -> list[dict]:
             capture_output=True, text=True, timeout=5).stdout
     except (OSError, subprocess.SubprocessError):
         return []
-    rows = []
+    return _parse_ss(text, port)
+
+
+def _parse_ss(text: str, port: int) -> list[dict]:
+    """``ss -tnmH`` output: per socket of the connection its role (the one on ``port`` receives),
+    Recv-Q and Send-Q, and the skmem fields r, rb, t, tb, w."""
+    rows: list[dict] = []
     for line in text.splitlines():
         fields = line.split()
         if len(fields) >= 4 and fields[0].isdigit():
@@ -83,6 +89,12 @@ def _kernel_accepted(transport: str, size: int, sndhwm: int, rcvhwm: int, buffer
     return accepted, truncated
 
 
+def _accepted_table(runs: list[list[int]]) -> dict[str, Any]:
+    """One HWM pair's table from its counts, one list of runs per ``KERNEL_PAYLOADS`` size: the
+    median of each cell (what the profile's ``accepted`` holds), and every run."""
+    return {"payload_bytes": list(KERNEL_PAYLOADS), "accepted": [_median_int(r) for r in runs], "accepted_runs": runs}
+
+
 def measure_kernel(transport: str, quick: bool, progress: Progress) -> tuple[dict, dict]:
     """Messages accepted by a PUSH to a PULL that never reads, per payload size and HWM pair.
 
@@ -123,12 +135,7 @@ def measure_kernel(transport: str, quick: bool, progress: Progress) -> tuple[dic
 
         for key, sndhwm, rcvhwm, buffers in configs:
             name = key or "hwm_10_10"
-            runs = [cell(name, size, sndhwm, rcvhwm, buffers) for size in KERNEL_PAYLOADS]
-            table = {
-                "payload_bytes": list(KERNEL_PAYLOADS),
-                "accepted": [_median_int(r) for r in runs],
-                "accepted_runs": runs,
-            }
+            table = _accepted_table([cell(name, size, sndhwm, rcvhwm, buffers) for size in KERNEL_PAYLOADS])
             if key is None:
                 section.update(table)
             else:
