@@ -25,6 +25,27 @@ EXIT_AGREES = 0
 EXIT_DIFFERS = 1
 
 
+def register(sub: argparse._SubParsersAction[Any]) -> None:
+    """Adds ``validate`` and ``calibrate`` to zsim's command line: the ``zsim.commands``
+    entry point of pyproject.toml, which ``zsim.cli`` calls (zsim never imports validation)."""
+    from zsim.cli import count_arg, seconds_arg, seed_arg
+
+    p = sub.add_parser("validate", help="run a scenario in simulation and on real pyzmq, compare metric by metric")
+    p.add_argument("scenario")
+    p.add_argument("--replications", "-n", type=count_arg(1), default=None,
+                   help="default: the scenario's [validation] replications, else 5")
+    p.add_argument("--seed", type=seed_arg, default=0, help="first simulation seed")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--report", metavar="DIR", help="write a Markdown report with plots")
+    p.add_argument("--timeout", type=seconds_arg(), default=None, help="wall-time limit per real run, seconds")
+    p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("calibrate", help="measure this machine with real pyzmq and write a profile")
+    p.add_argument("--out", metavar="FILE", default="profile.toml")
+    p.add_argument("--quick", action="store_true", help="fewer repetitions (about a minute)")
+    p.set_defaults(func=cmd_calibrate)
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     from zsim import spec
 

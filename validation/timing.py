@@ -10,7 +10,7 @@ idle machine and takes a core from the other processes of the run on a loaded on
 
 A spinning wait is still late sometimes (the thread is preempted, the GIL is held by
 another thread). ``measure_lateness`` records either kind's lateness for waits of given
-lengths on an idle machine, and ``validation/calibrate.py`` stores it in the profile: a
+lengths on an idle machine, and ``validation/calibrate/wakeups.py`` stores it in the profile: a
 sleep's as ``[api] sleep_late_s`` (per sleep length), a spinning wait's as
 ``[api] timer_jitter_s``, so the simulator adds the same lateness to every wait of a
 program that waits the same way.

@@ -1,6 +1,6 @@
 """Fitting the kernel part of a profile by simulation (no zmq here).
 
-``validation/calibrate.py`` measures, with real pyzmq, how many messages a PUSH hands
+``validation/calibrate/kernel.py`` measures, with real pyzmq, how many messages a PUSH hands
 over to a PULL that never reads before its blocking send times out (``accepted``), per
 message size and HWM. Everything on that path except the kernel is exact in the model
 (pipes, LWM reporting, engine batches, the held message), so the kernel's effective

@@ -1,4 +1,5 @@
-"""Command line: ``zsim run | explain | export | validate | calibrate | sweep | compare | report``.
+"""Command line: ``zsim run | explain | export | sweep | compare | report``, and the commands of
+installed packages (``validate`` and ``calibrate``: ``validation.cli.register``).
 
 Thin by design: every command parses its arguments and calls one library function. Bad
 input (a scenario error, a missing file) prints one line naming the field and the reason
@@ -462,6 +463,23 @@ def _lazy(module: str, function: str) -> Callable[[argparse.Namespace], int]:
     return call
 
 
+#: the entry-point group through which an installed package adds subcommands: each entry
+#: point is a function that adds its parsers to zsim's (``validation.cli.register`` adds
+#: ``validate`` and ``calibrate``, declared in pyproject.toml), so zsim imports none of them
+COMMANDS_GROUP = "zsim.commands"
+
+
+def add_installed_commands(sub: argparse._SubParsersAction[Any]) -> None:
+    """The subcommands of the ``zsim.commands`` entry points, by entry-point name."""
+    from importlib.metadata import entry_points
+
+    seen = set()
+    for point in sorted(entry_points(group=COMMANDS_GROUP), key=lambda point: point.name):
+        if point.name not in seen:  # one package found twice on the path (an editable install and a checkout)
+            seen.add(point.name)
+            point.load()(sub)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="zsim", description="Discrete-event simulation of ZeroMQ (libzmq 4.3.5) queuing.")
     from . import __version__, native
@@ -494,20 +512,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pyzmq", metavar="OUT.py", required=True, help="the program to write")
     p.set_defaults(func=cmd_export)
 
-    p = sub.add_parser("validate", help="run a scenario in simulation and on real pyzmq, compare metric by metric")
-    p.add_argument("scenario")
-    p.add_argument("--replications", "-n", type=count_arg(1), default=None,
-                   help="default: the scenario's [validation] replications, else 5")
-    p.add_argument("--seed", type=seed_arg, default=0, help="first simulation seed")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--report", metavar="DIR", help="write a Markdown report with plots")
-    p.add_argument("--timeout", type=seconds_arg(), default=None, help="wall-time limit per real run, seconds")
-    p.set_defaults(func=_lazy("validation.cli", "cmd_validate"))
-
-    p = sub.add_parser("calibrate", help="measure this machine with real pyzmq and write a profile")
-    p.add_argument("--out", metavar="FILE", default="profile.toml")
-    p.add_argument("--quick", action="store_true", help="fewer repetitions (about a minute)")
-    p.set_defaults(func=_lazy("validation.cli", "cmd_calibrate"))
+    add_installed_commands(sub)
 
     p = sub.add_parser("sweep", help="run a parameter sweep (Spark by default) into Parquet")
     p.add_argument("sweep", help="sweep TOML file")

@@ -1,6 +1,6 @@
 """Calibration profiles: the machine-dependent numbers the model needs.
 
-A profile is TOML written by ``zsim calibrate`` (code in ``validation/calibrate.py``, which
+A profile is TOML written by ``zsim calibrate`` (code in ``validation/calibrate/``, which
 measures real pyzmq on loopback). zsim ships ``profiles/default.toml``, measured on a
 Linux machine and recorded with its kernel, CPU, libzmq and pyzmq versions. Two names are
 built in:
@@ -27,7 +27,7 @@ refused.
 Kernel buffering is stored per transport as a table of *effective in-flight kernel bytes*
 by message size (``[tcp.kernel] payload_bytes``/``capacity_bytes``), because Linux counts
 skb overhead (ipc) and autotunes buffers with traffic (tcp): the capacity seen by small and
-large messages differs by an order of magnitude (reference section 6.3).
+large messages differs by an order of magnitude (docs/model.md, "Kernel capacity is a fitted table").
 """
 
 from __future__ import annotations

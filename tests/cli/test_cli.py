@@ -132,3 +132,42 @@ def test_run_prints_a_line_per_receiving_template_with_its_worst_member() -> Non
     assert fields[7] == f"{100 * worst:.2f}"
     p99 = [m["latency_s"]["p99"] for m in members]
     assert line.endswith(f"{1e3 * min(p99):.3f} .. {1e3 * max(p99):.3f}")
+
+
+def test_validate_and_calibrate_come_from_validations_entry_point(capsys):
+    """``zsim validate``/``calibrate`` are added by validation itself (the ``zsim.commands``
+    entry point of pyproject.toml): the installed console script still has them."""
+    from importlib.metadata import entry_points
+
+    from zsim.cli import COMMANDS_GROUP, build_parser
+
+    assert {point.value for point in entry_points(group=COMMANDS_GROUP)} == {"validation.cli:register"}
+    import validation.cli
+
+    parser = build_parser()
+    assert parser.parse_args(["validate", "s.toml", "-n", "2"]).func is validation.cli.cmd_validate
+    assert parser.parse_args(["calibrate", "--quick"]).func is validation.cli.cmd_calibrate
+    for command in ("validate", "calibrate"):
+        done = subprocess.run([sys.executable, "-m", "zsim", command, "--help"], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0 and f"usage: zsim {command}" in done.stdout, done.stderr
+
+
+def test_zsim_imports_nothing_of_validation_not_even_by_name():
+    """lint-imports sees ``import`` statements; a module named in a string (importlib) it
+    does not: neither may name validation."""
+    import ast
+    import re
+
+    module_path = re.compile(r"validation(\.\w+)*(:\w+)?")
+    found = []
+    for path in sorted((ROOT / "zsim").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [node.module or ""]
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and module_path.fullmatch(node.value):
+                names = [node.value] if node.value != "validation" else []  # a TOML table's name, not a module
+            found += [f"{path.relative_to(ROOT)}:{node.lineno}: {name}" for name in names if module_path.fullmatch(name)]
+    assert not found

@@ -8,7 +8,7 @@ import statistics
 
 import pytest
 
-import validation.calibrate as cal
+import validation.calibrate.app_loop as cal
 import validation.harness as harness
 import zsim
 from zsim.errors import EnvironmentFault

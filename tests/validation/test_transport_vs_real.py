@@ -470,7 +470,8 @@ def real_slow_joiner(repeats: int, ipc_dir: str, starvation: list[float] | None 
 
     ``starvation``, if given, receives per window the time both processes' threads waited
     for a CPU during it (run-queue wait, ``validation.timing.Starvation``)."""
-    from validation.calibrate import _SEQ, _Child, _children, _slow_joiner_publisher  # needs pyzmq
+    from validation.calibrate.common import _Child, _children  # needs pyzmq
+    from validation.calibrate.experiments import _SEQ, _slow_joiner_publisher
 
     lost_counts = []
     joins: list[tuple[float, int | None, float]] = []

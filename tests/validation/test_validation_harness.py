@@ -219,7 +219,7 @@ def test_calibrate_out_folder_is_refused_before_measuring(tmp_path, capsys):
 
 def test_calibrate_writes_the_profile_atomically(tmp_path, monkeypatch):
     """The measurements stubbed: the profile lands in one piece and no temporary file stays."""
-    import validation.calibrate as cal
+    import validation.calibrate.cli as cal  # where calibrate() looks its measurements up
 
     monkeypatch.setattr(cal, "measure_api", lambda quick, progress: ({"send_call_s": 1e-6}, {}))
     monkeypatch.setattr(cal, "measure_latencies", lambda transport, api, quick, progress: ({}, {}))
@@ -321,7 +321,7 @@ def test_scheduler_measurements_pin_their_processes_and_make_a_loadable_profile(
     ``[scheduler]`` whose costs the model takes."""
     import os
 
-    from validation.calibrate import _spinners, measure_scheduler
+    from validation.calibrate.scheduler import _spinners, measure_scheduler
 
     cpu = sorted(os.sched_getaffinity(0))[-1]
     shared = _spinners([cpu, cpu], 0.3)

@@ -22,3 +22,4 @@ cdef class Context:
     cdef public double wake_debt
     cdef public dict wake_groups
     cdef public object until_s
+    cdef public object machine

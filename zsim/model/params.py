@@ -34,7 +34,7 @@ class TransportParams:
     engine_s_per_byte: float = 0.0
     io_wakeup: Distribution = field(default_factory=_zero)  # I/O thread reaction to a command
     kernel_capacity: CapacityFn = _unbounded
-    hup_loses_kernel_data: bool = False  # ipc: EPOLLHUP on a stopped engine (section 7.3)
+    hup_loses_kernel_data: bool = False  # ipc: EPOLLHUP on a stopped engine loses the kernel's tail (libzmq #4660; docs/model.md)
     pollout_free_fraction: float = 1.0 / 3.0  # free space needed before POLLOUT (tcp 1/3, unix 3/4)
     write_overhead_bytes: int = 0  # kernel bookkeeping charged per write()
     write_charge: Callable[[int], int] | None = None  # truesize of one skb of n bytes (unix sockets)
@@ -108,7 +108,9 @@ def unix_skb_truesize(nbytes: int) -> int:
     ``skb_shared_info`` (320 B), plus ``sk_buff`` (256 B): 766 bytes for a 12-byte write,
     2,290 for 1,002. Larger ones carry their data in page fragments and cost about
     768 bytes over their size (4,841 for 4,000; 8,875 for 8,192; 16,384 for 16,000).
-    This is why a unix socket holds few small writes (reference section 6.2).
+    This is why a unix socket holds few small writes: Linux's ``unix_stream_sendmsg`` charges
+    each skb's truesize, not its payload, against the sender's ``sk_sndbuf`` (docs/model.md,
+    on the kernel capacity).
     """
     if nbytes + 320 <= 4096:
         size = 512

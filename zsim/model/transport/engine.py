@@ -61,7 +61,8 @@ class Wire:
     segments; it is complete at the reader when its ``last`` segment has been read. Each
     ``write()`` is one skb whose bookkeeping (``overhead``, charged on its first entry)
     counts against the buffer until the reader has consumed it: on unix sockets that is
-    what limits many small writes (reference section 6.2, ``wmem_default`` in truesize).
+    what limits many small writes (Linux charges each skb's truesize against ``wmem_default``;
+    see ``params.unix_skb_truesize``).
     """
 
     __slots__ = ("queue", "bytes", "msgs", "charged", "capacity_fn", "sndbuf", "rcvbuf", "sndhwm", "writer", "reader", "peer_closed",

@@ -359,7 +359,7 @@ class StreamConnection:
 
     def link_broken(self, link: Link, reason: str, by: Engine | None, rule: int | None = None) -> None:
         """The connection is gone. Engines and kernel buffers lose what they hold; the
-        bind side's session terminates; the connect side reconnects (section 5.4)."""
+        bind side's session terminates; the connect side reconnects (``session_base_t::engine_error``, ``reconnect``)."""
         if link.broken:
             return
         link.broken = True
