@@ -1,7 +1,7 @@
 """Exact behaviours of libzmq 4.3.5 that the model must reproduce to the message.
 
 Every number asserted here follows from the libzmq source (cited per test) and, where the
-reference marks it [measured], from real pyzmq runs; ``tests/test_real_exact.py`` runs the
+reference marks it [measured], from real pyzmq runs; ``tests/validation/test_exact_vs_real.py`` runs the
 same situations on real sockets.
 """
 
@@ -61,7 +61,7 @@ def test_inproc_connect_before_bind_after_eagain_stays_blocked():
     # If the connector hit EAGAIN before the bind, pipe_t::_out_active is false and
     # set_hwms does not reactivate it: nothing more is accepted until the binder has
     # read LWM = (12 + 1) // 2 = 6 messages. [measured with pyzmq 27.3.0, see
-    # tests/test_real_exact.py::test_real_inproc_connect_first_after_eagain]
+    # tests/validation/test_exact_vs_real.py::test_inproc_connect_first]
     raw = scenario(
         {"name": "push", "type": "PUSH", "connect": ["inproc://x"], "options": {"sndhwm": 5, "sndtimeo": 0}},
         {"name": "pull", "type": "PULL", "bind": ["inproc://x"], "open_at_s": 1.0, "options": {"rcvhwm": 7}},

@@ -1,7 +1,7 @@
 """The arithmetic of ``validation.calibrate``, module by module, without a socket: what each
 measurement makes of its timings (quantiles, summaries, rounding, fits, tables, the
 profile's TOML). The timings themselves are the machine's and are stubbed here; the
-kernel capacities fitted from ``accepted`` are pinned by tests/test_profile.py.
+kernel capacities fitted from ``accepted`` are pinned by tests/spec/test_profile.py.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ try:
 except ImportError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 # -- common -------------------------------------------------------------------------------
