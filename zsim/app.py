@@ -50,6 +50,7 @@ from .errors import Again, HostUnreachable, NotSupported, ScenarioError, SocketC
 from .model.fates import AGAIN, SENT, UNROUTABLE
 from .model.pipe import BOTTOM, MSG_ENVELOPE, MSG_ID, MSG_SIZE, MSG_T0, MSG_TOPIC, SUBSCRIBE_ID, Message
 from .model.socket import NEW, OPEN, Socket
+from .model.sockets import Req
 from .model.workload import envelope_wire_bytes, message_wire_bytes
 from .socket_types import names
 
@@ -183,7 +184,7 @@ class AppSocket:
             event.fail(ValueError(f"send on {self.name!r}: size must be >= 0, got {size}"))
             return event
         traits = sock.traits
-        if traits.request and sock.awaiting_reply:
+        if isinstance(sock, Req) and sock.awaiting_reply:
             event.fail(StateError(f"REQ socket {self.name!r}: send while a reply is pending (EFSM)"))
             return event
         if traits.reply and not self._owes_reply:
@@ -289,7 +290,7 @@ class AppSocket:
         if event.triggered:
             return event
         traits = sock.traits
-        if traits.request and not sock.awaiting_reply:
+        if isinstance(sock, Req) and not sock.awaiting_reply:
             event.fail(StateError(f"REQ socket {self.name!r}: recv before a request was sent (EFSM)"))
             return event
         if traits.reply and self._owes_reply:

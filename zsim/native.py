@@ -41,6 +41,7 @@ MODULES = (
     "zsim.model.peer",
     "zsim.model.routing",
     "zsim.model.socket",
+    "zsim.model.sockets",
     "zsim.model.workload",
     "zsim.model.cpu",
     "zsim.ledger",

@@ -43,7 +43,6 @@ class SocketType:
     request: bool = False  # REQ lockstep
     reply: bool = False  # REP lockstep
     single_peer: bool = False  # PAIR: a second peer is refused (pair_t::xattach_pipe)
-    no_delay_on_term: bool = False  # pub_t::xattach_pipe: pipe->set_nodelay()
     conflate: bool = False  # options.conflate takes effect
     has_routing_id: bool = False  # sends its routing id in the handshake (REQ, REP, DEALER, ROUTER)
 
@@ -90,7 +89,7 @@ TYPES: dict[str, SocketType] = {
     t.name: t
     for t in (
         _t("PAIR", PAIR, True, MUTE_BLOCK, ("PAIR",), single_peer=True),
-        _t("PUB", DIST, False, MUTE_DROP, ("SUB", "XSUB"), reads_subscriptions=True, no_delay_on_term=True, conflate=True),
+        _t("PUB", DIST, False, MUTE_DROP, ("SUB", "XSUB"), reads_subscriptions=True, conflate=True),
         _t("SUB", NONE, True, None, ("PUB", "XPUB"), sends_subscriptions=True, filters_on_recv=True, conflate=True),
         _t("REQ", LB, True, MUTE_BLOCK, ("REP", "ROUTER"), request=True, has_routing_id=True),
         _t("REP", REPLY, True, MUTE_DROP, ("REQ", "DEALER"), reply=True, has_routing_id=True),

@@ -40,6 +40,8 @@ cdef class Pipe:
     cdef public PipeEndpoint writer
     cdef public long index
     cdef public WakeGroup wake_group
+    cdef public long out_slot
+    cdef public long in_slot
     # the rest
     cdef public object env
     cdef public str name

@@ -28,7 +28,7 @@ from ..constants import compute_lwm
 if TYPE_CHECKING:  # pragma: no cover
     from .kernel import Environment
 
-Message = tuple  # (id, t0, size, wire, topic, envelope, origin socket index)
+Message = tuple[Any, ...]  # (id, t0, size, wire, topic, envelope, origin socket index)
 
 MSG_ID = 0
 MSG_T0 = 1
@@ -113,6 +113,8 @@ class Pipe:
         "debt",
         "wake_group",
         "wake_counted",
+        "out_slot",
+        "in_slot",
     )
 
     def __init__(
@@ -162,6 +164,10 @@ class Pipe:
         # and a write wakes it (and costs) only then (libzmq: one mailbox per thread).
         self.wake_group: WakeGroup | None = None
         self.wake_counted = False  # counted in wake_group.awake
+        # the pipe's position in its writer's lb_t array and its reader's fq_t array, -1
+        # outside (libzmq's array_item_t: routing.PipeArray)
+        self.out_slot = -1
+        self.in_slot = -1
 
     # -- queries ---------------------------------------------------------------------
 
@@ -256,9 +262,6 @@ class Pipe:
         if lwm and count % lwm == 0:
             self.writer.post_activate_write(self, count)  # type: ignore[union-attr]
         return msg
-
-    def has_message(self) -> bool:
-        return bool(self.queue)
 
     # -- termination -----------------------------------------------------------------
 

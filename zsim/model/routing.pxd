@@ -19,32 +19,36 @@ cdef class SendOwner(PipeEndpoint):
     cdef public Clock clock
 
 
-@cython.final
-cdef class LoadBalance:
+cdef class PipeArray:
     cdef public list pipes
     cdef public long active
     cdef public long current
     cdef public dict peer_of
+    cdef public bint reads
 
+    @cython.locals(index=long)
+    cdef bint contains(self, Pipe pipe)
+    cdef void _place(self, Pipe pipe, long index)
+    @cython.locals(pipes=list, a=Pipe, b=Pipe)
+    cdef void swap(self, long i, long j)
     cpdef attach(self, Pipe pipe, Peer peer)
+    @cython.locals(index=long)
     cpdef activated(self, Pipe pipe)
+    @cython.locals(index=long, pipes=list, last=Pipe)
     cpdef terminated(self, Pipe pipe)
+
+
+@cython.final
+cdef class LoadBalance(PipeArray):
     @cython.locals(pipe=Pipe)
     cpdef tuple send(self, tuple msg)
     cpdef bint has_out(self)
 
 
 @cython.final
-cdef class FairQueue:
-    cdef public list pipes
-    cdef public long active
-    cdef public long current
-    cdef public dict peer_of
+cdef class FairQueue(PipeArray):
     cdef public Pipe last
 
-    cpdef attach(self, Pipe pipe, Peer peer)
-    cpdef activated(self, Pipe pipe)
-    cpdef terminated(self, Pipe pipe)
     cpdef tuple recv(self)
     @cython.locals(pipe=Pipe)
     cpdef take(self)

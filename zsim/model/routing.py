@@ -45,45 +45,101 @@ class SendOwner(PipeEndpoint):
     clock: Any  # zsim.model.kernel.Clock: the time, read on the hot path
 
 
-class LoadBalance:
-    """``lb_t``: PUSH, DEALER, REQ."""
+class PipeArray:
+    """``array_t`` under ``lb_t`` and ``fq_t``: the pipes, the first ``active`` of them
+    active, served round-robin from ``current``; each pipe keeps its own position in the
+    array (``array_item_t``, src/array.hpp), so finding it is O(1).
 
-    __slots__ = ("pipes", "active", "current", "peer_of")
+    A pipe sits in at most two arrays, its writer's ``lb_t`` and its reader's ``fq_t``
+    (libzmq's two ``pipe_t`` objects of a pipepair are one ``Pipe`` here), so it keeps
+    one position for each: ``out_slot`` and ``in_slot``; ``reads`` says which this array
+    uses. A pipe that left its array has -1.
+    """
 
-    def __init__(self) -> None:
+    __slots__ = ("pipes", "active", "current", "peer_of", "reads")
+
+    def __init__(self, reads: bool) -> None:
         self.pipes: list[Pipe] = []
         self.active = 0
         self.current = 0
         self.peer_of: dict[Pipe, Peer] = {}
+        self.reads = reads
+
+    def contains(self, pipe: Pipe) -> bool:
+        """The pipe is in this array (a pipe keeps its slot from an array a restarted
+        socket dropped, so the slot alone does not say)."""
+        index = pipe.in_slot if self.reads else pipe.out_slot
+        return 0 <= index < len(self.pipes) and self.pipes[index] is pipe
+
+    def _place(self, pipe: Pipe, index: int) -> None:
+        self.pipes[index] = pipe
+        if self.reads:
+            pipe.in_slot = index
+        else:
+            pipe.out_slot = index
+
+    def swap(self, i: int, j: int) -> None:
+        """``array_t::swap`` (with one pipe, every swap is of a pipe with itself: nothing)."""
+        if i == j:
+            return
+        pipes = self.pipes
+        a, b = pipes[i], pipes[j]
+        pipes[i] = b
+        pipes[j] = a
+        if self.reads:
+            b.in_slot = i
+            a.in_slot = j
+        else:
+            b.out_slot = i
+            a.out_slot = j
 
     def attach(self, pipe: Pipe, peer: Peer) -> None:
+        """``lb_t::attach``/``fq_t::attach``: push_back, then swap into the active set."""
         self.pipes.append(pipe)
+        self._place(pipe, len(self.pipes) - 1)
         self.peer_of[pipe] = peer
         self.activated(pipe)
 
     def activated(self, pipe: Pipe) -> None:
-        pipes = self.pipes
-        index = pipes.index(pipe)
+        """``lb_t::activated``/``fq_t::activated``: the pipe rejoins the active set."""
+        if not self.contains(pipe):
+            return
+        index = pipe.in_slot if self.reads else pipe.out_slot
         if index < self.active:
             return
-        pipes[index], pipes[self.active] = pipes[self.active], pipes[index]
+        self.swap(index, self.active)
         self.active += 1
 
     def terminated(self, pipe: Pipe) -> None:
-        pipes = self.pipes
-        if pipe not in self.peer_of:
+        """``lb_t::pipe_terminated``/``fq_t::pipe_terminated``."""
+        if not self.contains(pipe):
             return
-        index = pipes.index(pipe)
+        index = pipe.in_slot if self.reads else pipe.out_slot
         if index < self.active:
             self.active -= 1
-            pipes[index], pipes[self.active] = pipes[self.active], pipes[index]
+            self.swap(index, self.active)
             if self.current == self.active:
                 self.current = 0
-        # array_t::erase: swap with the last element, pop
-        index = pipes.index(pipe)
-        pipes[index] = pipes[-1]
-        pipes.pop()
+        # array_t::erase: the last element takes the pipe's place
+        pipes = self.pipes
+        index = pipe.in_slot if self.reads else pipe.out_slot
+        last = pipes.pop()
+        if last is not pipe:
+            self._place(last, index)
+        if self.reads:
+            pipe.in_slot = -1
+        else:
+            pipe.out_slot = -1
         del self.peer_of[pipe]
+
+
+class LoadBalance(PipeArray):
+    """``lb_t``: PUSH, DEALER, REQ."""
+
+    __slots__ = ()
+
+    def __init__(self) -> None:
+        super().__init__(False)
 
     def send(self, msg: Message) -> tuple[int, Pipe | None]:
         pipes = self.pipes
@@ -97,7 +153,7 @@ class LoadBalance:
                 return SENT, pipe
             self.active -= 1
             if self.current < self.active:
-                pipes[self.current], pipes[self.active] = pipes[self.active], pipes[self.current]
+                self.swap(self.current, self.active)
             else:
                 self.current = 0
         return AGAIN, None
@@ -110,56 +166,20 @@ class LoadBalance:
                 return True
             self.active -= 1
             if self.current < self.active:
-                pipes[self.current], pipes[self.active] = pipes[self.active], pipes[self.current]
+                self.swap(self.current, self.active)
             else:
                 self.current = 0
         return False
 
 
-class FairQueue:
+class FairQueue(PipeArray):
     """``fq_t``: PULL, SUB, XSUB, DEALER, ROUTER, REP, PAIR, XPUB (subscriptions)."""
 
-    __slots__ = ("pipes", "active", "current", "peer_of", "last")
+    __slots__ = ("last",)
 
     def __init__(self) -> None:
-        self.pipes: list[Pipe] = []
-        self.active = 0
-        self.current = 0
-        self.peer_of: dict[Pipe, Peer] = {}
+        super().__init__(True)
         self.last: Pipe | None = None  # the pipe take() read its message from
-
-    def attach(self, pipe: Pipe, peer: Peer) -> None:
-        pipes = self.pipes
-        pipes.append(pipe)
-        self.peer_of[pipe] = peer
-        last = len(pipes) - 1
-        pipes[self.active], pipes[last] = pipes[last], pipes[self.active]
-        self.active += 1
-
-    def activated(self, pipe: Pipe) -> None:
-        pipes = self.pipes
-        if pipe not in self.peer_of:
-            return
-        index = pipes.index(pipe)
-        if index < self.active:
-            return
-        pipes[index], pipes[self.active] = pipes[self.active], pipes[index]
-        self.active += 1
-
-    def terminated(self, pipe: Pipe) -> None:
-        pipes = self.pipes
-        if pipe not in self.peer_of:
-            return
-        index = pipes.index(pipe)
-        if index < self.active:
-            self.active -= 1
-            pipes[index], pipes[self.active] = pipes[self.active], pipes[index]
-            if self.current == self.active:
-                self.current = 0
-        index = pipes.index(pipe)
-        pipes[index] = pipes[-1]
-        pipes.pop()
-        del self.peer_of[pipe]
 
     def recv(self) -> tuple[Message | None, Pipe | None]:
         msg = self.take()
@@ -176,7 +196,7 @@ class FairQueue:
                 self.last = pipe
                 return msg
             self.active -= 1
-            pipes[self.current], pipes[self.active] = pipes[self.active], pipes[self.current]
+            self.swap(self.current, self.active)
             if self.current == self.active:
                 self.current = 0
         return None
@@ -190,7 +210,7 @@ class FairQueue:
             if not pipe.reader_asleep:
                 pipe.fall_asleep()
             self.active -= 1
-            pipes[self.current], pipes[self.active] = pipes[self.active], pipes[self.current]
+            self.swap(self.current, self.active)
             if self.current == self.active:
                 self.current = 0
         return False
@@ -299,12 +319,6 @@ class RouteByIdentity:
         if self.by_key.get(key) is peer:
             del self.by_key[key]
 
-    def lookup(self, msg: Message) -> Peer | None:
-        envelope = msg[MSG_ENVELOPE]
-        if not envelope:
-            return None
-        return self.by_key.get(envelope[0])
-
     def has_out(self) -> bool:
         """``router_t::xhas_out``: always, unless ``router_mandatory`` and no pipe has room."""
         if not self.mandatory:
@@ -341,6 +355,3 @@ class RouteByIdentity:
         pipe.write(msg[:MSG_ENVELOPE] + (envelope[1:],) + msg[MSG_ENVELOPE + 1 :])
         return SENT
 
-
-def topic_of(msg: Message) -> str:
-    return msg[MSG_TOPIC]

@@ -31,6 +31,7 @@ from ..constants import INBOUND_POLL_RATE, frame_wire_bytes
 from .fates import AGAIN, RULE_UNROUTABLE, SENT, UNROUTABLE
 from .pipe import BOTTOM, MSG_ENVELOPE, MSG_ID, MSG_TOPIC, SUBSCRIBE_ID, Message
 from .socket import OPEN, Socket
+from .sockets import XSub
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..sampler import Sampler
@@ -787,7 +788,7 @@ class Proxy:
     def _send(self, msg: Message, target: Socket) -> int:
         if msg[MSG_ID] < 0:
             # a subscription from an XPUB, or an XSUB forwarding it upstream
-            if target.traits.sends_subscriptions:
+            if isinstance(target, XSub):
                 return target.send_subscription(msg[MSG_TOPIC], msg[MSG_ID] == SUBSCRIBE_ID)
             return SENT
         status = target.send(msg)

@@ -17,12 +17,13 @@ from typing import Any
 import numpy as np
 
 from .context import Context
-from .fates import RULE_CRASH, RULE_LINGER, WHERE_PIPE, LedgerSink
+from .fates import RULE_LINGER, WHERE_PIPE, LedgerSink
 from .kernel import Environment
 from .params import ModelParams
 from .pipe import Message, Pipe
-from .socket import CLOSED, OPEN, Socket
-from .transport import InprocConnection, Session, StreamConnection, in_flight
+from .socket import CLOSED, OPEN, Socket, SocketOptions
+from .sockets import new_socket
+from .transport import Connection, InprocConnection, Lingering, StreamConnection, in_flight
 
 
 class Process:
@@ -39,7 +40,7 @@ class Process:
         self.exit_started_at: float | None = None
         self.exit_completed_at: float | None = None
         self.crashed_at: float | None = None
-        self.pending_sessions: set[Session] = set()
+        self.pending_sessions: set[Lingering] = set()
         self.exit_after_sends = False
         self.on_exit: list[Callable[[], None]] = []
 
@@ -63,7 +64,7 @@ class Process:
             for callback in self.on_exit:
                 callback()
 
-    def session_closed(self, session: Session) -> None:
+    def session_closed(self, session: Lingering) -> None:
         self.pending_sessions.discard(session)
         self._check_done()
 
@@ -93,8 +94,8 @@ class World(Context):
         super().__init__(env, params, ledger, streams)
         self.sockets: list[Socket] = []
         self.processes: list[Process] = []
-        self.connections: list[Any] = []
-        self.socket_connections: dict[Socket, list[Any]] = {}
+        self.connections: list[Connection] = []
+        self.socket_connections: dict[Socket, list[Connection]] = {}
         self.socket_endpoints: dict[Socket, tuple[tuple[Any, ...], tuple[Any, ...]]] = {}
 
     # -- construction ---------------------------------------------------------------------
@@ -104,9 +105,9 @@ class World(Context):
         self.processes.append(process)
         return process
 
-    def add_socket(self, name: str, type_name: str, process: Process, options: Any, routing_id: str, bind: tuple[Any, ...],
+    def add_socket(self, name: str, type_name: str, process: Process, options: SocketOptions, routing_id: str, bind: tuple[Any, ...],
                    connect: tuple[Any, ...]) -> Socket:
-        sock = Socket(self, len(self.sockets), name, type_name, process, options, routing_id)
+        sock = new_socket(self, len(self.sockets), name, type_name, process, options, routing_id)
         self.sockets.append(sock)
         process.sockets.append(sock)
         self.socket_endpoints[sock] = (bind, connect)
@@ -148,7 +149,7 @@ class World(Context):
                 binder = self.listeners.get(endpoint.key)
                 if binder is not None and not binder.is_open:
                     binder = None
-                conn: Any = InprocConnection(self, sock, endpoint, binder)
+                conn: Connection = InprocConnection(self, sock, endpoint, binder)
                 if binder is not None:
                     self.socket_connections[binder].append(conn)
             else:
@@ -158,11 +159,6 @@ class World(Context):
                     self.socket_connections[binder].append(conn)
             self.connections.append(conn)
             self.socket_connections[sock].append(conn)
-
-    def note_binder(self, binder: Socket, conn: Any) -> None:
-        lst = self.socket_connections[binder]
-        if conn not in lst:
-            lst.append(conn)
 
     def close_socket(self, sock: Socket) -> None:
         """``zmq_close``: unbind, stop its workloads, terminate every pipe with LINGER."""
@@ -178,7 +174,7 @@ class World(Context):
             if getattr(workload, "socket", None) is sock:
                 workload.stop()
         for conn in self._connections_of(sock):
-            before = self._open_sessions(conn, sock)
+            before = conn.lingering(sock)
             conn.close_side(sock, rule=RULE_LINGER)
             for session in before:
                 if not session.done:
@@ -198,34 +194,16 @@ class World(Context):
             if self.listeners.get(endpoint.key) is sock:
                 del self.listeners[endpoint.key]
         for conn in self._connections_of(sock):
-            if isinstance(conn, InprocConnection):
-                conn.close_side(sock, discard=True, rule=RULE_CRASH)
-            else:
-                conn.crash_side(sock)
+            conn.crash_side(sock)
         for peer in list(sock.peers):
             sock.detach(peer)
 
-    def _connections_of(self, sock: Socket) -> list[Any]:
+    def _connections_of(self, sock: Socket) -> list[Connection]:
         result = list(self.socket_connections.get(sock, []))
         for conn in self.connections:
-            if conn in result:
-                continue
-            if isinstance(conn, StreamConnection) and conn.b_session is not None and conn.b_session.socket is sock:
-                result.append(conn)
-            elif isinstance(conn, StreamConnection) and conn.handshake_binder is sock:
+            if conn not in result and conn.serves(sock):
                 result.append(conn)
         return result
-
-    @staticmethod
-    def _open_sessions(conn: Any, sock: Socket) -> list[Session]:
-        if not isinstance(conn, StreamConnection):
-            return []
-        sessions = []
-        if conn.connector is sock:
-            sessions.append(conn.c_session)
-        if conn.b_session is not None and conn.b_session.socket is sock:
-            sessions.append(conn.b_session)
-        return sessions
 
     def quiescent(self) -> bool:
         """No sender has work left and no message is anywhere on its way."""
@@ -290,14 +268,8 @@ class World(Context):
             reader, owner = pipe.reader, pipe.owner
             if isinstance(reader, Socket):
                 destinations.append(reader.index)
-            elif isinstance(reader, Session):
-                conn = reader.conn
-                destinations.append(conn.connector.index if reader.role == "bind" else bound_at(conn.endpoint))
-            elif isinstance(owner, InprocConnection):
-                if pipe.writer is owner.connector:
-                    destinations.append(owner.binder.index if owner.binder is not None else bound_at(owner.endpoint))
-                else:
-                    destinations.append(owner.connector.index)
+            elif owner is not None:
+                destinations.append(owner.destination(pipe, bound_at))
             else:
                 destinations.append(-1)
         return destinations

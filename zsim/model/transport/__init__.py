@@ -1,5 +1,6 @@
 """Connections between sockets, split by concept.
 
+* ``connection``: what the world asks of every connection;
 * ``inproc``: one shared pipe per direction (``ctx_t::connect_inproc_sockets``);
 * ``engine``: kernel socket buffers and the ZMTP stream engines of tcp/ipc;
 * ``stream``: tcp/ipc connections, sessions, handshakes, reconnects and linger;
@@ -9,9 +10,10 @@
 Transports are given a ``Context`` (pipes, endpoints, ledger), never the ``World``.
 """
 
+from .connection import Connection, Lingering
 from .engine import Engine, Wire
 from .inproc import InprocConnection
 from .losses import in_flight
 from .stream import Link, Session, StreamConnection
 
-__all__ = ["Engine", "InprocConnection", "Link", "Session", "StreamConnection", "Wire", "in_flight"]
+__all__ = ["Connection", "Engine", "InprocConnection", "Lingering", "Link", "Session", "StreamConnection", "Wire", "in_flight"]

@@ -100,14 +100,22 @@ class Wire:
     def capacity(self, wire_size: int) -> int:
         return self.capacity_fn(wire_size, self.sndbuf, self.rcvbuf, self.sndhwm)
 
-    def messages(self) -> list[Message]:
-        """Messages that have at least one byte in the kernel (each once)."""
-        seen: list[Message] = []
-        for msg, _nbytes, last, _overhead in self.queue:
-            if last:
-                seen.append(msg)
-        # a message whose last segment is still in the sender's batch is counted there
-        return seen
+    def clear(self) -> None:
+        """The connection is gone: the kernel frees both buffers (the caller records what
+        they held first, and calls ``observe``)."""
+        self.queue.clear()
+        self.bytes = 0
+        self.msgs = 0
+        self.charged = 0
+
+    def push_last(self, batch: Any) -> None:
+        """The writer's last ``(msg, bytes not yet written)`` go in at close, whatever the
+        buffer's room: the kernel keeps what a closed fd wrote (FIN after it)."""
+        for msg, remaining in batch:
+            self.queue.append([msg, remaining, True, 0])
+            self.bytes += remaining
+            self.charged += remaining
+        self.msgs += len(batch)
 
 
 class Engine:
@@ -442,6 +450,25 @@ class Engine:
         self.kick_in()  # speculative read
 
     # -- teardown ----------------------------------------------------------------------
+
+    def drop_output(self) -> None:
+        """Forget the batch not yet written to the kernel (the caller recorded it)."""
+        self.out_batch.clear()
+        self.out_bytes = 0
+
+    def drop_input(self) -> None:
+        """Forget what was read from the kernel and not pushed (the caller recorded it)."""
+        self.held = None
+        self.in_buffer.clear()
+        self.partial = None
+
+    def undecoded(self) -> list[Message]:
+        """What this engine read and never pushed: the held message, the decoded ones,
+        the one whose bytes were arriving."""
+        held = ([self.held] if self.held is not None else []) + list(self.in_buffer)
+        if self.partial is not None:
+            held.append(self.partial)
+        return held
 
     def shutdown(self) -> None:
         self.closed = True

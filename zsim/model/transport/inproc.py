@@ -8,14 +8,16 @@ the pipe through a ``bind`` command at its next command processing.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ...constants import compute_lwm
 from ..context import Context
-from ..fates import RULE_LINGER
+from ..fates import RULE_CRASH, RULE_LINGER
 from ..peer import Peer, UnboundEnd
-from ..pipe import Message, Pipe
+from ..pipe import Pipe
 from ..socket import Socket
+from .connection import Connection
 from .losses import drop_displaced, record_lost
 
 
@@ -26,7 +28,7 @@ def _sum_hwm(a: int, b: int) -> int:
     return a + b
 
 
-class InprocConnection:
+class InprocConnection(Connection):
     """An inproc connection: two shared pipes, no session, no engine."""
 
     transport = "inproc"
@@ -122,12 +124,10 @@ class InprocConnection:
         out_pipe, in_pipe = mine.out_pipe, mine.in_pipe
         sock.detach(mine)
         if in_pipe is not None:
-            lost = record_lost(ctx, in_pipe.drain(), sock.index, in_pipe.index, rule)
-            sock.lost_on_close += lost
+            record_lost(ctx, in_pipe.drain(), sock.index, in_pipe.index, rule)
         if other is None or not other.socket.is_open or discard:
             if out_pipe is not None:
-                lost = record_lost(ctx, out_pipe.drain(), sock.index, out_pipe.index, rule)
-                sock.lost_on_close += lost
+                record_lost(ctx, out_pipe.drain(), sock.index, out_pipe.index, rule)
             if other is not None:
                 other.socket.detach(other)
             self.closed = True
@@ -139,6 +139,10 @@ class InprocConnection:
         # The peer can no longer write to us; it learns so at its next command processing.
         other.socket.post_peer_closing(other)
 
+    def crash_side(self, sock: Socket) -> None:
+        """Both pipes are gone with the process: what they hold is lost."""
+        self.close_side(sock, discard=True, rule=RULE_CRASH)
+
     def on_delimiter(self, pipe: Pipe) -> None:
         """The reader consumed everything up to the delimiter: the pipe pair is gone."""
         other = self.b_peer if pipe is self.c2b else self.c_peer
@@ -146,5 +150,8 @@ class InprocConnection:
             other.socket.post_detach(other)
         self.closed = True
 
-    def queued_messages(self) -> list[tuple[Pipe, list[Message]]]:
-        return [(p, list(p.queue)) for p in (self.c2b, self.b2c) if p is not None]
+    def destination(self, pipe: Pipe, bound_at: Callable[[Any], int]) -> int:
+        """A pipe with no reader yet: the connector's is meant for whoever binds the name."""
+        if pipe.writer is self.connector:
+            return self.binder.index if self.binder is not None else bound_at(self.endpoint)
+        return self.connector.index

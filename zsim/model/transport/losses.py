@@ -19,9 +19,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from .engine import Engine, Wire
 
 
-def record_lost(ctx: Context, msgs: Any, socket_index: int, pipe_index: int, rule: int) -> int:
-    """Ledger every user message of ``msgs`` as lost; returns how many."""
-    return _record(ctx.ledger.lost, ctx.clock.now, msgs, socket_index, pipe_index, rule)
+def record_lost(ctx: Context, msgs: Any, socket_index: int, pipe_index: int, rule: int) -> None:
+    """Ledger every user message of ``msgs`` as lost."""
+    _record(ctx.ledger.lost, ctx.clock.now, msgs, socket_index, pipe_index, rule)
 
 
 def record_discarded(ctx: Context, msgs: Any, socket_index: int, pipe_index: int, rule: int) -> int:
@@ -60,10 +60,8 @@ def wire_messages(wire: Wire, reader: Engine | None) -> list[Message]:
         for entry in writer.out_batch:
             ids.add(id(entry[0]))
     if reader is not None:
-        for msg in ([reader.held] if reader.held is not None else []) + list(reader.in_buffer):
+        for msg in reader.undecoded():
             ids.add(id(msg))
-        if reader.partial is not None:
-            ids.add(id(reader.partial))
     for msg, _nbytes, _last, _overhead in wire.queue:
         key = id(msg)
         if key in ids:

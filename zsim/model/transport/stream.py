@@ -10,6 +10,7 @@ buffers are in ``engine``.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 from ..context import Context
@@ -24,6 +25,7 @@ from ..fates import (
 from ..peer import Peer, UnboundEnd
 from ..pipe import MSG_ID, Message, Pipe, PipeEndpoint
 from ..socket import Socket
+from .connection import Connection, Lingering
 from .engine import Engine, Wire
 from .losses import drop_displaced, in_flight, record_discarded, record_lost, wire_messages
 
@@ -111,15 +113,12 @@ class Link:
         self.broken = False
         self.name = name
 
-    def engines(self) -> tuple[Engine, Engine]:
-        return self.c_engine, self.b_engine
-
     def engine_error(self, engine: Engine, reason: str) -> None:
         """``stream_engine_base_t::error``: the engine is deleted, the link is gone."""
         self.conn.link_broken(self, reason, engine)
 
 
-class StreamConnection:
+class StreamConnection(Connection):
     """A ``connect()`` to a tcp or ipc endpoint: the connect-side session, its reconnects,
     and the current link with its bind-side session."""
 
@@ -307,11 +306,7 @@ class StreamConnection:
         provisional = self.b_peer
         b_session = self._create_bind_pipes(binder, self.links)
         if provisional is not None and provisional is not self.b_peer:
-            if provisional.listed:
-                provisional.listed = False
-                binder.peers.remove(provisional)
-            if binder.dist is not None:
-                binder.dist.remove(provisional)
+            binder.forget_pending_peer(provisional)
         binder.add_pending_peer(self.b_peer)  # type: ignore[arg-type]
         self.b_session = b_session
         if self.immediate:
@@ -346,10 +341,7 @@ class StreamConnection:
         pipe.state = 0
         pipe.out_active = True
         pipe.peers_read = pipe.written = pipe.read_count = 0
-        own = self.connector.own_subs
-        if own:
-            for prefix in list(own.prefixes):
-                self.connector.write_subscription(pipe, prefix, True)
+        self.connector.xhiccuped(pipe)
 
     def refuse(self, peer: Peer) -> None:
         if self.link is not None:
@@ -377,16 +369,10 @@ class StreamConnection:
             for msg, where, pipe_index, why in losses:
                 if msg[MSG_ID] >= 0:
                     ctx.ledger.lost(msg, where.index, pipe_index, why, now)
-            engine.out_batch.clear()
-            engine.out_bytes = 0
-            wire.queue.clear()
-            wire.bytes = 0
-            wire.msgs = 0
-            wire.charged = 0
+            engine.drop_output()
+            wire.clear()
             if reader is not None:
-                reader.held = None
-                reader.in_buffer.clear()
-                reader.partial = None
+                reader.drop_input()
             wire.observe(now)
         for engine, session in ((c_engine, link.c_session), (b_engine, link.b_session)):
             engine.shutdown()
@@ -491,8 +477,7 @@ class StreamConnection:
         peer = session.peer
         # Inbound messages the application never read are gone with the socket.
         if session.in_pipe is not None:
-            n = record_lost(ctx, session.in_pipe.drain(), sock.index, session.in_pipe.index, rule)
-            sock.lost_on_close += n
+            record_lost(ctx, session.in_pipe.drain(), sock.index, session.in_pipe.index, rule)
         if peer is not None:
             sock.detach(peer)
         out_pipe = session.out_pipe
@@ -517,8 +502,7 @@ class StreamConnection:
     def _discard_out(self, session: Session, sock: Socket, rule: int) -> None:
         out_pipe = session.out_pipe
         if out_pipe is not None:
-            n = record_lost(self.ctx, out_pipe.drain(), sock.index, out_pipe.index, rule)
-            sock.lost_on_close += n
+            record_lost(self.ctx, out_pipe.drain(), sock.index, out_pipe.index, rule)
         self.session_finished(session)
 
     def _linger_expired(self, session: Session, sock: Socket, rule: int) -> None:
@@ -539,39 +523,44 @@ class StreamConnection:
             # The last batch goes to the kernel; the fd is closed after it (FIN).
             out_wire = engine.out_wire
             if engine.out_batch:
-                for msg, remaining in engine.out_batch:
-                    out_wire.queue.append([msg, remaining, True, 0])
-                    out_wire.bytes += remaining
-                    out_wire.charged += remaining
-                out_wire.msgs += len(engine.out_batch)
-                engine.out_batch.clear()
-                engine.out_bytes = 0
+                out_wire.push_last(engine.out_batch)
+                engine.drop_output()
                 out_wire.observe(self.clock.now)
             engine.shutdown()
             session.engine = None
             # Whatever the peer sent us and we never decoded is lost.
             sock = session.socket
             in_index = session.in_pipe.index if session.in_pipe is not None else -1
-            held = ([engine.held] if engine.held is not None else []) + list(engine.in_buffer)
-            if engine.partial is not None:
-                held.append(engine.partial)
-            lost = held + wire_messages(engine.in_wire, engine)
-            sock.lost_on_close += record_lost(self.ctx, lost, sock.index, in_index, RULE_LINGER)
-            engine.in_wire.queue.clear()
-            engine.in_wire.bytes = 0
-            engine.in_wire.msgs = 0
-            engine.in_wire.charged = 0
-            engine.held = None
-            engine.in_buffer.clear()
-            engine.partial = None
+            lost = engine.undecoded() + wire_messages(engine.in_wire, engine)
+            record_lost(self.ctx, lost, sock.index, in_index, RULE_LINGER)
+            engine.in_wire.clear()
+            engine.drop_input()
             engine.in_wire.observe(self.clock.now)
             other = link.b_engine if engine is link.c_engine else link.c_engine
-            other.out_wire_closed = True  # type: ignore[attr-defined]
             other.peer_closed()
             if self.link is link:
                 # The link lives on until the other side reads EOF.
                 pass
         session.socket.process.session_closed(session)
+
+    def serves(self, sock: Socket) -> bool:
+        return (self.b_session is not None and self.b_session.socket is sock) or self.handshake_binder is sock
+
+    def lingering(self, sock: Socket) -> list[Lingering]:
+        sessions: list[Lingering] = []
+        if self.connector is sock:
+            sessions.append(self.c_session)
+        if self.b_session is not None and self.b_session.socket is sock:
+            sessions.append(self.b_session)
+        return sessions
+
+    def destination(self, pipe: Pipe, bound_at: Callable[[Any], int]) -> int:
+        """A pipe read by a session: the connecting socket for a bind-side session, the
+        socket bound at the endpoint for a connect-side one (also while connecting)."""
+        reader = pipe.reader
+        if isinstance(reader, Session):
+            return self.connector.index if reader.role == "bind" else bound_at(self.endpoint)
+        return -1
 
     def conn_session_gone(self, session: Session) -> None:
         session.socket.process.session_closed(session)
@@ -588,18 +577,8 @@ class StreamConnection:
         if session is not None:
             for pipe in (session.out_pipe, session.in_pipe):
                 if pipe is not None and pipe.queue:
-                    sock.lost_on_close += record_lost(ctx, pipe.drain(), sock.index, pipe.index, RULE_CRASH)
+                    record_lost(ctx, pipe.drain(), sock.index, pipe.index, RULE_CRASH)
             session.done = True
             session.terminating = True
             if session.peer is not None:
                 sock.detach(session.peer)
-
-    def queued_messages(self) -> list[tuple[Pipe, list[Message]]]:
-        out = []
-        for session in (self.c_session, self.b_session):
-            if session is None:
-                continue
-            for pipe in (session.out_pipe, session.in_pipe):
-                if pipe is not None:
-                    out.append((pipe, list(pipe.queue)))
-        return out
