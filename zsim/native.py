@@ -41,6 +41,7 @@ MODULES = (
     "zsim.model.peer",
     "zsim.model.routing",
     "zsim.model.socket",
+    "zsim.model.appthread",
     "zsim.model.workload",
     "zsim.model.cpu",
     "zsim.ledger",
