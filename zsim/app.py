@@ -47,7 +47,8 @@ import simpy
 
 from . import trust
 from .errors import Again, HostUnreachable, NotSupported, ScenarioError, SocketClosed, StateError
-from .model.fates import AGAIN, SENT, UNROUTABLE
+from .model.appthread import BLOCKED, CLOSED, AppThread, Workload
+from .model.fates import SENT, UNROUTABLE
 from .model.pipe import BOTTOM, MSG_ENVELOPE, MSG_ID, MSG_SIZE, MSG_T0, MSG_TOPIC, SUBSCRIBE_ID, Message
 from .model.socket import NEW, OPEN, Socket
 from .model.sockets import Req
@@ -93,8 +94,12 @@ class Received:
         return f"<Received {self.kind} {self.id} topic={self.topic!r} size={self.size} envelope={self.envelope}>"
 
 
-class AppSocket:
-    """One scenario socket, driven by SimPy code (``App.socket``)."""
+class AppSocket(Workload):
+    """One scenario socket, driven by SimPy code (``App.socket``): one of its process's
+    workloads, stopped when the socket closes; never a sender with attempts left."""
+
+    is_sender = False
+    done = False
 
     def __init__(self, app: App, sock: Socket) -> None:
         self._app = app
@@ -102,17 +107,23 @@ class AppSocket:
         world = app.model.world
         self._world = world
         self._env = world.env
-        self._ledger = world.ledger
         self._send_cost = world.params.send_call_s
         self._recv_cost = world.params.recv_call_s
+        # its calls into the model (zsim.model.appthread): a blocked send has its own
+        # AppThread, as the SimPy process making it is a thread of the application
+        self._thread = self._new_thread()
         # calls waiting on the socket: each fails with SocketClosed if the socket closes
         self._pending: list[Callable[[Exception], None]] = []
         self._owes_reply = False  # REP: a request was received, its reply not yet sent
         self._poll: simpy.Event | None = None  # the pending poll() without timeout, shared
-        self.socket = sock  # World.close_socket stops the "workloads" of a closing socket
-        self.is_sender = False
+        self.socket: Socket | None = sock
         self.app_name = app.name
         self.calls = 0  # send/recv/poll calls made (the run's zero-time-loop check reads it)
+
+    def _new_thread(self) -> AppThread:
+        thread = AppThread(self._world)
+        thread.count_stop = True  # a send the closing socket ends was blocked until then
+        return thread
 
     @property
     def name(self) -> str:
@@ -194,53 +205,40 @@ class AppSocket:
         wire += envelope_wire_bytes(envelope)
         if traits.request:
             wire += 2  # the REQ's empty delimiter frame
-        world = self._world
-        mid = world.next_message_id
-        world.next_message_id = mid + 1
-        msg = (mid, env.now, total, wire, topic, envelope, sock.index)
-        world.wake_debt = 0.0
+        thread = self._thread
+        if thread.pending is not None:  # another of the app's sends is blocked in it
+            thread = self._new_thread()
+        msg = thread.message(env.now, total, wire, topic, envelope, sock.index)
         if traits.reply:
             self._owes_reply = False
-        status = sock.send(msg)
-        if status == AGAIN and not dontwait and sock.options.sndtimeo != 0:
-            self._block_send(event, msg)
-            return event
-        self._send_done(event, msg, status)
-        return event
-
-    def _send_done(self, event: simpy.Event, msg: Message, status: int) -> None:
-        sock = self._sock
-        if status == SENT:
-            sock.sent += 1
-            self._ledger.n_sent += 1
-            cost = self._send_cost + self._world.wake_debt
-            self._env.call_later(cost, lambda: event.succeed(msg[MSG_ID]))
-        elif status == UNROUTABLE:
-            sock.send_unroutable += 1
-            event.fail(HostUnreachable(f"ROUTER {self.name!r} (router_mandatory): no peer {msg[MSG_ENVELOPE][:1]!r}"))
-        else:
-            sock.send_again += 1
-            event.fail(Again(f"send on {self.name!r} would block"))
-
-    def _block_send(self, event: simpy.Event, msg: Message) -> None:
-        sock, env = self._sock, self._env
-        since = env.now
-        sock.blocked_count += 1
-
-        def end(status: int) -> None:
-            sock.blocked_s += env.now - since
-            self._send_done(event, msg, status)
-
-        def attempt() -> Callable[[], object] | None:
-            status = sock.xsend(msg)
-            return None if status == AGAIN else (lambda: end(status))
 
         def closed(error: Exception) -> None:
-            sock.blocked_s += env.now - since
+            thread.cancel()
             event.fail(error)
 
-        timeout = sock.options.sndtimeo
-        self._park(attempt, lambda: end(AGAIN), closed, timeout / 1000.0 if timeout > 0 else None)
+        def done(status: int) -> None:
+            self._pending.remove(closed)
+            if status == CLOSED:
+                closed(SocketClosed(f"socket {self.name!r} was closed while a call waited on it"))
+            else:
+                self._send_done(event, msg, status, thread.wake_s)
+
+        status = thread.send(sock, msg, dontwait, done)
+        if status == BLOCKED:
+            self._pending.append(closed)
+        else:
+            self._send_done(event, msg, status, thread.wake_s)
+        return event
+
+    def _send_done(self, event: simpy.Event, msg: Message, status: int, wake_s: float) -> None:
+        """The send call returns (counted by ``AppThread``): after its cost, with the cost
+        of the wake-ups it caused."""
+        if status == SENT:
+            self._env.call_later(self._send_cost + wake_s, lambda: event.succeed(msg[MSG_ID]))
+        elif status == UNROUTABLE:
+            event.fail(HostUnreachable(f"ROUTER {self.name!r} (router_mandatory): no peer {msg[MSG_ENVELOPE][:1]!r}"))
+        else:
+            event.fail(Again(f"send on {self.name!r} would block"))
 
     def _park(self, attempt: Callable[[], Callable[[], object] | None], expired: Callable[[], object],
               closed: Callable[[Exception], object], timeout_s: float | None) -> None:
@@ -296,14 +294,15 @@ class AppSocket:
         if traits.reply and self._owes_reply:
             event.fail(StateError(f"REP socket {self.name!r}: recv before the reply was sent (EFSM)"))
             return event
-        msg = sock.recv()
+        thread = self._thread
+        msg = thread.recv(sock)
         if msg is None and sock.mailbox:
             sock.process_commands()
             msg = sock.xrecv()
         if msg is not None:
             self._got(event, msg)
         elif dontwait or sock.options.rcvtimeo == 0:
-            sock.recv_again += 1
+            thread.recv_failed(sock)
             event.fail(Again(f"recv on {self.name!r} would block"))
         else:
             self._block_recv(event)
@@ -311,29 +310,24 @@ class AppSocket:
 
     def _got(self, event: simpy.Event, msg: Message) -> None:
         sock, now = self._sock, self._env.now
-        if msg[MSG_ID] >= 0:
-            sock.received += 1
-            self._ledger.delivered(msg, sock.index, sock.last_pipe_index, now)
+        if msg[MSG_ID] >= 0:  # an XPUB's subscription messages are not counted
+            self._thread.received(sock, msg, now)
         if sock.traits.reply:
             self._owes_reply = True
         received = Received(msg)
         self._env.call_later(self._recv_cost, lambda: event.succeed(received))
 
     def _block_recv(self, event: simpy.Event) -> None:
-        sock = self._sock
+        sock, thread = self._sock, self._thread
 
         def attempt() -> Callable[[], object] | None:
-            msg = sock.xrecv()
+            msg = thread.woken_recv(sock)
             if msg is None:
                 return None
-
-            def got() -> None:
-                sock.ticks = 0
-                self._got(event, msg)
-            return got
+            return lambda: self._got(event, msg)
 
         def expired() -> None:
-            sock.recv_again += 1
+            thread.recv_failed(sock)
             event.fail(Again(f"recv on {self.name!r}: RCVTIMEO expired"))
 
         timeout = sock.options.rcvtimeo

@@ -288,9 +288,9 @@ def _build_machine(model: Model, scheduler: SchedulerParams) -> None:
         thread = machine.thread(unique(name), "app", process, affinity[process])
         thread.wait_spin_s = on_socket[0].wait_spin_s  # one per socket (zsim.spec checks it)
         for workload in on_socket:
-            workload.cpu = thread
+            workload.thread.cpu = thread
     for proxy in model.proxies:
-        proxy.cpu = machine.thread(unique(proxy.name), "app", proxy.process.name, affinity[proxy.process.name])
+        proxy.thread.cpu = machine.thread(unique(proxy.name), "app", proxy.process.name, affinity[proxy.process.name])
     for proc_spec in scenario.processes:
         threads = []
         for number in range(proc_spec.io_threads):

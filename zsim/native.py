@@ -42,6 +42,7 @@ MODULES = (
     "zsim.model.routing",
     "zsim.model.socket",
     "zsim.model.sockets",
+    "zsim.model.appthread",
     "zsim.model.workload",
     "zsim.model.cpu",
     "zsim.ledger",

@@ -432,7 +432,8 @@ def summarise(model: Model, wall_s: float) -> RunResult:
     send_specs = {send.name: send for send in scenario.sends}
     for sender in model.senders:
         spec = send_specs.get(sender.name)
-        blocked_s = sender.blocked_s + (now - sender.blocked_since if sender.pending is not None else 0.0)
+        blocked = sender.thread  # a send still blocked at the end counts until now
+        blocked_s = sender.blocked_s + (now - blocked.since if blocked.pending is not None else 0.0)
         sender_entry: SenderSummary = {
             "socket": sender.socket.name, "attempts": sender.attempts, "sent": sender.sent, "again": sender.again,
             "unroutable": sender.unroutable,

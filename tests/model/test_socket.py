@@ -24,6 +24,7 @@ from zsim import profile
 from zsim.build import model_params, stream_factory
 from zsim.distributions import Distribution
 from zsim.ledger import Ledger
+from zsim.model.appthread import AppThread
 from zsim.model.fates import (
     AGAIN,
     DISCARDED,
@@ -57,6 +58,7 @@ class Net:
         self.ledger = Ledger()
         self.world = World(self.env, params, self.ledger, stream_factory(1))
         self.process = self.world.add_process("proc")
+        self.app = AppThread(self.world)  # makes the messages, as an application thread does
 
     def socket(self, name: str, type_name: str, bind: tuple[str, ...] = (), connect: tuple[str, ...] = (), **options: Any) -> Socket:
         sock = self.world.add_socket(
@@ -68,7 +70,7 @@ class Net:
         return sock
 
     def msg(self, topic: str = "", envelope: tuple = ()) -> tuple:
-        return self.world.new_message(self.env.now, 1, 3, topic, envelope)
+        return self.app.message(self.env.now, 1, 3, topic, envelope, -1)
 
     def at(self, t: float) -> None:
         self.env.run_through(t)  # the model's horizon: what is due at t runs

@@ -19,7 +19,7 @@ import numpy as np
 from .fates import LedgerSink
 from .kernel import Environment
 from .params import ModelParams
-from .pipe import Message, Pipe, WakeGroup
+from .pipe import Pipe, WakeGroup
 
 
 class PipeInfo:
@@ -56,7 +56,9 @@ class Context:
         self.next_message_id = 0
         self.trace_depth = False
         self.waking = False  # an application thread's wake-up is running (no recursion)
-        self.wake_debt = 0.0  # time the running application call owes for waking threads
+        # what the running application call owes for waking threads: pipes add to it
+        # (Pipe.write), the call's AppThread clears it before and reads it after
+        self.wake_debt = 0.0
         self.wake_groups: dict[Any, WakeGroup] = {}
         self.until_s: float | None = None
         #: the cores threads share (``zsim.model.cpu.Machine``); None: a core per thread
@@ -98,8 +100,3 @@ class Context:
             info.frm = frm
         if to is not None:
             info.to = to
-
-    def new_message(self, t0: float, size: int, wire: int, topic: str, envelope: tuple = (), origin: int = -1) -> Message:
-        mid = self.next_message_id
-        self.next_message_id = mid + 1
-        return (mid, t0, size, wire, topic, envelope, origin)

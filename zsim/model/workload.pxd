@@ -1,19 +1,19 @@
 # C declarations for zsim/model/workload.py (Cython pure-Python mode; see zsim/native.py).
 cimport cython
 
+from zsim.model.appthread cimport AppThread
 from zsim.model.context cimport Context
-from zsim.model.cpu cimport Thread
 from zsim.model.kernel cimport Clock, FastTimer, Timer
 from zsim.model.socket cimport Socket
 from zsim.sampler cimport Sampler
 
-cdef int INBOUND_POLL_RATE, OPEN, AGAIN, SENT, UNROUTABLE, RULE_UNROUTABLE
+cdef int OPEN, AGAIN, SENT, BLOCKED, CLOSED
 cdef int MSG_ENVELOPE, MSG_ID, MSG_TOPIC, SUBSCRIBE_ID
 
 
 @cython.final
 cdef class Sender:
-    cdef public Thread cpu
+    cdef public AppThread thread
     cdef public Context world
     cdef public object env
     cdef public Clock clock
@@ -33,7 +33,6 @@ cdef class Sender:
     cdef public str on_again
     cdef public tuple to
     cdef public FastTimer timer
-    cdef public Timer timeout_timer
     cdef public bint schedule
     cdef public double due
     cdef public long attempts
@@ -41,8 +40,6 @@ cdef class Sender:
     cdef public long again
     cdef public long unroutable
     cdef public bint done
-    cdef public object pending
-    cdef public double blocked_since
     cdef public double blocked_s
     cdef public bint awaiting_reply
     cdef public double request_sent_at
@@ -61,8 +58,9 @@ cdef class Sender:
     cdef public object _fixed_tail
     cdef public object finished_at
     cdef public object after_call
+    cdef public object on_send_done
 
-    @cython.locals(sock=Socket, status=int, cost=double, wait=double, queued_before=long, mid=long, world=Context, tail=tuple)
+    @cython.locals(sock=Socket, status=int, cost=double, wait=double, queued_before=long, thread=AppThread, tail=tuple)
     cpdef _fire(self, event=*)
     cpdef _next(self, double cost)
     @cython.locals(ready=double, due=double)
@@ -94,8 +92,7 @@ cdef class Receiver:
     cdef public Sampler pause_jitter
     cdef public double recv_cost
     cdef public Socket forward_to
-    cdef public Thread cpu
-    cdef public object delivered
+    cdef public AppThread thread
     cdef public Timer timeout_timer
     cdef public object on_woken
     cdef public long rcvtimeo
@@ -119,14 +116,15 @@ cdef class Receiver:
 
     @cython.locals(sock=Socket)
     cpdef _try(self, event=*)
+    @cython.locals(sock=Socket)
     cpdef _woken(self)
-    @cython.locals(sock=Socket, service=double, busy=double)
+    @cython.locals(thread=AppThread, service=double, busy=double)
     cpdef _got(self, tuple msg)
 
 
 @cython.final
 cdef class Proxy:
-    cdef public Thread cpu
+    cdef public AppThread thread
     cdef public object world
     cdef public object env
     cdef public Clock clock

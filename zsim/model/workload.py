@@ -10,16 +10,13 @@ service time. A loop ``send(); sleep(interval)`` therefore sends every
 the machine wakes the wait (its ``time.sleep``, or its precise wait when the program
 spins the end of its waits, ``wait_spin_s`` > 0), and ``interval = 0`` means back to back.
 
-Blocking follows ``socket_base_t::send``/``recv``: a send that gets EAGAIN with no
-DONTWAIT and SNDTIMEO != 0 waits for the next command to the socket and retries; SNDTIMEO
-bounds the wait. Random draws come from a stream passed in per workload, so adding or
-changing one workload leaves the others' draws unchanged.
-
-With ``[machine] cores`` (``zsim.model.cpu``) each workload has a ``cpu`` thread: the CPU
-part of what it does (call costs, a busy service time, the spun end of a wait) is a burst
-on it, shared with the other runnable threads, and only then does the sleep (interval,
-service time that waits) start. ``cpu is None`` (``cores = 0``) is the model without
-contention, unchanged.
+Each workload makes its calls through its ``AppThread`` (``zsim.model.appthread``):
+``socket_base_t::send``/``recv`` with DONTWAIT and SNDTIMEO, the message ids, the socket's
+counters, the wake-up cost of a call and the CPU bursts (with ``[machine] cores`` on the
+machine's cores, shared with the other runnable threads, else on a core of its own). The
+workload decides only what to send or receive and when. Random draws come from a stream
+passed in per workload, so adding or changing one workload leaves the others' draws
+unchanged.
 """
 
 from __future__ import annotations
@@ -27,15 +24,15 @@ from __future__ import annotations
 from array import array
 from typing import TYPE_CHECKING
 
-from ..constants import INBOUND_POLL_RATE, frame_wire_bytes
-from .fates import AGAIN, RULE_UNROUTABLE, SENT, UNROUTABLE
+from ..constants import frame_wire_bytes
+from .appthread import BLOCKED, CLOSED, AppThread
+from .fates import AGAIN, SENT
 from .pipe import BOTTOM, MSG_ENVELOPE, MSG_ID, MSG_TOPIC, SUBSCRIBE_ID, Message
 from .socket import OPEN, Socket
 from .sockets import XSub
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..sampler import Sampler
-    from .cpu import Thread
     from .world import Process, World
 
 #: wire bytes of one routing-id frame (5-byte generated id + header) or REQ delimiter
@@ -122,7 +119,6 @@ class Sender:
         self.on_again = on_again
         self.to = to
         self.timer = self.env.fast_timer(self._fire)
-        self.timeout_timer = self.env.timer(self._timeout)
         # pacing "schedule": attempts at start_s + the drawn intervals, whatever the send
         # calls cost (an open arrival process; behind schedule it sends back to back);
         # "after_send": the next attempt an interval after the previous call returned.
@@ -133,8 +129,6 @@ class Sender:
         self.again = 0
         self.unroutable = 0
         self.done = False
-        self.pending: Message | None = None
-        self.blocked_since = 0.0
         self.blocked_s = 0.0  # this workload's time blocked in send (its socket's is shared)
         self.awaiting_reply = False
         self.request_sent_at = 0.0
@@ -161,8 +155,9 @@ class Sender:
                 wire += 2
             self._fixed_tail = (total, wire, self.topics[0], (), self.origin)
         self.finished_at: float | None = None
-        self.cpu: Thread | None = None  # its thread on the machine's cores (None: a core of its own)
+        self.thread = AppThread(world)  # its calls, their counters and its CPU
         self.after_call = self._after_call  # what follows a scheduled send's burst: one bound method, made once
+        self.on_send_done = self._send_done  # what ends a blocked send: made once
 
     def start(self) -> None:
         self.timer.arm_at(self.start_s)
@@ -172,12 +167,9 @@ class Sender:
             self.done = True
             self.finished_at = self.clock.now
         self.timer.cancel()
-        self.timeout_timer.cancel()
-        self.socket.stop_waiting(self._retry)
+        self.thread.cancel()
         self.socket.stop_waiting(self._reply_woken)
-        self.pending = None
-        if self.cpu is not None:
-            self.cpu.abandon(self)
+        self.thread.abandon(self)
 
     def resume(self) -> None:
         """The process restarted: carry on with the attempts that are left."""
@@ -185,7 +177,6 @@ class Sender:
             return
         self.due = self.clock.now  # a restarted schedule starts now, it does not catch up the crash
         self.done = False
-        self.pending = None
         self.awaiting_reply = False
         self.finished_at = None
         self.timer.arm(0.0)
@@ -219,10 +210,7 @@ class Sender:
         if self.to:
             envelope = (self.to[self._to_index],)
             self._to_index = (self._to_index + 1) % len(self.to)
-        world = self.world
-        mid = world.next_message_id
-        world.next_message_id = mid + 1
-        return (mid, now, shape[0], shape[1], topic, envelope, self.origin)
+        return self.thread.message(now, shape[0], shape[1], topic, envelope, self.origin)
 
     def _fire(self, event: object = None) -> None:
         if self.done or (event is not None and event is not self.timer._event):
@@ -236,26 +224,20 @@ class Sender:
             self._finish()
             return
         self.attempts += 1
+        thread = self.thread
         tail = self._fixed_tail
         if tail is not None:
             # one topic, one size, no envelope: only the id and the time change
-            world = self.world
-            mid = world.next_message_id
-            world.next_message_id = mid + 1
-            msg = (mid, now, tail[0], tail[1], tail[2], tail[3], tail[4])
+            msg = thread.message(now, tail[0], tail[1], tail[2], tail[3], tail[4])
         else:
             msg = self._next_message(now)
         queued_before = sock.copies - sock.dropped
-        world = self.world
-        world.wake_debt = 0.0
-        status = sock.send(msg)
+        status = thread.send(sock, msg, self.dontwait, self.on_send_done)
         if status == SENT:
             # _sent, inlined: this is the hot path
             cost = self.send_cost if sock.copies - sock.dropped != queued_before else self.drop_cost
-            cost += world.wake_debt
-            sock.sent += 1
+            cost += thread.wake_s
             self.sent += 1
-            self.ledger.n_sent += 1
             if self.is_request:
                 self.awaiting_reply = True
                 self.request_sent_at = now
@@ -267,20 +249,23 @@ class Sender:
             wait = self.interval.next_float()
             if wait > 0 and self.jitter is not None:
                 wait += self.jitter.next_float()
-            if self.cpu is None:
-                self.timer.arm(cost + wait)
-            else:
-                self.cpu.run(cost, self.timer, wait)
-        elif self.dontwait or status == UNROUTABLE:
+            thread.burst(cost, self.timer, wait)
+        elif status != BLOCKED:
             self._failed(status)
-        else:
-            self._block(msg)
 
-    def _sent(self, msg: Message) -> None:
-        sock = self.socket
-        sock.sent += 1
+    def _send_done(self, status: int) -> None:
+        """A blocked send ended (``AppThread.send``): sent, failed, or its socket closed."""
+        if status == CLOSED:
+            self._finish()
+            return
+        self.blocked_s += self.clock.now - self.thread.since
+        if status == SENT:
+            self._sent()
+        else:
+            self._failed(status)
+
+    def _sent(self) -> None:
         self.sent += 1
-        self.ledger.sent(msg, sock.index)
         if self.is_request:
             self.awaiting_reply = True
             self.request_sent_at = self.clock.now
@@ -292,24 +277,12 @@ class Sender:
         """Arm the next attempt after a call that took ``cost`` seconds from now."""
         if self.schedule:
             self._next_scheduled(cost)
-        elif self.cpu is None:
-            self.timer.arm(cost + self._wait())
         else:
-            self.cpu.run(cost, self.timer, self._wait())
+            self.thread.burst(cost, self.timer, self._wait())
 
     def _next_scheduled(self, cost: float) -> None:
         self.due += self.interval.next_float()
-        if self.cpu is not None:
-            self.cpu.run_then(cost, self.after_call)
-            return
-        ready = self.clock.now + cost
-        due = self.due
-        if due > ready:
-            if self.jitter is not None:
-                due += self.jitter.next_float()  # the thread sleeps until then, and wakes late
-            self.timer.arm_at(due)
-        else:
-            self.timer.arm_at(ready)  # behind schedule: the next send goes back to back
+        self.thread.burst_until(cost, self.timer, self.due, self.jitter, self.after_call)
 
     def _after_call(self) -> None:
         """With cores: the send call's burst is over; sleep until the next attempt is due."""
@@ -317,7 +290,7 @@ class Sender:
         if due > self.clock.now:
             if self.jitter is not None:
                 due += self.jitter.next_float()
-            self.cpu.wait_until(self.timer, due)  # type: ignore[union-attr]
+            self.thread.sleep_until(self.timer, due)
         else:
             self.timer.arm(0.0)
 
@@ -328,64 +301,20 @@ class Sender:
         return wait
 
     def _failed(self, status: int) -> None:
-        sock = self.socket
-        if status == UNROUTABLE:
-            sock.send_unroutable += 1
-            self.unroutable += 1
-        else:
-            sock.send_again += 1
+        """A send ended without sending (the socket's counters are ``AppThread``'s)."""
+        if status == AGAIN:
             self.again += 1
+        else:
+            self.unroutable += 1
         if self.on_again == "stop":
             self._finish()
             return
         self._next(self.send_cost)
 
-    def _block(self, msg: Message) -> None:
-        sock = self.socket
-        self.pending = msg
-        self.blocked_since = self.clock.now
-        sock.blocked_count += 1
-        sock.wait(self._retry)
-        timeout = sock.options.sndtimeo
-        if timeout > 0:
-            self.timeout_timer.arm(timeout / 1000.0)
-
-    def _retry(self) -> None:
-        msg = self.pending
-        if msg is None or self.done:
-            return
-        sock = self.socket
-        if sock.state != OPEN:
-            self._finish()
-            return
-        status = sock.xsend(msg)
-        if status == AGAIN:
-            sock.wait(self._retry)
-            return
-        sock.stop_waiting(self._retry)
-        self.timeout_timer.cancel()
-        sock.blocked_s += self.clock.now - self.blocked_since
-        self.blocked_s += self.clock.now - self.blocked_since
-        self.pending = None
-        if status == SENT:
-            self._sent(msg)
-        else:
-            self._failed(status)
-
-    def _timeout(self) -> None:
-        if self.pending is None:
-            return
-        sock = self.socket
-        sock.stop_waiting(self._retry)
-        sock.blocked_s += self.clock.now - self.blocked_since
-        self.blocked_s += self.clock.now - self.blocked_since
-        self.pending = None
-        self._failed(AGAIN)
-
     # REQ: send, then recv the reply
     def _await_reply(self) -> None:
         sock = self.socket
-        msg = sock.recv()
+        msg = self.thread.recv(sock)
         if msg is None:
             sock.wait(self._reply_woken)
             return
@@ -402,10 +331,8 @@ class Sender:
         self._reply(msg)
 
     def _reply(self, msg: Message) -> None:
-        sock = self.socket
         now = self.clock.now
-        sock.received += 1
-        self.ledger.delivered(msg, sock.index, sock.last_pipe_index, now)
+        self.thread.received(self.socket, msg, now)
         self.rtt.append(now - self.request_sent_at)
         self.awaiting_reply = False
         self._next(self.recv_cost + self.send_cost)
@@ -413,6 +340,8 @@ class Sender:
 
 class Receiver:
     """A ``[[recv]]`` workload: recv, then spend the service time; reply if asked."""
+
+    is_sender = False
 
     def __init__(
         self,
@@ -464,7 +393,6 @@ class Receiver:
         # a pause (a GC stall) is a sleep of its own length: late as a sleep of that length
         self.pause_jitter = _jitter_sampler(world, f"{name}.pause", wait_spin_s, pause.mean) if pause is not None else None
         self.ledger = world.ledger
-        self.delivered = world.ledger.delivered
         self.next_pause_at = float("inf")
         self.paused_s = 0.0
         self.pending_reply: Message | None = None
@@ -472,7 +400,7 @@ class Receiver:
         self.forwarding: Message | None = None
         self.forward_blocked_since = 0.0
         self.busy = busy  # the service time is CPU work (a busy loop), not a sleep
-        self.cpu: Thread | None = None  # its thread on the machine's cores (None: a core of its own)
+        self.thread = AppThread(world)  # its calls, their counters and its CPU
         # read at every wait: one bound method made once (the socket's waiter list finds it
         # by identity), the timeout as a C field
         self.on_woken = self._woken
@@ -492,8 +420,7 @@ class Receiver:
             self.waiting = False
         if self.forward_to is not None:
             self.forward_to.stop_waiting(self._forward_retry)
-        if self.cpu is not None:
-            self.cpu.abandon(self)
+        self.thread.abandon(self)
 
     def resume(self) -> None:
         if self.count is not None and self.received >= self.count:
@@ -521,17 +448,7 @@ class Receiver:
             self.next_pause_at = now + length + self.pause_every.next()  # type: ignore[union-attr]
             self.timer.arm(length)
             return
-        # socket_base_t::recv, inlined for speed (see Socket.recv)
-        sock.ticks += 1
-        if sock.ticks >= INBOUND_POLL_RATE:
-            sock.process_commands()
-            sock.ticks = 0
-        msg = sock.xrecv()
-        if msg is None:
-            if sock.mailbox:
-                sock.process_commands()
-            sock.ticks = 0
-            msg = sock.xrecv()
+        msg = self.thread.recv(sock)
         if msg is None:
             self.waiting = True
             sock.wait(self.on_woken)
@@ -546,13 +463,13 @@ class Receiver:
     def _woken(self) -> None:
         if self.done:
             return
-        msg = self.socket.xrecv()
+        sock = self.socket
+        msg = self.thread.woken_recv(sock)
         if msg is None:
-            self.socket.wait(self.on_woken)
+            sock.wait(self.on_woken)
             return
-        self.socket.stop_waiting(self.on_woken)
+        sock.stop_waiting(self.on_woken)
         self.waiting = False
-        self.socket.ticks = 0
         self.timeout_timer.cancel()
         self._got(msg)
 
@@ -562,7 +479,7 @@ class Receiver:
         sock = self.socket
         sock.stop_waiting(self.on_woken)
         self.waiting = False
-        sock.recv_again += 1
+        self.thread.recv_failed(sock)
         if self.on_timeout == "stop":
             self.stop()
             return
@@ -571,18 +488,13 @@ class Receiver:
             # nothing can move any more, so the retries stop here.
             self.stop()
             return
-        if self.cpu is None:
-            self.timer.arm(self.recv_cost)
-        else:
-            self.cpu.run(self.recv_cost, self.timer)
+        self.thread.burst(self.recv_cost, self.timer, 0.0)
 
     def _got(self, msg: Message) -> None:
-        sock = self.socket
+        thread = self.thread
         now = self.clock.now
         self.received += 1
-        sock.received += 1
-        if msg[0] >= 0:
-            self.delivered(msg, sock.index, sock.last_pipe_index, now)
+        thread.received(self.socket, msg, now)
         service = self.service.next_float()
         if service > 0 and self.jitter is not None and not self.busy:
             service += self.jitter.next_float()  # a sleep wakes late; a busy loop ends on time
@@ -590,28 +502,20 @@ class Receiver:
         if self.forward_to is not None:
             # a pipeline stage: the result is a new message sent on another socket
             size = self.reply_size.next() if self.reply_size is not None else msg[2]
-            world = self.world
-            mid = world.next_message_id
-            world.next_message_id = mid + 1
             total, wire = message_wire_bytes(size, msg[4], 1)
-            self.pending_reply = (mid, now + busy, total, wire, msg[4], (), self.forward_to.index)
+            self.pending_reply = thread.message(now + busy, total, wire, msg[4], (), self.forward_to.index)
             self.timer.set_fn(self._send_forward)
         elif self.reply:
             size = self.reply_size.next() if self.reply_size is not None else msg[2]
-            world = self.world
-            mid = world.next_message_id
-            world.next_message_id = mid + 1
             total, wire = message_wire_bytes(size, "", 1)
             envelope = msg[MSG_ENVELOPE]
             wire += envelope_wire_bytes(envelope)
-            self.pending_reply = (mid, now + busy, total, wire, "", envelope, self.socket.index)
+            self.pending_reply = thread.message(now + busy, total, wire, "", envelope, self.socket.index)
             self.timer.set_fn(self._send_reply)
-        if self.cpu is None:
-            self.timer.arm(busy)
-        elif self.busy:
-            self.cpu.run(busy, self.timer)
+        if self.busy:
+            thread.burst(busy, self.timer, 0.0)
         else:
-            self.cpu.run(self.recv_cost, self.timer, service)
+            thread.burst(self.recv_cost, self.timer, service)  # on a core of its own: busy, as one time
 
     def _send_forward(self, event: object = None) -> None:
         """Send the stage's result; a full socket blocks the stage (like ``send()``)."""
@@ -635,28 +539,17 @@ class Receiver:
             self.forwarding = None
             self.stop()
             return
-        self.world.wake_debt = 0.0
-        status = target.send(msg)
+        thread = self.thread
+        status = thread.attempt(target, msg)
         if status == AGAIN and target.options.sndtimeo != 0:
             target.wait(self._forward_retry)
             return
         target.stop_waiting(self._forward_retry)
         self.forwarding = None
-        now = self.clock.now
-        if now > self.forward_blocked_since:
-            target.blocked_s += now - self.forward_blocked_since
-            target.blocked_count += 1
-        if status == SENT:
-            target.sent += 1
-            self.ledger.n_sent += 1
-        elif status == UNROUTABLE:
-            target.send_unroutable += 1
-        else:
-            target.send_again += 1
-        if self.cpu is None:
-            self.timer.arm(self.send_cost + self.world.wake_debt)
-        else:
-            self.cpu.run(self.send_cost + self.world.wake_debt, self.timer)
+        thread.blocked(target, self.forward_blocked_since)
+        if status != SENT:
+            thread.failed(target, status)
+        thread.burst(self.send_cost + thread.wake_s, self.timer, 0.0)
 
     def _send_reply(self, event: object = None) -> None:
         if event is not None and event is not self.timer._event:
@@ -668,18 +561,10 @@ class Receiver:
         if msg is not None and not self.done and sock.is_open:
             now = self.clock.now
             msg = (msg[0], now) + msg[2:]
-            status = sock.send(msg)
-            if status == SENT:
-                sock.sent += 1
-                self.ledger.sent(msg, sock.index)
-            elif status == UNROUTABLE:
-                sock.send_unroutable += 1
-            else:
-                sock.send_again += 1
-        if self.cpu is None:
-            self.timer.arm(self.send_cost)
-        else:
-            self.cpu.run(self.send_cost, self.timer)
+            status = self.thread.attempt(sock, msg)
+            if status != SENT:
+                self.thread.failed(sock, status)
+        self.thread.burst(self.send_cost, self.timer, 0.0)
 
 
 class Proxy:
@@ -690,6 +575,8 @@ class Proxy:
     backend (always POLLOUT) drops. Sends inside a burst are blocking. Subscriptions
     received by an XPUB are passed to the XSUB, which sends them upstream.
     """
+
+    is_sender = False
 
     def __init__(self, world: World, name: str, frontend: Socket, backend: Socket, process: Process) -> None:
         self.world = world
@@ -707,7 +594,7 @@ class Proxy:
         self.forwarded = 0
         self.cost = world.params.recv_call_s + world.params.send_call_s
         self.ledger = world.ledger
-        self.cpu: Thread | None = None  # its thread on the machine's cores (None: a core of its own)
+        self.thread = AppThread(world)  # its calls, their counters and its CPU
 
     def start(self) -> None:
         self.timer.arm(0.0)
@@ -716,8 +603,7 @@ class Proxy:
         self.done = True
         self.timer.cancel()
         self._unwait()
-        if self.cpu is not None:
-            self.cpu.abandon(self)
+        self.thread.abandon(self)
 
     def resume(self) -> None:
         self.done = False
@@ -763,12 +649,10 @@ class Proxy:
         back.wait(self._woken)
 
     def _forward(self, source: Socket, target: Socket) -> bool:
-        msg = source.recv()
+        msg = self.thread.recv(source)
         if msg is None:
             return False
-        source.received += 1
-        if msg[MSG_ID] >= 0:
-            self.ledger.forwarded(msg, source.index, source.last_pipe_index, self.clock.now)
+        self.thread.took(source, msg, self.clock.now)
         self.forwarded += 1
         if self._send(msg, target) == AGAIN:
             self.pending = (msg, target)
@@ -780,10 +664,7 @@ class Proxy:
 
     def _burn(self) -> None:
         """The recv and send calls of one forwarded message, then the next step."""
-        if self.cpu is None:
-            self.timer.arm(self.cost)
-        else:
-            self.cpu.run(self.cost, self.timer)
+        self.thread.burst(self.cost, self.timer, 0.0)
 
     def _send(self, msg: Message, target: Socket) -> int:
         if msg[MSG_ID] < 0:
@@ -791,15 +672,4 @@ class Proxy:
             if isinstance(target, XSub):
                 return target.send_subscription(msg[MSG_TOPIC], msg[MSG_ID] == SUBSCRIBE_ID)
             return SENT
-        status = target.send(msg)
-        if status == SENT:
-            target.sent += 1
-        elif status == UNROUTABLE:
-            # router_mandatory and an unknown peer: zmq.proxy's send fails and the
-            # message is gone.
-            target.send_unroutable += 1
-            target.copies += 1
-            target.dropped += 1
-            self.ledger.dropped(msg, target.index, -1, RULE_UNROUTABLE, self.clock.now)
-            return SENT
-        return status
+        return self.thread.forward(target, msg)

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from .appthread import Workload
 from .context import Context
 from .fates import RULE_LINGER, WHERE_PIPE, LedgerSink
 from .kernel import Environment
@@ -34,7 +35,7 @@ class Process:
         self.name = name
         self.index = index
         self.sockets: list[Socket] = []
-        self.workloads: list[Any] = []
+        self.workloads: list[Workload] = []
         self.alive = True
         self.exiting = False
         self.exit_started_at: float | None = None
@@ -171,7 +172,7 @@ class World(Context):
             if self.listeners.get(endpoint.key) is sock:
                 del self.listeners[endpoint.key]
         for workload in list(sock.process.workloads):
-            if getattr(workload, "socket", None) is sock:
+            if workload.socket is sock:
                 workload.stop()
         for conn in self._connections_of(sock):
             before = conn.lingering(sock)
@@ -209,7 +210,7 @@ class World(Context):
         """No sender has work left and no message is anywhere on its way."""
         for process in self.processes:
             for workload in process.workloads:
-                if getattr(workload, "is_sender", False) and not workload.done:
+                if workload.is_sender and not workload.done:
                     return False
         for pipe in self.pipes:
             if pipe.queue:

@@ -1,0 +1,63 @@
+# C declarations for zsim/model/appthread.py (Cython pure-Python mode; see zsim/native.py).
+cimport cython
+
+from zsim.model.context cimport Context
+from zsim.model.cpu cimport Thread
+from zsim.model.kernel cimport Clock, FastTimer, Timer
+from zsim.model.socket cimport Socket
+from zsim.sampler cimport Sampler
+
+cdef int INBOUND_POLL_RATE, OPEN, AGAIN, SENT, UNROUTABLE, RULE_UNROUTABLE, MSG_ID
+
+@cython.locals(fast=FastTimer)
+cdef inline _arm(object timer, double delay)
+
+
+@cython.final
+cdef class AppThread:
+    cdef public Context ctx
+    cdef public Clock clock
+    cdef public Thread cpu
+    cdef public double wake_s
+    cdef public object ledger
+    cdef public object on_delivered
+    cdef public object on_forwarded
+    cdef public object pending
+    cdef public Socket target
+    cdef public double since
+    cdef public object done_fn
+    cdef public bint count_stop
+    cdef public object on_retry
+    cdef public Timer timeout_timer
+
+    @cython.locals(ctx=Context, mid=long)
+    cpdef tuple message(self, double t0, size, wire, topic, envelope, origin)
+    @cython.locals(ctx=Context, status=int)
+    cpdef int attempt(self, Socket sock, tuple msg) except? -1
+    @cython.locals(ctx=Context, status=int, timeout=long)
+    cpdef int send(self, Socket sock, tuple msg, bint dontwait, done) except? -1
+    @cython.locals(sock=Socket, ctx=Context, status=int)
+    cpdef _retry(self)
+    @cython.locals(sock=Socket)
+    cpdef _timeout(self)
+    cpdef _end(self, int status)
+    @cython.locals(sock=Socket)
+    cpdef cancel(self)
+    @cython.locals(status=int)
+    cpdef int forward(self, Socket sock, tuple msg) except? -1
+    cpdef failed(self, Socket sock, int status)
+    @cython.locals(now=double)
+    cpdef blocked(self, Socket sock, double since)
+    cpdef recv(self, Socket sock)
+    cpdef woken_recv(self, Socket sock)
+    cpdef received(self, Socket sock, tuple msg, double now)
+    cpdef took(self, Socket sock, tuple msg, double now)
+    cpdef recv_failed(self, Socket sock)
+    @cython.locals(thread=Thread)
+    cpdef burst(self, double cpu, timer, double wait)
+    @cython.locals(thread=Thread, ready=double)
+    cpdef burst_until(self, double cpu, FastTimer timer, double due, Sampler jitter, then)
+    @cython.locals(thread=Thread)
+    cpdef sleep_until(self, FastTimer timer, double due)
+    @cython.locals(thread=Thread)
+    cpdef abandon(self, owner)
