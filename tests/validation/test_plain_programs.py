@@ -303,15 +303,16 @@ def sim_burst(transport: str, hwm: int, size: int, count: int, paced_s: float | 
     return summary["sockets"]["sub"]["received"], summary["senders"]["send.pub"]["finished_at_s"] - 0.5
 
 
-def _xfail(reason: str) -> pytest.MarkDecorator:
-    return pytest.mark.xfail(strict=True, reason=reason)
+def _xfail(reason: str, strict: bool = True) -> pytest.MarkDecorator:
+    return pytest.mark.xfail(strict=strict, reason=reason)
 
 
 #: tcp: the kernel capacity of the profile comes from the calibration's long fills
 TCP_AUTOTUNE = ("model gap, tcp kernel capacity: the profile's is fitted on fills that last seconds, over which "
                 "autotuning grows the buffers (4.26 MB: 355,000 messages of 10 B); a burst of 10-40 ms into a "
                 "fresh connection finds them small: 3,500-13,600 of 20,000 pass for real (15,000 of 50,000), "
-                "17,000-20,000 in the model")
+                "17,000-20,000 in the model. Not strict: on a machine running 2-3x slower than its profile "
+                "(2026-11-26) the burst lasted long enough for autotuning to catch up and the count agreed")
 #: ipc: the kernel charges each write's skb truesize, so how many messages the unix socket
 #: holds follows how many each engine write carries, which follows the engines' timing
 IPC_WRITES = ("model gap, ipc kernel charged per write: 2,000-3,000 of 10 B messages pass for real, quiet "
@@ -335,7 +336,7 @@ BURST_CELLS = [
     ("tcp", 100, 10, "window", 0, BURST),
     ("tcp", 100, 1000, "window", 0, BURST),
     ("tcp", 100, 10000, "hwm", 1, BURST),
-    pytest.param("tcp", 1000, 10, "gap", 2, BURST, marks=_xfail(TCP_AUTOTUNE)),
+    pytest.param("tcp", 1000, 10, "gap", 2, BURST, marks=_xfail(TCP_AUTOTUNE, strict=False)),
     ("tcp", 1000, 1000, "hwm", 3, BURST),
     ("tcp", 1000, 10000, "hwm", 1, BURST),
     ("ipc", 10, 10, "window", 0, BURST),
