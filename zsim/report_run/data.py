@@ -418,7 +418,7 @@ def topology(scenario: Scenario, result: Any) -> Topology:
     summary = result.summary
     flags = warning_flags(summary)
     sockets = {s.name: s for s in scenario.sockets}
-    binders: dict[tuple[str, str], str] = {}
+    binders: dict[tuple[str, str, str], str] = {}
     for s in scenario.sockets:
         for endpoint in s.bind:
             binders.setdefault(endpoint.key, s.name)
