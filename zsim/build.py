@@ -20,6 +20,7 @@ import numpy as np
 
 from . import profile as profile_module
 from .distributions import Distribution
+from .errors import ScenarioError
 from .ledger import Ledger
 from .model.cpu import Machine, Machines
 from .model.kernel import NORMAL, URGENT, Environment
@@ -28,7 +29,6 @@ from .model.socket import Socket
 from .model.workload import Proxy, Receiver, Sender
 from .model.world import Process, World
 from .profile import Profile, TransportProfile
-from .errors import ScenarioError
 from .spec import Scenario, check_affinity
 
 
