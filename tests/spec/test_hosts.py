@@ -187,3 +187,23 @@ def test_every_link_and_host_field_is_a_sweep_path():
     assert scenario.hosts[1].cores == 4 and scenario.processes[1].host == "a"
     with pytest.raises(ScenarioError, match="no \\[\\[link\\]\\] entry named 'a-c'"):
         spec.set_path(raw, "link.a-c.latency_s", 0.1)
+
+
+def test_the_run_report_draws_each_host_around_its_processes():
+    from zsim.report_run.data import topology
+
+    raw = two_machines(1)
+    raw["scenario"]["until_s"] = 0.05
+    scenario = spec.from_dict(raw)
+    topo = topology(scenario, zsim.run(scenario, 0))
+    assert sorted((box.name, box.label) for box in topo.hosts) == [("a", "host a: 2 cores"), ("a", "host a: 2 cores"),
+                                                                   ("b", "host b: 1 core"), ("b", "host b: 1 core")]
+    for proc in topo.processes:
+        inside = [box for box in topo.hosts if box.x <= proc.x and proc.x + 4.2 <= box.x + box.width
+                  and box.y < proc.y and proc.y + proc.height <= box.y + box.height]
+        assert [box.name for box in inside] == [proc.host], proc.name
+    # boxes of one column do not overlap
+    for one in topo.hosts:
+        for other in topo.hosts:
+            if one is not other and one.x == other.x:
+                assert one.y + one.height <= other.y or other.y + other.height <= one.y
