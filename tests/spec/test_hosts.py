@@ -207,3 +207,22 @@ def test_the_run_report_draws_each_host_around_its_processes():
         for other in topo.hosts:
             if one is not other and one.x == other.x:
                 assert one.y + one.height <= other.y or other.y + other.height <= one.y
+
+
+
+def test_export_maps_hosts_to_addresses_and_says_what_a_deployment_needs():
+    from zsim.export import export_pyzmq
+
+    program = export_pyzmq(spec.from_dict(deployment()))
+    compile(program, "two.py", "exec")
+    assert 'HOSTS = {\n    "a": "127.0.0.1",\n    "b": "127.0.0.1",\n}' in program
+    assert 'sock.connect(on_host("tcp://a:5556"))' in program
+    assert 'sock.connect("tcp://127.0.0.1:5556")' in program  # the process's own host stays loopback
+    header = " ".join(program.split('"""')[1].split())
+    assert "A real deployment runs each host's processes on that host (a: pub, local; b: sub)" in header
+    assert "the links (a-b 100 Mbit/s, 1 ms one way); this program cannot emulate their bandwidth, latency, queue or loss" in header
+    # a user who gives host a its address reaches it there
+    on_host = "def on_host" + program.split("def on_host")[1].split("\n\n\n")[0]
+    namespace: dict[str, Any] = {"HOSTS": {"a": "10.0.0.5"}}
+    exec(on_host, namespace)
+    assert namespace["on_host"]("tcp://a:5556") == "tcp://10.0.0.5:5556"
