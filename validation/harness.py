@@ -89,13 +89,13 @@ class EndpointMap:
     """Scenario endpoints -> real endpoints for one run (free ports, temporary ipc paths)."""
 
     tmpdir: str
-    mapping: dict[tuple[str, str], str] = field(default_factory=dict)
+    mapping: dict[tuple[str, str, str], str] = field(default_factory=dict)
 
     @classmethod
     def allocate(cls, scenario: Scenario, tmpdir: str) -> EndpointMap:
         result = cls(tmpdir)
         keys: list[Endpoint] = []
-        seen: set[tuple[str, str]] = set()
+        seen: set[tuple[str, str, str]] = set()
         for sock in scenario.sockets:
             for endpoint in (*sock.bind, *sock.connect):
                 if endpoint.key not in seen:
@@ -213,6 +213,10 @@ def build_plans(scenario: Scenario, endpoints: EndpointMap, seed: int, results_d
         raise ScenarioError(f"app[{scenario.apps[0].name}]",
                             "the real-pyzmq harness runs the scenario's [[send]]/[[recv]] workloads only, not SimPy app code "
                             "(simulation only)")
+    if scenario.hosts:
+        raise ScenarioError(f"host[{scenario.hosts[0].name}]",
+                            "the real-pyzmq harness runs every process on this machine's loopback; a deployment of [[host]]s and "
+                            "[[link]]s is validated over real links in network namespaces (docs/validation.md, \"Links\")")
     cpus = real_cpus(scenario)
     late = _expected_wait_lateness(scenario)
     for proc in scenario.processes:

@@ -9,6 +9,7 @@ random numbers across points and the same seed gives the same run everywhere.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,8 +20,9 @@ import numpy as np
 
 from . import profile as profile_module
 from .distributions import Distribution
+from .errors import ScenarioError
 from .ledger import Ledger
-from .model.cpu import Machine
+from .model.cpu import Machine, Machines
 from .model.kernel import NORMAL, URGENT, Environment
 from .model.params import ModelParams, SchedulerParams, TransportParams, unix_skb_truesize, wake_cost_fn
 from .model.socket import Socket
@@ -161,7 +163,9 @@ class Model:
     sockets: dict[str, Socket] = field(default_factory=dict)
     processes: dict[str, Process] = field(default_factory=dict)
     app_names: list[str] = field(default_factory=list)  # apps started on this model (zsim.app)
-    machine: Machine | None = None  # the shared cores ([machine] cores > 0)
+    machine: Machine | None = None  # the shared cores ([machine] cores > 0) of the default host
+    #: every host's machine, by host name ("" the default host), for hosts with cores > 0
+    machines: dict[str, Machine] = field(default_factory=dict)
 
 
 def _sampler(dist: Distribution | None, streams: Callable[[str], np.random.Generator], stream: str,
@@ -250,23 +254,53 @@ def build(scenario: Scenario, seed: int, profile: Profile | None = None, trace_d
         front.process.workloads.append(proxy)
         model.proxies.append(proxy)
 
-    if params.scheduler.cores > 0:
-        _build_machine(model, params.scheduler)
+    for proc_spec in scenario.processes:
+        model.processes[proc_spec.name].host = proc_spec.host
+    if scenario.links:
+        # the model of TCP over a link (docs/model.md, "Links") replaces this refusal
+        link = scenario.links[0]
+        raise ScenarioError(f"link[{link.name}]", "this zsim parses [[link]]s but does not model TCP over a link yet: a "
+                                                  "connection between hosts would run as loopback; remove the links or wait "
+                                                  "for the network model")
+    _build_machines(model, params.scheduler)
     _schedule_timeline(model)
     return model
 
 
-def _build_machine(model: Model, scheduler: SchedulerParams) -> None:
-    """The shared cores and a thread for each thread of the real program: one per socket
-    with workloads (the harness runs a socket's [[send]]/[[recv]] in one thread), one per
-    [[proxy]], and each process's I/O threads."""
+def host_cores(scenario: Scenario, scheduler: SchedulerParams) -> dict[str, int]:
+    """The cores of each host that runs a process ("" the default host): a [[host]]'s
+    ``cores``, else ``[machine] cores``, else the profile's (``scheduler.cores``)."""
+    declared = {host.name: host.cores for host in scenario.hosts}
+    cores: dict[str, int] = {}
+    for proc_spec in scenario.processes:
+        own = declared.get(proc_spec.host)
+        cores[proc_spec.host] = own if own is not None else scheduler.cores
+    return cores
+
+
+def _build_machines(model: Model, scheduler: SchedulerParams) -> None:
+    """Each host's cores (a host with none gives each of its threads a core of its own)
+    and a thread for each thread of the real program: one per socket with workloads (the
+    harness runs a socket's [[send]]/[[recv]] in one thread), one per [[proxy]], and each
+    process's I/O threads, on the machine of the process's host."""
     scenario, world = model.scenario, model.world
-    machine = Machine(model.env, scheduler)
-    world.machine = model.machine = machine
+    for host, cores in host_cores(scenario, scheduler).items():
+        if cores > 0:
+            model.machines[host] = Machine(model.env, dataclasses.replace(scheduler, cores=cores), host)
+    if not model.machines:
+        return
+    if not scenario.hosts:
+        world.machine = model.machine = model.machines[""]
+    else:
+        model.machine = model.machines.get("")
+        world.machine = Machines(model.machines)
+    machine_of = {proc.name: model.machines.get(proc.host) for proc in scenario.processes}
+    declared = {host.name: host.cores for host in scenario.hosts}
     affinity: dict[str, tuple[int, ...] | None] = {}
     for proc_spec in scenario.processes:
-        if proc_spec.affinity is not None and scenario.machine.cores is None:
-            check_affinity(proc_spec.affinity, f"process[{proc_spec.name}].affinity", scheduler.cores)
+        machine = machine_of[proc_spec.name]
+        if proc_spec.affinity is not None and machine is not None and declared.get(proc_spec.host, scenario.machine.cores) is None:
+            check_affinity(proc_spec.affinity, f"process[{proc_spec.name}].affinity", machine.cores)
         affinity[proc_spec.name] = proc_spec.affinity
     taken: set[str] = set()
 
@@ -284,14 +318,22 @@ def _build_machine(model: Model, scheduler: SchedulerParams) -> None:
         by_socket.setdefault(workload.socket.name, []).append(workload)
     for sock_name, on_socket in by_socket.items():
         process = on_socket[0].process.name
+        machine = machine_of[process]
+        if machine is None:
+            continue
         name = on_socket[0].name if len(on_socket) == 1 else f"socket.{sock_name}"
         thread = machine.thread(unique(name), "app", process, affinity[process])
         thread.wait_spin_s = on_socket[0].wait_spin_s  # one per socket (zsim.spec checks it)
         for workload in on_socket:
             workload.thread.cpu = thread
     for proxy in model.proxies:
-        proxy.thread.cpu = machine.thread(unique(proxy.name), "app", proxy.process.name, affinity[proxy.process.name])
+        machine = machine_of[proxy.process.name]
+        if machine is not None:
+            proxy.thread.cpu = machine.thread(unique(proxy.name), "app", proxy.process.name, affinity[proxy.process.name])
     for proc_spec in scenario.processes:
+        machine = machine_of[proc_spec.name]
+        if machine is None:
+            continue
         threads = []
         for number in range(proc_spec.io_threads):
             suffix = "" if proc_spec.io_threads == 1 else f".{number + 1}"

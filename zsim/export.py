@@ -39,7 +39,7 @@ from . import __version__, export_plumbing, files, spec
 from .distributions import Distribution
 from .errors import ScenarioError
 from .socket_types import DIST, ROUTE, TYPES
-from .spec import RecvSpec, Scenario, SendSpec, SocketSpec
+from .spec import LOCAL_HOSTS, RecvSpec, Scenario, SendSpec, SocketSpec
 from .templates import Template
 
 #: Names the generated code uses itself: a socket or loop never gets one of them.
@@ -436,7 +436,10 @@ class _Writer:
         for endpoint in sock.bind:
             lines.append(f"    sock.bind({_str(endpoint.text)})")
         for endpoint in sock.connect:
-            lines.append(f"    sock.connect({_str(endpoint.text)})")
+            if endpoint.transport == "tcp" and endpoint.host not in LOCAL_HOSTS:
+                lines.append(f"    sock.connect(on_host({_str(endpoint.text)}))  # a [[host]]'s name: its address in HOSTS")
+            else:
+                lines.append(f"    sock.connect({_str(endpoint.text)})")
         if traits.sends_subscriptions and not traits.filters_on_recv:
             for prefix in opts.subscribe:
                 lines.append(f'    sock.send(b"\\x01" + {_bytes(prefix)})  # an XSUB subscribes by sending \\x01 + prefix')
@@ -1075,6 +1078,16 @@ class _Writer:
                          f"longer than asked ({', '.join(short[:4])}{', ...' if len(short) > 4 else ''}).")
         if any(w.forward_to is not None and TYPES[s.socket(w.forward_to).type].send == DIST for w in s.recvs):
             notes.append("forward_to: a result carries no topic here; the simulator lets it keep the input's topic for filtering.")
+        if s.hosts:
+            placed = "; ".join(f"{host.name}: {', '.join(p.name for p in s.processes if p.host == host.name) or 'none'}"
+                               for host in s.hosts)
+            links = "; ".join(f"{link.name} {link.bandwidth_bps / 1e6:g} Mbit/s, {_seconds(link.latency_s)} one way"
+                              for link in s.links)
+            notes.append(f"[[host]]s and [[link]]s: every process runs on this machine and every host's name is 127.0.0.1 in "
+                         f"HOSTS, so nothing here crosses a network. A real deployment runs each host's processes on that host "
+                         f"({placed}), with HOSTS giving each host's address, on a network that provides the links ({links}); "
+                         "this program cannot emulate their bandwidth, latency, queue or loss (Linux's tc can: "
+                         "docs/validation.md, section Links).")
         if s.machine.cores or any(p.affinity is not None for p in s.processes):
             notes.append(f"[machine] cores = {s.machine.cores or 0} and affinity: each process is pinned to its CPUs "
                          "(os.sched_setaffinity, Linux; core k is the k-th CPU this program may use), so its threads share "
@@ -1185,6 +1198,7 @@ class _Writer:
             "QUIET_S = 0.5  # without a horizon the run ends when no message has moved for this long ...",
             f"LAST_EVENT_S = {_num(self.last_event())}  # ... after the timeline's last event (open, close, start, exit)",
             *_binders(self.binders),
+            *_hosts(s),
         ])
 
 
@@ -1198,6 +1212,22 @@ def _fstring_literal(pattern: Sequence[str | tuple[int, int]]) -> str:
         else:
             pieces.append("{" + _linear(*part) + "}")
     return 'f"' + "".join(pieces) + '"'
+
+
+def _hosts(s: Scenario) -> list[str]:
+    """``HOSTS`` and ``on_host``: the address each [[host]] is reached at (every host this
+    machine's loopback until the user gives real addresses)."""
+    if not s.hosts:
+        return []
+    lines = ["# the address each [[host]] is reached at: every one is this machine until you give real addresses",
+             "HOSTS = {"]
+    lines += [f"    {_str(host.name)}: \"127.0.0.1\"," for host in s.hosts]
+    lines += ["}", "", "",
+              "def on_host(endpoint):",
+              '    """tcp://NAME:PORT with NAME a [[host]] -> tcp://ADDRESS:PORT (HOSTS)."""',
+              '    name, _, port = endpoint[len("tcp://"):].rpartition(":")',
+              '    return f"tcp://{HOSTS[name]}:{port}"']
+    return lines
 
 
 def _binders(names: list[str]) -> list[str]:

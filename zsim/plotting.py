@@ -349,12 +349,17 @@ def topology_figure(topo: Topology, path: str | Path, *, title: str) -> Path:
 
     inch = 0.4  # one layout unit
     width = max(topo.width, BOX_WIDTH * 2)
-    fig = plt.figure(figsize=(width * inch + 0.6, (topo.height + 3.6) * inch))
+    legend = 0.5 if topo.hosts else 0.0  # one more line of legend
+    fig = plt.figure(figsize=(width * inch + 0.6, (topo.height + 3.6 + legend) * inch))
     ax = fig.add_axes((0.0, 0.0, 1.0, 1.0))
     ax.set_xlim(-0.3, width + 0.3)
-    ax.set_ylim(topo.height + 2.4, -1.2)
+    ax.set_ylim(topo.height + 2.4 + legend, -1.2)
     ax.axis("off")
     ax.text(0, -0.6, title, fontsize=10, fontweight="bold", va="center")
+    for host in topo.hosts:  # behind the processes they hold
+        ax.add_patch(FancyBboxPatch((host.x, host.y), host.width, host.height, boxstyle="round,pad=0.02,rounding_size=0.3",
+                                    facecolor="#eef4fb", edgecolor="#4a78a8", linestyle="--", linewidth=1.0))
+        ax.text(host.x + 0.25, host.y + 0.45, host.label, fontsize=7.8, color="#2c5580", va="center", fontweight="bold")
     by_name = {}
     for proc in topo.processes:
         ax.add_patch(FancyBboxPatch((proc.x, proc.y), BOX_WIDTH, proc.height, boxstyle="round,pad=0.02,rounding_size=0.2",
@@ -437,7 +442,9 @@ def topology_figure(topo: Topology, path: str | Path, *, title: str) -> Path:
             "Boxes: processes and their sockets (type, name, bind/connect endpoints). Arrows point the way data flows (two heads: "
             "both ways).\nLabels: transport and HWM (tcp/ipc: writer's SNDHWM + reader's RCVHWM; inproc: the one shared pipe's "
             "HWM, SNDHWM + RCVHWM).\nRed: copies were dropped on that connection (or by that socket); red text under a socket: "
-            "the run's warnings about it.", fontsize=6.8, color="0.3", va="top")
+            "the run's warnings about it." + ("\nBlue dashed boxes: hosts holding their processes; a connection between hosts is "
+                                              "labelled with the link it crosses." if topo.hosts else ""),
+            fontsize=6.8, color="0.3", va="top")
     return _save(fig, path)
 
 

@@ -455,9 +455,9 @@ def summarise(model: Model, wall_s: float) -> RunResult:
     # (``io_cpu_s``: of which the context's I/O threads, as the harness reads libzmq's)
     process_cpu: dict[str, float] | None = None
     io_cpu: dict[str, float] = {}
-    if model.machine is not None:
+    if model.machines:
         process_cpu = {}
-        for thread in model.machine.threads:
+        for thread in (thread for machine in model.machines.values() for thread in machine.threads):
             process_cpu[thread.process] = process_cpu.get(thread.process, 0.0) + thread.cpu_s
             if thread.kind == "io":
                 io_cpu[thread.process] = io_cpu.get(thread.process, 0.0) + thread.cpu_s
@@ -511,6 +511,8 @@ def summarise(model: Model, wall_s: float) -> RunResult:
         summary["templates"] = template_members(scenario)
     if model.machine is not None:
         summary["machine"] = model.machine.report()
+    if scenario.hosts:
+        summary["hosts"] = host_reports(model)
     from .checks import run_warnings, static_warnings
 
     summary["warnings"] = static_warnings(scenario) + run_warnings(scenario, summary)
@@ -568,6 +570,26 @@ PER_SOCKET = (*SOCKET_FIELDS, *INBOUND_FIELDS, *(f"latency_{p}_s" for p in SOCKE
 MEMBER_STATS = ("sum", "min", "mean", "max")
 #: Per-socket counts that a member nothing was meant for has none of in its row: 0, exactly.
 _ZERO_WHEN_ABSENT = frozenset(INBOUND_FIELDS) - {"loss_fraction"}
+
+
+def host_reports(model: Model) -> dict[str, dict[str, Any]]:
+    """``summary["hosts"]``: per host ("default" for processes that name none), the
+    processes it runs, its cores and, when it has cores, its machine's report."""
+    from .build import host_cores
+
+    cores = host_cores(model.scenario, model.world.params.scheduler)
+    reports: dict[str, dict[str, Any]] = {}
+    names = [host.name for host in model.scenario.hosts]
+    if "" in cores:
+        names.insert(0, "")
+    for host in names:
+        machine = model.machines.get(host)
+        reports[host or "default"] = {
+            "processes": [proc.name for proc in model.scenario.processes if proc.host == host],
+            "cores": cores.get(host, 0),
+            "machine": machine.report() if machine is not None else None,
+        }
+    return reports
 
 
 def template_members(scenario: Any) -> dict[str, dict[str, dict[str, Any]]]:

@@ -563,8 +563,8 @@ def simulate(model: Model, limits: RunLimits | None = None, progress: IO[str] | 
         model.env.monitor = None
         guard.finish()
     now = model.env.now
-    if model.machine is not None:
-        model.machine.finish()
+    for machine in model.machines.values():
+        machine.finish()
     if recorder is not None:
         recorder.finish(now)
     ledger = model.ledger

@@ -57,11 +57,14 @@ class Endpoint:
     text: str
     transport: str
     address: str  # tcp: port as text; ipc: path; inproc: name
-    host: str = ""
+    host: str = ""  # tcp: the host part as written (``*``, ``127.0.0.1``, a [[host]] name)
+    #: the [[host]] the endpoint lives on ("" for the default host): a loopback address or
+    #: ``*`` means the process's own host, a [[host]] name that host (``resolve_endpoint``)
+    node: str = ""
 
     @property
-    def key(self) -> tuple[str, str]:
-        return (self.transport, self.address)
+    def key(self) -> tuple[str, str, str]:
+        return (self.transport, self.node, self.address)
 
 
 @dataclass(frozen=True)
@@ -189,6 +192,35 @@ class ProcessSpec:
     affinity: tuple[int, ...] | None = None
     #: its context's I/O threads (``zmq.Context(io_threads=n)``, libzmq's default 1)
     io_threads: int = 1
+    #: the [[host]] it runs on ("" for the default host every process without one shares)
+    host: str = ""
+
+
+@dataclass(frozen=True)
+class HostSpec:
+    """``[[host]]``: a machine of the deployment with its own cores (``zsim.model.cpu``).
+
+    ``cores = None``: the ``[machine]`` table's cores, else the profile's."""
+
+    name: str
+    cores: int | None = None
+
+
+@dataclass(frozen=True)
+class LinkSpec:
+    """``[[link]]``: a full-duplex network link between two hosts (docs/model.md, "Links").
+
+    ``bandwidth_bps`` bits per second on the wire each way; ``latency_s`` one-way
+    propagation; ``queue_bytes`` the bottleneck's buffer per direction; ``loss`` each
+    packet's probability of being lost on the way."""
+
+    name: str
+    hosts: tuple[str, str]
+    bandwidth_bps: float
+    latency_s: float = 0.0
+    mtu_bytes: int = 1500
+    queue_bytes: int = 0  # 0 = the default (``DEFAULT_LINK_QUEUE_PACKETS`` full frames)
+    loss: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -220,6 +252,9 @@ class Scenario:
     #: the templates the scenario was written with and their members (``zsim.templates``)
     templates: tuple[Template, ...] = ()
     machine: MachineSpec = MachineSpec()
+    #: the deployment's hosts and the links between them (empty: one machine, loopback)
+    hosts: tuple[HostSpec, ...] = ()
+    links: tuple[LinkSpec, ...] = ()
 
     def socket(self, name: str) -> SocketSpec:
         return self._sockets_by_name[name]
@@ -391,8 +426,9 @@ def parse_endpoint(text: str, path: str) -> Endpoint:
             raise ScenarioError(path, f"tcp endpoint {text!r} needs a fixed port number 1-65535 (the validation harness maps it to a free "
                                       "port)")
         host = host.strip("[]")
-        if host not in ("*", "0.0.0.0", "127.0.0.1", "localhost", "::1", "::"):
-            raise ScenarioError(path, f"tcp host {host!r}: zsim models loopback only (use 127.0.0.1, localhost or *)")
+        if host not in LOCAL_HOSTS and not _NAME_RE.match(host):
+            raise ScenarioError(path, f"tcp host {host!r}: name a [[host]] of the scenario, or use 127.0.0.1, localhost or * for "
+                                      "the process's own host")
         return Endpoint(text, "tcp", str(int(port)), host)
     if transport == "ipc" and address != "*" and len(address.encode()) > IPC_PATH_MAX:
         raise ScenarioError(path, f"ipc path is {len(address.encode())} bytes; Linux allows at most {IPC_PATH_MAX} (ENAMETOOLONG)")
@@ -404,12 +440,28 @@ def parse_endpoint(text: str, path: str) -> Endpoint:
 
 
 _SCENARIO_KEYS = {"name", "description", "until_s", "profile", "seed"}
-_TOP_KEYS = {"scenario", "machine", "process", "socket", "send", "recv", "proxy", "app", "validation", "sweep", "limits"}
+_TOP_KEYS = {"scenario", "machine", "host", "link", "process", "socket", "send", "recv", "proxy", "app", "validation", "sweep",
+             "limits"}
+_HOST_KEYS = {"name", "cores"}
+_LINK_KEYS = {"name", "hosts", "bandwidth_bps", "latency_s", "mtu_bytes", "queue_bytes", "loss"}
+#: The addresses a tcp endpoint may use for its own host (libzmq's wildcard and loopback).
+LOCAL_HOSTS = ("*", "0.0.0.0", "127.0.0.1", "localhost", "::1", "::")
+#: A link's default bottleneck buffer per direction, in full frames: Linux's default
+#: ``txqueuelen`` of an Ethernet device (1000 packets, ``ether_setup`` in
+#: net/ethernet/eth.c), the queue a sending host's interface holds.
+DEFAULT_LINK_QUEUE_PACKETS = 1000
+#: Bytes of framing a link counts per packet beyond the IP packet: the Ethernet header
+#: (what a qdisc on a Linux interface counts; no preamble, FCS or inter-frame gap).
+ETHERNET_HEADER_BYTES = 14
+#: The smallest MTU a link may have: IPv4's minimum datagram every host must accept
+#: (RFC 791), which leaves a TCP segment room for data after 52 bytes of headers.
+MIN_MTU_BYTES = 576
+MAX_MTU_BYTES = 65_535
 _MACHINE_KEYS = {"cores"}
 #: The most cores or I/O threads a scenario may ask for (a sanity bound, not libzmq's).
 MAX_CORES = 4096
 _APP_KEYS = {"name", "function"}
-_PROCESS_KEYS = {"name", "exit_at_s", "exit_after_sends", "crash_at_s", "restart_at_s", "affinity", "io_threads"}
+_PROCESS_KEYS = {"name", "exit_at_s", "exit_after_sends", "crash_at_s", "restart_at_s", "affinity", "io_threads", "host"}
 _SOCKET_KEYS = {"name", "type", "process", "bind", "connect", "open_at_s", "close_at_s", "options"}
 _SEND_KEYS = {
     "name", "socket", "count", "duration_s", "interval_s", "rate_per_s", "size_bytes", "start_s",
@@ -496,7 +548,8 @@ def from_dict(raw: Mapping[str, Any], *, base_dir: str = ".", source: str = "<di
         scenario = _from_expanded(expansion.raw, base_dir, source)
     except ScenarioError as exc:
         raise expansion.explain(exc) from None
-    names = {"process": [p.name for p in scenario.processes], "socket": [s.name for s in scenario.sockets],
+    names = {"host": [h.name for h in scenario.hosts], "link": [link.name for link in scenario.links],
+             "process": [p.name for p in scenario.processes], "socket": [s.name for s in scenario.sockets],
              "send": [s.name for s in scenario.sends], "recv": [r.name for r in scenario.recvs]}
     return dataclasses.replace(scenario, templates=expansion.finish(names))
 
@@ -515,6 +568,8 @@ def _from_expanded(raw: dict[str, Any], base_dir: str, source: str) -> Scenario:
     seed = _int(head["seed"], "scenario.seed", 0) if "seed" in head else None
 
     machine = _parse_machine(raw.get("machine"))
+    hosts = _parse_hosts(raw.get("host", []))
+    links = _parse_links(raw.get("link", []), {host.name for host in hosts})
 
     # processes
     processes: list[ProcessSpec] = []
@@ -534,6 +589,8 @@ def _from_expanded(raw: dict[str, Any], base_dir: str, source: str) -> Scenario:
             raise ScenarioError(f"{path}.restart_at_s", "needs crash_at_s (a process restarts after it crashed)")
         if restart is not None and crash is not None and restart <= crash:
             raise ScenarioError(f"{path}.restart_at_s", f"must be after crash_at_s ({crash}), got {restart}")
+        host = _host_of(table, path, hosts)
+        host_cores = next((h.cores for h in hosts if h.name == host and h.cores is not None), machine.cores)
         processes.append(
             ProcessSpec(
                 name=pname,
@@ -541,10 +598,12 @@ def _from_expanded(raw: dict[str, Any], base_dir: str, source: str) -> Scenario:
                 exit_after_sends=_bool(table.get("exit_after_sends", False), f"{path}.exit_after_sends"),
                 crash_at_s=crash,
                 restart_at_s=restart,
-                affinity=_parse_affinity(table["affinity"], f"{path}.affinity", machine.cores) if "affinity" in table else None,
+                affinity=_parse_affinity(table["affinity"], f"{path}.affinity", host_cores) if "affinity" in table else None,
                 io_threads=_int(table.get("io_threads", 1), f"{path}.io_threads", 1, MAX_CORES),
+                host=host,
             )
         )
+    host_of = {proc.name: proc.host for proc in processes}
 
     # sockets
     sockets: list[SocketSpec] = []
@@ -572,10 +631,11 @@ def _from_expanded(raw: dict[str, Any], base_dir: str, source: str) -> Scenario:
         else:
             pname = DEFAULT_PROCESS
             uses_default_process = True
-        binds = tuple(parse_endpoint(text, f"{path}.bind[{i}]") for i, text in enumerate(_str_list(table.get("bind", []), f"{path}.bind")))
-        connects = tuple(
-            parse_endpoint(text, f"{path}.connect[{i}]") for i, text in enumerate(_str_list(table.get("connect", []), f"{path}.connect"))
-        )
+        own = host_of.get(pname, "")
+        binds = tuple(resolve_endpoint(parse_endpoint(text, f"{path}.bind[{i}]"), own, hosts, f"{path}.bind[{i}]", bind=True)
+                      for i, text in enumerate(_str_list(table.get("bind", []), f"{path}.bind")))
+        connects = tuple(resolve_endpoint(parse_endpoint(text, f"{path}.connect[{i}]"), own, hosts, f"{path}.connect[{i}]")
+                         for i, text in enumerate(_str_list(table.get("connect", []), f"{path}.connect")))
         if not binds and not connects:
             raise ScenarioError(path, "binds and connects nothing: give bind = [...] or connect = [...]")
         open_at = _time(table.get("open_at_s", 0.0), f"{path}.open_at_s")
@@ -592,6 +652,7 @@ def _from_expanded(raw: dict[str, Any], base_dir: str, source: str) -> Scenario:
     by_name = {sock.name: sock for sock in sockets}
 
     _check_topology(sockets)
+    _check_links(sockets, host_of, links)
 
     # proxies
     proxies: list[ProxySpec] = []
@@ -677,6 +738,8 @@ def _from_expanded(raw: dict[str, Any], base_dir: str, source: str) -> Scenario:
         source=source,
         apps=tuple(apps),
         machine=machine,
+        hosts=hosts,
+        links=links,
     )
 
 
@@ -690,6 +753,124 @@ def _parse_machine(raw: Any) -> MachineSpec:
     _check_keys(table, _MACHINE_KEYS, "machine")
     cores = _int(table["cores"], "machine.cores", 0, MAX_CORES) if "cores" in table else None
     return MachineSpec(cores=cores)
+
+
+def _parse_hosts(raw: Any) -> tuple[HostSpec, ...]:
+    hosts: list[HostSpec] = []
+    seen: set[str] = set()
+    for index, table in enumerate(_tables(raw, "host")):
+        path = _label("host", index, table)
+        _check_keys(table, _HOST_KEYS, path)
+        if "name" not in table:
+            raise ScenarioError(f"{path}.name", "missing")
+        name = _name(table["name"], f"{path}.name")
+        if name == "default":
+            raise ScenarioError(f"{path}.name", "'default' names the host of the processes that name none; choose another name")
+        if name in LOCAL_HOSTS or _IPV4_RE.match(name):
+            raise ScenarioError(f"{path}.name", f"{name!r} is an address, not a host name: tcp endpoints use it for the process's own "
+                                                "host")
+        if name in seen:
+            raise ScenarioError(f"{path}.name", f"duplicate host name {name!r}")
+        seen.add(name)
+        cores = _int(table["cores"], f"{path}.cores", 0, MAX_CORES) if "cores" in table else None
+        hosts.append(HostSpec(name, cores))
+    return tuple(hosts)
+
+
+_IPV4_RE = re.compile(r"^\d{1,3}(\.\d{1,3}){3}$")
+
+
+def _number(value: Any, path: str, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(float(value)):
+        raise ScenarioError(path, f"must be a finite number of {what}, got {value!r}")
+    return float(value)
+
+
+def _parse_links(raw: Any, hosts: set[str]) -> tuple[LinkSpec, ...]:
+    links: list[LinkSpec] = []
+    names: set[str] = set()
+    pairs: dict[frozenset[str], str] = {}
+    for index, table in enumerate(_tables(raw, "link")):
+        path = _label("link", index, table)
+        _check_keys(table, _LINK_KEYS, path)
+        ends = table.get("hosts")
+        if not isinstance(ends, list) or len(ends) != 2:
+            raise ScenarioError(f"{path}.hosts", f"must name the two hosts it joins, e.g. hosts = [\"a\", \"b\"], got {ends!r}")
+        a, b = (_name(end, f"{path}.hosts[{i}]") for i, end in enumerate(ends))
+        for i, end in enumerate((a, b)):
+            if end not in hosts:
+                known = ", ".join(sorted(hosts)) or "none declared"
+                raise ScenarioError(f"{path}.hosts[{i}]", f"unknown host {end!r} (declared [[host]]s: {known})")
+        if a == b:
+            raise ScenarioError(f"{path}.hosts", f"joins host {a!r} to itself: processes on one host talk over its loopback")
+        name = _name(table.get("name", f"{a}-{b}"), f"{path}.name")
+        if name in names:
+            raise ScenarioError(f"{path}.name", f"duplicate link name {name!r}")
+        names.add(name)
+        pair = frozenset((a, b))
+        if pair in pairs:
+            raise ScenarioError(f"{path}.hosts", f"hosts {a!r} and {b!r} are already joined by link {pairs[pair]!r} (one link per pair "
+                                                 "of hosts: zsim does not route)")
+        pairs[pair] = name
+        if "bandwidth_bps" not in table:
+            raise ScenarioError(f"{path}.bandwidth_bps", "missing (bits per second each way, e.g. 100e6 for 100 Mbit/s)")
+        bandwidth = _number(table["bandwidth_bps"], f"{path}.bandwidth_bps", "bits per second")
+        if bandwidth < 1000:
+            raise ScenarioError(f"{path}.bandwidth_bps", f"must be >= 1000 bits per second, got {table['bandwidth_bps']!r}")
+        if bandwidth > 1e13:
+            raise ScenarioError(f"{path}.bandwidth_bps", f"must be <= 1e13 (10 Tbit/s), got {table['bandwidth_bps']!r}")
+        latency = _time(table.get("latency_s", 0.0), f"{path}.latency_s")
+        if latency > 10.0:
+            raise ScenarioError(f"{path}.latency_s", f"must be <= 10 s one way (a geostationary hop is 0.25 s), got {latency!r}")
+        mtu = _int(table.get("mtu_bytes", 1500), f"{path}.mtu_bytes", MIN_MTU_BYTES, MAX_MTU_BYTES)
+        frame = mtu + ETHERNET_HEADER_BYTES
+        queue = _int(table.get("queue_bytes", DEFAULT_LINK_QUEUE_PACKETS * frame), f"{path}.queue_bytes", frame, 1 << 40)
+        loss = _number(table.get("loss", 0.0), f"{path}.loss", "a probability")
+        if not 0.0 <= loss < 1.0:
+            raise ScenarioError(f"{path}.loss", f"must be a probability in [0, 1), got {table['loss']!r}")
+        links.append(LinkSpec(name, (a, b), bandwidth, latency, mtu, queue, loss))
+    return tuple(links)
+
+
+def _host_of(table: Mapping[str, Any], path: str, hosts: tuple[HostSpec, ...]) -> str:
+    """A ``[[process]]``'s host: "" (the default host) unless it names a [[host]]."""
+    if "host" not in table:
+        return ""
+    name = _name(table["host"], f"{path}.host")
+    if not any(host.name == name for host in hosts):
+        known = ", ".join(host.name for host in hosts) or "none declared"
+        raise ScenarioError(f"{path}.host", f"unknown host {name!r} (declared [[host]]s: {known})")
+    return name
+
+
+def resolve_endpoint(endpoint: Endpoint, own: str, hosts: tuple[HostSpec, ...], path: str, bind: bool = False) -> Endpoint:
+    """The endpoint with the host it lives on (``node``): a loopback address, ``*``, ipc and
+    inproc are the process's own host ``own``; a tcp host part naming a [[host]] is that host
+    (a bind may name only its own)."""
+    if endpoint.transport != "tcp" or endpoint.host in LOCAL_HOSTS:
+        return dataclasses.replace(endpoint, node=own) if own else endpoint
+    name = endpoint.host
+    if not any(host.name == name for host in hosts):
+        known = ", ".join(host.name for host in hosts)
+        raise ScenarioError(path, f"tcp host {name!r} names no [[host]]" + (f" (declared: {known})" if known else
+                                  "; zsim models the machine's loopback unless the scenario declares [[host]]s and [[link]]s "
+                                  "(use 127.0.0.1, localhost or *)"))
+    if bind and name != own:
+        raise ScenarioError(path, f"binds on host {name!r} but its process runs on {own or 'the default host'!r}: a socket binds "
+                                  "only its own host's addresses (EADDRNOTAVAIL)")
+    return dataclasses.replace(endpoint, node=name)
+
+
+def _check_links(sockets: list[SocketSpec], host_of: Mapping[str, str], links: tuple[LinkSpec, ...]) -> None:
+    """Every connect between two hosts has a link to travel (``_check_topology`` matched it)."""
+    joined = {frozenset(link.hosts) for link in links}
+    for sock in sockets:
+        own = host_of.get(sock.process, "")
+        for index, endpoint in enumerate(sock.connect):
+            if endpoint.node != own and frozenset((own, endpoint.node)) not in joined:
+                raise ScenarioError(f"socket[{sock.name}].connect[{index}]",
+                                    f"{endpoint.text} is on host {endpoint.node!r} and {sock.name!r} on "
+                                    f"{own or 'the default host'!r}: no [[link]] joins them")
 
 
 def _parse_affinity(raw: Any, path: str, cores: int | None) -> tuple[int, ...]:
@@ -982,12 +1163,10 @@ def _check_no_forwarding_cycle(sockets: list[SocketSpec], recvs: list[RecvSpec],
 
 def _check_topology(sockets: list[SocketSpec]) -> None:
     """Binds are unique, every connect reaches a bind of a compatible type."""
-    bound: dict[tuple[str, str], tuple[SocketSpec, int]] = {}
+    bound: dict[tuple[str, str, str], tuple[SocketSpec, int]] = {}
     for sock in sockets:
         for index, endpoint in enumerate(sock.bind):
             path = f"socket[{sock.name}].bind[{index}]"
-            if endpoint.transport == "tcp" and endpoint.host not in ("*", "0.0.0.0", "127.0.0.1", "localhost", "::", "::1"):
-                raise ScenarioError(path, "zsim models loopback only")
             if endpoint.key in bound:
                 other = bound[endpoint.key][0]
                 raise ScenarioError(path, f"{endpoint.text} is already bound by socket {other.name!r} (EADDRINUSE)")
@@ -996,7 +1175,12 @@ def _check_topology(sockets: list[SocketSpec]) -> None:
         for index, endpoint in enumerate(sock.connect):
             path = f"socket[{sock.name}].connect[{index}]"
             if endpoint.key not in bound:
-                raise ScenarioError(path, f"nobody binds {endpoint.text}")
+                elsewhere = [key[1] for key in bound if key[0] == endpoint.transport and key[2] == endpoint.address]
+                if elsewhere and endpoint.transport != "tcp":
+                    raise ScenarioError(path, f"{endpoint.text} is bound on host {elsewhere[0] or 'default'!r}, not on this socket's "
+                                              f"host {endpoint.node or 'default'!r}: {endpoint.transport} does not cross hosts (use tcp "
+                                              "over a [[link]])")
+                raise ScenarioError(path, f"nobody binds {endpoint.text}" + (f" on host {endpoint.node!r}" if endpoint.node else ""))
             peer = bound[endpoint.key][0]
             if peer is sock:
                 raise ScenarioError(path, f"socket {sock.name!r} connects to its own bind {endpoint.text}")
@@ -1011,7 +1195,7 @@ def _check_topology(sockets: list[SocketSpec]) -> None:
     for sock in sockets:
         if TYPES[sock.type].single_peer and len(sock.bind) + len(sock.connect) > 1:
             raise ScenarioError(f"socket[{sock.name}]", "a PAIR socket has exactly one peer: one bind or one connect")
-    pair_connects: dict[tuple[str, str], str] = {}
+    pair_connects: dict[tuple[str, str, str], str] = {}
     for sock in sockets:
         for index, endpoint in enumerate(sock.connect):
             peer = bound[endpoint.key][0]
@@ -1050,7 +1234,8 @@ def parse_toml(text: str, where: str) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------
 # Overrides by dotted path (used by sweeps)
 
-_ARRAY_SECTIONS = {"process": "name", "socket": "name", "send": "socket", "recv": "socket", "proxy": "name"}
+_ARRAY_SECTIONS = {"host": "name", "link": "name", "process": "name", "socket": "name", "send": "socket", "recv": "socket",
+                   "proxy": "name"}
 
 
 def set_path(raw: dict[str, Any], path: str, value: Any) -> None:
@@ -1082,6 +1267,9 @@ def set_path(raw: dict[str, Any], path: str, value: Any) -> None:
         matches = [e for e in entries if isinstance(e, dict) and e.get("name") == key]
         if not matches and section in ("send", "recv"):
             matches = [e for e in entries if isinstance(e, dict) and e.get("socket") == key and "name" not in e]
+        if not matches and section == "link":  # a link without a name goes by its hosts ("a-b")
+            matches = [e for e in entries if isinstance(e, dict) and "name" not in e and isinstance(e.get("hosts"), list)
+                       and "-".join(map(str, e["hosts"])) == key]
         if not matches:  # a template, by its name without placeholders (zsim.templates)
             matches = [e for e in entries if isinstance(e, dict) and template_name(e.get("name")) == key]
             if not matches and section in ("send", "recv"):

@@ -209,6 +209,8 @@ class RunSummary(TypedDict):
     mode: NotRequired[str]  # "real" from the harness
     templates: NotRequired[dict[str, Any]]
     machine: NotRequired[dict[str, Any]]
+    #: with [[host]]s: per host, its processes and cores and (with cores) its machine's report
+    hosts: NotRequired[dict[str, dict[str, Any]]]
     warnings: NotRequired[list[dict[str, Any]]]
     real: NotRequired[dict[str, Any]]  # how the harness behaved (lateness, indices, errors)
     timed_out: NotRequired[bool]  # the real run hit its time limit

@@ -54,9 +54,9 @@ from typing import Any
 from .errors import ScenarioError
 
 #: Sections whose blocks may be templates (``proxy`` only may not use ``{i}``).
-SECTIONS = ("process", "socket", "send", "recv")
+SECTIONS = ("host", "link", "process", "socket", "send", "recv")
 #: The field that gives a block's number of members, per section.
-COUNT_FIELD = {"process": "count", "socket": "count", "send": "copies", "recv": "copies"}
+COUNT_FIELD = {"host": "count", "link": "count", "process": "count", "socket": "count", "send": "copies", "recv": "copies"}
 #: Most members one template may have: far beyond any topology zsim simulates in useful
 #: time, low enough that a typo (``count = 1e9``) is refused at once instead of filling memory.
 MAX_MEMBERS = 100_000
@@ -192,7 +192,7 @@ def member_pattern(name: str) -> re.Pattern[str] | None:
 class Template:
     """One template of a parsed scenario and its members (in order of ``i``)."""
 
-    kind: str  # "process", "socket", "send" or "recv"
+    kind: str  # "host", "link", "process", "socket", "send" or "recv"
     name: str  # the template name: the block's name without placeholders ("w_in")
     pattern: str  # the name as written ("w{i+1}_in"; a workload without a name: "recv.w{i+1}_in")
     count: int
@@ -240,7 +240,7 @@ class Expansion:
         return type(error)(error.path, f"{error.reason} ({note})")
 
     def _note(self, error: ScenarioError) -> str | None:
-        head = re.match(r"^(process|socket|send|recv)\[([^\]]+)\]", error.path)
+        head = re.match(r"^(host|link|process|socket|send|recv)\[([^\]]+)\]", error.path)
         if head is not None:
             section, label = head.groups()
             entries = self.raw.get(section)
@@ -325,11 +325,12 @@ def expand_templates(raw: dict[str, Any], valid_name: Callable[[str], bool]) -> 
     blocks: dict[str, list[_Block]] = {section: [] for section in SECTIONS}
     templates: dict[str, dict[str, _Block]] = {section: {} for section in SECTIONS}
 
-    for index, entry in enumerate(entries["process"]):
-        block = _Block("process", entry, _plain_label("process", index, entry))
-        if "count" in entry:
-            _make_template(block, _Root("", _count_of(entry, "count", block)), valid_name, templates)
-        blocks["process"].append(block)
+    for section in ("host", "link", "process"):
+        for index, entry in enumerate(entries[section]):
+            block = _Block(section, entry, _plain_label(section, index, entry))
+            if "count" in entry:
+                _make_template(block, _Root("", _count_of(entry, "count", block)), valid_name, templates)
+            blocks[section].append(block)
 
     for index, entry in enumerate(entries["socket"]):
         block = _Block("socket", entry, _plain_label("socket", index, entry))
@@ -426,6 +427,7 @@ def _check_sizes(blocks: Mapping[str, list[_Block]]) -> None:
         return count, max(drivers, key=lambda key: drivers[key]) if drivers else sections[0]
 
     for what, sections, bound in (("sockets", ("socket",), "MAX_SOCKETS"), ("processes", ("process",), "MAX_PROCESSES"),
+                                  ("hosts", ("host",), "MAX_PROCESSES"), ("links", ("link",), "MAX_SOCKETS"),
                                   ("[[send]] and [[recv]] workloads", ("send", "recv"), "MAX_WORKLOADS")):
         count, driver = total(sections)
         limits.check_size(what, count, bound, driver)
@@ -478,7 +480,7 @@ def _strings(value: Any) -> list[str]:
 
 
 def _plain_label(section: str, index: int, entry: dict[str, Any]) -> str:
-    key = "name" if "name" in entry or section in ("process", "socket", "proxy") else "socket"
+    key = "name" if "name" in entry or section in ("host", "link", "process", "socket", "proxy") else "socket"
     value = entry.get(key)
     return f"{section}[{value}]" if isinstance(value, str) and value else f"{section}[{index}]"
 
@@ -518,7 +520,10 @@ def _make_template(block: _Block, root: _Root, valid_name: Callable[[str], bool]
     """Make ``block`` a member block of ``root``: its name pattern and template name."""
     section, entry = block.section, block.entry
     block.root = root
-    own = "count" if section in ("process", "socket") else "copies"
+    own = "count" if section in ("host", "link", "process", "socket") else "copies"
+    if "name" not in entry and section in ("host", "link"):
+        raise ScenarioError(f"{block.label}.name", f"a counted [[{section}]] needs a name with the member index, e.g. "
+                                                   f"name = \"{section}{{i}}\"")
     if "name" in entry:
         if not isinstance(entry["name"], str):
             raise ScenarioError(f"{block.label}.name", f"must be a string, got {entry['name']!r}")

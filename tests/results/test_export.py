@@ -108,8 +108,9 @@ def test_every_scenario_field_is_one_the_exporter_knows():
     # a new field must be carried over by zsim export, or said in the program's header to
     # be left out; this fails until someone has decided which (docs/export.md, Field by field)
     known = {
-        "top": {"scenario", "machine", "process", "socket", "send", "recv", "proxy", "app", "validation", "sweep", "limits"},
-        "process": {"name", "exit_at_s", "exit_after_sends", "crash_at_s", "restart_at_s", "affinity", "io_threads"},
+        "top": {"scenario", "machine", "host", "link", "process", "socket", "send", "recv", "proxy", "app", "validation", "sweep",
+                "limits"},
+        "process": {"name", "exit_at_s", "exit_after_sends", "crash_at_s", "restart_at_s", "affinity", "io_threads", "host"},
         "socket": {"name", "type", "process", "bind", "connect", "open_at_s", "close_at_s", "options"},
         "send": {"name", "socket", "count", "duration_s", "interval_s", "rate_per_s", "size_bytes", "start_s", "topic", "parts",
                  "dontwait", "on_again", "to", "pacing", "loop_cpu_s", "wait_spin_s"},
@@ -125,6 +126,8 @@ def test_every_scenario_field_is_one_the_exporter_knows():
     assert {"top": spec._TOP_KEYS, "process": spec._PROCESS_KEYS, "socket": spec._SOCKET_KEYS, "send": spec._SEND_KEYS,
             "recv": spec._RECV_KEYS, "proxy": spec._PROXY_KEYS, "machine": spec._MACHINE_KEYS,
             "options": set(OPTION_DEFAULTS)} == known
+    assert spec._HOST_KEYS == {"name", "cores"}
+    assert spec._LINK_KEYS == {"name", "hosts", "bandwidth_bps", "latency_s", "mtu_bytes", "queue_bytes", "loss"}
 
 # -- bad input ------------------------------------------------------------------------------
 

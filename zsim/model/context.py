@@ -48,11 +48,11 @@ class Context:
         self.pipe_info: list[PipeInfo] = []
         self.links: list[Any] = []  # tcp/ipc links (zsim.model.transport.Link), for results
         # endpoint key -> the socket listening there (ctx_t endpoints / the OS's listeners)
-        self.listeners: dict[tuple[str, str], Any] = {}
+        self.listeners: dict[tuple[str, str, str], Any] = {}
         # inproc connects made before anybody bound the name (ctx_t::pending_connections)
-        self.pending_inproc: dict[tuple[str, str], list[Any]] = {}
+        self.pending_inproc: dict[tuple[str, str, str], list[Any]] = {}
         # tcp/ipc connects retrying until a listener appears
-        self.waiting_connects: dict[tuple[str, str], list[Any]] = {}
+        self.waiting_connects: dict[tuple[str, str, str], list[Any]] = {}
         self.next_message_id = 0
         self.trace_depth = False
         self.waking = False  # an application thread's wake-up is running (no recursion)

@@ -16,6 +16,7 @@ cdef inline _arm(object timer, double delay)
 @cython.final
 cdef class Machine:
     cdef public object env
+    cdef public str host
     cdef public Clock clock
     cdef public int cores
     cdef public frozenset all_cores

@@ -287,8 +287,9 @@ class Thread:
 class Machine:
     """``N`` cores shared by the threads of every process of the scenario."""
 
-    def __init__(self, env: Environment, params: SchedulerParams) -> None:
+    def __init__(self, env: Environment, params: SchedulerParams, host: str = "") -> None:
         self.env = env
+        self.host = host  # the [[host]] these cores belong to ("" the default host)
         self.clock = env.clock  # the time as a C double: see kernel.Clock
         self.cores = params.cores
         self.all_cores = frozenset(range(params.cores))
@@ -505,6 +506,22 @@ class Machine:
             "cpu_s": sum(thread.cpu_s for thread in self.threads),
             "threads": threads,
         }
+
+
+class Machines:
+    """The machines of a deployment's hosts, each with its own cores: an engine's I/O
+    thread is on the machine of its process's host (``Process.host``), and a host without
+    a machine (``cores = 0``) gives it none (a core of its own)."""
+
+    def __init__(self, by_host: dict[str, Machine]) -> None:
+        self.by_host = by_host
+
+    def io_thread(self, process: Any) -> Thread | None:
+        machine = self.by_host.get(process.host)
+        return machine.io_thread(process) if machine is not None else None
+
+    def release_io_thread(self, thread: Thread) -> None:
+        thread.machine.release_io_thread(thread)
 
 
 def fair_shares(threads: list[Thread], cores: frozenset[int]) -> dict[Thread, float]:

@@ -34,6 +34,7 @@ class Process:
         self.world = world
         self.name = name
         self.index = index
+        self.host = ""  # the [[host]] it runs on ("" the default host)
         self.sockets: list[Socket] = []
         self.workloads: list[Workload] = []
         self.alive = True

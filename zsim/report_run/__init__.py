@@ -330,6 +330,22 @@ def _processes(summary: dict[str, Any]) -> str:
     return "<h3>Processes</h3><ul>" + "".join(f"<li>{esc(line)}</li>" for line in lines) + "</ul>"
 
 
+def _hosts(summary: dict[str, Any]) -> str:
+    """Per [[host]]: its cores, its processes, and how much CPU they used and waited for."""
+    hosts = summary.get("hosts") or {}
+    if not hosts:
+        return ""
+    rows = []
+    for name, host in hosts.items():
+        machine = host.get("machine")
+        threads = (machine or {}).get("threads", {}).values()
+        used = sum(t["cpu_s"] for t in threads)
+        waited = sum(t["waited_s"] for t in threads)
+        rows.append(([name, f"{host['cores']}" if host["cores"] else "a core per thread", ", ".join(host["processes"]),
+                      seconds(used) if machine else "", seconds(waited) if machine else ""], bool(waited and waited > 0.1 * used)))
+    return "<h3>Hosts</h3>" + page.table(["host", "cores", "processes", "CPU used", "waited for a core"], rows)
+
+
 def _html(result: Any, scenario: Scenario, topo: data.Topology, panels: Sequence[data.DepthPanel],
           latency: Sequence[data.LatencyPanel], drops: data.Drops, pngs: dict[str, bytes], shown: dict[str, str],
           series: RunSeries | None, command: str | None) -> str:
@@ -380,6 +396,7 @@ def _html(result: Any, scenario: Scenario, topo: data.Topology, panels: Sequence
         "<h3>Sockets</h3>",
         _sockets(summary),
         _processes(summary),
+        _hosts(summary),
         '<h2 id="depth-section">Where messages wait</h2>',
         fig("depth.png", f"depth over time per direction of data, {name}",
             f"Per direction of data (writer->reader): messages in the writer's pipe, its engine's unwritten batch, the kernel "

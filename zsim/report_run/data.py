@@ -26,6 +26,7 @@ from ..ledger import DELIVERED, DISCARDED, DROPPED, FORWARDED, QUEUED, RULES
 from ..model.occupancy import FIELDS as OCCUPANCY_FIELDS
 from ..socket_types import TYPES
 from ..spec import Scenario
+from ..units import human_time
 from .series import Levels, RunSeries
 
 # -- drops over time ------------------------------------------------------------------------
@@ -393,6 +394,20 @@ class TopoProcess:
     y: float = 0.0  # top
     height: float = 0.0
     folded: int = 0  # a stand-in for this many processes not drawn
+    host: str = ""  # the [[host]] it runs on ("" the default host)
+
+
+@dataclass
+class HostBox:
+    """A [[host]] drawn around its processes in one column (a host whose processes sit in
+    several columns is one box per column, each with its name)."""
+
+    name: str
+    label: str  # "host feed: 4 cores"
+    x: float
+    y: float
+    width: float
+    height: float
 
 
 @dataclass
@@ -402,10 +417,13 @@ class Topology:
     columns: int
     width: float
     height: float
+    hosts: list[HostBox] = field(default_factory=list)
 
 
 #: layout units: one socket row, a process box's header, the gap between boxes
 ROW, HEADER, GAP, COLUMN = 1.0, 0.8, 0.6, 10.0
+#: a host box's name row above its processes, and the gap between two hosts' boxes
+HOST_HEADER, HOST_GAP = 0.9, 0.5
 #: processes drawn per column; the rest of a column is one box saying how many
 MAX_PER_COLUMN = 24
 #: sockets drawn per process box; the rest are one row saying how many
@@ -418,7 +436,7 @@ def topology(scenario: Scenario, result: Any) -> Topology:
     summary = result.summary
     flags = warning_flags(summary)
     sockets = {s.name: s for s in scenario.sockets}
-    binders: dict[tuple[str, str], str] = {}
+    binders: dict[tuple[str, str, str], str] = {}
     for s in scenario.sockets:
         for endpoint in s.bind:
             binders.setdefault(endpoint.key, s.name)
@@ -446,6 +464,8 @@ def topology(scenario: Scenario, result: Any) -> Topology:
     for s in scenario.sockets:
         endpoints = [f"bind {_endpoint_text(e)}" for e in s.bind] + [f"connect {_endpoint_text(e)}" for e in s.connect]
         topo_sockets[s.name] = TopoSocket(s.name, s.type, s.process, endpoints, no_pipe.get(s.name, 0), flags.get(s.name, []))
+    host_of_process = {p.name: p.host for p in scenario.processes}
+    link_between = {frozenset(link.hosts): link for link in scenario.links}
     edges = []
     for a, b, endpoint in connections:
         a_to_b = TYPES[sockets[a].type].send is not None and TYPES[sockets[b].type].receives
@@ -454,20 +474,60 @@ def topology(scenario: Scenario, result: Any) -> Topology:
         dropped = sum(count for _, count in notes)
         drop_note = "; ".join(f"{count:,} dropped at {where}" for where, count in sorted(notes, key=lambda item: -item[1]))
         rules = ", ".join(dict.fromkeys(where.rsplit(": ", 1)[-1] for where, _ in sorted(notes, key=lambda item: -item[1])))
-        edges.append(TopoEdge(a, b, endpoint.transport, _endpoint_text(endpoint), a_to_b, b_to_a,
-                              _edge_label(endpoint.transport, a, b, a_to_b, b_to_a, hwm_by_pair, sockets), dropped, drop_note, rules))
+        label = _edge_label(endpoint.transport, a, b, a_to_b, b_to_a, hwm_by_pair, sockets)
+        link = link_between.get(frozenset((host_of_process[sockets[a].process], host_of_process[sockets[b].process])))
+        if link is not None:
+            label += f"\nover {link.name}: {_bandwidth(link.bandwidth_bps)}, {human_time(link.latency_s)} one way"
+        edges.append(TopoEdge(a, b, endpoint.transport, _endpoint_text(endpoint), a_to_b, b_to_a, label, dropped, drop_note, rules))
 
     processes = []
     for p in scenario.processes:
         members = [topo_sockets[s.name] for s in scenario.sockets if s.process == p.name]
         if members:
-            processes.append(TopoProcess(p.name, members))
+            processes.append(TopoProcess(p.name, members, host=p.host))
     _columns(scenario, processes, edges)
+    if scenario.hosts:  # a host's processes together in each column, in the order of [[host]]
+        order = {"": -1} | {host.name: i for i, host in enumerate(scenario.hosts)}
+        processes.sort(key=lambda p: (p.column, order[p.host]))
     edges = _fold_sockets(processes, edges)
     processes, edges = _fold_columns(processes, edges)
-    width, height = _place(processes)
+    width, height = _place(processes, bool(scenario.hosts))
     columns = max((p.column for p in processes), default=0) + 1
-    return Topology(processes, edges, columns, width, height)
+    topo = Topology(processes, edges, columns, width, height)
+    if scenario.hosts:
+        topo.hosts = _host_boxes(processes, scenario)
+    return topo
+
+
+def _bandwidth(bps: float) -> str:
+    for unit, factor in (("Gbit/s", 1e9), ("Mbit/s", 1e6), ("kbit/s", 1e3)):
+        if bps >= factor:
+            return f"{bps / factor:.3g} {unit}"
+    return f"{bps:.3g} bit/s"
+
+
+def _host_boxes(processes: list[TopoProcess], scenario: Scenario) -> list[HostBox]:
+    """One box per run of a host's processes in a column (``_place`` left room for its name)."""
+    declared = {host.name: host.cores for host in scenario.hosts}
+    boxes: list[HostBox] = []
+    run: list[TopoProcess] = []
+
+    def close() -> None:
+        if run:
+            first, last = run[0], run[-1]
+            name = first.host or "default"
+            cores = declared.get(first.host)
+            label = f"host {name}" + (f": {cores} core{'s' if cores != 1 else ''}" if cores else "")
+            top = first.y - HOST_HEADER
+            boxes.append(HostBox(name, label, first.x - 0.25, top, BOX_WIDTH + 0.5, last.y + last.height - top + 0.25))
+            run.clear()
+
+    for p in processes:
+        if run and (p.column != run[-1].column or p.host != run[-1].host):
+            close()
+        run.append(p)
+    close()
+    return boxes
 
 
 def _endpoint_text(endpoint: Any) -> str:
@@ -629,16 +689,26 @@ def _merge_edges(edges: list[TopoEdge], stand_in: dict[str, str]) -> list[TopoEd
     return result_edges
 
 
-def _place(processes: list[TopoProcess]) -> tuple[float, float]:
-    """Boxes stacked per column, columns centred vertically; returns the drawing's size."""
+def _place(processes: list[TopoProcess], hosts: bool = False) -> tuple[float, float]:
+    """Boxes stacked per column, columns centred vertically; returns the drawing's size.
+    With ``hosts``, each run of one host's processes in a column gets room above it for
+    the host's box and name (``_host_boxes``)."""
     heights: dict[int, float] = {}
+    starts: set[int] = set()  # processes that begin a host's run in their column
+    previous: TopoProcess | None = None
     for p in processes:
         p.height = HEADER + ROW * len(p.sockets)
-        heights[p.column] = heights.get(p.column, 0.0) + p.height + GAP
+        begins = hosts and (previous is None or previous.column != p.column or previous.host != p.host)
+        if begins:
+            starts.add(id(p))
+        heights[p.column] = heights.get(p.column, 0.0) + p.height + GAP + (HOST_HEADER + HOST_GAP if begins else 0.0)
+        previous = p
     tallest = max(heights.values(), default=1.0)
     tops = {c: (tallest - h) / 2 for c, h in heights.items()}
     for p in processes:
         p.x = p.column * COLUMN
+        if id(p) in starts:
+            tops[p.column] += HOST_GAP + HOST_HEADER
         p.y = tops[p.column]
         tops[p.column] += p.height + GAP
         for row, s in enumerate(p.sockets):
