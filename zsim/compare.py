@@ -798,10 +798,13 @@ def _design_result(design: Design, rows: Sequence[Mapping[str, Any]]) -> DesignR
             if key.startswith("warning.") and _number(value):
                 code = key[len("warning."):]
                 warnings[code] = warnings.get(code, 0) + 1
-            elif key.startswith("socket.") and key.rsplit(".", 1)[-1] in SOCKET_FLAGS and _number(value):
+            elif key.startswith("socket.") and _number(value):
                 socket, flag = key[len("socket."):].rsplit(".", 1)
-                counts = flags.setdefault(socket, {})
-                counts[flag] = counts.get(flag, 0) + 1
+                if flag.startswith("max_") and f"socket.{socket}.members" in row:
+                    flag = flag[len("max_"):]  # a template: some member warned (zsim.results._member_aggregates)
+                if flag in SOCKET_FLAGS:
+                    counts = flags.setdefault(socket, {})
+                    counts[flag] = counts.get(flag, 0) + 1
     errors = [f"replication {row['replication']} (seed {row['seed']}): {str(row.get('error')).splitlines()[0][:300]}"
               for row in failed]
     return DesignResult(design, len(rows), len(failed), errors, dict(sorted(warnings.items())), flags)

@@ -229,6 +229,19 @@ def test_warned_runs_are_marked_next_to_their_numbers(designs):
     assert "overloaded: runs warned: overloaded in 2/2" in text
 
 
+def test_a_template_metric_is_marked_when_its_members_warned(designs, tmp_path):
+    # issue 30: socket.sub.sum_dropped over a template of overloaded subscribers showed
+    # "better"/"worse" with no "!" although every run warned about every member
+    text = Path(designs["overloaded"]).read_text().replace('name = "sub"', 'name = "sub{i}"\ncount = 2')
+    templated = tmp_path / "templated.toml"
+    templated.write_text(text)
+    comparison = cmp.compare([designs["hwm1"], str(templated)], replications=2, engine="serial",
+                             metrics=["socket.sub.sum_dropped", "socket.sub.max_loss_fraction"], stream=None)
+    for metric in comparison.metrics:
+        assert metric.warned[1] == {"overloaded (sub)": 2}, metric.name
+    assert "! overloaded (sub): 2/2 runs" in cmp.format_text(comparison)
+
+
 def test_identical_metric_has_no_interval(designs):
     comparison = cmp.compare([designs["hwm1"], designs["hwm100"]], replications=2, engine="serial",
                              metrics=["socket.pub.sent"], stream=None)

@@ -223,3 +223,22 @@ def test_zsim_report_reads_report_again_from_the_sweep_file(tmp_path):
     # a [report] that names what the rows lack is one line, exit 2
     other.write_text('[report]\nmetrics = ["socket.sbu.delivered"]\n')
     assert cmd_report(argparse.Namespace(results=str(out), out=str(tmp_path / "o3"), config=str(other))) == 2
+
+
+def test_a_threshold_over_a_template_reads_its_members_steady_state(tmp_path):
+    # issue 30: socket.sub.max_loss_fraction over a template of two SUBs was mapped to a
+    # socket "sub" that does not exist, whose flags read as 0: the overloaded point looked
+    # steady, and utilisation and not_steady_at stayed empty
+    sweep = _overload_sweep([0.0005, 0.002], {"threshold": [{"metric": "socket.sub.max_loss_fraction", "below": 0.001,
+                                                             "minimise": "sndhwm"}]})
+    subs = sweep["base"]["socket"]
+    subs[1] = {**subs[1], "name": "sub{i}", "count": 2}
+    run_sweep(sweep, tmp_path, engine="serial", stream=None)
+    results = report.SweepResults(tmp_path / "sweep=overload")
+    assert (results.frame["socket.sub.members"] == 2).all()
+    table = report.thresholds(results, sweep["report"]["threshold"][0]).set_index("recv.sub.service_s")
+    assert table.loc[0.0005, "smallest_by_mean"] == 1  # steady: the smallest HWM answers
+    assert pd.isna(table.loc[0.002, "smallest_by_mean"]) and pd.isna(table.loc[0.002, "smallest_by_upper_ci"])
+    assert "unlimited" in table.loc[0.002, "not_steady_at"]
+    assert table.loc[0.002, "utilisation"] == pytest.approx(2.0, rel=0.02)
+    assert "sub is not in steady state" in table.loc[0.002, "answer"]

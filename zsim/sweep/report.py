@@ -538,10 +538,15 @@ def _unsteady(results: SweepResults, frame: pd.DataFrame, metric: str) -> tuple[
             flags = np.maximum(flags, column(f"warning.{code}"))
         names = [c for c in frame.columns if c.startswith("socket.") and c.endswith(".offered_utilisation")]
     else:
+        # a template's metric (socket.w.max_loss_fraction) is about every member: its flags
+        # are the members' worst (socket.w.max_overloaded, zsim.results._member_aggregates)
+        def field(name: str, key: str) -> str:
+            return f"socket.{name}.max_{key}" if f"socket.{name}.members" in frame.columns else f"socket.{name}.{key}"
+
         for name in sockets:
             for code in ("overloaded", "backlog_at_end", settled):
-                flags = np.maximum(flags, column(f"socket.{name}.{code}"))
-        names = [f"socket.{name}.offered_utilisation" for name in sockets if f"socket.{name}.offered_utilisation" in frame.columns]
+                flags = np.maximum(flags, column(field(name, code)))
+        names = [field(name, "offered_utilisation") for name in sockets if field(name, "offered_utilisation") in frame.columns]
     if names:
         utilisation = frame[names].astype(float).max(axis=1, skipna=True).to_numpy()
     return (flags > 0).astype(float), utilisation
