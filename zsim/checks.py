@@ -15,7 +15,8 @@ sender that did not reach its requested rate).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .socket_types import DIST, TYPES
@@ -42,6 +43,51 @@ UTILISATION = 1.0
 
 def _warning(code: str, path: str, message: str) -> dict[str, str]:
     return {"code": code, "path": path, "message": message}
+
+
+_PATH_NAME = re.compile(r"^(\w+)\[([^\]]+)\]")
+
+
+def fold_warnings(warnings: Sequence[Mapping[str, Any]], scenario: Scenario) -> list[dict[str, Any]]:
+    """The warnings as a reader takes them: those of one code about members of one template
+    become one entry (``members``: how many warned, of how many; ``names``: which), with the
+    first member's message standing for them. ``summary["warnings"]`` keeps one per member
+    (machine-readable, counted by sweeps); ``zsim run`` and the run report show these."""
+    member_of: dict[tuple[str, str], Any] = {}
+    for template in scenario.templates:
+        for name in template.members:
+            member_of[(template.kind, name)] = template
+            if name.startswith(template.kind + "."):  # a workload's path shows "recv[in1]" for "recv.in1"
+                member_of[(template.kind, name[len(template.kind) + 1:])] = template
+    folded: list[dict[str, Any]] = []
+    groups: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for warning in warnings:
+        found = _PATH_NAME.match(str(warning["path"]))
+        template = member_of.get((found.group(1), found.group(2))) if found else None
+        if template is None or found is None:
+            folded.append(dict(warning))
+            continue
+        key = (str(warning["code"]), template.kind, template.name)
+        group = groups.get(key)
+        if group is None:
+            rest = str(warning["path"])[found.end():]
+            group = {"code": warning["code"], "path": f"{template.label}{rest}", "message": warning["message"],
+                     "members": 0, "of": len(template.members), "names": []}
+            groups[key] = group
+            folded.append(group)
+        group["members"] += 1
+        group["names"].append(found.group(2))
+    for group in groups.values():
+        if group["members"] == 1:  # one member: as it was
+            group["path"] = f"{group['path'].split('[', 1)[0]}[{group['names'][0]}]{group['path'].split(']', 1)[1]}"
+            for key in ("members", "of", "names"):
+                del group[key]
+        else:
+            names = group["names"]
+            shown = ", ".join(names[:3]) + (f", ... {names[-1]}" if len(names) > 3 else "")
+            every = "all" if group["members"] == group["of"] else f"{group['members']} of"
+            group["message"] = f"{every} {group['of']} members ({shown}); the first: {group['message']}"
+    return folded
 
 
 def static_warnings(scenario: Scenario) -> list[dict[str, str]]:

@@ -14,11 +14,14 @@ import math
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from .errors import ConservationError, EnvironmentFault, ScenarioError, ZsimError
 from .textsafe import one_line, terminal
 from .units import human_bytes
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .spec import Scenario
 
 EXIT_OK = 0
 EXIT_FAULT = 1
@@ -183,7 +186,7 @@ def _thread_table(summary: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def format_summary(summary: Mapping[str, Any]) -> str:
+def format_summary(summary: Mapping[str, Any], scenario: Scenario | None = None) -> str:
     """The readable table ``zsim run`` prints."""
     lines = []
     ledger = summary["ledger"]
@@ -240,7 +243,9 @@ def format_summary(summary: Mapping[str, Any]) -> str:
     warnings = summary.get("warnings", [])
     if warnings:
         lines.append("")
-        for warning in warnings:
+        from .checks import fold_warnings
+
+        for warning in fold_warnings(warnings, scenario) if scenario is not None else warnings:
             lines.append(one_line(f"warning [{warning['code']}] {warning['path']}: {warning['message']}"))
     return "\n".join(lines)
 
@@ -332,7 +337,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.json:
         print(result.to_json())
     else:
-        print(terminal(format_summary(result.summary)))  # names from the file cannot act on the terminal
+        print(terminal(format_summary(result.summary, scenario)))  # names from the file cannot act on the terminal
         if args.out:
             print(f"\nwrote {args.out}/messages.parquet, depth.parquet, summary.json")
         if written:

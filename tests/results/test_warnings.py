@@ -153,3 +153,31 @@ def test_a_finite_job_is_not_asked_for_a_steady_state():
     summary = run(raw)
     assert summary["sockets"]["sub"]["settling"]["latency"]["settled"] is False
     assert "latency_not_settled" not in [c for c, _ in codes(summary)]
+
+
+def test_warnings_about_members_of_a_template_fold_into_one_line(capsys):
+    # issue 30: 8 overloaded workers of one template gave 16 near-identical warnings
+    raw = {
+        "scenario": {"name": "fan", "until_s": 1.0, "profile": "ideal"},
+        "process": [{"name": "src"}, {"name": "w{i+1}", "count": 8}, {"name": "calm"}],
+        "socket": [{"name": "pub", "type": "PUB", "process": "src", "bind": ["tcp://*:5556"]},
+                   {"name": "in{i+1}", "type": "SUB", "process": "w", "connect": ["tcp://127.0.0.1:5556"],
+                    "options": {"subscribe": [""], "rcvhwm": 5}},
+                   {"name": "quiet", "type": "SUB", "process": "calm", "connect": ["tcp://127.0.0.1:5556"],
+                    "options": {"subscribe": [""], "rcvhwm": 5}}],
+        "send": [{"socket": "pub", "rate_per_s": 2000, "size_bytes": 10}],
+        "recv": [{"socket": "in", "service_s": 0.001}, {"socket": "quiet", "service_s": 0.001}],
+    }
+    result = zsim.run(raw, 0)
+    per_member = [w for w in result.summary["warnings"] if w["code"] == "overloaded"]
+    assert len(per_member) == 9  # the summary keeps one per member (sweeps count them)
+    folded = zsim.checks.fold_warnings(result.summary["warnings"], zsim.spec.from_dict(raw))
+    overloaded = [w for w in folded if w["code"] == "overloaded"]
+    assert [w["path"] for w in overloaded] == ["recv[in].service_s", "recv[quiet].service_s"]
+    assert overloaded[0]["members"] == 8 and overloaded[0]["of"] == 8
+    assert overloaded[0]["message"].startswith("all 8 members (in1, in2, in3, ... in8); the first: offered utilisation")
+    from zsim.cli import format_summary
+
+    text = format_summary(result.summary, zsim.spec.from_dict(raw))
+    assert text.count("warning [overloaded]") == 2
+    assert "warning [overloaded] recv[in].service_s: all 8 members" in text

@@ -148,8 +148,10 @@ def write_report(result: Any, series: RunSeries | None, scenario: Scenario, out_
 # -- the page --------------------------------------------------------------------------------
 
 
-def _warnings(summary: dict[str, Any]) -> str:
-    warnings = summary.get("warnings") or []
+def _warnings(summary: dict[str, Any], scenario: Scenario) -> str:
+    from ..checks import fold_warnings
+
+    warnings = fold_warnings(summary.get("warnings") or [], scenario)
     if not warnings:
         return ('<div class="calm" id="warnings">The run raised no warning: no receiver offered more than it can take, no backlog '
                 "left at the end, latency and loss settled, every sender reached its rate, every subscription matches a topic "
@@ -376,7 +378,7 @@ def _html(result: Any, scenario: Scenario, topo: data.Topology, panels: Sequence
         "<nav>" + "".join(f'<a href="#{anchor}">{label}</a>' for anchor, label in (
             ("warnings", "warnings"), ("run", "run"), ("explain", "what happened"), ("topology", "topology"),
             ("receivers", "receivers"), ("depth", "depth"), ("pipes", "pipes"), ("latency", "latency"), ("drops", "drops"))) + "</nav>",
-        _warnings(summary),
+        _warnings(summary, scenario),
         '<h2 id="run">The run</h2>',
         _run_table(summary, scenario, command),
         f"<p>All copies pooled: {ledger['delivered']:,} delivered, {ledger['forwarded']:,} forwarded by proxies or stages, "
