@@ -63,16 +63,16 @@ def fold_warnings(warnings: Sequence[Mapping[str, Any]], scenario: Scenario) -> 
     groups: dict[tuple[str, str, str], dict[str, Any]] = {}
     for warning in warnings:
         found = _PATH_NAME.match(str(warning["path"]))
-        template = member_of.get((found.group(1), found.group(2))) if found else None
-        if template is None or found is None:
+        owner = member_of.get((found.group(1), found.group(2))) if found else None
+        if owner is None or found is None:  # not about a member of a template
             folded.append(dict(warning))
             continue
-        key = (str(warning["code"]), template.kind, template.name)
+        key = (str(warning["code"]), owner.kind, owner.name)
         group = groups.get(key)
         if group is None:
             rest = str(warning["path"])[found.end():]
-            group = {"code": warning["code"], "path": f"{template.label}{rest}", "message": warning["message"],
-                     "members": 0, "of": len(template.members), "names": []}
+            group = {"code": warning["code"], "path": f"{owner.label}{rest}", "message": warning["message"],
+                     "members": 0, "of": len(owner.members), "names": []}
             groups[key] = group
             folded.append(group)
         group["members"] += 1
@@ -80,8 +80,8 @@ def fold_warnings(warnings: Sequence[Mapping[str, Any]], scenario: Scenario) -> 
     for group in groups.values():
         if group["members"] == 1:  # one member: as it was
             group["path"] = f"{group['path'].split('[', 1)[0]}[{group['names'][0]}]{group['path'].split(']', 1)[1]}"
-            for key in ("members", "of", "names"):
-                del group[key]
+            for extra in ("members", "of", "names"):
+                del group[extra]
         else:
             names = group["names"]
             shown = ", ".join(names[:3]) + (f", ... {names[-1]}" if len(names) > 3 else "")
