@@ -32,6 +32,7 @@ and says so.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,19 +90,55 @@ class Explanation:
     episodes: list[Episode]
     stalls: list[str]
     more_episodes: int = 0
+    #: socket -> the template it is a member of (``zsim.templates``), for folding
+    members: dict[str, str] = field(default_factory=dict)
+
+    def _member(self, episode: Episode) -> str | None:
+        """The member of a template an episode's place names (its reader, writer or socket)."""
+        return next((name for name in re.split(r"->| \(", episode.where)[:2] if name in self.members), None)
+
+    def _folded(self) -> list[tuple[Episode, list[Episode]]]:
+        """The episodes with those at the same place of other members of one template, by
+        the same rule, folded into the first (a slow joiner's start-up drops on fourteen
+        identical subscribers are one story, not fourteen)."""
+        groups: dict[tuple[str, str, str], tuple[Episode, list[Episode]]] = {}
+        out: list[tuple[Episode, list[Episode]]] = []
+        for episode in self.episodes:
+            member = self._member(episode)
+            if member is None:
+                out.append((episode, []))
+                continue
+            key = (episode.state, episode.rule, episode.where.replace(member, "{" + self.members[member] + "}", 1))
+            if key in groups:
+                groups[key][1].append(episode)
+            else:
+                groups[key] = (episode, [])
+                out.append(groups[key])
+        return out
 
     def paragraphs(self) -> list[str]:
         """One paragraph per episode, in time order; an episode at the place and by the rule
-        of an earlier one says only what differs from the first of them."""
+        of an earlier one says only what differs from the first of them; episodes at the
+        same place of other members of one template are folded into the first."""
         first: dict[tuple[str, str, str], tuple[Episode, int]] = {}
         out = []
-        for number, episode in enumerate(self.episodes, 1):
+        for number, (episode, others) in enumerate(self._folded(), 1):
             key = (episode.state, episode.where, episode.rule)
             if key in first:
-                out.append(episode.like(number, *first[key]))
+                text = episode.like(number, *first[key])
             else:
                 first[key] = (episode, number)
-                out.append(episode.paragraph(number))
+                text = episode.paragraph(number)
+            if others:
+                names = [self._member(o) or o.where for o in others]
+                copies = episode.copies + sum(o.copies for o in others)
+                start = min(e.start_s for e in (episode, *others))
+                end = max(e.end_s for e in (episode, *others))
+                shown = ", ".join(names[:3]) + (f", ... {names[-1]}" if len(names) > 3 else "")
+                text += (f" The same happened at the same place of {len(others)} more member{'s' if len(others) > 1 else ''} "
+                         f"of the same template ({shown}): {copies:,} copies in all, from {human_time(start)} to "
+                         f"{human_time(end)}.")
+            out.append(text)
         return out
 
     def text(self) -> str:
@@ -445,4 +482,6 @@ def explain(result: Any, series: Any, scenario: Scenario) -> Explanation:
     found = episodes(result)
     shown = [_explain_episode(ctx, *item) for item in found[:MAX_EPISODES]]
     shown.sort(key=lambda e: (e.start_s, e.where))
-    return Explanation(result.summary["scenario"], result.summary["seed"], shown, _stalls(ctx), max(0, len(found) - MAX_EPISODES))
+    members = {name: template.name for template in scenario.templates if template.kind == "socket" for name in template.members}
+    return Explanation(result.summary["scenario"], result.summary["seed"], shown, _stalls(ctx), max(0, len(found) - MAX_EPISODES),
+                       members)

@@ -210,3 +210,25 @@ def test_repeated_episodes_at_one_pipe_say_only_what_differs():
             assert text.endswith("The same causes as episode 1.")
         assert len(text) < len(episode.paragraph(number)) / 2
     assert story.text().count("stale view") == 1 + sum("stale view" in p for p in paragraphs[1:])
+
+
+def test_episodes_at_the_same_place_of_template_members_fold_into_one_paragraph():
+    # issue 30: identical episodes on identical subscribers were one paragraph each; six
+    # members of a template that pause together drop at their own pipes at the same times,
+    # and a subscriber outside the template keeps its own paragraph
+    pausing = {"pause_every_s": 0.05, "pause_s": 0.02}
+    raw = scenario({"name": "pub", "type": "PUB", "bind": "inproc://feed", "options": {"sndhwm": 5}},
+                   {"name": "s{i}", "type": "SUB", "count": 6, "connect": "inproc://feed", "options": {"subscribe": [""], "rcvhwm": 5}},
+                   {"name": "own", "type": "SUB", "connect": "inproc://feed", "options": {"subscribe": [""], "rcvhwm": 5}},
+                   sends=[{"socket": "pub", "interval_s": 0.0005, "start_s": 0.01, "size_bytes": 10}],
+                   recvs=[{"socket": "s", **pausing}, {"socket": "own", **pausing}], until_s=0.12)
+    story, _ = _explain(raw)
+    places = {e.where for e in story.episodes}
+    assert places == {f"pub->s{i}" for i in range(6)} | {"pub->own"}, places
+    paragraphs = story.paragraphs()
+    folded = [p for p in paragraphs if "more members of the same template" in p]
+    assert folded and all("of 5 more members of the same template (s1, s2, s3, ... s5)" in p for p in folded), folded
+    assert all("pub->s0" in p for p in folded)
+    assert sum("pub->own" in p for p in paragraphs) == sum(e.where == "pub->own" for e in story.episodes)
+    assert len(paragraphs) == len(story.episodes) - 5 * len(folded)
+    assert len(story.to_dict()["episodes"]) == len(story.episodes)  # the JSON keeps every episode
