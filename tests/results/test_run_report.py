@@ -495,3 +495,29 @@ def test_a_process_with_more_sockets_than_a_box_holds_draws_the_rest_as_one_row(
     (folded,) = [e for e in topo.edges if stub.name in (e.a, e.b)]
     assert folded.hidden == hidden and folded.label.startswith(f"{hidden} x ")
     assert [e.dropped > 0 for e in topo.edges if "s45" in (e.a, e.b)] == [True]
+
+
+def test_the_page_leads_with_the_answer_and_is_green_only_when_nothing_was_lost(tmp_path):
+    # issue 30: pages with 4.65 % loss opened with a green "The run raised no warning"
+    lossy = scenario({"name": "pub", "type": "PUB", "bind": "tcp://*:5556", "options": {"sndhwm": 5}},
+                     {"name": "sub", "type": "SUB", "connect": "tcp://127.0.0.1:5556", "options": {"subscribe": [""], "rcvhwm": 5}},
+                     sends=[{"socket": "pub", "interval_s": 0.0005, "start_s": 0.05, "count": 1000, "size_bytes": 20000}],
+                     recvs=[{"socket": "sub", "pause_every_s": 0.25, "pause_s": 0.2}], until_s=1.0)
+    folder, result = _report(tmp_path / "lossy", lossy)
+    text = (folder / "report.html").read_text()
+    assert not result.summary["warnings"]  # a design that drops without any warning ...
+    inbound = result.summary["sockets"]["sub"]["inbound"]
+    assert inbound["dropped"] > 0
+    answer = text[text.index('id="answer"'):text.index('id="run"')]
+    assert 'class="answer"' in text[text.index('id="answer"') - 30:] and "class=\"calm\" id=\"answer\"" not in text
+    lost = inbound["copies"] - inbound["delivered"]
+    assert f"sub lost {100 * lost / inbound['copies']:.3g} % of the copies meant for it ({lost:,} of {inbound['copies']:,}): " in answer
+    assert f"{inbound['dropped']:,} dropped at pub-&gt;sub" in answer
+    assert text.index('id="answer"') < text.index('id="warnings"') < text.index("<img")
+    assert 'class="calm" id="warnings"' not in text  # ... no longer opens green
+    # every pipe of the direction that carried copies is listed, the PUB's own send pipe too
+    pipes = text[text.index('id="pipes"'):]
+    assert "pub-&gt;sub (tcp send)" in pipes and "pub-&gt;sub (tcp recv)" in pipes
+    calm, _ = _report(tmp_path / "calm", {**lossy, "recv": [{"socket": "sub"}]})
+    page = (calm / "report.html").read_text()
+    assert 'class="calm" id="answer"' in page and "Every copy meant for a receiver reached it (1,000 copies to 1 receiver)" in page

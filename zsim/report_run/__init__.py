@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -148,14 +148,76 @@ def write_report(result: Any, series: RunSeries | None, scenario: Scenario, out_
 # -- the page --------------------------------------------------------------------------------
 
 
+def _lost(inbound: Mapping[str, Any]) -> int:
+    """The copies meant for a receiver that it did not get (queued at the end included)."""
+    return int(inbound["copies"] - inbound["delivered"] - inbound["forwarded"])
+
+
+def headline(summary: Mapping[str, Any], scenario: Scenario) -> list[str]:
+    """The answer first: per receiver that lost copies (members of one template together),
+    how many of how many, where and by which rule, and its p99; else that every copy
+    arrived, with the worst p99. Receivers that lost most come first."""
+    member_of = {name: t.name for t in scenario.templates if t.kind == "socket" for name in t.members}
+    groups: dict[str, list[tuple[str, Mapping[str, Any]]]] = {}
+    for name, sock in summary["sockets"].items():
+        inbound = sock.get("inbound")
+        if inbound and inbound["copies"]:
+            groups.setdefault(member_of.get(name, name), []).append((name, sock))
+    lines: list[tuple[float, str]] = []
+    worst_p99: tuple[float, str] | None = None
+    for group, members in groups.items():
+        for name, sock in members:
+            p99 = (sock.get("latency_s") or {}).get("p99")
+            if p99 is not None and p99 == p99 and (worst_p99 is None or p99 > worst_p99[0]):
+                worst_p99 = (p99, name)
+        losing = [(name, sock) for name, sock in members if _lost(sock["inbound"])]
+        if not losing:
+            continue
+        lost = sum(_lost(sock["inbound"]) for _, sock in losing)
+        copies = sum(sock["inbound"]["copies"] for _, sock in losing)
+        where: dict[str, int] = {}
+        for _, sock in losing:
+            inbound = sock["inbound"]
+            for place, n in inbound["dropped_by"].items():
+                where[place] = where.get(place, 0) + n
+            for key, label in (("lost_on_close", "lost on close"), ("discarded", "discarded"),
+                               ("queued_at_end", "still queued at the end")):
+                if inbound[key]:
+                    where[label] = where.get(label, 0) + inbound[key]
+        places = "; ".join(f"{n:,} {p if p.endswith(('close', 'discarded', 'end')) else 'dropped at ' + p}"
+                           for p, n in sorted(where.items(), key=lambda item: -item[1])[:3])
+        p99s = [(sock.get("latency_s") or {}).get("p99") for _, sock in losing]
+        p99s = [v for v in p99s if v is not None and v == v]
+        latency = f"; p99 latency {seconds(max(p99s))}" if p99s else "; nothing delivered"
+        names = ", ".join(n for n, _ in losing[:3]) + (", ..." if len(losing) > 3 else "")
+        who = losing[0][0] if len(members) == 1 else f"{len(losing)} of {len(members)} members of {group} ({names})"
+        lines.append((lost / copies, f"{who} lost {100 * lost / copies:.3g} % of the copies meant for "
+                                     f"{'it' if len(members) == 1 else 'them'} ({lost:,} of {copies:,}): {places}{latency}."))
+    if not lines:
+        copies = sum(sock["inbound"]["copies"] for members in groups.values() for _, sock in members)
+        worst = f"; the worst p99 latency is {seconds(worst_p99[0])}, at {worst_p99[1]}" if worst_p99 else ""
+        receivers = sum(map(len, groups.values()))
+        return [f"Every copy meant for a receiver reached it ({copies:,} copies to {receivers:,} "
+                f"receiver{'s' if receivers != 1 else ''}){worst}."]
+    return [text for _, text in sorted(lines, key=lambda item: -item[0])]
+
+
+def _answer(summary: dict[str, Any], scenario: Scenario) -> str:
+    lines = headline(summary, scenario)
+    lossless = lines[0].startswith("Every copy")
+    return (f'<div class="{"calm" if lossless else "answer"}" id="answer"><h2>The answer</h2><ul>'
+            + "".join(f"<li>{esc(line)}</li>" for line in lines) + "</ul></div>")
+
+
 def _warnings(summary: dict[str, Any], scenario: Scenario) -> str:
     from ..checks import fold_warnings
 
     warnings = fold_warnings(summary.get("warnings") or [], scenario)
     if not warnings:
-        return ('<div class="calm" id="warnings">The run raised no warning: no receiver offered more than it can take, no backlog '
+        # the check list, not a verdict: copies can be lost in a run that warns of nothing
+        return ('<p class="note" id="warnings">The run raised no warning: no receiver offered more than it can take, no backlog '
                 "left at the end, latency and loss settled, every sender reached its rate, every subscription matches a topic "
-                "sent.</div>")
+                "sent.</p>")
     items = "".join(f"<li><b>{esc(w['path'])}</b> <code>{esc(w['code'])}</code>: {esc(w['message'])}</li>" for w in warnings)
     return (f'<div class="warnings" id="warnings"><h2>{len(warnings)} warning{"s" if len(warnings) != 1 else ""}: read these before '
             "the numbers</h2><p>Some figures below describe this run's horizon or setup, not a steady state of the design.</p>"
@@ -257,9 +319,12 @@ def _pipes(result: Any) -> str:
     idle = 0
     order = sorted(range(len(summary["pipes"])), key=lambda i: (f"{summary['pipes'][i]['from']}->{summary['pipes'][i]['to']}",
                                                                  _KIND_ORDER.get(summary["pipes"][i]["kind"], 2), i))
+    # a copy's fate is recorded on the last pipe it reached (a tcp copy: the reader's recv
+    # pipe), so a direction carried copies when any of its pipes has one: its send pipe too
+    directions = {(p["from"], p["to"]) for p, n in zip(summary["pipes"], carried.tolist(), strict=True) if n}
     for index in order:
         pipe = summary["pipes"][index]
-        if carried[index] == 0 and pipe["dropped"] == 0:
+        if (pipe["from"], pipe["to"]) not in directions and pipe["dropped"] == 0:
             idle += 1
             continue
         by_rule = ", ".join(f"{rule} {n:,}" for rule, n in (pipe.get("dropped_by_rule") or {}).items())
@@ -376,8 +441,9 @@ def _html(result: Any, scenario: Scenario, topo: data.Topology, panels: Sequence
         f"<h1>zsim run report: {esc(name)}</h1>",
         f'<p class="description">{esc(scenario.description)}</p>' if scenario.description else "",
         "<nav>" + "".join(f'<a href="#{anchor}">{label}</a>' for anchor, label in (
-            ("warnings", "warnings"), ("run", "run"), ("explain", "what happened"), ("topology", "topology"),
+            ("answer", "answer"), ("warnings", "warnings"), ("run", "run"), ("explain", "what happened"), ("topology", "topology"),
             ("receivers", "receivers"), ("depth", "depth"), ("pipes", "pipes"), ("latency", "latency"), ("drops", "drops"))) + "</nav>",
+        _answer(summary, scenario),
         _warnings(summary, scenario),
         '<h2 id="run">The run</h2>',
         _run_table(summary, scenario, command),

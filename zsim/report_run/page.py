@@ -35,6 +35,8 @@ td.bad { color: #b00020; font-weight: bold; }
 .warnings li { margin-bottom: 0.4em; }
 .warnings code { background: #fde0e0; }
 .calm { border: 1px solid #9c9; background: #f4fff4; padding: 0.5em 1em; border-radius: 4px; }
+.answer { border: 2px solid #b36b00; background: #fff8ec; padding: 0.5em 1em; margin: 1em 0; border-radius: 4px; }
+.answer h2, .calm h2 { border: none; margin-top: 0.2em; }
 figure { margin: 0.8em 0 1.4em; }
 figure img { max-width: 100%; height: auto; border: 1px solid #ddd; }
 figcaption { font-size: 0.85em; color: #444; margin-top: 0.3em; max-width: 70em; }
