@@ -186,8 +186,7 @@ def headline(summary: Mapping[str, Any], scenario: Scenario) -> list[str]:
                     where[label] = where.get(label, 0) + inbound[key]
         places = "; ".join(f"{n:,} {p if p.endswith(('close', 'discarded', 'end')) else 'dropped at ' + p}"
                            for p, n in sorted(where.items(), key=lambda item: -item[1])[:3])
-        p99s = [(sock.get("latency_s") or {}).get("p99") for _, sock in losing]
-        p99s = [v for v in p99s if v is not None and v == v]
+        p99s = [float(v) for v in ((sock.get("latency_s") or {}).get("p99") for _, sock in losing) if v is not None and v == v]
         latency = f"; p99 latency {seconds(max(p99s))}" if p99s else "; nothing delivered"
         names = ", ".join(n for n, _ in losing[:3]) + (", ..." if len(losing) > 3 else "")
         who = losing[0][0] if len(members) == 1 else f"{len(losing)} of {len(members)} members of {group} ({names})"
