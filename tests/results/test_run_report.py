@@ -521,3 +521,23 @@ def test_the_page_leads_with_the_answer_and_is_green_only_when_nothing_was_lost(
     calm, _ = _report(tmp_path / "calm", {**lossy, "recv": [{"socket": "sub"}]})
     page = (calm / "report.html").read_text()
     assert 'class="calm" id="answer"' in page and "Every copy meant for a receiver reached it (1,000 copies to 1 receiver)" in page
+
+
+def test_latency_panels_pool_a_templates_members_and_come_worst_first():
+    # issue 30: one panel per member (14 identical subscribers: 14 panels), in no useful order
+    raw = scenario({"name": "pub", "type": "PUB", "bind": "inproc://feed", "options": {"sndhwm": 5}},
+                   {"name": "s{i}", "type": "SUB", "count": 4, "connect": "inproc://feed", "options": {"subscribe": [""], "rcvhwm": 5}},
+                   {"name": "slow", "type": "SUB", "connect": "inproc://feed", "options": {"subscribe": [""], "rcvhwm": 5}},
+                   sends=[{"socket": "pub", "interval_s": 0.001, "count": 300, "size_bytes": 10}],
+                   recvs=[{"socket": "s", "service_s": 0.0001}, {"socket": "slow", "service_s": 0.002}], until_s=0.5)
+    scen = spec.from_dict(raw)
+    result, _ = _recorded(scen, 0)
+    members = {name: t.name for t in scen.templates if t.kind == "socket" for name in t.members}
+    panels = report_data.latency_by_receiver(result, 0.5, bins=20, members=members)
+    assert [p.receiver for p in panels] == ["slow", "s (4 members)"]  # the one that lost most first
+    pooled = panels[1]
+    each = [report_data.latency_by_receiver(result, 0.5, bins=20)]
+    singles = {p.receiver: p for p in each[0]}
+    assert pooled.meant == sum(singles[f"s{i}"].meant for i in range(4))
+    assert pooled.delivered == sum(singles[f"s{i}"].delivered for i in range(4))
+    assert panels[0].lost > 0 and pooled.lost == 0

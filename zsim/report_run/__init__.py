@@ -111,7 +111,8 @@ def write_report(result: Any, series: RunSeries | None, scenario: Scenario, out_
         else:
             shown["depth.png"] = "No pipe, engine or kernel buffer held a message during the run."
 
-        latency = data.latency_by_receiver(result, end_s)
+        members = {name: t.name for t in scenario.templates if t.kind == "socket" for name in t.members}
+        latency = data.latency_by_receiver(result, end_s, members=members)
         if latency:
             chosen_latency = latency
             more = ""

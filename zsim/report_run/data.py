@@ -145,24 +145,41 @@ def meant_for(result: Any) -> tuple[np.ndarray, np.ndarray]:
     return dest, wanted
 
 
-def latency_by_receiver(result: Any, end_s: float, bins: int = 200, loss_bins: int = 50) -> list[LatencyPanel]:
+def latency_by_receiver(result: Any, end_s: float, bins: int = 200, loss_bins: int = 50,
+                        members: dict[str, str] | None = None) -> list[LatencyPanel]:
     """Per receiving socket: latency (delivery - send time) of its deliveries against their
     send time, as the lowest, median and highest per send-time bin (``bins`` over the
     run), and the share of the copies sent in each of ``loss_bins`` wider bins that it lost
     or still held at the end (a share of a few copies jumps between 0 and 100 %). Sockets
-    that only forward (a proxy's frontend) and lost nothing have no panel."""
+    that only forward (a proxy's frontend) and lost nothing have no panel.
+
+    ``members`` (socket -> template name): the members of a template share one panel, their
+    copies pooled, so the band runs from the fastest member's to the slowest's. Panels come
+    worst first: the largest share lost, then the highest p99."""
     table = result.messages
     state = table["state"]
     edges = _bins(end_s, bins)
     delivered = state == DELIVERED
-    sock = table["socket"][delivered].astype(np.int64)
+    # sockets -> panels: a template's members share their template's
+    names: list[str] = []
+    group_of: dict[str, int] = {}
+    size: dict[int, int] = {}
+    for name in result.socket_names:
+        key = (members or {}).get(name, name)
+        if key not in group_of:
+            group_of[key] = len(names)
+            names.append(key)
+        size[group_of[key]] = size.get(group_of[key], 0) + 1
+    gid = np.asarray([group_of[(members or {}).get(name, name)] for name in result.socket_names] + [-1], dtype=np.int64)
+    sock = gid[table["socket"][delivered].astype(np.int64)]
     t0 = table["t0"][delivered]
     latency = table["time"][delivered] - t0
     index = np.clip(np.searchsorted(edges, t0, side="right") - 1, 0, bins - 1)
     order = np.lexsort((latency, index, sock))
     sock, index, latency = sock[order], index[order], latency[order]
     dest, wanted = meant_for(result)
-    n = len(result.socket_names)
+    dest = gid[dest]  # -1 stays -1 (the last entry)
+    n = len(names)
     taken = (state == DELIVERED) | (state == FORWARDED)
     loss_edges = _bins(end_s, loss_bins)
     sent_bin = np.clip(np.searchsorted(loss_edges, table["t0"], side="right") - 1, 0, loss_bins - 1)
@@ -176,6 +193,9 @@ def latency_by_receiver(result: Any, end_s: float, bins: int = 200, loss_bins: i
     centres_all = (edges[:-1] + edges[1:]) / 2
     loss_centres = (loss_edges[:-1] + loss_edges[1:]) / 2
     flags = warning_flags(result.summary)
+    group_flags: list[set[str]] = [set() for _ in range(n)]
+    for i, sock_name in enumerate(result.socket_names):
+        group_flags[gid[i]].update(flags.get(sock_name, []))
     panels = []
     for s in range(n):
         lo, hi = np.searchsorted(sock, [s, s + 1])
@@ -186,7 +206,7 @@ def latency_by_receiver(result: Any, end_s: float, bins: int = 200, loss_bins: i
         starts = np.concatenate(([0], np.flatnonzero(mine_index[1:] != mine_index[:-1]) + 1)) if hi > lo else np.zeros(0, np.int64)
         ends = np.concatenate((starts[1:], [len(mine_index)])).astype(np.int64) if hi > lo else np.zeros(0, np.int64)
         some = meant_counts[s] > 0
-        name = result.socket_names[s]
+        name = names[s] if size[s] == 1 else f"{names[s]} ({size[s]} members)"
         low, median, high = (np.full(bins, np.nan) for _ in range(3))
         where = mine_index[starts]
         low[where] = mine_latency[starts]
@@ -209,8 +229,9 @@ def latency_by_receiver(result: Any, end_s: float, bins: int = 200, loss_bins: i
             meant=meant,
             lost=lost,
             queued=left,
-            flags=flags.get(name, []),
+            flags=sorted(group_flags[s]) if size[s] > 1 else flags.get(names[s], []),
         ))
+    panels.sort(key=lambda p: (-(p.lost / p.meant if p.meant else 0.0), -(p.p99 if p.p99 is not None else -1.0)))
     return panels
 
 
