@@ -60,16 +60,6 @@ class Workload(Protocol):
     def resume(self) -> None: ...
 
 
-def _arm(timer: Any, delay: float) -> None:
-    """``timer.arm(delay)``: a workload's ``FastTimer`` by a C call (compiled), a ``Timer``
-    by its method."""
-    if type(timer) is FastTimer:
-        fast: FastTimer = timer
-        fast.arm(delay)
-    else:
-        timer.arm(delay)
-
-
 class AppThread:
     """One application thread's calls (see the module docstring)."""
 
@@ -102,6 +92,14 @@ class AppThread:
         ctx.next_message_id = mid + 1
         return (mid, t0, size, wire, topic, envelope, origin)
 
+    def send_new(self, sock: Socket, t0: float, shape: tuple[Any, ...], dontwait: bool, done: Callable[[int], object]) -> int:
+        """``send`` of a new message ``message(t0, *shape)``: a ``[[send]]`` of one topic and
+        one size makes and sends its every message in this one call."""
+        ctx = self.ctx
+        mid = ctx.next_message_id
+        ctx.next_message_id = mid + 1
+        return self.send(sock, (mid, t0, shape[0], shape[1], shape[2], shape[3], shape[4]), dontwait, done)
+
     # -- send ----------------------------------------------------------------------------
 
     def attempt(self, sock: Socket, msg: Msg) -> int:
@@ -120,14 +118,8 @@ class AppThread:
         """``socket_base_t::send``: SENT, a counted failure (AGAIN, UNROUTABLE), or BLOCKED:
         then ``done(status)`` ends the call later (SENT, AGAIN when SNDTIMEO expired,
         UNROUTABLE, CLOSED), SENT and failures already counted."""
-        # attempt(), written out: a [[send]]'s every message comes here
-        ctx = self.ctx
-        ctx.wake_debt = 0.0
-        status = sock.send(msg)
-        self.wake_s = ctx.wake_debt
+        status = self.attempt(sock, msg)
         if status == SENT:
-            sock.sent += 1
-            self.ledger.n_sent += 1
             return SENT
         if status == AGAIN and not dontwait and sock.options.sndtimeo != 0:
             self.pending = msg
@@ -266,11 +258,11 @@ class AppThread:
 
     # -- the thread's CPU ----------------------------------------------------------------
 
-    def burst(self, cpu: float, timer: Any, wait: float) -> None:
+    def burst(self, cpu: float, timer: FastTimer, wait: float) -> None:
         """Burn ``cpu`` seconds of CPU, then arm ``timer`` ``wait`` seconds later."""
         thread = self.cpu
         if thread is None:
-            _arm(timer, cpu + wait)  # a core of its own: the burst takes its length
+            timer.arm(cpu + wait)  # a core of its own: the burst takes its length
         else:
             thread.run(cpu, timer, wait)
 
