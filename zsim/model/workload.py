@@ -22,7 +22,7 @@ unchanged.
 from __future__ import annotations
 
 from array import array
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..constants import frame_wire_bytes
 from .appthread import BLOCKED, CLOSED, AppThread
@@ -39,7 +39,7 @@ if TYPE_CHECKING:  # pragma: no cover
 ENVELOPE_FRAME_BYTES = 7
 
 
-def envelope_wire_bytes(envelope: tuple) -> int:
+def envelope_wire_bytes(envelope: tuple[Any, ...]) -> int:
     """Wire bytes of a reply's routing-id frames (the delimiter, ``BOTTOM``, counts none)."""
     return (len(envelope) - (BOTTOM in envelope)) * ENVELOPE_FRAME_BYTES
 
@@ -148,7 +148,7 @@ class Sender:
         self._to_index = 0
         self._shapes: dict[tuple[int, str], tuple[int, int]] = {}
         self.origin = socket.index
-        self._fixed_tail: tuple | None = None
+        self._fixed_tail: tuple[Any, ...] | None = None
         if len(self.topics) == 1 and not to and size.constant is not None:
             total, wire = message_wire_bytes(max(0, int(size.constant)), self.topics[0], parts)
             if self.is_request:
@@ -206,7 +206,7 @@ class Sender:
             if len(self._shapes) > 4096:
                 self._shapes.clear()
             shape = self._shapes[key] = (total, wire)
-        envelope: tuple = ()
+        envelope: tuple[Any, ...] = ()
         if self.to:
             envelope = (self.to[self._to_index],)
             self._to_index = (self._to_index + 1) % len(self.to)
