@@ -3,8 +3,9 @@
 #   bash dev.sh demo   the main job (see README)
 #   bash dev.sh test        the whole test suite (what CI runs)
 #   bash dev.sh test-quick  model, spec and edge tests: no real pyzmq, no Spark, nothing slow (< 60 s)
-#   bash dev.sh lint        ruff (rules E, F, I, UP, B), mypy on zsim/ and validation/, and the
-#                           import layers of pyproject.toml [tool.importlinter] (lint-imports)
+#   bash dev.sh lint        ruff (rules E, F, I, UP, B), mypy on zsim/ and validation/ (strict on
+#                           zsim/model and zsim/app.py: pyproject.toml [[tool.mypy.overrides]]), and
+#                           the import layers of pyproject.toml [tool.importlinter] (lint-imports)
 #   bash dev.sh bench       the speed benchmarks
 #   bash dev.sh setup  only create/update .venv
 set -euo pipefail

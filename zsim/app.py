@@ -81,9 +81,9 @@ class Received:
         self.id: int = msg[MSG_ID]
         self.topic: str = msg[MSG_TOPIC]
         self.size: int = msg[MSG_SIZE]
-        envelope: tuple = msg[MSG_ENVELOPE]
+        envelope: tuple[Any, ...] = msg[MSG_ENVELOPE]
         self.delimiter: bool = BOTTOM in envelope
-        self.envelope: tuple = tuple(e for e in envelope if e != BOTTOM) if self.delimiter else envelope
+        self.envelope: tuple[Any, ...] = tuple(e for e in envelope if e != BOTTOM) if self.delimiter else envelope
         self.sent_at: float = msg[MSG_T0]
         if self.id >= 0:
             self.kind = "message"

@@ -9,9 +9,6 @@ from zsim.sampler cimport Sampler
 
 cdef int INBOUND_POLL_RATE, OPEN, AGAIN, SENT, UNROUTABLE, RULE_UNROUTABLE, MSG_ID
 
-@cython.locals(fast=FastTimer)
-cdef inline _arm(object timer, double delay)
-
 
 @cython.final
 cdef class AppThread:
@@ -32,9 +29,11 @@ cdef class AppThread:
 
     @cython.locals(ctx=Context, mid=long)
     cpdef tuple message(self, double t0, size, wire, topic, envelope, origin)
+    @cython.locals(ctx=Context, mid=long)
+    cpdef int send_new(self, Socket sock, double t0, tuple shape, bint dontwait, done) except? -1
     @cython.locals(ctx=Context, status=int)
     cpdef int attempt(self, Socket sock, tuple msg) except? -1
-    @cython.locals(ctx=Context, status=int, timeout=long)
+    @cython.locals(status=int, timeout=long)
     cpdef int send(self, Socket sock, tuple msg, bint dontwait, done) except? -1
     @cython.locals(sock=Socket, ctx=Context, status=int)
     cpdef _retry(self)
@@ -54,7 +53,7 @@ cdef class AppThread:
     cpdef took(self, Socket sock, tuple msg, double now)
     cpdef recv_failed(self, Socket sock)
     @cython.locals(thread=Thread)
-    cpdef burst(self, double cpu, timer, double wait)
+    cpdef burst(self, double cpu, FastTimer timer, double wait)
     @cython.locals(thread=Thread, ready=double)
     cpdef burst_until(self, double cpu, FastTimer timer, double due, Sampler jitter, then)
     @cython.locals(thread=Thread)

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..constants import INBOUND_POLL_RATE
 from .fates import AGAIN, RULE_UNROUTABLE, SENT, UNROUTABLE
 from .kernel import FastTimer
-from .pipe import MSG_ID
+from .pipe import MSG_ID, Message
 from .socket import OPEN, Socket
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -38,8 +38,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from .context import Context
     from .cpu import Thread
 
-#: a message (``zsim.model.pipe.Message``, with its fields' types left open)
-Msg = tuple[Any, ...]
 #: ``send`` blocked: the call ends later, with ``done(status)`` (Python ints, not C: other modules import them)
 BLOCKED = 3
 #: ``done(CLOSED)``: the socket closed while the call was blocked on it (ETERM)
@@ -60,16 +58,6 @@ class Workload(Protocol):
     def resume(self) -> None: ...
 
 
-def _arm(timer: Any, delay: float) -> None:
-    """``timer.arm(delay)``: a workload's ``FastTimer`` by a C call (compiled), a ``Timer``
-    by its method."""
-    if type(timer) is FastTimer:
-        fast: FastTimer = timer
-        fast.arm(delay)
-    else:
-        timer.arm(delay)
-
-
 class AppThread:
     """One application thread's calls (see the module docstring)."""
 
@@ -85,7 +73,7 @@ class AppThread:
         #: what the last send attempt owes for waking the threads it woke (seconds)
         self.wake_s = 0.0
         # the blocked send: its message, socket, since when, what ends it
-        self.pending: Msg | None = None
+        self.pending: Message | None = None
         self.target: Socket | None = None
         self.since = 0.0
         self.done_fn: Callable[[int], object] | None = None
@@ -95,16 +83,24 @@ class AppThread:
 
     # -- messages ------------------------------------------------------------------------
 
-    def message(self, t0: float, size: int, wire: int, topic: str, envelope: tuple[Any, ...], origin: int) -> Msg:
+    def message(self, t0: float, size: int, wire: int, topic: str, envelope: tuple[Any, ...], origin: int) -> Message:
         """A new application message: the next id (``zsim.model.pipe`` describes the tuple)."""
         ctx = self.ctx
         mid = ctx.next_message_id
         ctx.next_message_id = mid + 1
         return (mid, t0, size, wire, topic, envelope, origin)
 
+    def send_new(self, sock: Socket, t0: float, shape: tuple[Any, ...], dontwait: bool, done: Callable[[int], object]) -> int:
+        """``send`` of a new message ``message(t0, *shape)``: a ``[[send]]`` of one topic and
+        one size makes and sends its every message in this one call."""
+        ctx = self.ctx
+        mid = ctx.next_message_id
+        ctx.next_message_id = mid + 1
+        return self.send(sock, (mid, t0, shape[0], shape[1], shape[2], shape[3], shape[4]), dontwait, done)
+
     # -- send ----------------------------------------------------------------------------
 
-    def attempt(self, sock: Socket, msg: Msg) -> int:
+    def attempt(self, sock: Socket, msg: Message) -> int:
         """One non-blocking ``zmq_send`` of a new message: SENT (counted), AGAIN or
         UNROUTABLE (not counted: the caller may block); ``wake_s`` its wake-up cost."""
         ctx = self.ctx
@@ -116,18 +112,12 @@ class AppThread:
             self.ledger.n_sent += 1
         return status
 
-    def send(self, sock: Socket, msg: Msg, dontwait: bool, done: Callable[[int], object]) -> int:
+    def send(self, sock: Socket, msg: Message, dontwait: bool, done: Callable[[int], object]) -> int:
         """``socket_base_t::send``: SENT, a counted failure (AGAIN, UNROUTABLE), or BLOCKED:
         then ``done(status)`` ends the call later (SENT, AGAIN when SNDTIMEO expired,
         UNROUTABLE, CLOSED), SENT and failures already counted."""
-        # attempt(), written out: a [[send]]'s every message comes here
-        ctx = self.ctx
-        ctx.wake_debt = 0.0
-        status = sock.send(msg)
-        self.wake_s = ctx.wake_debt
+        status = self.attempt(sock, msg)
         if status == SENT:
-            sock.sent += 1
-            self.ledger.n_sent += 1
             return SENT
         if status == AGAIN and not dontwait and sock.options.sndtimeo != 0:
             self.pending = msg
@@ -196,7 +186,7 @@ class AppThread:
         self.target = None
         self.done_fn = None
 
-    def forward(self, sock: Socket, msg: Msg) -> int:
+    def forward(self, sock: Socket, msg: Message) -> int:
         """``zmq.proxy``'s send of a message it received: SENT (counted on the socket, not a
         new message), AGAIN, or UNROUTABLE: a ROUTER_MANDATORY without that peer drops it."""
         status = sock.send(msg)
@@ -226,7 +216,7 @@ class AppThread:
 
     # -- recv ----------------------------------------------------------------------------
 
-    def recv(self, sock: Socket) -> Msg | None:
+    def recv(self, sock: Socket) -> Message | None:
         """One non-blocking ``zmq_recv`` attempt (``socket_base_t::recv``: commands every
         ``INBOUND_POLL_RATE`` calls, and again before giving up)."""
         sock.ticks += 1
@@ -241,20 +231,20 @@ class AppThread:
             msg = sock.xrecv()
         return msg
 
-    def woken_recv(self, sock: Socket) -> Msg | None:
+    def woken_recv(self, sock: Socket) -> Message | None:
         """A blocked recv's retry after a command (``xrecv``; a message resets the ticks)."""
         msg = sock.xrecv()
         if msg is not None:
             sock.ticks = 0
         return msg
 
-    def received(self, sock: Socket, msg: Msg, now: float) -> None:
+    def received(self, sock: Socket, msg: Message, now: float) -> None:
         """Count a message the application received; one with an id is delivered."""
         sock.received += 1
         if msg[MSG_ID] >= 0:
             self.on_delivered(msg, sock.index, sock.last_pipe_index, now)
 
-    def took(self, sock: Socket, msg: Msg, now: float) -> None:
+    def took(self, sock: Socket, msg: Message, now: float) -> None:
         """Count a message ``zmq.proxy`` received to pass on; one with an id is forwarded."""
         sock.received += 1
         if msg[MSG_ID] >= 0:
@@ -266,11 +256,11 @@ class AppThread:
 
     # -- the thread's CPU ----------------------------------------------------------------
 
-    def burst(self, cpu: float, timer: Any, wait: float) -> None:
+    def burst(self, cpu: float, timer: FastTimer, wait: float) -> None:
         """Burn ``cpu`` seconds of CPU, then arm ``timer`` ``wait`` seconds later."""
         thread = self.cpu
         if thread is None:
-            _arm(timer, cpu + wait)  # a core of its own: the burst takes its length
+            timer.arm(cpu + wait)  # a core of its own: the burst takes its length
         else:
             thread.run(cpu, timer, wait)
 

@@ -101,7 +101,7 @@ class EventQueue:
 
     def first_time(self) -> float:
         """When the next event is due (the queue is not empty)."""
-        return self.times[0]  # type: ignore[no-any-return]
+        return self.times[0]
 
     def stop_key(self) -> int:
         """The order key an URGENT event pushed now would get (its eid is used up, as
@@ -189,18 +189,18 @@ class HeapqQueue:
     __slots__ = ("heap", "eids")
 
     def __init__(self) -> None:
-        self.heap: list[tuple] = []
+        self.heap: list[tuple[float, int, int, Any]] = []
         self.eids = count()
 
     def __len__(self) -> int:
         return len(self.heap)
 
     def first_time(self) -> float:
-        return self.heap[0][0]  # type: ignore[no-any-return]
+        return self.heap[0][0]
 
     def stop_key(self) -> int:
         """As ``EventQueue.stop_key``."""
-        return URGENT * _PRIORITY_STEP + next(self.eids)  # type: ignore[no-any-return]
+        return URGENT * _PRIORITY_STEP + next(self.eids)
 
     def push(self, when: float, priority: int, event: Any) -> None:
         if priority < MIN_PRIORITY or priority > MAX_PRIORITY:
@@ -286,7 +286,7 @@ class Timer:
         self._queue = env._queue  # the pending events; a timer's entry is its _TimerEvent
         self.clock = env.clock
 
-    def _fire(self, event: Event) -> None:
+    def _fire(self, event: object) -> None:
         if event is not self._event:
             return  # a cancelled firing
         self._in_heap = False
@@ -356,7 +356,7 @@ class FastTimer:
     def cancel(self) -> None:
         """Nothing to do: the callback ignores a firing it no longer wants."""
 
-    def current(self, event: Event) -> bool:
+    def current(self, event: object) -> bool:
         """True if ``event`` is this timer's latest arming (not a superseded one)."""
         return event is self._event
 
@@ -401,7 +401,7 @@ class Environment(simpy.Environment):
         self.monitor: Callable[[], Any] | None = None
         self.monitor_every = 16384
 
-    @property  # type: ignore[override]
+    @property
     def _now(self) -> float:
         """SimPy's time field, kept in ``clock`` (what ``now`` reads)."""
         return self.clock.now

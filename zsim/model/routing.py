@@ -179,7 +179,7 @@ class FairQueue(PipeArray):
 
     def __init__(self) -> None:
         super().__init__(True)
-        self.last: Pipe | None = None  # the pipe take() read its message from
+        self.last: Pipe  # the pipe take() read its message from: set by the take() that returns one
 
     def recv(self) -> tuple[Message | None, Pipe | None]:
         msg = self.take()

@@ -14,6 +14,7 @@ cdef int AGAIN, SENT, RULE_FILTERED, RULE_HWM, RULE_NO_DELIMITER, RULE_NO_PEERS,
 
 cdef _attach_in(FairQueue fq, Peer peer)
 cdef _terminate_in(FairQueue fq, Peer peer)
+cdef inline _take(Socket sock, FairQueue fq)
 
 
 @cython.final
@@ -33,7 +34,6 @@ cdef class Dealer(Socket):
 
     @cython.locals(pipe=Pipe)
     cpdef int xsend(self, tuple msg) except? -1
-    @cython.locals(fq=FairQueue)
     cpdef xrecv(self)
 
 
@@ -81,7 +81,6 @@ cdef class Pub(XPub):
 cdef class XSub(Socket):
     cdef public FairQueue fq
 
-    @cython.locals(fq=FairQueue)
     cpdef xrecv(self)
 
 

@@ -32,6 +32,14 @@ def _attach_in(fq: FairQueue, peer: Peer) -> None:
         peer.in_fq = True
 
 
+def _take(sock: Socket, fq: FairQueue) -> Message | None:
+    """``fq_t::recv``: the next message in turn, its pipe's index the socket's last."""
+    msg = fq.take()
+    if msg is not None:
+        sock.last_pipe_index = fq.last.index
+    return msg
+
+
 def _terminate_in(fq: FairQueue, peer: Peer) -> None:
     """``fq_t::pipe_terminated`` of the peer's inbound pipe, if the queue has it."""
     if peer.in_pipe is not None and peer.in_fq:
@@ -48,11 +56,7 @@ class Pull(Socket):
         self.fq = FairQueue()
 
     def xrecv(self) -> Message | None:
-        fq: FairQueue = self.fq
-        msg = fq.take()
-        if msg is not None:
-            self.last_pipe_index = fq.last.index  # type: ignore[union-attr]  # take() set it
-        return msg
+        return _take(self, self.fq)
 
     def xhas_in(self) -> bool:
         return self.fq.has_in()
@@ -116,11 +120,7 @@ class Dealer(Socket):
         return status
 
     def xrecv(self) -> Message | None:
-        fq: FairQueue = self.fq
-        msg = fq.take()
-        if msg is not None:
-            self.last_pipe_index = fq.last.index  # type: ignore[union-attr]  # take() set it
-        return msg
+        return _take(self, self.fq)
 
     def xhas_in(self) -> bool:
         return self.fq.has_in()
@@ -181,7 +181,7 @@ class Req(Dealer):
                 stale = fq.take()
                 if stale is None:
                     break
-                self._discard(stale, fq.last, RULE_REQ_STATE)  # type: ignore[arg-type]  # take() set it
+                self._discard(stale, fq.last, RULE_REQ_STATE)
         return status
 
     def xrecv(self) -> Message | None:
@@ -192,7 +192,7 @@ class Req(Dealer):
             msg = fq.take()
             if msg is None:
                 return None
-            pipe: Pipe = fq.last  # type: ignore[assignment]  # take() set it
+            pipe: Pipe = fq.last
             self.last_pipe_index = pipe.index
             if pipe is not self.reply_pipe:
                 self._discard(msg, pipe, RULE_REQ_STATE)
@@ -240,7 +240,7 @@ class Router(Socket):
         msg = fq.take()
         if msg is None:
             return None
-        pipe: Pipe = fq.last  # type: ignore[assignment]  # take() set it
+        pipe: Pipe = fq.last
         self.last_pipe_index = pipe.index
         peer: Peer = fq.peer_of[pipe]
         return msg[:MSG_ENVELOPE] + ((peer.routing_key,) + msg[MSG_ENVELOPE],) + msg[MSG_ENVELOPE + 1 :]
@@ -303,7 +303,7 @@ class Rep(Socket):
             msg = fq.take()
             if msg is None:
                 return None
-            pipe: Pipe = fq.last  # type: ignore[assignment]  # take() set it
+            pipe: Pipe = fq.last
             self.last_pipe_index = pipe.index
             envelope = msg[MSG_ENVELOPE]
             if BOTTOM not in envelope:
@@ -357,11 +357,7 @@ class Pair(Socket):
         return SENT
 
     def xrecv(self) -> Message | None:
-        fq: FairQueue = self.fq
-        msg = fq.take()
-        if msg is not None:
-            self.last_pipe_index = fq.last.index  # type: ignore[union-attr]  # take() set it
-        return msg
+        return _take(self, self.fq)
 
     def xhas_in(self) -> bool:
         return self.fq.has_in()
@@ -514,11 +510,7 @@ class XSub(Socket):
         self.own_subs = Subscriptions(tuple(self.options.subscribe))
 
     def xrecv(self) -> Message | None:
-        fq: FairQueue = self.fq
-        msg = fq.take()
-        if msg is not None:
-            self.last_pipe_index = fq.last.index  # type: ignore[union-attr]  # take() set it
-        return msg
+        return _take(self, self.fq)
 
     def xhas_in(self) -> bool:
         return self.fq.has_in()
@@ -574,16 +566,13 @@ class Sub(XSub):
     def xrecv(self) -> Message | None:
         fq: FairQueue = self.fq
         if self.receives_all:
-            msg = fq.take()
-            if msg is not None:
-                self.last_pipe_index = fq.last.index  # type: ignore[union-attr]  # take() set it
-            return msg
+            return _take(self, fq)
         subs: Subscriptions = self.own_subs  # type: ignore[assignment]  # xinit made it
         while True:
             msg = fq.take()
             if msg is None:
                 return None
-            pipe: Pipe = fq.last  # type: ignore[assignment]  # take() set it
+            pipe: Pipe = fq.last
             self.last_pipe_index = pipe.index
             if not subs.all and not subs.matches(msg[MSG_TOPIC]):
                 self._discard(msg, pipe, RULE_FILTERED)

@@ -133,7 +133,7 @@ cdef class Proxy:
     cdef public Socket backend
     cdef public object process
     cdef public object socket
-    cdef public Timer timer
+    cdef public FastTimer timer
     cdef public bint done
     cdef public bint waiting
     cdef public object pending

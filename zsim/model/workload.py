@@ -22,7 +22,7 @@ unchanged.
 from __future__ import annotations
 
 from array import array
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..constants import frame_wire_bytes
 from .appthread import BLOCKED, CLOSED, AppThread
@@ -39,7 +39,7 @@ if TYPE_CHECKING:  # pragma: no cover
 ENVELOPE_FRAME_BYTES = 7
 
 
-def envelope_wire_bytes(envelope: tuple) -> int:
+def envelope_wire_bytes(envelope: tuple[Any, ...]) -> int:
     """Wire bytes of a reply's routing-id frames (the delimiter, ``BOTTOM``, counts none)."""
     return (len(envelope) - (BOTTOM in envelope)) * ENVELOPE_FRAME_BYTES
 
@@ -148,7 +148,7 @@ class Sender:
         self._to_index = 0
         self._shapes: dict[tuple[int, str], tuple[int, int]] = {}
         self.origin = socket.index
-        self._fixed_tail: tuple | None = None
+        self._fixed_tail: tuple[Any, ...] | None = None
         if len(self.topics) == 1 and not to and size.constant is not None:
             total, wire = message_wire_bytes(max(0, int(size.constant)), self.topics[0], parts)
             if self.is_request:
@@ -206,7 +206,7 @@ class Sender:
             if len(self._shapes) > 4096:
                 self._shapes.clear()
             shape = self._shapes[key] = (total, wire)
-        envelope: tuple = ()
+        envelope: tuple[Any, ...] = ()
         if self.to:
             envelope = (self.to[self._to_index],)
             self._to_index = (self._to_index + 1) % len(self.to)
@@ -226,13 +226,12 @@ class Sender:
         self.attempts += 1
         thread = self.thread
         tail = self._fixed_tail
+        queued_before = sock.copies - sock.dropped
         if tail is not None:
             # one topic, one size, no envelope: only the id and the time change
-            msg = thread.message(now, tail[0], tail[1], tail[2], tail[3], tail[4])
+            status = thread.send_new(sock, now, tail, self.dontwait, self.on_send_done)
         else:
-            msg = self._next_message(now)
-        queued_before = sock.copies - sock.dropped
-        status = thread.send(sock, msg, self.dontwait, self.on_send_done)
+            status = thread.send(sock, self._next_message(now), self.dontwait, self.on_send_done)
         if status == SENT:
             # _sent, inlined: this is the hot path
             cost = self.send_cost if sock.copies - sock.dropped != queued_before else self.drop_cost
@@ -587,7 +586,7 @@ class Proxy:
         self.backend = backend
         self.process = process
         self.socket = None  # a proxy is stopped by its process, not by one socket
-        self.timer = self.env.timer(self._step)
+        self.timer = self.env.fast_timer(self._step)
         self.done = False
         self.waiting = False
         self.pending: tuple[Message, Socket] | None = None
@@ -622,8 +621,8 @@ class Proxy:
         self._unwait()
         self._step()
 
-    def _step(self) -> None:
-        if self.done:
+    def _step(self, event: object = None) -> None:
+        if self.done or (event is not None and event is not self.timer._event):
             return
         front, back = self.frontend, self.backend
         if not front.is_open or not back.is_open:

@@ -18,6 +18,7 @@ threads; without, each engine is its own resource (``out_free_at``/``in_free_at`
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ...constants import IN_BATCH_SIZE, OUT_BATCH_SIZE
@@ -68,7 +69,9 @@ class Wire:
     __slots__ = ("queue", "bytes", "msgs", "charged", "capacity_fn", "sndbuf", "rcvbuf", "sndhwm", "writer", "reader", "peer_closed",
                  "name", "occupancy")
 
-    def __init__(self, name: str, capacity_fn: Any, sndbuf: int, rcvbuf: int, sndhwm: int, now: float) -> None:
+    def __init__(
+        self, name: str, capacity_fn: Callable[[int, int, int, int], int], sndbuf: int, rcvbuf: int, sndhwm: int, now: float
+    ) -> None:
         self.name = name
         self.queue: deque[list[Any]] = deque()
         self.bytes = 0  # payload bytes in the kernel

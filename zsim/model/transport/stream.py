@@ -173,7 +173,7 @@ class StreamConnection(Connection):
         if conflate:
             drop_displaced(ctx, out_pipe, c)
             drop_displaced(ctx, in_pipe, c)
-        peer = Peer(c, remote, self)  # type: ignore[arg-type]
+        peer = Peer(c, remote, self)
         peer.out_pipe, peer.in_pipe = out_pipe, in_pipe
         self.c_peer = peer
         self.c_session.peer = peer
