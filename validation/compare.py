@@ -59,6 +59,7 @@ from zsim.checks import ACHIEVED_RATE_SHARE
 from zsim.errors import ScenarioError
 from zsim.expressions import evaluate
 from zsim.spec import Scenario
+from zsim.stats import t975
 from zsim.summary import ENTITIES, LedgerSummary, Percentiles, RunSummary, scalar_fields
 
 __all__ = [
@@ -433,23 +434,7 @@ def _merged_lookup(summary: Mapping[str, Any], extras: Mapping[str, Any], derive
 
 
 # --------------------------------------------------------------------------------------
-# Statistics
-
-
-_T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228,
-         15: 2.131, 20: 2.086, 30: 2.042}
-
-
-def _t975(dof: int) -> float:
-    try:
-        from scipy import stats
-
-        return float(stats.t.ppf(0.975, dof))
-    except Exception:  # noqa: BLE001 - scipy is optional
-        for key in sorted(_T975):
-            if dof <= key:
-                return _T975[key]
-        return 1.96
+# Statistics (Student's t from zsim.stats)
 
 
 def interval(values: Sequence[float]) -> tuple[float | None, float | None, float | None]:
@@ -461,7 +446,7 @@ def interval(values: Sequence[float]) -> tuple[float | None, float | None, float
     if len(data) < 2:
         return mean, mean, mean
     sd = float(np.std(data, ddof=1))
-    half = _t975(len(data) - 1) * sd / math.sqrt(len(data))
+    half = t975(len(data) - 1) * sd / math.sqrt(len(data))
     return mean, mean - half, mean + half
 
 

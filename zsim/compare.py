@@ -78,6 +78,7 @@ from typing import IO, Any, TypeGuard
 from . import __version__, files, trust
 from . import spec as scenario_spec
 from .errors import EnvironmentFault, ScenarioError, ZsimError
+from .stats import t975
 from .textsafe import Code, md, md_code, md_table, md_url, one_line, terminal
 from .units import time_unit
 
@@ -533,13 +534,6 @@ def run_designs(designs: Sequence[Design], replications: int, root_seed: int, *,
 
 # --------------------------------------------------------------------------------------
 # Statistics
-
-
-def t975(df: int) -> float:
-    """The 97.5 % quantile of Student's t with ``df`` degrees of freedom."""
-    from .sweep.report import t975 as quantile
-
-    return quantile(df)
 
 
 @dataclass(frozen=True)

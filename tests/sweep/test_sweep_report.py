@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import math
+import math  # noqa: F401
 
 import numpy as np
 import pandas as pd
@@ -10,28 +10,6 @@ import pytest
 from test_sweep_support import sweep_dict
 
 from zsim.sweep import report, run_sweep
-
-
-def test_t_quantiles():
-    assert report.t975(1) == pytest.approx(12.706, abs=1e-3)
-    assert report.t975(19) == pytest.approx(2.093, abs=1e-3)
-    assert report.t975(200) == pytest.approx(1.972, abs=1e-3)
-    assert math.isnan(report.t975(0))
-
-
-def test_t_quantiles_without_scipy(monkeypatch):
-    import builtins
-
-    real_import = builtins.__import__
-
-    def no_scipy(name, *args, **kwargs):
-        if name.startswith("scipy"):
-            raise ImportError(name)
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", no_scipy)
-    assert report.t975(4) == pytest.approx(2.776, abs=1e-3)
-    assert report.t975(60) == pytest.approx(2.000, abs=2e-3)
 
 
 def test_aggregate_mean_and_interval():
@@ -115,6 +93,8 @@ def test_thresholds_take_the_smallest_value_from_which_on_the_target_holds(resul
             {hwm: 20, size: 65536, "ok": True, "drop_fraction": 0.0},  # below, but a larger HWM is not
             {hwm: 200, size: 65536, "ok": True, "drop_fraction": 0.01},
         ]
+    for row in rows:
+        row["copies"] = 10_000  # each run offered 10,000 copies: zeros get the rule of three's bound
     results.frame = pd.DataFrame(rows)
     spec = {"metric": "drop_fraction", "below": 0.001, "minimise": "sndhwm", "by": ["size_bytes"]}
     table = report.thresholds(results, spec).set_index(size)
@@ -122,6 +102,30 @@ def test_thresholds_take_the_smallest_value_from_which_on_the_target_holds(resul
     assert table.loc[100, "smallest_by_upper_ci"] == 200  # the interval at 20 reaches above 0.001
     assert table.loc[65536, "smallest_by_mean"] is None or pd.isna(table.loc[65536, "smallest_by_mean"])
     assert table.loc[65536, "largest_tried"] == 200
+    # HWM 200 lost nothing in 4 runs of 10,000 copies: not 0 +- 0 but 1 - 0.05^(1/40,000)
+    assert table.loc[100, "metric_upper_ci_there"] == pytest.approx(7.489e-5, rel=1e-3)
+    answer = table.loc[100, "answer"]
+    assert "no run lost any at 200 (40,000 copies): the bound there, 0.00749 %, is the rule of three over copies" in answer
+    assert answer.endswith("it is the largest value tried: the smallest that keeps drop fraction (pooled) below 0.1 % with 95 % "
+                           "confidence lies between 20 and 200 (refine there)")
+    assert table.loc[100, "refine"] == "between 20 and 200"
+
+
+def test_fractions_stay_in_zero_to_one_and_zeros_without_copies_give_no_bound(results_dir):
+    # issue 30: "3.027 % +- 3.7 %" went below zero; "0.000 % +- 0 %" was called the bound
+    results = report.SweepResults(results_dir / "sweep=small")
+    hwm, size = "socket.publisher.options.sndhwm", "send.publisher.size_bytes"
+    rows = [{hwm: h, size: 100, "ok": True, "drop_fraction": f} for f in (0.0, 0.09, 0.0, 0.0) for h in (200,)]
+    rows += [{hwm: 1600, size: 100, "ok": True, "drop_fraction": 0.0} for _ in range(4)]
+    results.frame = pd.DataFrame(rows)
+    table = report.aggregate(results.frame, [hwm], ["drop_fraction"]).set_index(hwm)
+    assert table.loc[200, "drop_fraction_lo"] == 0.0 and table.loc[200, "drop_fraction_hi"] <= 1.0
+    assert table.loc[200, "drop_fraction_mean"] - table.loc[200, "drop_fraction_ci"] < 0  # the t interval alone would go below
+    assert bool(table.loc[1600, "drop_fraction_zeros"]) and pd.isna(table.loc[1600, "drop_fraction_hi"])
+    spec = {"metric": "drop_fraction", "below": 0.001, "minimise": "sndhwm", "by": ["size_bytes"]}
+    row = report.thresholds(results, spec).set_index(size).loc[100]
+    assert row["smallest_by_mean"] == 1600 and pd.isna(row["smallest_by_upper_ci"])
+    assert "no run lost any at 1600 (4 runs): zeros from runs give no bound without the copies they offered" in row["answer"]
 
 
 def test_report_of_a_missing_directory_is_a_clear_error(tmp_path):

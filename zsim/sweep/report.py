@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from .. import files
 from ..errors import EnvironmentFault, ScenarioError, ZsimError
 from ..files import shown_path
+from ..stats import mean_half_width, zero_upper
 from ..textsafe import Code, md, md_code, md_table, md_url
 from ..units import human_bytes, human_time, time_unit
 from . import store
@@ -78,8 +79,6 @@ _FIELD_LABELS = {
 }
 _LATENCY_NAMES = {"mean": "mean", "p50": "p50", "p95": "p95", "p99": "p99", "p99_9": "p99.9", "max": "max"}
 #: t(0.975, df) for df = 1..30 (beyond: a Cornish-Fisher expansion; scipy if installed).
-_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
-         2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
 MAX_TABLE_ROWS = 300
 
 
@@ -89,23 +88,6 @@ def _pandas() -> Any:
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ZsimError("reports need pandas and pyarrow: pip install 'zsim[results]'") from exc
     return pd
-
-
-def t975(df: int) -> float:
-    """The 97.5 % quantile of Student's t with ``df`` degrees of freedom."""
-    if df < 1:
-        return math.nan
-    try:
-        from scipy import stats
-
-        return float(stats.t.ppf(0.975, df))
-    except ImportError:
-        pass
-    if df <= len(_T975):
-        return _T975[df - 1]
-    z = 1.959963984540054
-    return (z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
-            + (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / (384 * df**3))
 
 
 def metric_kind(metric: str) -> str:
@@ -416,7 +398,7 @@ def _present(value: Any) -> Any:
 # Aggregation
 
 
-def aggregate(frame: pd.DataFrame, keys: Sequence[str], metrics: Sequence[str]) -> pd.DataFrame:
+def aggregate(frame: pd.DataFrame, keys: Sequence[str], metrics: Sequence[str], derived: Mapping[str, str] | None = None) -> pd.DataFrame:
     """Per group of ``keys``: runs, failed runs, and for each metric its mean, standard
     deviation, 95 % interval half-width (``_ci``) and bounds (``_lo``, ``_hi``)."""
     pd = _pandas()
@@ -431,15 +413,58 @@ def aggregate(frame: pd.DataFrame, keys: Sequence[str], metrics: Sequence[str]) 
     ok = frame[frame["ok"].astype(bool)]
     for metric in metrics:
         values = pd.to_numeric(ok[metric], errors="coerce").astype(float)
-        stats = values.groupby([ok[k] for k in keys], sort=True, dropna=False).agg(["mean", "std", "count"])
+        groups = [ok[k] for k in keys]
+        stats = values.groupby(groups, sort=True, dropna=False).agg(["mean", "std", "count", "max"])
         stats.index.names = keys
-        half = stats.apply(lambda r: t975(int(r["count"]) - 1) * r["std"] / math.sqrt(r["count"]) if r["count"] > 1 else np.nan, axis=1)
+        half = stats.apply(lambda r: mean_half_width(int(r["count"]), r["std"]) if r["count"] > 1 else np.nan, axis=1)
         result[f"{metric}_mean"] = stats["mean"]
         result[f"{metric}_sd"] = stats["std"]
         result[f"{metric}_ci"] = half
         result[f"{metric}_lo"] = stats["mean"] - half
         result[f"{metric}_hi"] = stats["mean"] + half
+        if metric_kind(metric) == "fraction":
+            # a fraction stays in [0, 1]; where no run saw any (every value 0) the t interval
+            # is 0 +- 0, so the bound is the rule of three over the copies the runs offered
+            # (zsim.stats: it assumes copies are lost independently, and reports say so)
+            result[f"{metric}_lo"] = result[f"{metric}_lo"].clip(lower=0.0)
+            result[f"{metric}_hi"] = result[f"{metric}_hi"].clip(upper=1.0)
+            zeros = (stats["max"] == 0) & (stats["count"] > 0)
+            result[f"{metric}_zeros"] = zeros
+            column = copies_column(metric, ok.columns, derived)
+            if column is not None and zeros.any():
+                offered = pd.to_numeric(ok[column], errors="coerce").astype(float).groupby(groups, sort=True, dropna=False).sum()
+                offered.index.names = keys
+                bound = offered.map(zero_upper)
+                result[f"{metric}_offered"] = offered
+                result[f"{metric}_hi"] = result[f"{metric}_hi"].where(~zeros, bound)
+            elif zeros.any():
+                result[f"{metric}_hi"] = result[f"{metric}_hi"].where(~zeros, np.nan)  # no bound without the copies
     return result.reset_index()
+
+
+def copies_column(metric: str, columns: Iterable[str], derived: Mapping[str, str] | None = None) -> str | None:
+    """The column of the copies a fraction metric is a share of, when a row has it:
+    ``socket.<name>.copies`` for a socket's fraction, the members' fewest
+    (``socket.<template>.min_copies``) for a template's ``max_``/``mean_``/``min_`` fraction,
+    ``copies`` for the pooled fractions; None otherwise (a derived fraction, say)."""
+    present = set(columns)
+    if metric.startswith("socket.") and metric.endswith("_fraction"):
+        owner, field = metric[len("socket."):].rsplit(".", 1)
+        if field.split("_", 1)[0] in ("max", "mean", "min", "sum") and f"socket.{owner}.min_copies" in present:
+            return f"socket.{owner}.min_copies"
+        if f"socket.{owner}.copies" in present:
+            return f"socket.{owner}.copies"
+        return None
+    if metric in ("pooled_loss_fraction", "pooled_drop_fraction", "loss_fraction", "drop_fraction") and "copies" in present:
+        return "copies"
+    if derived and metric in derived:  # "a / b": b, when it is a column of copies
+        from .. import expressions
+
+        parts = derived[metric].split("/")
+        names = expressions.names(parts[-1]) if len(parts) == 2 else []
+        if len(names) == 1 and names[0] in present and names[0].rsplit(".", 1)[-1] in ("copies", "min_copies"):
+            return names[0]
+    return None
 
 
 def points_table(results: SweepResults, metrics: Sequence[str]) -> pd.DataFrame:
@@ -448,7 +473,7 @@ def points_table(results: SweepResults, metrics: Sequence[str]) -> pd.DataFrame:
     if not len(frame):
         pd = _pandas()
         return pd.DataFrame(columns=["point_index", "point"] + results.axis_columns + ["runs", "failed"])
-    table = aggregate(frame, ["point_index", "point"] + results.axis_columns, metrics)
+    table = aggregate(frame, ["point_index", "point"] + results.axis_columns, metrics, results.derived)
     return table.sort_values("point_index").reset_index(drop=True)
 
 
@@ -572,12 +597,12 @@ def thresholds(results: SweepResults, spec: Mapping[str, Any]) -> pd.DataFrame:
     x = results.axis(spec["minimise"]).path
     by = [results.axis(k).path for k in spec.get("by", [a.path for a in results.axes if a.path != x])]
     columns = by + ["smallest_by_mean", "smallest_by_upper_ci", "metric_mean_there", "metric_upper_ci_there", "largest_tried",
-                    "not_steady_at", "utilisation", "answer"]
+                    "not_steady_at", "utilisation", "refine", "answer"]
     if not len(results.frame) or not len(results.ok()):
         return pd.DataFrame(columns=columns)
     frame = results.ok().copy()
     frame["_unsteady"], frame["_utilisation"] = _unsteady(results, frame, metric)
-    table = aggregate(frame, by + [x], [metric, "_unsteady", "_utilisation"])
+    table = aggregate(frame, by + [x], [metric, "_unsteady", "_utilisation"], results.derived)
     what = metric_label(metric)
     sockets = metric_sockets(results, metric)
     rows = []
@@ -587,7 +612,11 @@ def thresholds(results: SweepResults, spec: Mapping[str, Any]) -> pd.DataFrame:
         group = sort_by_axis(group, x)
         xs = group[x].tolist()
         means = group[f"{metric}_mean"].tolist()
-        highs = group[f"{metric}_hi"].fillna(group[f"{metric}_mean"]).tolist()
+        zeros = group[f"{metric}_zeros"] if f"{metric}_zeros" in group.columns else group[f"{metric}_mean"] != group[f"{metric}_mean"]
+        # one run has no interval: its value stands for it; a point where no run saw any has
+        # the rule of three's bound, or none (NaN: never an answer by the bound)
+        highs = group[f"{metric}_hi"].where(group[f"{metric}_hi"].notna() | zeros.astype(bool),
+                                            group[f"{metric}_mean"]).tolist()
         refused = [share == share and share >= UNSTEADY_SHARE for share in group["_unsteady_mean"].tolist()]
         row: dict[str, Any] = dict(zip(by, key, strict=True))
 
@@ -634,6 +663,31 @@ def thresholds(results: SweepResults, spec: Mapping[str, Any]) -> pd.DataFrame:
         else:
             text = (f"no {results.label(x)} tried {goal}: at the largest, {axis_value_label(x, xs[-1])}, it is "
                     f"{human_value(metric, means[-1])}")
+        found = best_hi if best_hi is not None else best_mean
+        if found is not None:
+            at = group[group[x] == found].iloc[0]
+            if bool(at.get(f"{metric}_zeros", False)):
+                runs = int(at.get(f"{metric}_count", 0) or at.get("runs", 0) or 0) or None
+                offered = at.get(f"{metric}_offered")
+                if offered is not None and offered == offered:
+                    text += (f"; no run lost any at {axis_value_label(x, found)} ({offered:,.0f} copies): the bound there, "
+                             f"{100 * float(at[f'{metric}_hi']):.3g} %, is the rule of three over copies, which assumes they are "
+                             "lost one by one; losses come in bursts, so confirm with longer or more runs")
+                else:
+                    text += (f"; no run lost any at {axis_value_label(x, found)}{f' ({runs} runs)' if runs else ''}: zeros from "
+                             "runs give no bound without the copies they offered")
+            index = xs.index(found)
+            if len(xs) > 1 and index == len(xs) - 1:
+                row["refine"] = f"between {axis_value_label(x, xs[-2])} and {axis_value_label(x, xs[-1])}"
+                how = "with 95 % confidence" if found == best_hi else "by the mean"
+                text += f"; it is the largest value tried: the smallest that {goal} {how} lies {row['refine']} (refine there)"
+            elif index == 0 and len(xs) > 1:
+                row["refine"] = f"below {axis_value_label(x, xs[0])}"
+                text += "; it is the smallest value tried: smaller values may do too (refine below)"
+            else:
+                row["refine"] = f"between {axis_value_label(x, xs[index - 1])} and {axis_value_label(x, found)}"
+        else:
+            row["refine"] = None
         row["answer"] = text
         rows.append(row)
     return pd.DataFrame(rows, columns=columns)
@@ -705,7 +759,7 @@ def line_figure(results: SweepResults, spec: Mapping[str, Any], out_dir: Path, h
     where = spec.get("where", {})
     frame = _filter(results, results.frame, where)
     keys = [k for k in (facet, series, x) if k]
-    table = aggregate(frame, keys, metrics)
+    table = aggregate(frame, keys, metrics, results.derived)
     scale, unit = display_unit(metrics[0], [v for m in metrics for v in table[f"{m}_mean"].tolist()])
     logx = spec.get("logx", _is_log_axis([v for v in table[x].tolist() if axis_sort_key(x, v)[1] != math.inf]))
     logx = logx and not VALUE_NAMES.get(x) and pd_numeric(table[x])
@@ -806,7 +860,7 @@ def heatmap_figure(results: SweepResults, spec: Mapping[str, Any], out_dir: Path
     where = spec.get("where", {})
     frame = _filter(results, results.frame, where)
     keys = [k for k in (facet, y, x) if k]
-    table = aggregate(frame, keys, [metric])
+    table = aggregate(frame, keys, [metric], results.derived)
     scale, unit = display_unit(metric, table[f"{metric}_mean"].tolist())
     xs = sorted_axis_values(x, table[x].tolist())
     ys = sorted_axis_values(y, table[y].tolist())
@@ -831,7 +885,7 @@ def scatter_figure(results: SweepResults, spec: Mapping[str, Any], out_dir: Path
     metric = spec.get("metric", spec.get("y", "pooled_drop_fraction"))
     colour = results.axis(spec["series"]).path if spec.get("series") else None
     frame = _filter(results, results.frame, spec.get("where", {}))
-    table = aggregate(frame, ["point"] + [a.path for a in results.axes], [metric])
+    table = aggregate(frame, ["point"] + [a.path for a in results.axes], [metric], results.derived)
     scale, unit = display_unit(metric, table[f"{metric}_mean"].tolist())
     name = _figure_file(spec) or _slug(f"scatter-{metric}-vs-{results.label(x)}") + ".png"
     return plotting.scatter_figure(
