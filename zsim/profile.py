@@ -38,7 +38,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from . import files
+from . import fields, files
 from .constants import IN_BATCH_SIZE, OUT_BATCH_SIZE, frame_wire_bytes
 from .distributions import Distribution, parse_distribution
 from .errors import ScenarioError
@@ -303,9 +303,7 @@ def from_dict(raw: Mapping[str, Any], source: str = "<dict>") -> Profile:
     scheduler = raw.get("scheduler", {})
     if not isinstance(scheduler, dict):
         raise ScenarioError("scheduler", "must be a table")
-    cores = scheduler.get("cores", 0)
-    if isinstance(cores, bool) or not isinstance(cores, int) or cores < 0:
-        raise ScenarioError("scheduler.cores", f"must be an integer >= 0 (0: no core count recorded), got {cores!r}")
+    cores = fields.integer(scheduler.get("cores", 0), "scheduler.cores", 0)  # 0: no core count recorded
     return Profile(
         name=str(head.get("name", Path(source).stem)),
         meta=dict(head),

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import files
+from . import fields, files
 from .constants import KNOWN_UNMODELLED_OPTIONS, OPTION_DEFAULTS, TRANSPORTS
 from .distributions import Distribution, parse_distribution
 from .errors import ScenarioError, UnsupportedOption
@@ -306,19 +306,8 @@ def scenario_digest(raw: Mapping[str, Any]) -> str:
 # Field helpers
 
 
-def _check_keys(table: Mapping[str, Any], allowed: set[str], path: str) -> None:
-    for key in table:
-        if key not in allowed:
-            close = _closest(key, allowed)
-            hint = f" (did you mean {close!r}?)" if close else ""
-            raise ScenarioError(f"{path}.{key}" if path else key, f"unknown field{hint}; known: {', '.join(sorted(allowed))}")
-
-
-def _closest(word: str, candidates: set[str]) -> str | None:
-    import difflib
-
-    matches = difflib.get_close_matches(word, sorted(candidates), n=1, cutoff=0.75)
-    return matches[0] if matches else None
+_check_keys = fields.check_keys
+_closest = fields.closest
 
 
 def _table(value: Any, path: str) -> Mapping[str, Any]:
@@ -361,17 +350,7 @@ def _bool(value: Any, path: str) -> bool:
     return value
 
 
-def _int(value: Any, path: str, minimum: int | None = None, maximum: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        else:
-            raise ScenarioError(path, f"must be an integer, got {value!r}")
-    if minimum is not None and value < minimum:
-        raise ScenarioError(path, f"must be >= {minimum}, got {value}")
-    if maximum is not None and value > maximum:
-        raise ScenarioError(path, f"must be <= {maximum:,}, got {value:,}")
-    return value
+_int = fields.integer
 
 
 def _option_int(value: Any, path: str, minimum: int) -> int:

@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import files
+from .. import fields, files
 from .. import spec as scenario_spec
 from ..errors import ScenarioError
 
@@ -424,30 +424,11 @@ def from_dict(
     )
 
 
-def _check_keys(table: Mapping[str, Any], allowed: set[str], path: str) -> None:
-    for key in table:
-        if key not in allowed:
-            import difflib
-
-            close = difflib.get_close_matches(key, sorted(allowed), n=1, cutoff=0.75)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise ScenarioError(f"{path}.{key}" if path else key, f"unknown field{hint}; known: {', '.join(sorted(allowed))}")
+_check_keys = fields.check_keys
+_short = fields.short
 
 
-def _int(value: Any, path: str, minimum: int, maximum: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ScenarioError(path, f"must be an integer, got {_short(value)}")
-    if value < minimum:
-        raise ScenarioError(path, f"must be >= {minimum}, got {value}")
-    if maximum is not None and value > maximum:
-        raise ScenarioError(path, f"must be at most {maximum:,}, got {value:,}")
-    return value
-
-
-def _short(value: Any, limit: int = 80) -> str:
-    """``repr(value)``, cut to ``limit`` characters (an error message stays one short line)."""
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 4] + " ..."
+_int = fields.integer
 
 
 def check_run_timeout(value: Any, path: str) -> float | None:
@@ -594,10 +575,10 @@ class MetricNames(set):  # type: ignore[type-arg]
             return True
         if not isinstance(name, str):
             return False
-        for prefix, pattern, fields in self.members:
+        for prefix, pattern, known in self.members:
             if name.startswith(prefix):
                 entity, _, key = name[len(prefix):].rpartition(".")
-                if key in fields and pattern.fullmatch(entity):
+                if key in known and pattern.fullmatch(entity):
                     return True
         if name.startswith("link.") and name.endswith(LINK_SUFFIXES):
             direction = name[len("link."):name.rindex(".")]
