@@ -20,12 +20,12 @@ import numpy as np
 
 from . import profile as profile_module
 from .distributions import Distribution
-from .errors import ScenarioError
 from .ledger import Ledger
 from .model.cpu import Machine, Machines
 from .model.kernel import NORMAL, URGENT, Environment
-from .model.params import ModelParams, SchedulerParams, TransportParams, unix_skb_truesize, wake_cost_fn
+from .model.params import LinkParams, ModelParams, SchedulerParams, TransportParams, unix_skb_truesize, wake_cost_fn
 from .model.socket import Socket
+from .model.transport.network import Network
 from .model.workload import Proxy, Receiver, Sender
 from .model.world import Process, World
 from .profile import Profile, TransportProfile
@@ -256,12 +256,9 @@ def build(scenario: Scenario, seed: int, profile: Profile | None = None, trace_d
 
     for proc_spec in scenario.processes:
         model.processes[proc_spec.name].host = proc_spec.host
-    if scenario.links:
-        # the model of TCP over a link (docs/model.md, "Links") replaces this refusal
-        link = scenario.links[0]
-        raise ScenarioError(f"link[{link.name}]", "this zsim parses [[link]]s but does not model TCP over a link yet: a "
-                                                  "connection between hosts would run as loopback; remove the links or wait "
-                                                  "for the network model")
+    if scenario.links:  # TCP over the links between hosts (docs/model.md, "Links")
+        world.network = Network(world, [LinkParams(link.name, link.hosts, link.bandwidth_bps, link.latency_s, link.mtu_bytes,
+                                                   link.queue_bytes, link.loss) for link in scenario.links])
     _build_machines(model, params.scheduler)
     _schedule_timeline(model)
     return model

@@ -513,6 +513,8 @@ def summarise(model: Model, wall_s: float) -> RunResult:
         summary["machine"] = model.machine.report()
     if scenario.hosts:
         summary["hosts"] = host_reports(model)
+    if world.network is not None:
+        summary["network"] = world.network.report(now)
     from .checks import run_warnings, static_warnings
 
     summary["warnings"] = static_warnings(scenario) + run_warnings(scenario, summary)
@@ -558,6 +560,9 @@ LOAD_FIELDS = ("offered_utilisation", "overloaded", "backlog_at_end", "latency_n
 #: Per receiving socket, with the run's message table (``flat_metrics(..., result=)``).
 TIME_FIELDS = ("first_recv_s", "last_recv_s")
 PIPE_FIELDS = ("dropped", "max_depth", "mean_depth")
+#: Per direction of a [[link]] (``net.<link>.<a>-><b>.<field>``; zsim.model.transport.network).
+NETWORK_FIELDS = ("payload_bytes", "wire_bytes", "packets", "queue_drops", "random_drops", "retransmitted_packets", "utilisation",
+                  "max_queue_bytes", "goodput_bps")
 #: Per thread, with [machine] cores (``thread.<name>.<field>``).
 THREAD_FIELDS = ("cpu_s", "waited_s")
 SENDER_FIELDS = ("sent", "again", "requested_rate_per_s", "achieved_rate_per_s", "blocked_s", "finished_at_s")
@@ -815,6 +820,10 @@ def flat_metrics(summary: Mapping[str, Any], result: RunResult | None = None, sc
             for key in THREAD_FIELDS:
                 row[f"thread.{name}.{key}"] = thread[key]
     warnings = summary.get("warnings") or []
+    for link, entry in (summary.get("network") or {}).items():  # [[link]]s: net.<link>.<a>-><b>.<field>
+        for direction, carried in entry["directions"].items():
+            for key in NETWORK_FIELDS:
+                row[f"net.{link}.{direction}.{key}"] = carried[key]
     row["warnings"] = len(warnings)
     codes = dict.fromkeys(WARNING_CODES, 0)
     for warning in warnings:

@@ -211,6 +211,9 @@ class RunSummary(TypedDict):
     machine: NotRequired[dict[str, Any]]
     #: with [[host]]s: per host, its processes and cores and (with cores) its machine's report
     hosts: NotRequired[dict[str, dict[str, Any]]]
+    #: with [[link]]s: per link, its parameters and per direction what it carried
+    #: (``zsim.model.transport.network.Direction.report``)
+    network: NotRequired[dict[str, dict[str, Any]]]
     warnings: NotRequired[list[dict[str, Any]]]
     real: NotRequired[dict[str, Any]]  # how the harness behaved (lateness, indices, errors)
     timed_out: NotRequired[bool]  # the real run hit its time limit

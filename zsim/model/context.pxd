@@ -23,3 +23,4 @@ cdef class Context:
     cdef public dict wake_groups
     cdef public object until_s
     cdef public object machine
+    cdef public object network

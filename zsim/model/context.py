@@ -63,6 +63,8 @@ class Context:
         self.until_s: float | None = None
         #: the cores threads share (``zsim.model.cpu.Machine``); None: a core per thread
         self.machine: Any = None
+        #: the links between hosts (``transport.network.Network``); None: one machine
+        self.network: Any = None
 
     def new_pipe(self, name: str, frm: str, to: str, kind: str, hwm: int, writer: Any, reader: Any, conflate: bool, owner: Any) -> Pipe:
         pipe = Pipe(self.env, name, hwm, writer, reader, conflate, index=len(self.pipes))

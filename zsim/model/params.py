@@ -45,6 +45,21 @@ class TransportParams:
         return max(1, capacity // 2 - 64)
 
 
+@dataclass(frozen=True)
+class LinkParams:
+    """One ``[[link]]`` between two hosts (``zsim.spec.LinkSpec``, resolved): bits per
+    second on the wire each way, one-way propagation, MTU, the bottleneck's buffer per
+    direction and each packet's loss probability (``zsim.model.transport.network``)."""
+
+    name: str
+    hosts: tuple[str, str]
+    bandwidth_bps: float
+    latency_s: float = 0.0
+    mtu_bytes: int = 1500
+    queue_bytes: int = 1000 * (1500 + 14)
+    loss: float = 0.0
+
+
 @dataclass
 class SchedulerParams:
     """The machine's cores and the scheduler's costs (``zsim.model.cpu``).

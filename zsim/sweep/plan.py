@@ -616,14 +616,18 @@ def known_metrics(base: Mapping[str, Any]) -> MetricNames | None:
         names = [sock.name for sock in scenario.sockets]
         senders = [send.name for send in scenario.sends]
         found = scenario.templates
+        links = list(scenario.links)
     except Exception:  # noqa: BLE001 - an invalid base is reported by expand; name senders as zsim would
         senders = [f"send.{s.get('socket')}" for s in base.get("send", []) if isinstance(s, Mapping)]
+        links = []
     pooled = ["sent", "copies", "delivered", "forwarded", "dropped", "discarded", "lost_on_close", "queued_at_end", "sim_time_s",
               "wall_s", "warnings", *results.POOLED_ALIASES, *results.POOLED_ALIASES.values(),
               *(f"warning.{code}" for code in results.WARNING_CODES)]
     per_socket = results.PER_SOCKET
     listed = pooled + [f"socket.{n}.{f}" for n in names for f in per_socket]
     listed += [f"sender.{n}.{f}" for n in senders for f in results.SENDER_FIELDS]
+    listed += [f"net.{link.name}.{a}->{b}.{f}" for link in links for a, b in (link.hosts, link.hosts[::-1])
+               for f in results.NETWORK_FIELDS]
     members: list[tuple[str, re.Pattern[str], tuple[str, ...]]] = []
     for template in found:
         if template.kind not in ("socket", "send"):

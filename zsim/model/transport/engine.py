@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..context import Context
     from ..params import TransportParams
     from ..pipe import Pipe
+    from .network import Flow
 
 
 class EngineSession(Protocol):
@@ -67,7 +68,7 @@ class Wire:
     """
 
     __slots__ = ("queue", "bytes", "msgs", "charged", "capacity_fn", "sndbuf", "rcvbuf", "sndhwm", "writer", "reader", "peer_closed",
-                 "name", "occupancy")
+                 "name", "occupancy", "net")
 
     def __init__(
         self, name: str, capacity_fn: Callable[[int, int, int, int], int], sndbuf: int, rcvbuf: int, sndhwm: int, now: float
@@ -85,6 +86,10 @@ class Wire:
         self.reader: Engine | None = None
         self.peer_closed = False  # the writer closed its end: EOF after the data
         self.occupancy = Occupancy(now)
+        #: a connection between hosts: TCP over the link (``network.Flow``) holds what the
+        #: writer wrote until it arrives; None on one host (the reader is woken after the
+        #: hop latency)
+        self.net: Flow | None = None
 
     def observe(self, now: float) -> None:
         """Record this direction's levels after a change (kernel, both engines)."""
@@ -101,12 +106,17 @@ class Wire:
         self.occupancy.update(now, (self.msgs, self.bytes, out_msgs, out_bytes, in_msgs, in_bytes))
 
     def capacity(self, wire_size: int) -> int:
-        return self.capacity_fn(wire_size, self.sndbuf, self.rcvbuf, self.sndhwm)
+        kernel = self.capacity_fn(wire_size, self.sndbuf, self.rcvbuf, self.sndhwm)
+        if self.net is not None:  # over a link the sender's buffer follows its window
+            return min(kernel, self.net.send_room(self.charged, self.sndbuf))
+        return kernel
 
     def clear(self) -> None:
         """The connection is gone: the kernel frees both buffers (the caller records what
         they held first, and calls ``observe``)."""
         self.queue.clear()
+        if self.net is not None:
+            self.net.clear()
         self.bytes = 0
         self.msgs = 0
         self.charged = 0
@@ -114,11 +124,21 @@ class Wire:
     def push_last(self, batch: Any) -> None:
         """The writer's last ``(msg, bytes not yet written)`` go in at close, whatever the
         buffer's room: the kernel keeps what a closed fd wrote (FIN after it)."""
-        for msg, remaining in batch:
-            self.queue.append([msg, remaining, True, 0])
-            self.bytes += remaining
-            self.charged += remaining
+        entries = [[msg, remaining, True, 0] for msg, remaining in batch]
+        for entry in entries:
+            self.bytes += entry[1]
+            self.charged += entry[1]
         self.msgs += len(batch)
+        if self.net is not None:
+            self.net.write(entries)
+        else:
+            self.queue.extend(entries)
+
+    def in_kernel(self) -> list[list[Any]]:
+        """Every entry between the two engines, in order: readable, then still on its way."""
+        if self.net is None:
+            return list(self.queue)
+        return list(self.queue) + self.net.pending()
 
 
 class Engine:
@@ -253,12 +273,14 @@ class Engine:
         moved = 0
         completed = 0
         first = True
+        net = wire.net
+        dest = wire.queue if net is None else []
         while batch and free > 0:
             entry = batch[0]
             msg, remaining = entry
             n = remaining if remaining <= free else free
             last = n == remaining
-            wire.queue.append([msg, n, last, overhead if first else 0])
+            dest.append([msg, n, last, overhead if first else 0])
             first = False
             moved += n
             free -= n
@@ -273,7 +295,9 @@ class Engine:
         self.out_bytes -= moved
         wire.observe(self.clock.now)
         reader = wire.reader
-        if reader is not None and moved:
+        if net is not None:
+            net.write(dest)  # on the link; the reader is woken when it arrives
+        elif reader is not None and moved:
             reader.kick_in(self.latency.next())
         if self.out_bytes > 0:
             if charge_fn is not None and wire.charged < capacity:
@@ -329,7 +353,7 @@ class Engine:
             return
         wire = self.in_wire
         if not wire.queue:
-            if wire.peer_closed:
+            if wire.peer_closed and (wire.net is None or wire.net.idle):
                 # recv() returned 0: the peer closed cleanly after its data (EOF).
                 self.link.engine_error(self, "eof")
             return

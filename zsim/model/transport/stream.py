@@ -28,6 +28,7 @@ from ..socket import Socket
 from .connection import Connection, Lingering
 from .engine import Engine, Wire
 from .losses import drop_displaced, in_flight, record_discarded, record_lost, wire_messages
+from .network import HANDSHAKE_ROUND_TRIPS, Flow
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...sampler import Sampler
@@ -106,6 +107,12 @@ class Link:
         self.b2c = Wire(f"{b_sock.name}->{c_sock.name}", fn, b_snd, c_rcv, b_sock.options.sndhwm, self.ctx.clock.now)
         self.latency_sampler: Sampler = conn.latency_sampler
         self.c_session, self.b_session = c_session, b_session
+        network = self.ctx.network
+        path = network.path(c_sock.process.host, b_sock.process.host) if network is not None else None
+        if path is not None:  # processes on two hosts: TCP over the link between them
+            forward, back = path
+            self.c2b.net = Flow(self.ctx, self.c2b, forward, back, self.latency_sampler)
+            self.b2c.net = Flow(self.ctx, self.b2c, back, forward, self.latency_sampler)
         self.c_engine = Engine(self, c_session, self.c2b, self.b2c)
         self.b_engine = Engine(self, b_session, self.b2c, self.c2b)
         c_session.engine = self.c_engine
@@ -225,7 +232,9 @@ class StreamConnection(Connection):
             provisional = Peer(binder, self.connector, self)
             binder.add_pending_peer(provisional)
             self.b_peer = provisional
-        self.handshake_timer.arm(self.handshake.next())
+        network = self.ctx.network
+        over_link = network.round_trip(self.connector.process.host, binder.process.host) if network is not None else 0.0
+        self.handshake_timer.arm(self.handshake.next() + HANDSHAKE_ROUND_TRIPS * over_link)
 
     def _reconnect_delay(self) -> float | None:
         """``stream_connecter_base_t::get_new_reconnect_ivl``, in seconds."""
