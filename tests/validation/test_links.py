@@ -11,10 +11,10 @@ one line.
 
 from __future__ import annotations
 
-import json
 import subprocess
 from typing import Any
 
+import link_programs as programs
 import numpy as np
 import pytest
 
@@ -24,37 +24,6 @@ from zsim.model.transport.network import ETHERNET_HEADER_BYTES, INITIAL_WINDOW_S
 
 _REASON = netns.available()
 needs_links = pytest.mark.skipif(_REASON is not None, reason=f"no network namespaces here: {_REASON}")
-
-_PULL = r"""
-import sys, time, json, zmq
-endpoint, count = sys.argv[1], int(sys.argv[2])
-ctx = zmq.Context(); pull = ctx.socket(zmq.PULL); pull.bind(endpoint); print("ready", flush=True)
-pull.recv(); first = time.perf_counter()
-for _ in range(count - 1): pull.recv()
-print(json.dumps({"seconds": time.perf_counter() - first}), flush=True)
-"""
-
-_PUSH = r"""
-import sys, zmq
-endpoint, count, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-ctx = zmq.Context(); push = ctx.socket(zmq.PUSH); push.connect(endpoint)
-body = b"x" * size
-for _ in range(count): push.send(body)
-push.close(); ctx.term()
-"""
-
-
-def _result(proc: subprocess.Popen[str], timeout: float = 90.0) -> dict[str, Any]:
-    out, err = proc.communicate(timeout=timeout)
-    assert proc.returncode == 0, err
-    return json.loads(out.strip().splitlines()[-1])
-
-
-def _started(proc: subprocess.Popen[str]) -> subprocess.Popen[str]:
-    assert proc.stdout is not None
-    assert proc.stdout.readline().strip() == "ready"
-    return proc
-
 
 def two_hosts(bandwidth_bps: float, latency_s: float = 0.0, queue_bytes: int = netns.LinkSpec(1e6).queue_bytes,
               loss: float = 0.0) -> dict[str, Any]:
@@ -93,9 +62,10 @@ def test_a_bulk_transfer_takes_the_links_time_as_real_tcp_does():
     spec = netns.LinkSpec(rate_bps=rate)
     with netns.link(spec) as ln:
         endpoint = f"tcp://{ln.b_address}:5555"
-        pull = _started(ln.python(ln.b, _PULL, endpoint, str(count), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-        push = ln.python(ln.a, _PUSH, endpoint, str(count), str(size), stderr=subprocess.PIPE, text=True)
-        real = _result(pull)["seconds"]
+        pull = programs.started(ln.python(ln.b, programs.PULL, endpoint, str(count), 
+                                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        push = ln.python(ln.a, programs.PUSH, endpoint, str(count), str(size), stderr=subprocess.PIPE, text=True)
+        real = programs.result(pull)["seconds"]
         push.wait(timeout=60)
     simulated = [receive_span(zsim.run(bulk(count, size, bandwidth_bps=rate, queue_bytes=spec.queue_bytes), seed))
                  for seed in range(3)]
@@ -150,18 +120,19 @@ def test_a_pub_offering_twice_what_the_link_carries_loses_at_its_pipe_as_real_tc
         endpoint = f"tcp://{ln.a_address}:5556"
         pub = ln.python(ln.a, _PUB, endpoint, str(count), str(size), str(rate), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                         text=True)
-        sub = _started(ln.python(ln.b, _SUB, endpoint, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-        real = _result(sub)["received"]
-        sent = _result(pub)["seconds"]
+        sub = programs.started(ln.python(ln.b, _SUB, endpoint, 
+                                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        real = programs.result(sub)["received"]
+        sent = programs.result(pub)["seconds"]
     # the real publisher kept its schedule (it busy-waits; the link, not the CPU, limits)
     assert sent == pytest.approx(count / rate, rel=0.05)
     results = [zsim.run(pub_sub(count, size, rate, bandwidth_bps=bandwidth, queue_bytes=spec.queue_bytes), seed) for seed in range(2)]
     simulated = [r.summary["sockets"]["sub"]["received"] for r in results]
     assert np.mean(simulated) == pytest.approx(real, rel=0.15), (simulated, real)
-    for result in results:
-        inbound = result.summary["sockets"]["sub"]["inbound"]
+    for run in results:
+        inbound = run.summary["sockets"]["sub"]["inbound"]
         assert inbound["dropped_by"] == {"pub->sub (tcp send): hwm": count - inbound["delivered"]}
-        assert result.summary["network"]["a-b"]["directions"]["a->b"]["utilisation"] > 0
+        assert run.summary["network"]["a-b"]["directions"]["a->b"]["utilisation"] > 0
 
 
 def test_the_link_carries_payload_at_its_rate_less_the_headers():

@@ -9,9 +9,9 @@ fails. Skipped with one line where namespaces cannot be made (not root, no iprou
 
 from __future__ import annotations
 
-import json
 import subprocess
 
+import link_programs as programs
 import pytest
 
 from validation import netns
@@ -44,45 +44,15 @@ while sent < total:
 conn.shutdown(socket.SHUT_WR); conn.recv(1)
 """
 
-_PULL = r"""
-import sys, time, json, zmq
-endpoint, count = sys.argv[1], int(sys.argv[2])
-ctx = zmq.Context(); pull = ctx.socket(zmq.PULL); pull.bind(endpoint); print("ready", flush=True)
-pull.recv(); first = time.perf_counter()
-for _ in range(count - 1): pull.recv()
-print(json.dumps({"seconds": time.perf_counter() - first}), flush=True)
-"""
-
-_PUSH = r"""
-import sys, zmq
-endpoint, count, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-ctx = zmq.Context(); push = ctx.socket(zmq.PUSH); push.connect(endpoint)
-body = b"x" * size
-for _ in range(count): push.send(body)
-push.close(); ctx.term()
-"""
-
-
-def _result(proc: subprocess.Popen, timeout: float = 60.0) -> dict:
-    out, err = proc.communicate(timeout=timeout)
-    assert proc.returncode == 0, err
-    return json.loads(out.strip().splitlines()[-1])
-
-
-def _started(proc: subprocess.Popen) -> subprocess.Popen:
-    assert proc.stdout is not None
-    assert proc.stdout.readline().strip() == "ready"
-    return proc
-
-
 @needs_links
 def test_a_shaped_link_carries_tcp_at_its_rate():
     spec = netns.LinkSpec(rate_bps=40e6)
     total = 10_000_000
     with netns.link(spec) as ln:
-        sink = _started(ln.python(ln.b, _SINK, ln.b_address, "5201", str(total), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        sink = programs.started(ln.python(ln.b, _SINK, ln.b_address, "5201", str(total), 
+                                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
         source = ln.python(ln.a, _SOURCE, ln.b_address, "5201", str(total), stderr=subprocess.PIPE, text=True)
-        got = _result(sink)
+        got = programs.result(sink)
         source.wait(timeout=30)
     assert got["bytes"] == total
     goodput = got["after_first"] * 8 / got["seconds"]
@@ -98,9 +68,10 @@ def test_push_pull_over_a_link_takes_the_links_time():
     count, size = 5000, 1024
     with netns.link(spec) as ln:
         endpoint = f"tcp://{ln.b_address}:5555"
-        pull = _started(ln.python(ln.b, _PULL, endpoint, str(count), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-        push = ln.python(ln.a, _PUSH, endpoint, str(count), str(size), stderr=subprocess.PIPE, text=True)
-        got = _result(pull)
+        pull = programs.started(ln.python(ln.b, programs.PULL, endpoint, str(count), 
+                                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        push = ln.python(ln.a, programs.PUSH, endpoint, str(count), str(size), stderr=subprocess.PIPE, text=True)
+        got = programs.result(pull)
         push.wait(timeout=30)
     expected = (count - 1) * (size + 9) * 8 / netns.tcp_goodput_bps(spec)  # 2.16 s
     assert got["seconds"] == pytest.approx(expected, rel=0.10)

@@ -92,7 +92,7 @@ class Direction:
         self.wire_bytes = 0
         self.packets = 0
         self.queue_drops = 0  # packets dropped because the queue was full
-        self.random_drops = 0  # packets lost on the way (``loss``)
+        self.random_drops = 0  # trains that lost a packet on the way (``loss``; each is sent again whole)
         self.retransmitted = 0  # packets sent again
         self.resent_bytes = 0  # payload bytes sent again
         self.busy_s = 0.0
