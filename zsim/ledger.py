@@ -43,10 +43,9 @@ class Ledger:
     sent).
     """
 
-    __slots__ = ("n_sent", "_blocks", "_full", "_current", "_block", "_used")
+    __slots__ = ("_blocks", "_full", "_current", "_block", "_used")
 
     def __init__(self) -> None:
-        self.n_sent = 0
         self._blocks: list[np.ndarray] = []  # full blocks, flat
         self._full = 0  # records in them
         self._current = np.empty(0)  # the block being written (allocated at the first write)
@@ -77,9 +76,6 @@ class Ledger:
         self._block = self._current.data
 
     # -- hooks called by the model (hot path) ----------------------------------------------
-
-    def sent(self, msg: tuple, socket_index: int) -> None:
-        self.n_sent += 1
 
     # The id, size and origin are ints: read as C integers (ledger.pxd), each is stored as
     # the same double, without Python's int-to-float conversion.

@@ -43,11 +43,7 @@ class RecordingLedger:
 
     def __init__(self) -> None:
         self.calls: list[tuple] = []
-        self.n_sent = 0
         self.records: list = []
-
-    def sent(self, msg: Any, socket_index: int) -> None:
-        self.n_sent += 1
 
     def delivered(self, msg: Any, socket_index: int, pipe_index: int, now: float) -> None:
         self.calls.append(("delivered", msg[0], socket_index, pipe_index, 0, now))

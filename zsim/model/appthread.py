@@ -11,7 +11,7 @@ scripted in SimPy (``zsim.app.AppSocket``). It owns
 * the message factory: every application message gets its id here (``message``);
 * the send and receive attempts and their counters on the socket (``sent``,
   ``send_again``, ``send_unroutable``, ``received``, ``recv_again``, ``blocked_s``,
-  ``blocked_count``) and the ledger's count of sent messages;
+  ``blocked_count``) and the run's count of sent messages (``Context.n_sent``);
 * the blocked send: the wait for a command, the retry and ``SNDTIMEO`` (``send``);
 * the cost of waking the threads a call's writes woke (``wake_s``: the call's own, read
   after it; pipes charge it to the running call, see ``zsim.model.pipe.Pipe.write``);
@@ -109,7 +109,7 @@ class AppThread:
         self.wake_s = ctx.wake_debt
         if status == SENT:
             sock.sent += 1
-            self.ledger.n_sent += 1
+            self.ctx.n_sent += 1
         return status
 
     def send(self, sock: Socket, msg: Message, dontwait: bool, done: Callable[[int], object]) -> int:
@@ -152,7 +152,7 @@ class AppThread:
         sock.blocked_s += self.clock.now - self.since
         if status == SENT:
             sock.sent += 1
-            self.ledger.n_sent += 1
+            self.ctx.n_sent += 1
         else:
             self.failed(sock, status)
         self._end(status)

@@ -77,8 +77,6 @@ class LedgerSink(Protocol):
     copy never reached a pipe.
     """
 
-    def sent(self, msg: Any, socket_index: int) -> None: ...
-
     def delivered(self, msg: Any, socket_index: int, pipe_index: int, now: float) -> None: ...
 
     def forwarded(self, msg: Any, socket_index: int, pipe_index: int, now: float) -> None: ...
@@ -91,8 +89,6 @@ class LedgerSink(Protocol):
 
     def queued(self, msg: Any, socket_index: int, pipe_index: int, where: int, now: float) -> None: ...
 
-    #: messages sent (the hot path counts in place instead of calling ``sent``)
-    n_sent: int
     #: final records written so far (bounds a run's memory, see ``zsim.runner.Guard``)
     @property
     def n_records(self) -> int: ...
