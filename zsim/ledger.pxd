@@ -1,11 +1,13 @@
 # C declarations for zsim/ledger.py (Cython pure-Python mode; see zsim/native.py).
 cimport cython
 
+from zsim.model.sink cimport LedgerSink
+
 cdef long _FIELDS, _BLOCK
 
 
-@cython.final
-cdef class Ledger:
+# not final: it redeclares the LedgerSink methods it implements (a final class may not)
+cdef class Ledger(LedgerSink):
     cdef list _blocks
     cdef long _full
     cdef object _current

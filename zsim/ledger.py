@@ -27,6 +27,7 @@ from .errors import ConservationError
 
 # codes and names: one module for the model and the results (zsim.model.fates)
 from .model.fates import DELIVERED, DISCARDED, DROPPED, FORWARDED, LOST, QUEUED, RULES, STATES, WHERE  # noqa: E402,F401
+from .model.sink import LedgerSink
 
 _FIELDS = 9  # msg_id, state, socket, pipe, rule, time, t0, size, origin
 _BLOCK = 8192 * _FIELDS  # doubles per block (576 KiB; numpy leaves untouched pages unmapped)
@@ -35,8 +36,8 @@ COLUMNS = (("msg_id", np.int64), ("state", np.int8), ("socket", np.int32), ("pip
            ("time", np.float64), ("t0", np.float64), ("size", np.int64), ("origin", np.int32))
 
 
-class Ledger:
-    """Implements ``zsim.model.fates.LedgerSink``.
+class Ledger(LedgerSink):
+    """Implements ``zsim.model.sink.LedgerSink``.
 
     Blocks of 9-field records, one record per copy when its fate is decided (the message
     tuple carries its send time, size and origin, so nothing is written when a message is

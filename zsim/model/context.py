@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from .fates import LedgerSink
 from .kernel import Environment
 from .params import ModelParams
 from .pipe import Pipe, WakeGroup
+from .sink import LedgerSink
 
 
 class PipeInfo:
