@@ -1,12 +1,13 @@
 # C declarations for zsim/ledger.py (Cython pure-Python mode; see zsim/native.py).
 cimport cython
 
+from zsim.model.sink cimport LedgerSink
+
 cdef long _FIELDS, _BLOCK
 
 
-@cython.final
-cdef class Ledger:
-    cdef public long n_sent
+# not final: it redeclares the LedgerSink methods it implements (a final class may not)
+cdef class Ledger(LedgerSink):
     cdef list _blocks
     cdef long _full
     cdef object _current
@@ -17,7 +18,6 @@ cdef class Ledger:
     cdef void _write(self, double mid, double state, double socket_index, double pipe_index, double rule, double now,
                      double t0, double size, double origin) except *
     cpdef _new_block(self)
-    cpdef sent(self, tuple msg, long socket_index)
     @cython.locals(mid="long long", size="long long", origin="long long")
     cpdef delivered(self, tuple msg, long socket_index, long pipe_index, double now)
     @cython.locals(mid="long long", size="long long", origin="long long")

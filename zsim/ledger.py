@@ -27,6 +27,7 @@ from .errors import ConservationError
 
 # codes and names: one module for the model and the results (zsim.model.fates)
 from .model.fates import DELIVERED, DISCARDED, DROPPED, FORWARDED, LOST, QUEUED, RULES, STATES, WHERE  # noqa: E402,F401
+from .model.sink import LedgerSink
 
 _FIELDS = 9  # msg_id, state, socket, pipe, rule, time, t0, size, origin
 _BLOCK = 8192 * _FIELDS  # doubles per block (576 KiB; numpy leaves untouched pages unmapped)
@@ -35,18 +36,17 @@ COLUMNS = (("msg_id", np.int64), ("state", np.int8), ("socket", np.int32), ("pip
            ("time", np.float64), ("t0", np.float64), ("size", np.int64), ("origin", np.int32))
 
 
-class Ledger:
-    """Implements ``zsim.model.fates.LedgerSink``.
+class Ledger(LedgerSink):
+    """Implements ``zsim.model.sink.LedgerSink``.
 
     Blocks of 9-field records, one record per copy when its fate is decided (the message
     tuple carries its send time, size and origin, so nothing is written when a message is
     sent).
     """
 
-    __slots__ = ("n_sent", "_blocks", "_full", "_current", "_block", "_used")
+    __slots__ = ("_blocks", "_full", "_current", "_block", "_used")
 
     def __init__(self) -> None:
-        self.n_sent = 0
         self._blocks: list[np.ndarray] = []  # full blocks, flat
         self._full = 0  # records in them
         self._current = np.empty(0)  # the block being written (allocated at the first write)
@@ -77,9 +77,6 @@ class Ledger:
         self._block = self._current.data
 
     # -- hooks called by the model (hot path) ----------------------------------------------
-
-    def sent(self, msg: tuple, socket_index: int) -> None:
-        self.n_sent += 1
 
     # The id, size and origin are ints: read as C integers (ledger.pxd), each is stored as
     # the same double, without Python's int-to-float conversion.

@@ -36,6 +36,7 @@ from pathlib import Path
 #: the modules compiled by setup.py (each has a ``.pxd`` of C declarations beside it)
 MODULES = (
     "zsim.model.kernel",
+    "zsim.model.sink",
     "zsim.model.context",
     "zsim.model.pipe",
     "zsim.model.peer",

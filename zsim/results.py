@@ -472,7 +472,7 @@ def summarise(model: Model, wall_s: float) -> RunResult:
             "io_cpu_s": None if process_cpu is None else io_cpu.get(name, 0.0),
         }
 
-    sent_total = ledger.n_sent
+    sent_total = world.n_sent
     ledger_entry: LedgerSummary = {
         "sent": sent_total,
         "copies": copies,

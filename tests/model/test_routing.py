@@ -21,6 +21,7 @@ from zsim.model.kernel import Environment
 from zsim.model.peer import Peer, Subscriptions
 from zsim.model.pipe import MSG_ENVELOPE, Pipe, PipeEndpoint
 from zsim.model.routing import Distribute, FairQueue, LoadBalance, RouteByIdentity, SendOwner
+from zsim.model.sink import LedgerSink
 
 # -- fixtures ------------------------------------------------------------------------------
 
@@ -38,16 +39,12 @@ class End(PipeEndpoint):
         self.trace.append((self.env.now, "activate_read", pipe.name))
 
 
-class RecordingLedger:
+class RecordingLedger(LedgerSink):
     """A ``LedgerSink`` that keeps each call as a tuple (state, msg id, socket, pipe, rule, time)."""
 
     def __init__(self) -> None:
         self.calls: list[tuple] = []
-        self.n_sent = 0
         self.records: list = []
-
-    def sent(self, msg: Any, socket_index: int) -> None:
-        self.n_sent += 1
 
     def delivered(self, msg: Any, socket_index: int, pipe_index: int, now: float) -> None:
         self.calls.append(("delivered", msg[0], socket_index, pipe_index, 0, now))

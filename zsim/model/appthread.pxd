@@ -4,6 +4,7 @@ cimport cython
 from zsim.model.context cimport Context
 from zsim.model.cpu cimport Thread
 from zsim.model.kernel cimport Clock, FastTimer, Timer
+from zsim.model.sink cimport LedgerSink
 from zsim.model.socket cimport Socket
 from zsim.sampler cimport Sampler
 
@@ -16,9 +17,7 @@ cdef class AppThread:
     cdef public Clock clock
     cdef public Thread cpu
     cdef public double wake_s
-    cdef public object ledger
-    cdef public object on_delivered
-    cdef public object on_forwarded
+    cdef public LedgerSink ledger
     cdef public object pending
     cdef public Socket target
     cdef public double since

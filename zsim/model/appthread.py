@@ -11,7 +11,7 @@ scripted in SimPy (``zsim.app.AppSocket``). It owns
 * the message factory: every application message gets its id here (``message``);
 * the send and receive attempts and their counters on the socket (``sent``,
   ``send_again``, ``send_unroutable``, ``received``, ``recv_again``, ``blocked_s``,
-  ``blocked_count``) and the ledger's count of sent messages;
+  ``blocked_count``) and the run's count of sent messages (``Context.n_sent``);
 * the blocked send: the wait for a command, the retry and ``SNDTIMEO`` (``send``);
 * the cost of waking the threads a call's writes woke (``wake_s``: the call's own, read
   after it; pipes charge it to the running call, see ``zsim.model.pipe.Pipe.write``);
@@ -31,6 +31,7 @@ from ..constants import INBOUND_POLL_RATE
 from .fates import AGAIN, RULE_UNROUTABLE, SENT, UNROUTABLE
 from .kernel import FastTimer
 from .pipe import MSG_ID, Message
+from .sink import LedgerSink
 from .socket import OPEN, Socket
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -64,10 +65,7 @@ class AppThread:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
         self.clock = ctx.clock  # the time as a C double: see kernel.Clock
-        self.ledger = ctx.ledger
-        # the ledger's records of a received message, as bound methods made once
-        self.on_delivered = ctx.ledger.delivered
-        self.on_forwarded = ctx.ledger.forwarded
+        self.ledger: LedgerSink = ctx.ledger  # typed in appthread.pxd: its reports are C calls
         #: its thread on the machine's cores (None: a core of its own, ``[machine] cores = 0``)
         self.cpu: Thread | None = None
         #: what the last send attempt owes for waking the threads it woke (seconds)
@@ -109,7 +107,7 @@ class AppThread:
         self.wake_s = ctx.wake_debt
         if status == SENT:
             sock.sent += 1
-            self.ledger.n_sent += 1
+            self.ctx.n_sent += 1
         return status
 
     def send(self, sock: Socket, msg: Message, dontwait: bool, done: Callable[[int], object]) -> int:
@@ -152,7 +150,7 @@ class AppThread:
         sock.blocked_s += self.clock.now - self.since
         if status == SENT:
             sock.sent += 1
-            self.ledger.n_sent += 1
+            self.ctx.n_sent += 1
         else:
             self.failed(sock, status)
         self._end(status)
@@ -242,13 +240,13 @@ class AppThread:
         """Count a message the application received; one with an id is delivered."""
         sock.received += 1
         if msg[MSG_ID] >= 0:
-            self.on_delivered(msg, sock.index, sock.last_pipe_index, now)
+            self.ledger.delivered(msg, sock.index, sock.last_pipe_index, now)
 
     def took(self, sock: Socket, msg: Message, now: float) -> None:
         """Count a message ``zmq.proxy`` received to pass on; one with an id is forwarded."""
         sock.received += 1
         if msg[MSG_ID] >= 0:
-            self.on_forwarded(msg, sock.index, sock.last_pipe_index, now)
+            self.ledger.forwarded(msg, sock.index, sock.last_pipe_index, now)
 
     def recv_failed(self, sock: Socket) -> None:
         """Count a recv that ended with EAGAIN (DONTWAIT, or RCVTIMEO expired)."""

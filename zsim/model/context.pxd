@@ -17,6 +17,7 @@ cdef class Context:
     cdef public dict pending_inproc
     cdef public dict waiting_connects
     cdef public long next_message_id
+    cdef public long n_sent
     cdef public bint trace_depth
     cdef public bint waking
     cdef public double wake_debt

@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from .fates import LedgerSink
 from .kernel import Environment
 from .params import ModelParams
 from .pipe import Pipe, WakeGroup
+from .sink import LedgerSink
 
 
 class PipeInfo:
@@ -54,6 +54,8 @@ class Context:
         # tcp/ipc connects retrying until a listener appears
         self.waiting_connects: dict[tuple[str, str, str], list[Any]] = {}
         self.next_message_id = 0
+        #: messages the applications sent (``AppThread``: a C counter, read by the run's summary)
+        self.n_sent = 0
         self.trace_depth = False
         self.waking = False  # an application thread's wake-up is running (no recursion)
         # what the running application call owes for waking threads: pipes add to it

@@ -1,6 +1,6 @@
-"""What can happen to a message, as codes, and the protocol that reports it: one module.
+"""What can happen to a message, as codes: one module for the model and the results.
 
-The model reports every message copy's fate to a ``LedgerSink`` (``zsim.ledger.Ledger``)
+The model reports every message copy's fate to a ``LedgerSink`` (``zsim.model.sink``)
 exactly once: delivered, forwarded, dropped (by a routing rule), discarded (received and
 thrown away), lost (close, linger, crash, a broken connection) or queued at the end of the
 run (in a pipe, an engine or the kernel). The codes below are stable: they are written into
@@ -9,8 +9,6 @@ its name can never drift apart.
 """
 
 from __future__ import annotations
-
-from typing import Any, Protocol
 
 # -- zmq_send outcomes (what a socket's send returns to its application) --------------------
 SENT = 0
@@ -68,31 +66,3 @@ WHERE_KERNEL = 2  # the kernel's socket buffers
 
 WHERE = {WHERE_PIPE: "pipe", WHERE_ENGINE: "engine", WHERE_KERNEL: "kernel"}
 
-
-class LedgerSink(Protocol):
-    """Where the model reports every message's fate (implemented by ``zsim.ledger.Ledger``).
-
-    Every record is written through one of these methods; no model code appends records
-    itself. ``msg`` is a message tuple (``zsim.model.pipe``); ``pipe_index`` is -1 when the
-    copy never reached a pipe.
-    """
-
-    def sent(self, msg: Any, socket_index: int) -> None: ...
-
-    def delivered(self, msg: Any, socket_index: int, pipe_index: int, now: float) -> None: ...
-
-    def forwarded(self, msg: Any, socket_index: int, pipe_index: int, now: float) -> None: ...
-
-    def dropped(self, msg: Any, socket_index: int, pipe_index: int, rule: int, now: float) -> None: ...
-
-    def discarded(self, msg: Any, socket_index: int, pipe_index: int, rule: int, now: float) -> None: ...
-
-    def lost(self, msg: Any, socket_index: int, pipe_index: int, rule: int, now: float) -> None: ...
-
-    def queued(self, msg: Any, socket_index: int, pipe_index: int, where: int, now: float) -> None: ...
-
-    #: messages sent (the hot path counts in place instead of calling ``sent``)
-    n_sent: int
-    #: final records written so far (bounds a run's memory, see ``zsim.runner.Guard``)
-    @property
-    def n_records(self) -> int: ...

@@ -4,6 +4,7 @@ cimport cython
 from zsim.model.kernel cimport Clock
 from zsim.model.peer cimport Peer, Subscriptions
 from zsim.model.pipe cimport Pipe, PipeEndpoint
+from zsim.model.sink cimport LedgerSink
 
 # constants imported from the .py modules, as C integers here
 cdef int MSG_ENVELOPE, MSG_TOPIC
@@ -15,7 +16,7 @@ cdef class SendOwner(PipeEndpoint):
     cdef public long index
     cdef public long copies
     cdef public long dropped
-    cdef public object ledger
+    cdef public LedgerSink ledger
     cdef public Clock clock
 
 

@@ -23,9 +23,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .fates import AGAIN, RULE_HWM, RULE_NOT_CONNECTED, RULE_NOT_SUBSCRIBED, RULE_UNROUTABLE, SENT, UNROUTABLE, LedgerSink
+from .fates import AGAIN, RULE_HWM, RULE_NOT_CONNECTED, RULE_NOT_SUBSCRIBED, RULE_UNROUTABLE, SENT, UNROUTABLE
 from .peer import Peer
 from .pipe import MSG_ENVELOPE, MSG_TOPIC, Message, Pipe, PipeEndpoint
+from .sink import LedgerSink
 
 
 class SendOwner(PipeEndpoint):

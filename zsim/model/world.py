@@ -18,10 +18,11 @@ import numpy as np
 
 from .appthread import Workload
 from .context import Context
-from .fates import RULE_LINGER, WHERE_PIPE, LedgerSink
+from .fates import RULE_LINGER, WHERE_PIPE
 from .kernel import Environment
 from .params import ModelParams
 from .pipe import Message, Pipe
+from .sink import LedgerSink
 from .socket import CLOSED, OPEN, Socket, SocketOptions
 from .sockets import new_socket
 from .transport import Connection, InprocConnection, Lingering, StreamConnection, in_flight
