@@ -417,6 +417,11 @@ def make_designs(sources: Sequence[Source], *, vary: Sequence[str] = (), link: S
                                           "--vary PATH=V1,V2")
         _check_design_count(len(sources), "DESIGN")
         designs = _from_files(sources, sets)
+    seeded = sorted({d.source for d in designs if isinstance(d.raw.get("scenario"), Mapping) and "seed" in d.raw["scenario"]})
+    if seeded:
+        notes.append(f"{', '.join(seeded)} set{'s' if len(seeded) == 1 else ''} scenario.seed; a comparison does not use it: "
+                     f"replication r of every design runs with the r-th seed from the root seed ({root}, --seed), so that "
+                     "every design sees the same random numbers")
     if names:
         if len(names) != len(designs):
             raise ScenarioError("--name", f"give one name per design: {len(designs)} designs, {len(names)} names")
@@ -621,6 +626,8 @@ def preference(metric: str, overrides: Mapping[str, str | None] | None = None) -
     """(the direction ``metric`` prefers: ``lower``, ``higher`` or None; its family)."""
     if overrides and metric in overrides:
         return overrides[metric], "--prefer"
+    if metric == "warnings" or metric.startswith("warning."):  # a run that warned less is better, whatever the code
+        return "lower", "warnings"
     field_name = metric.rsplit(".", 1)[-1] if metric.startswith(("socket.", "sender.", "pipe.", "link.", "warning.")) else metric
     for pattern, direction, family in PREFERENCES:
         if re.search(pattern, field_name):
@@ -854,6 +861,10 @@ def resolve_metrics(wanted: Sequence[str], known: Sequence[str]) -> list[str]:
     return list(out)
 
 
+#: the sections of metric names ``known_metrics`` lists in full before any run
+_LISTED_SECTIONS = ("socket", "sender", "warning")
+
+
 def check_metric_names(wanted: Sequence[str], designs: DesignSet) -> None:
     """Before any run: every ``--metric`` must be a metric some design's runs can have
     (``zsim.sweep.plan.known_metrics``) or a derived one; pipe and link names, made by the
@@ -863,8 +874,8 @@ def check_metric_names(wanted: Sequence[str], designs: DesignSet) -> None:
     sets = [known_metrics(d.raw) for d in designs.designs]
     listed = sorted({name for known in sets if known is not None for name in known} | set(designs.derived))
     for name in wanted:
-        if name.startswith(("pipe.", "link.")) or any(known is None for known in sets):
-            continue
+        if "." in name and name.split(".", 1)[0] not in _LISTED_SECTIONS or any(known is None for known in sets):
+            continue  # made by the model (pipe., link., machine., thread., ...): checked against the runs' rows
         if _GLOB.search(name):
             if not any(fnmatch.fnmatchcase(k, name) for k in listed):
                 raise ScenarioError(f"--metric {name}", f"matches no metric; {_close(name.replace('*', ''), listed)}")
@@ -1226,7 +1237,9 @@ def _title(metric: MetricResult) -> str:
 def format_text(comparison: Comparison) -> str:
     """The table ``zsim compare`` prints."""
     lines = [f"zsim compare: {len(comparison.designs)} designs x {comparison.replications} replications, paired (replication r "
-             f"runs with the same seed in every design; root seed {comparison.seed})", ""]
+             f"runs with the same seed in every design; root seed {comparison.seed})"]
+    lines += [f"note: {note}" for note in comparison.notes]
+    lines.append("")
     lines += _design_lines(comparison)
     for metric in comparison.metrics:
         lines.append("")
