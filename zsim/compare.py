@@ -158,7 +158,7 @@ class Design:
         return text
 
 
-def _toml_value(text: str) -> Any:
+def toml_value(text: str) -> Any:
     """A command-line value as TOML reads it (``1000``, ``0.5``, ``true``, ``"x"``,
     ``{ dist = "exponential", mean_s = 0.001 }``), else the text itself."""
     try:
@@ -174,13 +174,13 @@ def parse_values(text: str, flag: str) -> list[Any]:
     try:
         values = files.parse_toml(f"v = [{text}]", "values")["v"]
     except ScenarioError:
-        values = [_toml_value(part) for part in text.split(",")]
+        values = [toml_value(part) for part in text.split(",")]
     if not isinstance(values, list) or not values or any(v == "" for v in values):
         raise ScenarioError(flag, f"needs a comma-separated list of values after '=', got {text!r}")
     return values
 
 
-def _assignment(text: str, flag: str, example: str) -> tuple[str, str]:
+def assignment(text: str, flag: str, example: str) -> tuple[str, str]:
     path, sep, value = text.partition("=")
     if not sep or not path.strip() or not value.strip():
         raise ScenarioError(flag, f"expected {example}, got {text!r}")
@@ -376,13 +376,13 @@ def make_designs(sources: Sequence[Source], *, vary: Sequence[str] = (), link: S
         raise ScenarioError("DESIGN", "name two or more scenario files, one with --vary PATH=V1,V2, or a sweep file")
     varies = []
     for text in vary:
-        path, values = _assignment(text, "--vary", "PATH=V1,V2,... (e.g. socket.pub.options.sndhwm=1000,100000)")
+        path, values = assignment(text, "--vary", "PATH=V1,V2,... (e.g. socket.pub.options.sndhwm=1000,100000)")
         varies.append((path, parse_values(values, f"--vary {path}")))
-    links = [_assignment(text, "--link", "PATH=VARIED_PATH (the path takes the value of the --vary path)") for text in link]
+    links = [assignment(text, "--link", "PATH=VARIED_PATH (the path takes the value of the --vary path)") for text in link]
     sets = []
     for text in set_:
-        path, value = _assignment(text, "--set", "PATH=VALUE (e.g. scenario.until_s=5)")
-        sets.append((path, _toml_value(value)))
+        path, value = assignment(text, "--set", "PATH=VALUE (e.g. scenario.until_s=5)")
+        sets.append((path, toml_value(value)))
     if replications is not None and replications < 1:
         raise ScenarioError("--replications", f"must be >= 1, got {replications}")
     first_found = _load_source(sources[0], 0, "scenario or sweep file")
@@ -1002,7 +1002,7 @@ def compare(sources: Sequence[Source], *, vary: Sequence[str] = (), link: Sequen
     ``allow_apps``: run the code the designs' ``[[app]]`` tables name (``zsim.trust``)."""
     prefers: dict[str, str | None] = {}
     for text in prefer:
-        name, direction = _assignment(text, "--prefer", "METRIC=lower|higher|none")
+        name, direction = assignment(text, "--prefer", "METRIC=lower|higher|none")
         if direction not in ("lower", "higher", "none"):
             raise ScenarioError(f"--prefer {name}", f"must be lower, higher or none, got {direction!r}")
         prefers[name] = None if direction == "none" else direction
