@@ -330,10 +330,12 @@ def test_a_router_that_sends_and_receives_does_both_in_one_poll_loop_like_the_si
     assert 0 < replies <= sent
     # round robin over the routing ids: no worker gets more than its turn (requests still in
     # flight at the horizon, as many as the machine's load leaves, are not received), and a
-    # reply comes only from a request a worker received
+    # reply comes only from a request a worker received. Each process takes its counts when
+    # the run ends, a few ms apart and its threads still going: SKEW messages of slack
+    skew = 20  # 10 ms at 2,000 requests a second
     taken = [report["sockets"][f"w{n}"]["received"] for n in (1, 2, 3, 4)]
-    assert all(0 < count <= -(-sent // 4) for count in taken)
-    assert replies <= sum(taken) <= sent
+    assert all(0 < count <= sent // 4 + skew for count in taken)
+    assert replies <= sum(taken) + skew and sum(taken) <= sent + skew
     # every reply carries its request's send time back: request -> reply, per reply
     assert report["latency_ms"]["router"]["count"] == replies
     assert 0 < report["latency_ms"]["router"]["p50"] <= report["latency_ms"]["router"]["p99"]
