@@ -270,7 +270,10 @@ def _run_command(args: argparse.Namespace, seed: int) -> str:
 
     from .files import shown_path
 
-    words = ["zsim", "run", shown_path(args.scenario), "--seed", str(seed), "--report", shown_path(args.report)]
+    words = ["zsim", "run", shown_path(args.scenario), "--seed", str(seed)]
+    for change in args.set or ():
+        words += ["--set", change]
+    words += ["--report", shown_path(args.report)]
     if getattr(args, "allow_apps", False):
         words.append("--allow-apps")
     for folder in getattr(args, "allow_apps_from", None) or ():
@@ -321,12 +324,41 @@ def _refuse_overwriting_the_scenario(args: argparse.Namespace) -> None:
         refuse_overwriting_inputs([os.path.join(args.report, name) for name in names], [args.scenario], "--report")
 
 
+def load_scenario(args: argparse.Namespace) -> Scenario:
+    """The scenario file with the changes of ``--set PATH=VALUE`` (the paths of sweeps and
+    ``compare --vary``: ``zsim.spec.set_path``), validated; a bad path or value is one
+    ``ScenarioError`` naming the ``--set`` path."""
+    from . import files, spec
+    from .compare import assignment, toml_value
+
+    sets = [assignment(text, "--set", "PATH=VALUE (e.g. socket.pub.options.sndhwm=5000)") for text in args.set or ()]
+    if not sets:
+        return spec.load(args.scenario)
+    raw = files.load_toml(args.scenario, "scenario file")
+    spec.from_dict(raw, base_dir=str(os.path.dirname(os.path.abspath(args.scenario))), source=args.scenario)  # the file's own errors
+    for path, value in sets:
+        try:
+            spec.set_path(raw, path, toml_value(value))
+        except ScenarioError as exc:
+            raise ScenarioError(f"--set {path}", exc.reason) from None
+    try:
+        return spec.from_dict(raw, base_dir=str(os.path.dirname(os.path.abspath(args.scenario))), source=args.scenario)
+    except ScenarioError as exc:
+        flag = f"--set {sets[0][0]}" if len(sets) == 1 else "--set"
+        raise ScenarioError(flag, f"{exc.path}: {exc.reason}" if exc.path else exc.reason) from None
+
+
+def add_set_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--set", action="append", metavar="PATH=VALUE",
+                        help="change a field of the scenario by its path, as in a sweep axis or compare --vary "
+                             "(socket.pub.options.sndhwm=5000, scenario.until_s=2; repeatable)")
+
+
 def cmd_run(args: argparse.Namespace) -> int:
-    from . import spec
     from .files import prepare_output_dir
     from .runner import run
 
-    scenario = spec.load(args.scenario)
+    scenario = load_scenario(args)
     allow = checked_apps(scenario, args)  # before anything is written or runs
     _refuse_overwriting_the_scenario(args)
     if args.out:
@@ -364,13 +396,12 @@ def cmd_explain(args: argparse.Namespace) -> int:
     """``zsim explain FILE``: the run's loss episodes and stalls, one paragraph each."""
     import json
 
-    from . import spec
     from .explain import explain
     from .report_run import SeriesRecorder
     from .runner import run
 
     limits = _limit_overrides(args)
-    scenario = spec.load(args.scenario)
+    scenario = load_scenario(args)
     allow = checked_apps(scenario, args)
     recorder = SeriesRecorder()
     progress = sys.stderr if sys.stderr.isatty() else None
@@ -439,6 +470,14 @@ def add_limit_args(parser: argparse.ArgumentParser) -> None:
                         help=f"stop the run after N message copies (default {limits.DEFAULT_MAX_MESSAGES:,}; 0: no limit)")
     parser.add_argument("--max-wall-s", type=seconds_arg(allow_zero=True), default=None, metavar="S",
                         help=f"stop the run after S wall-clock seconds (default {limits.DEFAULT_MAX_WALL_S:g}; 0: no limit)")
+
+
+def add_jobs_arg(parser: argparse.ArgumentParser) -> None:
+    """``--jobs N``, the parallelism of ``sweep`` and ``compare`` (``--workers``, its old name
+    in ``sweep``, still works, unlisted)."""
+    parser.add_argument("--jobs", type=count_arg(1), default=None, metavar="N",
+                        help="worker processes (--engine local) or Spark cores (local[N], without --master)")
+    parser.add_argument("--workers", type=count_arg(1), dest="jobs", help=argparse.SUPPRESS)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -513,6 +552,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="DIR", help="write per-message records and depth time series as Parquet")
     p.add_argument("--report", metavar="DIR", help="write DIR/report.html (self-contained: tables and figures inline) and the "
                    "figures as PNGs: topology, depth over time, latency against send time, drops over time")
+    add_set_arg(p)
     add_limit_args(p)
     add_app_args(p)
     p.set_defaults(func=cmd_run)
@@ -521,6 +561,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("scenario", help="scenario TOML file")
     p.add_argument("--seed", type=seed_arg, default=None, help="random seed (default: scenario.seed or 0)")
     p.add_argument("--json", action="store_true", help="print one JSON object (episodes with their paragraphs, stalls)")
+    add_set_arg(p)
     add_limit_args(p)
     add_app_args(p)
     p.set_defaults(func=cmd_explain)
@@ -538,7 +579,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--master", default=None, help="Spark master URL (default local[*])")
     p.add_argument("--engine", choices=("spark", "local", "serial"), default="spark")
     p.add_argument("--out", metavar="DIR", default=None)
-    p.add_argument("--workers", type=count_arg(1), default=None, help="processes for --engine local")
+    add_jobs_arg(p)
     p.add_argument("--conf", action="append", metavar="KEY=VALUE", help="a Spark setting, e.g. spark.executor.memory=2g (repeatable)")
     p.add_argument("--retry-failed", action="store_true", help="run failed runs again (they are kept, with their error, otherwise)")
     p.add_argument("--max-runs", type=count_arg(0), default=None, metavar="N",
@@ -569,8 +610,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--prefer", action="append", metavar="METRIC=lower|higher|none",
                    help="the direction a metric prefers, for its verdict (default: from its name)")
     p.add_argument("--engine", choices=("spark", "local", "serial"), default="spark")
-    p.add_argument("--jobs", type=count_arg(1), default=None, metavar="N",
-                   help="worker processes (--engine local) or Spark cores (local[N])")
+    add_jobs_arg(p)
     p.add_argument("--master", default=None, help="Spark master URL (default local[*])")
     p.add_argument("--conf", action="append", metavar="KEY=VALUE", help="a Spark setting (repeatable)")
     p.add_argument("--run-timeout", type=seconds_arg(allow_zero=True), default=None, metavar="S",

@@ -158,7 +158,7 @@ class Design:
         return text
 
 
-def _toml_value(text: str) -> Any:
+def toml_value(text: str) -> Any:
     """A command-line value as TOML reads it (``1000``, ``0.5``, ``true``, ``"x"``,
     ``{ dist = "exponential", mean_s = 0.001 }``), else the text itself."""
     try:
@@ -174,13 +174,13 @@ def parse_values(text: str, flag: str) -> list[Any]:
     try:
         values = files.parse_toml(f"v = [{text}]", "values")["v"]
     except ScenarioError:
-        values = [_toml_value(part) for part in text.split(",")]
+        values = [toml_value(part) for part in text.split(",")]
     if not isinstance(values, list) or not values or any(v == "" for v in values):
         raise ScenarioError(flag, f"needs a comma-separated list of values after '=', got {text!r}")
     return values
 
 
-def _assignment(text: str, flag: str, example: str) -> tuple[str, str]:
+def assignment(text: str, flag: str, example: str) -> tuple[str, str]:
     path, sep, value = text.partition("=")
     if not sep or not path.strip() or not value.strip():
         raise ScenarioError(flag, f"expected {example}, got {text!r}")
@@ -376,13 +376,13 @@ def make_designs(sources: Sequence[Source], *, vary: Sequence[str] = (), link: S
         raise ScenarioError("DESIGN", "name two or more scenario files, one with --vary PATH=V1,V2, or a sweep file")
     varies = []
     for text in vary:
-        path, values = _assignment(text, "--vary", "PATH=V1,V2,... (e.g. socket.pub.options.sndhwm=1000,100000)")
+        path, values = assignment(text, "--vary", "PATH=V1,V2,... (e.g. socket.pub.options.sndhwm=1000,100000)")
         varies.append((path, parse_values(values, f"--vary {path}")))
-    links = [_assignment(text, "--link", "PATH=VARIED_PATH (the path takes the value of the --vary path)") for text in link]
+    links = [assignment(text, "--link", "PATH=VARIED_PATH (the path takes the value of the --vary path)") for text in link]
     sets = []
     for text in set_:
-        path, value = _assignment(text, "--set", "PATH=VALUE (e.g. scenario.until_s=5)")
-        sets.append((path, _toml_value(value)))
+        path, value = assignment(text, "--set", "PATH=VALUE (e.g. scenario.until_s=5)")
+        sets.append((path, toml_value(value)))
     if replications is not None and replications < 1:
         raise ScenarioError("--replications", f"must be >= 1, got {replications}")
     first_found = _load_source(sources[0], 0, "scenario or sweep file")
@@ -417,6 +417,11 @@ def make_designs(sources: Sequence[Source], *, vary: Sequence[str] = (), link: S
                                           "--vary PATH=V1,V2")
         _check_design_count(len(sources), "DESIGN")
         designs = _from_files(sources, sets)
+    seeded = sorted({d.source for d in designs if isinstance(d.raw.get("scenario"), Mapping) and "seed" in d.raw["scenario"]})
+    if seeded:
+        notes.append(f"{', '.join(seeded)} set{'s' if len(seeded) == 1 else ''} scenario.seed; a comparison does not use it: "
+                     f"replication r of every design runs with the r-th seed from the root seed ({root}, --seed), so that "
+                     "every design sees the same random numbers")
     if names:
         if len(names) != len(designs):
             raise ScenarioError("--name", f"give one name per design: {len(designs)} designs, {len(names)} names")
@@ -621,6 +626,8 @@ def preference(metric: str, overrides: Mapping[str, str | None] | None = None) -
     """(the direction ``metric`` prefers: ``lower``, ``higher`` or None; its family)."""
     if overrides and metric in overrides:
         return overrides[metric], "--prefer"
+    if metric == "warnings" or metric.startswith("warning."):  # a run that warned less is better, whatever the code
+        return "lower", "warnings"
     field_name = metric.rsplit(".", 1)[-1] if metric.startswith(("socket.", "sender.", "pipe.", "link.", "warning.")) else metric
     for pattern, direction, family in PREFERENCES:
         if re.search(pattern, field_name):
@@ -854,6 +861,10 @@ def resolve_metrics(wanted: Sequence[str], known: Sequence[str]) -> list[str]:
     return list(out)
 
 
+#: the sections of metric names ``known_metrics`` lists in full before any run
+_LISTED_SECTIONS = ("socket", "sender", "warning")
+
+
 def check_metric_names(wanted: Sequence[str], designs: DesignSet) -> None:
     """Before any run: every ``--metric`` must be a metric some design's runs can have
     (``zsim.sweep.plan.known_metrics``) or a derived one; pipe and link names, made by the
@@ -863,8 +874,8 @@ def check_metric_names(wanted: Sequence[str], designs: DesignSet) -> None:
     sets = [known_metrics(d.raw) for d in designs.designs]
     listed = sorted({name for known in sets if known is not None for name in known} | set(designs.derived))
     for name in wanted:
-        if name.startswith(("pipe.", "link.")) or any(known is None for known in sets):
-            continue
+        if "." in name and name.split(".", 1)[0] not in _LISTED_SECTIONS or any(known is None for known in sets):
+            continue  # made by the model (pipe., link., machine., thread., ...): checked against the runs' rows
         if _GLOB.search(name):
             if not any(fnmatch.fnmatchcase(k, name) for k in listed):
                 raise ScenarioError(f"--metric {name}", f"matches no metric; {_close(name.replace('*', ''), listed)}")
@@ -991,7 +1002,7 @@ def compare(sources: Sequence[Source], *, vary: Sequence[str] = (), link: Sequen
     ``allow_apps``: run the code the designs' ``[[app]]`` tables name (``zsim.trust``)."""
     prefers: dict[str, str | None] = {}
     for text in prefer:
-        name, direction = _assignment(text, "--prefer", "METRIC=lower|higher|none")
+        name, direction = assignment(text, "--prefer", "METRIC=lower|higher|none")
         if direction not in ("lower", "higher", "none"):
             raise ScenarioError(f"--prefer {name}", f"must be lower, higher or none, got {direction!r}")
         prefers[name] = None if direction == "none" else direction
@@ -1226,7 +1237,9 @@ def _title(metric: MetricResult) -> str:
 def format_text(comparison: Comparison) -> str:
     """The table ``zsim compare`` prints."""
     lines = [f"zsim compare: {len(comparison.designs)} designs x {comparison.replications} replications, paired (replication r "
-             f"runs with the same seed in every design; root seed {comparison.seed})", ""]
+             f"runs with the same seed in every design; root seed {comparison.seed})"]
+    lines += [f"note: {note}" for note in comparison.notes]
+    lines.append("")
     lines += _design_lines(comparison)
     for metric in comparison.metrics:
         lines.append("")

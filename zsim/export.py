@@ -49,7 +49,8 @@ _RESERVED = frozenset(
         "signal", "sys", "threading", "time", "traceback", "zlib", "zmq", "Any", "Run", "Proc", "Stopped", "COUNTS",
         "SCENARIO", "SEED", "UNTIL_S", "QUIET_S", "LAST_EVENT_S", "BINDERS", "frames", "main", "proc", "run", "i", "n", "mp",
         "message", "reply", "envelope", "body", "size", "due", "rng", "poller", "other", "sock", "topics", "peers",
-        "payload", "received", "next_pause", "pause", "error", "args", "parser", "processes", "process", "thread",
+        "payload", "received", "next_pause", "message_in", "events", "ready", "sending", "receiving", "pause", "error", "args",
+        "parser", "processes", "process", "thread",
         "report", "result", "ctx", "name", "opener", "target", "intervals", "sizes", "service_times", "reply_sizes",
         "pause_gaps", "pause_lengths",
     }
@@ -293,6 +294,8 @@ class _SocketUnit:
     sock: SocketSpec
     loops: list[SendSpec | RecvSpec] = field(default_factory=list)
     forward: SocketSpec | None = None
+    #: a [[send]] and a [[recv]] that the simulator runs side by side: one poll loop (``interleaved``)
+    interleaved: bool = False
 
 
 class _Writer:
@@ -384,9 +387,45 @@ class _Writer:
             ordered = sorted(loops[sock.name], key=lambda w: max(w.start_s, sock.open_at_s))
             forwards = {w.forward_to for w in ordered if isinstance(w, RecvSpec) and w.forward_to is not None}
             unit = _SocketUnit(sock, ordered, s.socket(forwards.pop()) if forwards else None)
+            unit.interleaved = self._side_by_side(unit)
             units[sock.process].append(unit)
-            self._note_sequential(unit)
+            if not unit.interleaved:
+                self._note_sequential(unit)
         return units
+
+    def _side_by_side(self, unit: _SocketUnit) -> bool:
+        """Whether a [[send]] and a [[recv]] of the socket overlap in time (the simulator runs
+        them side by side, the program in one poll loop: ``interleaved``); raises
+        ScenarioError, naming the socket and why, where one thread cannot do that faithfully."""
+        s, sock = self.s, unit.sock
+        sends = [w for w in unit.loops if isinstance(w, SendSpec)]
+        recvs = [w for w in unit.loops if isinstance(w, RecvSpec)]
+        ends = [s.ends_at(w) for w in unit.loops]
+        overlap = any(isinstance(a, SendSpec) != isinstance(b, SendSpec) and (end is None or end > s.starts_at(b))
+                      for a, b, end in zip(unit.loops, unit.loops[1:], ends))  # noqa: B905 - one shorter by construction
+        if not overlap:
+            return False
+        label = f"socket[{sock.name}]"
+        if len(sends) != 1 or len(recvs) != 1:
+            raise ScenarioError(label, f"{len(sends)} [[send]] and {len(recvs)} [[recv]] loops run side by side on it; zsim export "
+                                       "interleaves one [[send]] with one [[recv]] in the poll loop of the thread that owns the socket")
+        send, recv = sends[0], recvs[0]
+        why = None
+        if TYPES[sock.type].request:
+            why = "a REQ's [[send]] takes each reply itself"
+        elif recv.forward_to is not None or recv.reply:
+            why = f"{recv.name} answers or forwards what it receives"
+        elif not (recv.service.is_constant and recv.service.value == 0) or recv.pause_every is not None:
+            why = f"{recv.name} works or stalls between receives (service_s, pause_s)"
+        elif sock.options.rcvtimeo >= 0 or sock.options.sndtimeo >= 0:
+            why = "its RCVTIMEO/SNDTIMEO bound single calls"
+        elif s.starts_at(recv) > s.starts_at(send):
+            why = f"{recv.name} starts after {send.name}"
+        if why is not None:
+            raise ScenarioError(label, f"{send.name} and {recv.name} run side by side on it and {why}: one thread (a ZeroMQ socket "
+                                       "belongs to one thread) would hold one back while the other waits, which the simulator does not; "
+                                       "give the receives a socket of their own")
+        return True
 
     def _note_sequential(self, unit: _SocketUnit) -> None:
         """Loops on one socket run one after another in its thread; say so when the
@@ -464,6 +503,8 @@ class _Writer:
         owned = f"socket {sock.name}" + (f" and socket {unit.forward.name} (its results go there)" if unit.forward else "")
         held = f"until t = {_seconds(sock.close_at_s)}" if sock.close_at_s is not None else "until the process leaves"
         runs = ", then ".join(w.name for w in unit.loops) if unit.loops else "no loop"
+        if unit.interleaved:
+            runs = " and ".join(w.name for w in unit.loops) + " in one poll loop"
         doc = f"The thread that owns {owned}: opened at t = {_seconds(sock.open_at_s)}, runs {runs}, held open {held}."
         lines = [f"def {fn}(proc: Proc{i_param}) -> None:", *_docstring(doc, 4),
                  f"    with {self._open_call(sock, member)} as {var}:" if unit.loops else f"    with {self._open_call(sock, member)}:"]
@@ -475,6 +516,11 @@ class _Writer:
             indent += "    "
         if not unit.loops:
             lines.append(f"{indent}pass  # no [[send]] or [[recv]] uses it: it is open, and its queues fill")
+        if unit.interleaved:
+            lines.append(f"{indent}{self.ident('socket', sock.name, member, suffix='_loop')}(proc, {var}{i_arg})")
+            if exit_after_sends:
+                lines.append(f"{indent}proc.sender_done()")
+            return lines
         for workload in unit.loops:
             kind = "send" if isinstance(workload, SendSpec) else "recv"
             loop_fn = self.ident(kind, workload.name, member, prefix=f"{kind}_")
@@ -509,12 +555,47 @@ class _Writer:
         var = self.var(sock, member)
         fn = self.ident("send", send.name, member, prefix="send_")
         start = self.s.starts_at(send)
+        end_s = self._send_end(send)
+        doc = f"[[send]] {send.name} on {sock.name}: {self._send_words(send)}."
+        if traits.request:
+            doc += " Each request waits for its reply (REQ)."
+        params = f"proc: Proc, {var}: zmq.Socket" + (", i: int" if member else "")
+        lines = [f"def {fn}({params}) -> None:", *_docstring(doc, 4)]
+        schedule = send.pacing == "schedule" and not (send.interval.is_constant and send.interval.value == 0)
+        prelude, message = self._send_prelude(send)
+        lines += prelude[:self._rng_lines(send)]
+        if schedule:
+            lines += [f"    due = {_num(start)}", "    if not proc.sleep_until(due):", "        return"]
+        else:
+            lines += [f"    if not proc.sleep_until({_num(start)}):", "        return"]
+        lines += prelude[self._rng_lines(send):]
+        need_n = len(send.topics or ("",)) > 1 or len(send.to) > 1
+        lines += self._header(send.count, end_s, need_n, send.name, resumable)
+        body = "        "
+        if sock.close_at_s is not None and not send.dontwait and sock.options.sndtimeo < 0 and traits.mute == "block":
+            # a send that could block for ever must give up when the socket closes (SNDTIMEO bounds the others)
+            lines += [f"{body}if not {var}.poll(proc.ms_until({_num(sock.close_at_s)}), zmq.POLLOUT):",
+                      f"{body}    return  # still no room when the socket closes"]
+        lines += self._send_one(send, var, body, message, "return")
+        if not (send.interval.is_constant and send.interval.value == 0):
+            if schedule:
+                lines += [f"{body}due += {_draw(send.interval, 'intervals')}",
+                          f"{body}if not proc.sleep_until(due):  # behind schedule: at once, until caught up",
+                          f"{body}    return"]
+            else:
+                lines += [f"{body}if not proc.sleep({_draw(send.interval, 'intervals')}):", f"{body}    return"]
+        return lines
+
+    def _send_end(self, send: SendSpec) -> float | None:
+        """When a [[send]] stops: its duration's end or its socket's close, whichever first."""
+        sock = self.s.socket(send.socket)
         end_s = self.s.ends_at(send)
         if sock.close_at_s is not None:
             end_s = sock.close_at_s if end_s is None else min(end_s, sock.close_at_s)
-        random = not send.interval.is_constant or not send.size.is_constant
-        topics = send.topics or ("",)
-        need_n = len(topics) > 1 or len(send.to) > 1
+        return end_s
+
+    def _send_words(self, send: SendSpec) -> str:
+        """``5,000 messages of 100 B from t = 100 ms; back to back``: a [[send]] for its docstring."""
         bound = f"{send.count:,} messages" if send.count is not None else "messages"
         if send.duration_s is not None:
             bound += f" for {_seconds(send.duration_s)}"
@@ -529,88 +610,158 @@ class _Writer:
             pace = "back to back"
         else:
             pace = f"send(), then wait {_describe(send.interval)}"
-        doc = f"[[send]] {send.name} on {sock.name}: {bound} {what} from t = {_seconds(start)}; {pace}."
-        if traits.request:
-            doc += " Each request waits for its reply (REQ)."
-        params = f"proc: Proc, {var}: zmq.Socket" + (", i: int" if member else "")
-        lines = [f"def {fn}({params}) -> None:", *_docstring(doc, 4)]
-        if random:
+        return f"{bound} {what} from t = {_seconds(self.s.starts_at(send))}; {pace}"
+
+    def _rng_lines(self, send: SendSpec) -> int:
+        """How many lines of ``_send_prelude`` draw random numbers (they come before the first wait)."""
+        if send.interval.is_constant and send.size.is_constant:
+            return 0
+        return 1 + len(_values([(send.interval, "intervals"), (send.size, "sizes")]))
+
+    def _send_prelude(self, send: SendSpec) -> tuple[list[str], tuple[str | None, str]]:
+        """The lines before a [[send]]'s loop (its random generator, its topics, routing ids and
+        message, when it is the same every time) and ``_message``'s (constant message, or None;
+        the expression that builds one)."""
+        lines = []
+        if not send.interval.is_constant or not send.size.is_constant:
             self.needs.add("rng")
             lines.append(f"    rng = proc.rng({_str(send.name)})  # numpy: not the simulator's draws")
             lines += _values([(send.interval, "intervals"), (send.size, "sizes")])
-        schedule = send.pacing == "schedule" and not (send.interval.is_constant and send.interval.value == 0)
-        if schedule:
-            lines += [f"    due = {_num(start)}", "    if not proc.sleep_until(due):", "        return"]
-        else:
-            lines += [f"    if not proc.sleep_until({_num(start)}):", "        return"]
         # the message: topic + payload in one frame, or frames
+        topics = send.topics or ("",)
         topic_exprs = [_bytes(t) if t else 'b""' for t in topics]
-        multi = send.parts > 1 or bool(send.to)
         if len(topics) > 1:
             lines.append(f"    topics = [{', '.join(topic_exprs)}]")
         if len(send.to) > 1:
             lines.append(f"    peers = [{', '.join(_bytes(t) for t in send.to)}]  # routing ids, in turn")
         topic_expr = "topics[n % len(topics)]" if len(topics) > 1 else topic_exprs[0]
-        build = self._message(send, topic_expr, topic_exprs[0] if len(topics) == 1 else None)
-        head = self._header(send.count, end_s, need_n, send.name, resumable)
-        const_message = build[0]
-        if const_message is not None:
-            lines.append(f"    message = {const_message}")
-        lines += head
-        body = "        "
-        if sock.close_at_s is not None and not send.dontwait and sock.options.sndtimeo < 0 and traits.mute == "block":
-            # a send that could block for ever must give up when the socket closes (SNDTIMEO bounds the others)
-            lines += [f"{body}if not {var}.poll(proc.ms_until({_num(sock.close_at_s)}), zmq.POLLOUT):",
-                      f"{body}    return  # still no room when the socket closes"]
-        if const_message is None:
+        message = self._message(send, topic_expr, topic_exprs[0] if len(topics) == 1 else None)
+        if message[0] is not None:
+            lines.append(f"    message = {message[0]}")
+        return lines, message
+
+    def _send_one(self, send: SendSpec, var: str, body: str, message: tuple[str | None, str], stop: str) -> list[str]:
+        """One send of a [[send]] and its counts (``_send_prelude`` first); ``stop`` ends the
+        loop (on_again = "stop")."""
+        sock = self.s.socket(send.socket)
+        traits = TYPES[sock.type]
+        lines = []
+        if message[0] is None:
             if not send.size.is_constant:
                 lines.append(f"{body}size = {_draw(send.size, 'sizes', integer=True)}")
-            lines.append(f"{body}message = {build[1]}")
+            lines.append(f"{body}message = {message[1]}")
+        multi = send.parts > 1 or bool(send.to)
+        body_expr = "proc.stamp(message)" if _stampable(send, traits) else "message"
         if send.to:
             peer = "peers[n % len(peers)]" if len(send.to) > 1 else _bytes(send.to[0])
-            frames_expr = f"[{peer}, message]" if send.parts <= 1 else f"[{peer}, *message]"
+            frames_expr = f"[{peer}, {body_expr}]" if send.parts <= 1 else f"[{peer}, *{body_expr}]"
         else:
-            frames_expr = "message"
-        call = f"{var}.send_multipart({frames_expr}" if multi else f"{var}.send(message"
+            frames_expr = body_expr
+        call = f"{var}.send_multipart({frames_expr}" if multi else f"{var}.send({body_expr}"
         call += ", zmq.DONTWAIT)" if send.dontwait else ")"
         again = send.dontwait or sock.options.sndtimeo >= 0
         unroutable = traits.send == ROUTE and sock.options.router_mandatory
         after = [f"proc.count({var}, \"sent\")"]
         if traits.request:
-            reply = [f"{var}.recv_multipart()  # the reply"]
+            reply = [f"reply = {var}.recv_multipart()"]
             if sock.close_at_s is not None and sock.options.rcvtimeo < 0:
                 reply = [f"if not {var}.poll(proc.ms_until({_num(sock.close_at_s)})):",
                          "    return  # no reply before the socket closes", *reply]
             elif sock.options.rcvtimeo >= 0:
-                reply = ["try:", f"    {var}.recv_multipart()  # the reply",
+                reply = ["try:", f"    reply = {var}.recv_multipart()",
                          "except zmq.Again:  # RCVTIMEO expired: a REQ cannot send again before its reply",
                          "    return"]
-            after += reply + [f"proc.count({var}, \"received\")"]
-        stop = "return" if send.on_again == "stop" else None
+            after += reply + [f"proc.received({var}, reply)  # the reply, and the time since the request"]
+        stop_line = stop if send.on_again == "stop" else None
         if again or unroutable:
             lines += [f"{body}try:", f"{body}    {call}"]
             if again:
                 why = "DONTWAIT" if send.dontwait else "SNDTIMEO"
                 note = " (a PUB never raises it: it drops)" if traits.send == DIST and not sock.options.xpub_nodrop else ""
                 lines += [f"{body}except zmq.Again:  # {why} and no room{note}", f"{body}    proc.count({var}, \"send_again\")"]
-                if stop:
-                    lines.append(f"{body}    {stop}  # on_again = \"stop\"")
+                if stop_line:
+                    lines.append(f"{body}    {stop_line}  # on_again = \"stop\"")
             if unroutable:
                 lines += [f"{body}except zmq.ZMQError as error:  # ROUTER_MANDATORY: no peer of that routing id",
                           f"{body}    if error.errno != zmq.EHOSTUNREACH:", f"{body}        raise",
                           f"{body}    proc.count({var}, \"send_unroutable\")"]
-                if stop:
-                    lines.append(f"{body}    {stop}  # on_again = \"stop\"")
+                if stop_line:
+                    lines.append(f"{body}    {stop_line}  # on_again = \"stop\"")
             lines += [f"{body}else:"] + [f"{body}    {line}" for line in after]
         else:
             lines += [f"{body}{call}"] + [f"{body}{line}" for line in after]
-        if not (send.interval.is_constant and send.interval.value == 0):
-            if schedule:
-                lines += [f"{body}due += {_draw(send.interval, 'intervals')}",
-                          f"{body}if not proc.sleep_until(due):  # behind schedule: at once, until caught up",
-                          f"{body}    return"]
-            else:
-                lines += [f"{body}if not proc.sleep({_draw(send.interval, 'intervals')}):", f"{body}    return"]
+        return lines
+
+    def interleaved_loop(self, unit: _SocketUnit, member: bool, resumable: bool) -> list[str]:
+        """A socket's [[send]] and [[recv]] in one zmq.Poller loop (``_side_by_side`` said it can
+        be written): it waits for a message or for the next send, whichever comes first, as the
+        simulator's two loops do side by side."""
+        sock = unit.sock
+        send = next(w for w in unit.loops if isinstance(w, SendSpec))
+        recv = next(w for w in unit.loops if isinstance(w, RecvSpec))
+        var = self.var(sock, member)
+        fn = self.ident("socket", sock.name, member, suffix="_loop")
+        doc = (f"{send.name} and {recv.name} on {sock.name}, in one poll loop: a ZeroMQ socket belongs to one thread, and the "
+               f"simulator runs the two side by side. [[send]] {send.name}: {self._send_words(send)}. [[recv]] {recv.name}: "
+               f"{f'{recv.count:,} messages' if recv.count is not None else 'every message'} from t = "
+               f"{_seconds(self.s.starts_at(recv))}.")
+        lines = [f"def {fn}(proc: Proc, {var}: zmq.Socket{', i: int' if member else ''}) -> None:", *_docstring(doc, 4)]
+        prelude, message = self._send_prelude(send)
+        lines += prelude
+        blocks = TYPES[sock.type].mute == "block" and not send.dontwait
+        send_end, recv_end = self._send_end(send), self.s.ends_at(recv)
+        if sock.close_at_s is not None:
+            recv_end = sock.close_at_s if recv_end is None else min(recv_end, sock.close_at_s)
+        lines += [f"    if not proc.sleep_until({_num(self.s.starts_at(recv))}):", "        return",
+                  "    poller = zmq.Poller()", f"    poller.register({var}, zmq.POLLIN)",
+                  f"    due = {_num(self.s.starts_at(send))}  # when {send.name} sends next"]
+        counted = send.count is not None or len(send.topics) > 1 or len(send.to) > 1
+        if counted:
+            lines.append(f"    n = {'proc.loops.get(' + _str(send.name) + ', 0)' if resumable else '0'}  # sends so far")
+        if recv.count is not None:
+            lines.append(f"    received = {'proc.loops.get(' + _str(recv.name) + ', 0)' if resumable else '0'}")
+        sending = "True" if send.count is None else f"n < {send.count}"
+        receiving = "True" if recv.count is None else f"received < {recv.count}"
+        lines += [f"    sending, receiving = {sending}, {receiving}", "    while sending or receiving:"]
+        body = "        "
+        if recv_end is not None:
+            lines += [f"{body}if receiving and proc.now() >= {_num(recv_end)}:  # {recv.name} ends",
+                      f"{body}    receiving = False", f"{body}    poller.unregister({var})"]
+        if send_end is not None:
+            lines += [f"{body}if sending and due >= {_num(send_end)}:  # {send.name} ends", f"{body}    sending = False"]
+        if blocks:  # a send waits for room (POLLOUT), as the simulator's send loop blocks, while receives go on
+            lines += [f"{body}ready = sending and proc.now() >= due",
+                      f"{body}poller.register({var}, (zmq.POLLIN if receiving else 0) | (zmq.POLLOUT if ready else 0))",
+                      f"{body}events = proc.poll(poller, None if ready or not sending else due)  # a message, room, or the next send"]
+        else:
+            lines.append(f"{body}events = proc.poll(poller, due if sending else None)  # a message, or the next send")
+        lines += [f"{body}if events is None:", f"{body}    return  # the process is leaving"]
+        incoming = f"events.get({var}, 0) & zmq.POLLIN" if blocks else f"{var} in events"
+        lines += [f"{body}if {incoming}:", f"{body}    message_in = {var}.recv_multipart()",
+                  f"{body}    proc.received({var}, message_in)"]
+        if recv.count is not None:
+            lines += [f"{body}    received += 1"]
+            if resumable:
+                lines.append(f"{body}    proc.loops[{_str(recv.name)}] = received")
+            lines += [f"{body}    if received == {recv.count}:", f"{body}        receiving = False",
+                      f"{body}        poller.unregister({var})", f"{body}        {self._finished(recv)[0].strip()}"]
+        if blocks:
+            lines.append(f"{body}if ready and events.get({var}, 0) & zmq.POLLOUT:")
+        else:
+            lines.append(f"{body}if sending and proc.now() >= due:")
+        inner = body + "    "
+        lines += self._send_one(send, var, inner, message, "sending = False")
+        if counted:
+            lines.append(f"{inner}n += 1")
+            if resumable:
+                lines.append(f"{inner}proc.loops[{_str(send.name)}] = n")
+            if send.count is not None:
+                lines.append(f"{inner}sending = sending and n < {send.count}")
+        gap = _draw(send.interval, "intervals")
+        if send.pacing == "schedule":
+            lines.append(f"{inner}due += {gap}  # a schedule: behind it, the next is due at once")
+        else:
+            lines.append(f"{inner}due = proc.now() + {gap}" if gap != "0.0" else f"{inner}due = proc.now()")
         return lines
 
     def _message(self, send: SendSpec, topic_expr: str, one_topic: str | None) -> tuple[str | None, str]:
@@ -635,7 +786,6 @@ class _Writer:
 
     def recv_loop(self, recv: RecvSpec, member: bool, resumable: bool) -> list[str]:
         sock = self.s.socket(recv.socket)
-        traits = TYPES[sock.type]
         var = self.var(sock, member)
         fn = self.ident("recv", recv.name, member, prefix="recv_")
         start = self.s.starts_at(recv)
@@ -688,9 +838,7 @@ class _Writer:
         if close is not None and not timeout:  # (RCVTIMEO bounds the wait otherwise)
             lines += [f"{body}if not {var}.poll(proc.ms_until({_num(close)})):",
                       f"{body}    return  # nothing more before the socket closes"]
-        uses = (forward is not None and recv.reply_size is None) or (recv.reply and (not traits.reply
-                                                                               or recv.reply_size is None))
-        take = f"message = {var}.recv_multipart()" if uses else f"{var}.recv_multipart()"
+        take = f"message = {var}.recv_multipart()"
         if timeout:
             retry = "continue" if recv.on_timeout == "retry" else "return"
             lines += [f"{body}try:", f"{body}    {take}",
@@ -698,7 +846,7 @@ class _Writer:
                       f"{body}    proc.count({var}, \"recv_again\")", f"{body}    {retry}  # on_timeout = \"{recv.on_timeout}\""]
         else:
             lines.append(f"{body}{take}")
-        lines.append(f"{body}proc.count({var}, \"received\")")
+        lines.append(f"{body}proc.received({var}, message)")
         if recv.count is not None and timeout and not resumable:
             lines.append(f"{body}received += 1")
         if not (recv.service.is_constant and recv.service.value == 0):
@@ -712,11 +860,23 @@ class _Writer:
             size = "sum(len(frame) for frame in message)"
             if recv.reply_size is not None:
                 size = _draw(recv.reply_size, "reply_sizes", integer=True)
-            lines.append(f"{body}{out}.send(bytes({size}))  # blocks while {forward.name} has no room")
+            lines.append(f"{body}{out}.send(proc.carry(message, {size}))  # blocks while {forward.name} has no room")
             lines.append(f"{body}proc.count({out}, \"sent\")")
         elif recv.reply:
             lines += self._reply(recv, sock, var, body)
+        if recv.count is not None:
+            lines += self._finished(recv)
         return lines
+
+    def _finished(self, recv: RecvSpec) -> list[str]:
+        """After a count-bounded [[recv]]'s loop: the batch is done (since the first count-bounded
+        [[send]] started, if there is one)."""
+        senders = [w for w in self.s.sends if w.count is not None]
+        if not senders:
+            return [f"    proc.finished({_str(recv.name)})  # every message it waited for"]
+        first = min(senders, key=self.s.starts_at)
+        return [f"    proc.finished({_str(recv.name)}, since_s={_num(self.s.starts_at(first))})  # the batch, since {first.name} "
+                "began"]
 
     def _reply(self, recv: RecvSpec, sock: SocketSpec, var: str, body: str) -> list[str]:
         traits = TYPES[sock.type]
@@ -739,7 +899,7 @@ class _Writer:
         size = f"sum(len(frame) for frame in {frames})"
         if recv.reply_size is not None:
             size = _draw(recv.reply_size, "reply_sizes", integer=True)
-        lines.append(f"{body}reply = bytes({size})")
+        lines.append(f"{body}reply = proc.carry(message, {size})  # the request's stamp, if it has one")
         if traits.reply:
             return lines + [f"{body}{var}.send(reply)", f"{body}proc.count({var}, \"sent\")"]
         call = f"{var}.send_multipart([*envelope, reply]"
@@ -816,7 +976,8 @@ class _Writer:
             args.append(f"io_threads={proc.io_threads}")
         cores = self._cores(proc)
         if cores is not None:
-            args.append(f"cores={cores!r}")
+            args.append(f"cores=tuple(range({len(cores)}))" if len(cores) > 8 and cores == tuple(range(len(cores))) else
+                        f"cores={cores!r}")
         i_arg = ", i" if member else ""
         starts: list[str] = []
         blocks: list[str] = []
@@ -882,6 +1043,9 @@ class _Writer:
         if unit.forward is not None:
             blocks.append("\n".join(self.opener(unit.forward, member)))
         blocks.append("\n".join(self.socket_thread(unit, proc.exit_after_sends, member)))
+        if unit.interleaved:
+            blocks.append("\n".join(self.interleaved_loop(unit, member, resumable)))
+            return "\n\n\n".join(blocks)
         for workload in unit.loops:
             if isinstance(workload, SendSpec):
                 blocks.append("\n".join(self.send_loop(workload, member, resumable)))
@@ -1128,7 +1292,9 @@ class _Writer:
         ignored = [f"[{key}]" for key in ("validation", "limits", "sweep") if key in s.raw]
         if ignored:
             notes.append(f"{', '.join(ignored)}: read by zsim only.")
-        notes.append("measurements: only counts; no latencies, pipe depths or drops (a real socket does not report them).")
+        notes.append("measurements: counts, latencies from the send time each message carries in its last 8 bytes (end to end: "
+                     "a reply or result carries its request's on; zsim's per-socket latency is per hop) and the batch time of a "
+                     "[[recv]] with a count; no pipe depths or drops (a real socket does not report them).")
         self.notes = notes + self.notes
 
     def _waits(self) -> dict[str, list[str]]:
@@ -1244,6 +1410,15 @@ def _binders(names: list[str]) -> list[str]:
 
 def _templates(templates: list[Template]) -> str:
     return ", ".join(f"{t.kind} {t.pattern} (count = {t.count})" for t in templates)
+
+
+def _stampable(send: SendSpec, traits: Any) -> bool:
+    """Whether send's messages carry their send time (``proc.stamp``: the last 8 bytes of the
+    last frame): not an XSUB's (they are subscriptions), and not where a topic shares the
+    frame with fewer than 8 bytes of payload (the stamp would overwrite the topic)."""
+    if traits.sends_subscriptions and not traits.filters_on_recv:
+        return False
+    return not send.topics or send.parts > 1 or (send.size.is_constant and send.size.value >= 8)
 
 
 def _short_wait(workload: SendSpec | RecvSpec) -> bool:

@@ -86,8 +86,14 @@ class Run:
         sockets: dict[str, dict[str, int]] = {}
         processes: dict[str, dict[str, Any]] = {}
         opened_s: dict[str, float] = {}
+        latencies: dict[str, list[float]] = {}
+        batches: dict[str, dict[str, float]] = {}
         errors: list[str] = []
+        notes: list[str] = []
         for report in self.got:
+            for name, values in report["latencies"].items():
+                latencies.setdefault(name, []).extend(values)
+            batches.update(report["batches"])
             for name, t_s in report["opened_s"].items():
                 opened_s[name] = min(t_s, opened_s.get(name, t_s))  # a restarted process opens again
             for name, counts in report["sockets"].items():
@@ -99,14 +105,29 @@ class Run:
                 if report[key] or key not in ended:
                     ended[key] = report[key]
             errors += [f"{report['process']}: {error}" for error in report["errors"]]
+            notes += [f"{report['process']}: {note}" for note in report["notes"]]
         if len(self.got) < instances:
             errors.append(f"{instances - len(self.got)} of {instances} processes sent no report")
         return {"scenario": SCENARIO, "seed": self.seed, "elapsed_s": round(self.now(), 3),
-                "sockets": dict(sorted(sockets.items())), "opened_s": dict(sorted(opened_s.items())),
-                "processes": processes, "errors": errors}
+                "sockets": dict(sorted(sockets.items())), "latency_ms": {name: percentiles(values) for name, values in
+                                                                         sorted(latencies.items())},
+                "batches": dict(sorted(batches.items())), "opened_s": dict(sorted(opened_s.items())),
+                "processes": processes, "notes": notes, "errors": errors}
+
+
+def percentiles(seconds: list[float]) -> dict[str, float]:
+    """count, p50, p99 and max of latencies in seconds, as milliseconds (nearest rank)."""
+    ordered = sorted(seconds)
+
+    def rank(q: float) -> float:
+        return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000, 3)
+
+    return {"count": len(ordered), "p50": rank(0.5), "p99": rank(0.99), "max": round(ordered[-1] * 1000, 3)}
 
 
 COUNTS = ("sent", "received", "send_again", "send_unroutable", "recv_again")
+STAMP_MARK = 0x5A << 56  # "Z" in the top byte of a stamp: a send time, not payload
+STAMP_NS = (1 << 56) - 1  # the send time: time.monotonic_ns(), modulo 2 ** 56 ns (833 days)
 
 
 class Proc:
@@ -117,12 +138,13 @@ class Proc:
         self.run = run
         self.name = name
         self.errors: list[str] = []
+        self.notes: list[str] = []  # said with the counts; the run went on (not errors)
         if cores is not None:  # pinned before the context's I/O threads start: they inherit it
             usable = sorted(os.sched_getaffinity(0))
             if max(cores) < len(usable):
                 os.sched_setaffinity(0, [usable[core] for core in cores])
             else:
-                self.errors.append(f"cores {cores}: this machine lets the program use only {len(usable)} CPUs; not pinned")
+                self.notes.append(f"cores {cores}: this machine lets the program use only {len(usable)} CPUs; not pinned")
         self.ctx = zmq.Context(io_threads=io_threads)
         run.ready.release()  # this process is ready ...
         run.started.wait()  # ... and t = 0 comes once every process is
@@ -131,6 +153,8 @@ class Proc:
         self.run_over = False
         self.lock = threading.Lock()
         self.counts: dict[str, dict[str, int]] = {}
+        self.latencies: dict[str, list[float]] = {}  # per socket: seconds from each stamp's send to its receive
+        self.batches: dict[str, dict[str, float]] = {}  # per count-bounded [[recv]]: when it had them all
         self.names: dict[zmq.Socket, str] = {}
         self.opened_s: dict[str, float] = {}  # when each socket's opener returned (bound, connected)
         self.loops: dict[str, int] = dict(resume or {})  # attempts done per loop (for a restart)
@@ -182,6 +206,51 @@ class Proc:
     def count(self, sock: zmq.Socket, what: str) -> None:
         self.counts[self.names[sock]][what] += 1
         self.run.moved.value += 1
+
+    def stamp(self, message: Any) -> Any:
+        """The message (bytes, or a list of frames) with its send time in the last 8 bytes of
+        its last frame, when that frame has 8: whoever receives it, or a reply or result that
+        carries the stamp on (carry), measures the time since (received)."""
+        if isinstance(message, list):
+            return [*message[:-1], self.stamp(message[-1])]
+        if len(message) < 8:
+            return message
+        return message[:-8] + (time.monotonic_ns() & STAMP_NS | STAMP_MARK).to_bytes(8, "little")
+
+    def carry(self, message: list[bytes], size: int) -> bytes:
+        """size bytes (a reply, a result) that carry on the stamp of the message that caused them."""
+        last = message[-1][-8:]
+        if size < 8 or len(last) < 8 or int.from_bytes(last, "little") >> 56 != STAMP_MARK >> 56:
+            return bytes(size)
+        return bytes(size - 8) + last
+
+    def received(self, sock: zmq.Socket, message: list[bytes]) -> None:
+        """Count a message received and, if it carries a stamp, the time since that send."""
+        self.count(sock, "received")
+        value = int.from_bytes(message[-1][-8:], "little") if len(message[-1]) >= 8 else 0
+        if value >> 56 == STAMP_MARK >> 56:
+            elapsed_ns = (time.monotonic_ns() - (value & STAMP_NS)) & STAMP_NS
+            self.latencies.setdefault(self.names[sock], []).append(elapsed_ns / 1e9)
+
+    def finished(self, loop: str, since_s: float | None = None) -> None:
+        """A count-bounded [[recv]] has every message it waited for: the batch is done
+        (batch_s: since since_s, when its batch was sent)."""
+        done_s = self.now()
+        self.batches[loop] = {"done_s": round(done_s, 6)}
+        if since_s is not None:
+            self.batches[loop]["batch_s"] = round(done_s - since_s, 6)
+
+    def poll(self, poller: zmq.Poller, until_s: float | None = None) -> dict[zmq.Socket, int] | None:
+        """The events of the poller's sockets, waiting at most until t = until_s (zmq_poll
+        counts whole milliseconds: the rest is slept); None when the process is leaving."""
+        if until_s is None:
+            events = dict(poller.poll())
+        else:
+            self._planned(until_s - self.now())
+            events = dict(poller.poll(self.ms_until(until_s)))
+            if not events and not self.sleep_until(until_s):
+                return None
+        return None if self.stopping.is_set() else events
 
     def attempts(self, loop: str, count: int) -> Any:
         """range(count), resumed where a crashed instance of this process left off."""
@@ -305,12 +374,15 @@ class Proc:
             "process": self.name,
             "sockets": {name: dict(counts) for name, counts in self.counts.items()},
             "opened_s": dict(self.opened_s),
+            "latencies": {name: list(values) for name, values in self.latencies.items()},
+            "batches": dict(self.batches),
             "loops": dict(self.loops),
             "exit_started_s": None if self.exit_started_s is None else round(self.exit_started_s, 6),
             "exit_completed_s": None if self.exit_completed_s is None else round(self.exit_completed_s, 6),
             "term_blocked": self.exit_started_s is not None and self.exit_completed_s is None,
             "crashed_s": None if self.crashed_s is None else round(self.crashed_s, 6),
             "errors": list(self.errors),
+            "notes": list(self.notes),
         }
 '''
 

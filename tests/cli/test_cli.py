@@ -171,3 +171,36 @@ def test_zsim_imports_nothing_of_validation_not_even_by_name():
                 names = [node.value] if node.value != "validation" else []  # a TOML table's name, not a module
             found += [f"{path.relative_to(ROOT)}:{node.lineno}: {name}" for name in names if module_path.fullmatch(name)]
     assert not found
+
+
+def test_set_changes_the_scenario_of_run_and_explain(capsys):
+    # issue 30: run, explain and the run report had no --set; the paths are those of sweeps and compare --vary
+    assert main(["run", str(EXAMPLE), "--json", "--set", "socket.pub.options.sndhwm=7", "--set", "scenario.until_s=0.25"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["sim_time_s"] <= 0.25
+    assert {pipe["hwm"] for pipe in data["pipes"] if pipe["from"] == "pub"} == {7 + 10}  # inproc: SNDHWM + the SUB's RCVHWM
+    assert main(["explain", str(EXAMPLE), "--json", "--set", "scenario.until_s=0.25"]) == 0
+    json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize(("change", "expected"), [
+    ("socket.pub.options.sndhwm=-5", "zsim: --set socket.pub.options.sndhwm: socket[pub].options.sndhwm: must be >= 0, got -5"),
+    ("socket.nope.options.sndhwm=5", "zsim: --set socket.nope.options.sndhwm: no [[socket]] entry named 'nope'"),
+    ("sndhwm", "zsim: --set: expected PATH=VALUE (e.g. socket.pub.options.sndhwm=5000), got 'sndhwm'"),
+])
+@pytest.mark.parametrize("command", ["run", "explain"])
+def test_a_bad_set_is_one_line_naming_its_path(capsys, command, change, expected):
+    assert main([command, str(EXAMPLE), "--set", change]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.strip() == expected and captured.out == ""
+
+
+def test_sweep_and_compare_take_jobs_and_sweep_still_takes_workers():
+    from zsim.cli import build_parser
+
+    parser = build_parser()
+    for command in (["sweep", "s.toml"], ["compare", "a.toml", "b.toml"]):
+        assert parser.parse_args([*command, "--jobs", "3"]).jobs == 3
+    assert parser.parse_args(["sweep", "s.toml", "--workers", "2"]).jobs == 2  # the old name, unlisted
+    sweep_help = subprocess.run([sys.executable, "-m", "zsim.cli", "sweep", "--help"], capture_output=True, text=True, timeout=60).stdout
+    assert "--jobs N" in sweep_help and "--workers" not in sweep_help

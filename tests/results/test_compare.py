@@ -124,6 +124,9 @@ def test_identical_numbers_are_identical_and_pairs_need_two_replications():
     ("link.a->b.max_kernel_bytes", "lower"),
     ("socket.pub.blocked_s", "lower"),
     ("warning.overloaded", "lower"),
+    ("warning.cpu_contention", "lower"),  # issue 30: no preferred direction before
+    ("warning.rate_not_achieved", "lower"),
+    ("warnings", "lower"),
     ("fast_p99_worst_s", "lower"),
     ("socket.sink.delivered", "higher"),
     ("pooled_delivered_rate_per_s", "higher"),
@@ -214,6 +217,35 @@ def test_metric_globs_and_named_order(designs):
     names = [m.name for m in comparison.metrics]
     assert names[0] == "socket.sub.loss_fraction"
     assert set(names[1:]) == {f"socket.sub.latency_{p}_s" for p in ("p50", "p95", "p99", "p99_9")}
+
+
+def test_every_metric_a_row_carries_can_be_named(designs, tmp_path, capsys):
+    # issue 30: docs/sweeps.md lists machine.cpu_s, and compare refused it as unknown before any run
+    cores = tmp_path / "cores.toml"
+    cores.write_text(Path(designs["hwm1"]).read_text().replace('profile = "ideal"', 'profile = "ideal"\n\n[machine]\ncores = 1'))
+    comparison = cmp.compare([str(cores), str(cores)], replications=2, engine="serial", metrics=["machine.cpu_s", "thread.*"],
+                             stream=None)
+    names = [m.name for m in comparison.metrics]
+    assert names[0] == "machine.cpu_s" and len(names) > 1 and all(name.startswith("thread.") for name in names[1:])
+    assert comparison.metrics[0].samples[0].n == 2  # a number in every run (the ideal profile charges no CPU: 0)
+    # a name no row carries is still refused, after the runs, in one line
+    assert main(["compare", designs["hwm1"], designs["hwm100"], "-n", "2", "--engine", "serial", "--metric", "machine.cpu_s"]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1].startswith("zsim: --metric machine.cpu_s: unknown metric")
+
+
+def test_compare_says_it_does_not_use_a_scenario_seed(designs, tmp_path):
+    seeded = tmp_path / "seeded.toml"
+    seeded.write_text(Path(designs["hwm1"]).read_text().replace('profile = "ideal"', 'profile = "ideal"\nseed = 7'))
+    comparison = cmp.compare([designs["hwm100"], str(seeded)], replications=2, engine="serial", seed=3,
+                             metrics=["socket.sub.delivered"], stream=None)
+    text = cmp.format_text(comparison)
+    assert text.splitlines()[1].startswith(f"note: {seeded} sets scenario.seed; a comparison does not use it: replication r of "
+                                           "every design runs with the r-th seed from the root seed (3, --seed)")
+    # and it does not: the seeded design's runs are those of the same file without its seed
+    unseeded = cmp.compare([designs["hwm100"], designs["hwm1"]], replications=2, engine="serial", seed=3,
+                           metrics=["socket.sub.delivered"], stream=None)
+    assert comparison.metrics[0].values == unseeded.metrics[0].values
+    assert "note:" not in cmp.format_text(unseeded)
 
 
 def test_warned_runs_are_marked_next_to_their_numbers(designs):

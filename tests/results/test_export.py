@@ -10,6 +10,7 @@ import json
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from zsim import spec
 from zsim.cli import main
 from zsim.export import export_pyzmq, fold, infer
 from zsim.files import load_toml
+from zsim.tomlw import to_toml
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -82,9 +84,18 @@ def test_the_header_says_what_is_not_carried_over():
     assert "Run it: python gc.py" in flat
 
 
+def router_design() -> dict[str, Any]:
+    """The ROUTER design of docs/export.md (the TOML under "one poll loop"): a ROUTER that
+    sends requests to DEALER workers by routing id and takes their replies, side by side."""
+    doc = (ROOT / "docs" / "export.md").read_text()
+    (block,) = re.findall(r"```toml\n(.*?)```", doc.split("### A socket that sends and receives")[1], re.S)[:1]
+    return tomllib.loads(block)
+
+
 def test_the_excerpts_in_docs_export_md_are_what_export_writes():
     written = "\n".join(export_pyzmq(spec.load(path)) for path in (EXAMPLES / "broker.toml",
                                                                      ROOT / "experiments" / "task_pipeline" / "pipeline.toml"))
+    written += "\n" + export_pyzmq(spec.from_dict(router_design()))
     lines = set(written.splitlines())
     doc = (ROOT / "docs" / "export.md").read_text()
     blocks = re.findall(r"```python\n(.*?)```", doc, re.S)
@@ -286,13 +297,72 @@ def test_push_pull_pipeline_over_tcp_with_counted_workers_loses_no_task(tmp_path
     raw = _free_ports(raw)
     report, text = run_program(raw, tmp_path)
     assert "def worker_process(run: Run, i: int)" in text and "for i in range(3)]" in text
-    real, simulated = counts(report["sockets"]), counts(zsim.run(raw, 1).summary["sockets"])
+    result = zsim.run(raw, 1)
+    real, simulated = counts(report["sockets"]), counts(result.summary["sockets"])
     for found in (real, simulated):
         assert found["vent"] == (300, 0) and found["sink"] == (0, 300)
         assert sum(found[f"w{n}_in"][1] for n in (1, 2, 3)) == 300
         for n in (1, 2, 3):  # each worker forwards what it took
             assert found[f"w{n}_out"] == (found[f"w{n}_in"][1], 0)
     assert set(real) == set(simulated)
+    # every result carries its task's send time on: the sink times each task -> result
+    assert report["latency_ms"]["sink"]["count"] == 300
+    assert 0 < report["latency_ms"]["sink"]["p50"] <= report["latency_ms"]["sink"]["p99"]
+    # the batch: 300 tasks of 1-10 ms (5.5 ms mean) over 3 workers; a loaded machine only
+    # makes it longer, and no machine does the work faster than the sleeps it is made of
+    simulated_batch = result.flat()["socket.sink.last_recv_s"] - 0.3
+    assert 0.4 < simulated_batch < 0.8
+    assert 0.5 * simulated_batch < report["batches"]["recv.sink"]["batch_s"] < 5 * simulated_batch
+
+
+@pytest.mark.real
+def test_a_router_that_sends_and_receives_does_both_in_one_poll_loop_like_the_simulation(tmp_path):
+    # The ROUTER dispatches requests to 4 DEALER workers by routing id and takes their
+    # replies: the simulator runs its [[send]] and [[recv]] side by side. Written one after
+    # the other, the endless receive loop came first and the program sent nothing.
+    raw = _free_ports(router_design())
+    raw["scenario"]["until_s"] = 1.0
+    report, _ = run_program(raw, tmp_path)
+    simulated = zsim.run(raw, 1).summary["sockets"]
+    sent, replies = report["sockets"]["router"]["sent"], report["sockets"]["router"]["received"]
+    assert 1500 < simulated["router"]["sent"] < 2000  # 2,000 a second from t = 0.1 s to 1 s
+    assert simulated["router"]["sent"] / 4 < sent <= 1.2 * simulated["router"]["sent"]
+    assert 0 < replies <= sent
+    # round robin over the routing ids: no worker gets more than its turn (requests still in
+    # flight at the horizon, as many as the machine's load leaves, are not received), and a
+    # reply comes only from a request a worker received. Each process takes its counts when
+    # the run ends, a few ms apart and its threads still going: SKEW messages of slack
+    skew = 20  # 10 ms at 2,000 requests a second
+    taken = [report["sockets"][f"w{n}"]["received"] for n in (1, 2, 3, 4)]
+    assert all(0 < count <= sent // 4 + skew for count in taken)
+    assert replies <= sum(taken) + skew and sum(taken) <= sent + skew
+    # every reply carries its request's send time back: request -> reply, per reply
+    assert report["latency_ms"]["router"]["count"] == replies
+    assert 0 < report["latency_ms"]["router"]["p50"] <= report["latency_ms"]["router"]["p99"]
+
+
+def test_a_socket_whose_loops_cannot_share_one_poll_loop_is_refused_in_one_line(tmp_path, capsys):
+    raw = router_design()
+    raw["recv"][0]["service_s"] = 0.001  # the ROUTER's receive works: it would hold the sends back
+    path = tmp_path / "router.toml"
+    path.write_text(to_toml(raw))
+    line = one_line_error(capsys, ["export", str(path), "--pyzmq", str(tmp_path / "out.py")], 2)
+    assert line.startswith("zsim: socket[router]: send.router and recv.router run side by side on it and recv.router works or "
+                           "stalls between receives (service_s, pause_s)")
+    raw = router_design()
+    raw["send"].append(dict(raw["send"][0], name="second"))
+    with pytest.raises(zsim.ScenarioError, match=re.escape("socket[router]: 2 [[send]] and 1 [[recv]] loops run side by side")):
+        export_pyzmq(spec.from_dict(raw))
+
+
+@pytest.mark.real
+def test_cores_beyond_the_machine_are_a_note_and_the_program_exits_0(tmp_path):
+    raw = load_toml(EXAMPLES / "req_rep.toml", "scenario")
+    raw["machine"] = {"cores": 512}  # more CPUs than any test machine lets a program use
+    raw["send"][0]["count"] = 20
+    report, _ = run_program(raw, tmp_path)  # exit status 0, no errors
+    assert report["sockets"]["req"]["received"] == 20
+    assert any("not pinned" in note for note in report["notes"])
 
 
 @pytest.mark.real
@@ -343,7 +413,7 @@ def test_a_rep_behind_a_broker_never_sees_a_dealer_request_without_the_delimiter
     # message is forwarded whatever the load (HWM 1000), and none of the DEALER's is answered.
     raw = _broker_with_a_dealer_client()
     report, text = run_program(raw, tmp_path)
-    assert "dealer.send(message)" in text  # no empty frame in front of the body
+    assert "dealer.send(proc.stamp(message))" in text  # no empty frame in front of the body
     summary = zsim.run(raw, 1).summary
     expected = {"frontend": (20, 77), "backend": (77, 20), "asker": (20, 20), "dealer": (57, 0), "worker": (20, 20)}
     assert counts(report["sockets"]) == counts(summary["sockets"]) == expected

@@ -173,7 +173,7 @@ def test_cli_refuses_a_huge_plan_in_one_line_before_any_run(tmp_path):
 
 
 def _args(sweep_file: Path, out: Path, **extra) -> argparse.Namespace:
-    values = dict(sweep=str(sweep_file), out=str(out), engine="serial", master=None, workers=None, conf=None,
+    values = dict(sweep=str(sweep_file), out=str(out), engine="serial", master=None, jobs=None, conf=None,
                   retry_failed=False, report=False)
     values.update(extra)
     return argparse.Namespace(**values)

@@ -233,7 +233,8 @@ def test_cli_bad_axis_is_one_line_and_exit_2(tmp_path):
 def test_cli_sweep_then_report(tmp_path):
     sweep_file = write_sweep_files(tmp_path / "in", replications=2)
     out = tmp_path / "out"
-    result = subprocess.run(ZSIM + ["sweep", str(sweep_file), "--engine", "local", "--workers", "2", "--out", str(out), "--report"],
+    # --jobs: the parallelism flag of sweep and compare (--workers, its old name, is the alias the other tests use)
+    result = subprocess.run(ZSIM + ["sweep", str(sweep_file), "--engine", "local", "--jobs", "2", "--out", str(out), "--report"],
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     assert "12 runs done now" in result.stdout

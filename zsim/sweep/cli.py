@@ -59,12 +59,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     out = args.out or DEFAULT_OUT
     max_runs = getattr(args, "max_runs", None)
+    master = args.master
+    if master is None and args.engine == "spark" and args.jobs is not None:
+        master = f"local[{args.jobs}]"  # --jobs means what it means for zsim compare
     outcome = run_sweep(
         args.sweep,
         out,
         engine=args.engine,
-        master=args.master,
-        workers=args.workers,
+        master=master,
+        workers=args.jobs,
         conf=_conf(getattr(args, "conf", None)),
         retry_failed=bool(getattr(args, "retry_failed", False)),
         max_runs=DEFAULT_MAX_RUNS if max_runs is None else max_runs,
