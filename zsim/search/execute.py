@@ -21,7 +21,7 @@ from .. import expressions, files, trust
 from ..errors import EnvironmentFault, ScenarioError, ZsimError
 from ..sweep import store
 from ..sweep.execute import ENGINES, check_apps, make_engine
-from ..sweep.plan import Plan, Task, batches, check_run_timeout, expand, seed_for
+from ..sweep.plan import Plan, Task, batches, check_run_timeout, seed_for
 from ..textsafe import terminal
 from . import spec
 from .procedure import Constraint, Monotone, Outcome, Procedure, State
@@ -163,7 +163,7 @@ def run_search(source: str | Path | spec.Search, out: str | Path = DEFAULT_OUT, 
         raise EnvironmentFault("zsim search", f"needs {exc.name}: pip install 'zsim[results,stats]'") from None
     search = source if isinstance(source, spec.Search) else spec.load(source)
     say = (lambda text: (stream.write(terminal(text) + "\n"), stream.flush())) if stream is not None else (lambda text: None)
-    plan = expand(search.sweep, max_runs=None)
+    plan = spec.plan(search)
     costs = _costs(search, plan)
     procedure = make_procedure(search, plan, costs, budget_runs)
     timeout = search.sweep.run_timeout_s if run_timeout_s is None else check_run_timeout(run_timeout_s, "--run-timeout")

@@ -262,3 +262,12 @@ def _variables(table: Mapping[str, Any], prefix: str) -> Iterator[tuple[str, Any
         else:
             raise ScenarioError(f"variables.{path}", f"a variable is a list of values, {{ values = [...] }} or {{ low, high, step }}, "
                                                      f"got {fields.short(value)}")
+
+
+def plan(search: Search) -> sweep_plan.Plan:
+    """The designs: every point of the search's grid, each derived scenario checked before
+    any run (``zsim.sweep.plan.expand``), errors named by the search file's fields."""
+    try:
+        return sweep_plan.expand(search.sweep, max_runs=None)
+    except ScenarioError as exc:
+        raise _renamed(exc) from None
