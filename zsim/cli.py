@@ -626,6 +626,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="DIR", default=None)
     p.add_argument("--config", metavar="FILE", help="take [report] from this sweep file instead of the one the sweep was run from")
     p.set_defaults(func=_lazy("zsim.sweep.cli", "cmd_report"))
+
+    from .search.cli import add_parser as add_search_parser  # zsim search: its flags live with it
+
+    add_search_parser(sub, count_arg, seconds_arg, add_app_args)
     return parser
 
 

@@ -1,4 +1,4 @@
-"""Figures for sweep reports and run reports (the only module importing matplotlib,
+"""Figures for sweep reports, searches and run reports (the only module importing matplotlib,
 imported lazily).
 
 The functions draw what they are given: the numbers (means, interval bounds, grids) are
@@ -310,6 +310,54 @@ def scatter_figure(x: Sequence[float], y: Sequence[float], path: str | Path, *, 
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=11)
     ax.grid(True, alpha=0.3)
+    if note:
+        fig.text(0.01, 0.005, note, fontsize=7, color="0.35", ha="left", va="bottom")
+    plain_text(fig).tight_layout()
+    return save(fig, path)
+
+
+@dataclass
+class SearchPoint:
+    """One design a search ran: its cost, the binding metric's mean and interval, its status."""
+
+    cost: float
+    mean: float
+    low: float
+    high: float
+    status: str
+    chosen: bool = False
+
+
+#: a search design's status as a colour
+SEARCH_COLOURS = {"feasible": "tab:green", "infeasible": "tab:red", "not steady": "0.55", "failed": "0.3", "open": "tab:orange",
+                  "dominated": "tab:blue"}
+
+
+def search_figure(points: Sequence[SearchPoint], path: str | Path, *, title: str, xlabel: str, ylabel: str, target: float,
+                  indifference: float, note: str | None = None) -> Path:
+    """Cost against a constraint's metric for every design a search ran (``zsim search``),
+    with the target, its indifference zone and the chosen design."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    for status, colour in SEARCH_COLOURS.items():
+        group = [p for p in points if p.status == status]
+        if not group:
+            continue
+        means = [p.mean for p in group]
+        errors = [[max(0.0, p.mean - p.low) if p.low == p.low else 0.0 for p in group],
+                  [max(0.0, p.high - p.mean) if p.high == p.high else 0.0 for p in group]]
+        ax.errorbar([p.cost for p in group], means, yerr=errors, fmt="o", color=colour, ms=4, capsize=2, label=status)
+    for p in points:
+        if p.chosen:
+            ax.plot([p.cost], [p.mean], marker="*", ms=16, color="gold", markeredgecolor="black", zorder=5, label="answer")
+    ax.axhline(target, color="black", linestyle="--", linewidth=1)
+    for edge in (target - indifference, target + indifference):
+        ax.axhline(edge, color="black", linestyle=":", linewidth=0.8)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
     if note:
         fig.text(0.01, 0.005, note, fontsize=7, color="0.35", ha="left", va="bottom")
     plain_text(fig).tight_layout()
