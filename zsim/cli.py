@@ -438,6 +438,17 @@ def count_arg(minimum: int) -> Callable[[str], int]:
     return parse
 
 
+def fraction_arg(text: str) -> float:
+    """A fraction from 0 to below 1 (``--min-effect 0.05``: 5 %)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a fraction such as 0.05 (5 %), got {text!r}") from None
+    if not (0 <= value < 1):
+        raise argparse.ArgumentTypeError(f"must be from 0 to below 1 (0.05: 5 %), got {text!r}")
+    return value
+
+
 def seconds_arg(allow_zero: bool = False) -> Callable[[str], float]:
     """A finite number of seconds > 0 (or >= 0): ``nan``, ``inf`` and negatives are refused."""
 
@@ -492,7 +503,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         replications=args.replications, seed=args.seed, metrics=args.metric or (), prefer=args.prefer or (),
         max_metrics=args.max_metrics, engine=args.engine, jobs=args.jobs, master=args.master, conf=_conf(args.conf),
         run_timeout_s=args.run_timeout, max_runs=args.max_runs, report=args.report, allow_apps=app_permission(args),
-        stream=sys.stderr,
+        stream=sys.stderr, min_effect=args.min_effect, derive=args.derive or (),
     )
     if args.json:
         print(json.dumps(comparison_json(comparison), indent=2))
@@ -609,6 +620,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-metrics", type=count_arg(1), default=12, metavar="N", help="metrics shown by default (default 12)")
     p.add_argument("--prefer", action="append", metavar="METRIC=lower|higher|none",
                    help="the direction a metric prefers, for its verdict (default: from its name)")
+    p.add_argument("--min-effect", type=fraction_arg, default=0.05, metavar="F",
+                   help="the smallest relative change of a mean that counts as better or worse (default 0.05: 5 %% of the larger "
+                        "mean; 0: any change beyond noise)")
+    p.add_argument("--derive", action="append", metavar="NAME=EXPR",
+                   help="a metric computed from each run's metrics, e.g. 'loss=socket.sub.dropped / socket.sub.copies' "
+                        "(repeatable; as a sweep file's [report.derived])")
     p.add_argument("--engine", choices=("spark", "local", "serial"), default="spark")
     add_jobs_arg(p)
     p.add_argument("--master", default=None, help="Spark master URL (default local[*])")

@@ -78,7 +78,7 @@ from typing import IO, Any, TypeGuard
 from . import __version__, files, trust
 from . import spec as scenario_spec
 from .errors import EnvironmentFault, ScenarioError, ZsimError
-from .stats import t975
+from .stats import fdr_adjust, t975, t_quantile, t_test_p
 from .textsafe import Code, md, md_code, md_table, md_url, one_line, terminal
 from .units import time_unit
 
@@ -90,6 +90,12 @@ DEFAULT_MAX_METRICS = 12
 MAX_DESIGNS = 32
 #: Runs one comparison may have unless ``--max-runs`` says otherwise.
 DEFAULT_MAX_RUNS = 10_000
+#: The false discovery rate the verdicts keep over every difference a comparison tests.
+FDR = 0.05
+#: The smallest relative change of a mean that counts as a difference unless
+#: ``--min-effect`` says otherwise: 5 % of the larger mean (a reply pipe's mean depth of
+#: 0.00450 against 0.00466 messages is detectable with common random numbers, and no answer).
+DEFAULT_MIN_EFFECT = 0.05
 
 #: The direction each metric family prefers, decided from the metric's name: the first
 #: rule whose pattern is found in the metric's last name part (``socket.slow.dropped`` ->
@@ -586,6 +592,12 @@ class Difference:
     sample: Sample
     identical: bool  # the same number in every replication of both (every difference 0)
     verdict: str
+    #: the paired t test's two-sided p-value, and the Benjamini-Hochberg q-value over every
+    #: difference the comparison tested (``control``); None when not tested
+    p: float | None = None
+    q: float | None = None
+    #: |change of the mean| / the larger |mean| (1 when one design has no value)
+    relative: float | None = None
 
 
 def verdict(sample: Sample, identical: bool, prefers: str | None) -> str:
@@ -620,6 +632,113 @@ def paired(baseline: Sequence[float | None], other: Sequence[float | None], pref
     presence_same = all(_finite(b) == _finite(o) for b, o in zip(baseline, other, strict=True))
     identical = presence_same and all(d == 0.0 for d in diffs if d is not None)
     return Difference(sample, identical, verdict(sample, identical, prefers))
+
+
+def relative_change(base: float | None, other: float | None) -> float:
+    """|other - base| / max(|other|, |base|): 1 when one of them has no value, 0 when both are 0."""
+    if base is None or other is None:
+        return 1.0
+    scale = max(abs(base), abs(other))
+    return abs(other - base) / scale if scale > 0 else 0.0
+
+
+def _direction_verdict(mean: float, prefers: str | None) -> str:
+    direction = "higher" if mean > 0 else "lower"
+    if prefers is None:
+        return direction
+    return "better" if direction == prefers else "worse"
+
+
+@dataclass
+class Control:
+    """How the verdicts were decided over the whole comparison."""
+
+    #: differences tested (every design against the baseline, every metric considered)
+    tests: int = 0
+    #: the false discovery rate the verdicts keep (None: not controlled, scipy missing)
+    fdr: float | None = FDR
+    #: the smallest relative change of the mean that counts as a difference
+    min_effect: float = DEFAULT_MIN_EFFECT
+
+
+def control(results: Sequence[MetricResult], min_effect: float = 0.0, fdr: float = FDR) -> Control:
+    """Decide every verdict of ``results`` over the comparison as one family: a difference is
+    beyond noise when its Benjamini-Hochberg q-value (over every difference tested, every
+    metric and design against the baseline) is at most ``fdr``, and it counts (``better`` /
+    ``worse``) when the mean also changed by at least ``min_effect`` of the larger mean;
+    a difference beyond noise but smaller is ``negligible``. Without scipy the verdicts stay
+    the per-comparison 95 % ones (``Control.fdr`` None) and only ``min_effect`` applies.
+    Edits the metrics' ``differences`` in place."""
+    tested: list[tuple[MetricResult, int, float | None]] = []
+    for metric in results:
+        for index, difference in enumerate(metric.differences):
+            if difference is None or difference.identical or difference.verdict in ("no values", "no paired values",
+                                                                                   "too few replications"):
+                continue
+            d = difference.sample
+            assert d.mean is not None and d.sd is not None
+            tested.append((metric, index, t_test_p(d.mean, d.sd, d.n)))
+    p_values = [p for _, _, p in tested if p is not None]
+    controlled = len(p_values) == len(tested)
+    q_values: list[float | None] = list(fdr_adjust(p_values)) if controlled else [None] * len(tested)
+    for (metric, index, p), q in zip(tested, q_values, strict=True):
+        difference = metric.differences[index]
+        assert difference is not None and difference.sample.mean is not None
+        relative = relative_change(metric.samples[0].mean, metric.samples[index].mean)
+        beyond = q <= fdr if q is not None else difference.verdict in DIFFERENT
+        if not beyond:
+            verdict_text = "no detectable difference"
+        elif relative < min_effect:
+            verdict_text = "negligible"
+        else:
+            verdict_text = _direction_verdict(difference.sample.mean, metric.prefers)
+        metric.differences[index] = dataclasses.replace(difference, p=p, q=q, relative=relative, verdict=verdict_text)
+    return Control(tests=len(tested), fdr=fdr if controlled else None, min_effect=min_effect)
+
+
+@dataclass(frozen=True)
+class Best:
+    """The best design for one metric, every other design tested against it."""
+
+    design: int
+    ties: list[int]  # not distinguishable from it (or by less than the practical effect)
+    worse: list[tuple[int, float]]  # (design, mean paired difference from the best)
+    comparisons: int  # the Bonferroni family: the other designs with values
+    warned: bool  # the best design's runs warned about what the metric measures
+
+
+def best_design(metric: MetricResult, min_effect: float = 0.0, alpha: float = FDR) -> Best | None:
+    """The design with the best mean of ``metric`` (in the direction it prefers; among the
+    designs whose runs did not warn about it, when there is one), and each other design
+    tested against it: paired differences over the replications, simultaneous Student-t
+    intervals at ``1 - alpha`` over the ``k - 1`` comparisons (Bonferroni); a design whose
+    interval contains 0, or whose mean is within ``min_effect`` of the best's, ties with it.
+    None for a metric without a preferred direction, fewer than three designs with values,
+    or one number everywhere."""
+    if metric.prefers is None or metric.identical:
+        return None
+    with_values = [i for i, s in enumerate(metric.samples) if s.mean is not None]
+    if len(with_values) < 3:
+        return None
+    quiet = [i for i in with_values if not metric.warned[i]] or with_values
+    sign = 1.0 if metric.prefers == "lower" else -1.0
+    best = min(quiet, key=lambda i: (sign * float(metric.samples[i].mean), i))  # type: ignore[arg-type]
+    others = [i for i in with_values if i != best]
+    level = 1 - alpha / (2 * len(others))
+    ties, worse = [], []
+    for other in others:
+        d = describe([float(o) - float(b) if _finite(b) and _finite(o) else None
+                      for b, o in zip(metric.values[best], metric.values[other], strict=True)])
+        if d.mean is None or d.sd is None or d.n < 2:
+            ties.append(other)
+            continue
+        half = t_quantile(level, d.n - 1) * d.sd / math.sqrt(d.n)
+        excludes = (d.mean - half > 0) if sign > 0 else (d.mean + half < 0)
+        if excludes and relative_change(metric.samples[best].mean, metric.samples[other].mean) >= min_effect:
+            worse.append((other, d.mean))
+        else:
+            ties.append(other)
+    return Best(best, ties, worse, len(others), bool(metric.warned[best]))
 
 
 def preference(metric: str, overrides: Mapping[str, str | None] | None = None) -> tuple[str | None, str]:
@@ -664,6 +783,8 @@ class MetricResult:
     identical: bool  # one number in every run of every design
     #: other metrics with the same number as this one in every run (shown once, under this name)
     same_as: list[str] = field(default_factory=list)
+    #: the best design and every other tested against it (``best_design``; shown metrics only)
+    best: Best | None = None
 
     def key(self) -> tuple[tuple[float | None, ...], ...]:
         """Its numbers, run by run (two metrics with the same key say the same thing)."""
@@ -717,6 +838,7 @@ class Comparison:
     selection: Selection
     notes: list[str] = field(default_factory=list)
     written: list[Path] = field(default_factory=list)
+    control: Control = field(default_factory=Control)
 
     def text(self) -> str:
         """What ``zsim compare`` prints."""
@@ -941,6 +1063,30 @@ def _select(all_results: list[MetricResult], wanted: Sequence[str], max_metrics:
     return shown[:max_metrics], selection
 
 
+def _with_derived(design_set: DesignSet, derive: Sequence[str]) -> DesignSet:
+    """``--derive NAME=EXPR`` added to the designs' derived metrics, checked as a sweep
+    file's ``[report.derived]`` (names, expressions, no cycle) before any run."""
+    from .sweep.plan import check_derived
+
+    derived = dict(design_set.derived)
+    for text in derive:
+        name, expression = assignment(text, "--derive", "NAME=EXPR, e.g. loss=socket.sub.dropped/socket.sub.copies")
+        if name in derived:
+            raise ScenarioError(f"--derive {name}", "is defined twice")
+        derived[name] = expression
+    try:
+        reads = check_derived(derived, None)
+    except ScenarioError as exc:
+        raise ScenarioError(exc.path.replace("report.derived.", "--derive "), exc.reason) from None
+    extended = dataclasses.replace(design_set, derived=derived)
+    for name, used in reads.items():
+        try:
+            check_metric_names(used, extended)
+        except ScenarioError as exc:
+            raise ScenarioError(f"--derive {name}", f"reads {exc.path.removeprefix('--metric ')}: {exc.reason}") from None
+    return extended
+
+
 def _not_default(name: str) -> bool:
     """A run's cost, its horizon, and MSER-5's warm-up end (a diagnostic of the steady-state
     figures): never chosen by default (they can be named)."""
@@ -995,11 +1141,15 @@ def compare(sources: Sequence[Source], *, vary: Sequence[str] = (), link: Sequen
             prefer: Sequence[str] = (), max_metrics: int = DEFAULT_MAX_METRICS, engine: str = "spark", jobs: int | None = None,
             master: str | None = None, conf: Mapping[str, str] | None = None, run_timeout_s: float | None = None,
             max_runs: int | None = DEFAULT_MAX_RUNS, report: str | Path | None = None,
-            stream: IO[str] | None = sys.stderr, allow_apps: bool | trust.AppPermission = False) -> Comparison:
+            stream: IO[str] | None = sys.stderr, allow_apps: bool | trust.AppPermission = False,
+            min_effect: float = DEFAULT_MIN_EFFECT, derive: Sequence[str] = ()) -> Comparison:
     """Run every design over the same replications (common random numbers) and compare them
     metric by metric; with ``report``, write the Markdown page, JSON and one figure per
     metric there. What ``zsim compare`` calls. Bad input: ``ScenarioError`` before any run.
-    ``allow_apps``: run the code the designs' ``[[app]]`` tables name (``zsim.trust``)."""
+    ``allow_apps``: run the code the designs' ``[[app]]`` tables name (``zsim.trust``).
+    ``min_effect``: the smallest relative change of a mean that counts (``control``);
+    ``derive``: ``NAME=EXPR`` metrics computed from each run's row, as a sweep file's
+    ``[report.derived]``."""
     prefers: dict[str, str | None] = {}
     for text in prefer:
         name, direction = assignment(text, "--prefer", "METRIC=lower|higher|none")
@@ -1008,7 +1158,11 @@ def compare(sources: Sequence[Source], *, vary: Sequence[str] = (), link: Sequen
         prefers[name] = None if direction == "none" else direction
     if max_metrics < 1:
         raise ScenarioError("--max-metrics", f"must be >= 1, got {max_metrics}")
+    if not (isinstance(min_effect, (int, float)) and 0 <= min_effect < 1):
+        raise ScenarioError("--min-effect", f"must be a fraction from 0 to below 1 (0.05: 5 %), got {min_effect!r}")
     design_set = make_designs(sources, vary=vary, link=link, set_=set_, names=names, replications=replications, seed=seed)
+    if derive:
+        design_set = _with_derived(design_set, derive)
     designs = design_set.designs
     runs = len(designs) * design_set.replications
     if max_runs and runs > max_runs:
@@ -1039,9 +1193,15 @@ def compare(sources: Sequence[Source], *, vary: Sequence[str] = (), link: Sequen
     else:
         all_results = [metric_result(name, rows, results, prefers) for name in known]
     candidates = [m for m in design_set.report_metrics if m in known]
+    # the family: what was named, or every metric the default selection may show (a run's
+    # wall time is noise that differs from one call to the next: the same seed must give the
+    # same verdicts)
+    decided = control(all_results if wanted else [m for m in all_results if not _not_default(m.name)], min_effect)
     shown, selection = _select(all_results, wanted, max_metrics, candidates)
+    for metric in shown:
+        metric.best = best_design(metric, min_effect)
     comparison = Comparison(results, design_set.replications, design_set.seed, seeds(design_set.seed, design_set.replications),
-                            shown, selection, list(design_set.notes))
+                            shown, selection, list(design_set.notes), control=decided)
     if report is not None:
         comparison.written = write_report(comparison, report)
     return comparison
@@ -1207,12 +1367,14 @@ def _selection_lines(comparison: Comparison) -> list[str]:
                 "behave the same."]
     shown = len(comparison.metrics)
     if selection.detectable:
-        text = (f"Shown: {shown} of the {selection.detectable} metrics that differ beyond noise (an interval that excludes 0), "
-                "ranked by effect size (the relative change of the mean; one metric of each entity and kind first). "
-                f"{len(selection.noise)} more differ only within noise, {selection.identical} are identical in every replication.")
+        text = (f"Shown: {shown} of the {selection.detectable} metrics that differ beyond noise and by at least the practical "
+                "effect, ranked by effect size (the relative change of the mean; one metric of each entity and kind first). "
+                f"{len(selection.noise)} more differ only within noise or negligibly, {selection.identical} are identical in every "
+                "replication.")
     else:
-        text = (f"No metric differs beyond noise. Shown: {shown} of the {selection.differ} that differ within noise, ranked by "
-                f"the relative change of the mean; {selection.identical} are identical in every replication.")
+        text = (f"No metric differs beyond noise by at least the practical effect. Shown: {shown} of the {selection.differ} that "
+                f"differ within noise or negligibly, ranked by the relative change of the mean; {selection.identical} are identical "
+                "in every replication.")
     lines = [text]
     if selection.more:
         lines.append(f"{len(selection.more)} more differ{' beyond noise' if selection.detectable else ''}: "
@@ -1222,12 +1384,48 @@ def _selection_lines(comparison: Comparison) -> list[str]:
     return lines
 
 
-NOTE = ("Intervals are Student-t 95 %. Differences are paired: replication r of every design ran with the same seed. "
-        "better/worse: the difference's interval excludes 0, in the direction the metric prefers (higher/lower when it "
-        "prefers none); 'no detectable difference': the interval contains 0. Fractions are in %, their differences in "
-        "percentage points (pp). ! : runs of this design warned about what the metric measures (an overloaded consumer, a "
-        "latency or loss that never settled, a rate not achieved): the number depends on how long the run is, it is not an "
-        "answer.")
+NOTE = ("Intervals are Student-t 95 %, each on its own. Differences are paired: replication r of every design ran with the "
+        "same seed. better/worse (higher/lower for a metric that prefers neither): the difference is beyond noise, with "
+        "the false discovery rate kept at {fdr} over the {tests} differences tested (Benjamini-Hochberg over every design "
+        "against the baseline in every metric considered, shown or not), and the mean changed by at least the practical "
+        "effect, {effect} of the larger mean (--min-effect); 'negligible': beyond noise but smaller; 'no detectable "
+        "difference': within noise. best: the design with the best mean (among those whose runs did not warn), every other "
+        "design tested against it with simultaneous 95 % intervals (Bonferroni); 'as good' designs are within noise or the "
+        "practical effect of it. Fractions are in %, their differences in percentage points (pp). ! : runs of this design "
+        "warned about what the metric measures (an overloaded consumer, a latency or loss that never settled, a rate not "
+        "achieved): the number depends on how long the run is, it is not an answer.")
+#: the note's first sentences when scipy is missing: no false-discovery control
+NOTE_UNCONTROLLED = ("without scipy (pip install 'zsim[stats]') the verdicts are per comparison (95 % each), not "
+                     "controlled for the {tests} differences tested")
+
+
+def _note(comparison: Comparison) -> str:
+    decided = comparison.control
+    text = NOTE.format(fdr="5 %" if decided.fdr is None else f"{100 * decided.fdr:g} %", tests=decided.tests,
+                       effect=f"{100 * decided.min_effect:g} %")
+    if decided.fdr is None:
+        text += " Note: " + NOTE_UNCONTROLLED.format(tests=decided.tests) + "."
+    return text
+
+
+def best_line(metric: MetricResult, comparison: Comparison) -> str | None:
+    """``best: NAME (lowest mean); as good: ...; worse: ...`` for a metric with a best design."""
+    best = metric.best
+    if best is None:
+        return None
+    unit = _metric_unit(metric)
+    names = [r.design.name for r in comparison.designs]
+    if not best.worse:
+        return (f"best: none stands out: every design is within noise or the practical effect of the "
+                f"{'lowest' if metric.prefers == 'lower' else 'highest'} mean ({names[best.design]}; simultaneous 95 % over "
+                f"{best.comparisons} comparisons)")
+    text = f"best: {names[best.design]} ({'lowest' if metric.prefers == 'lower' else 'highest'} mean"
+    text += ", but its runs warned (!): no design is free of the warning)" if best.warned else ")"
+    if best.ties:
+        text += "; as good: " + ", ".join(names[i] for i in best.ties)
+    if best.worse:
+        text += "; worse: " + ", ".join(f"{names[i]} ({_with_unit(d, unit, signed=True, diff=True)})" for i, d in best.worse)
+    return text + f" (simultaneous 95 % over {best.comparisons} comparisons)"
 
 
 def _title(metric: MetricResult) -> str:
@@ -1253,8 +1451,11 @@ def format_text(comparison: Comparison) -> str:
             lines.append("  (the same numbers: " + ", ".join(metric.same_as) + ")")
         headers, rows, right = metric_rows(metric, comparison)
         lines += ["  " + line for line in _table(headers, rows, right)]
+        best = best_line(metric, comparison)
+        if best:
+            lines.append("  " + best)
     lines.append("")
-    for paragraph in [*_selection_lines(comparison), NOTE]:
+    for paragraph in [*_selection_lines(comparison), _note(comparison)]:
         lines += textwrap.wrap(paragraph, 120, break_on_hyphens=False, break_long_words=False)
     return "\n".join(lines)
 
@@ -1288,10 +1489,18 @@ def to_json(comparison: Comparison) -> dict[str, Any]:
             difference = metric.differences[index]
             if difference is not None:
                 entry["difference"] = {"baseline": baseline, **_sample_json(difference.sample), "identical": difference.identical,
-                                       "verdict": difference.verdict}
+                                       "verdict": difference.verdict, "p": _json_number(difference.p),
+                                       "q": _json_number(difference.q), "relative_change": _json_number(difference.relative)}
             entries.append(entry)
+        best = metric.best
         metrics.append({"name": metric.name, "label": metric.label, "prefers": metric.prefers, "family": metric.family,
-                        "identical": metric.identical, "same_numbers": metric.same_as, "designs": entries})
+                        "identical": metric.identical, "same_numbers": metric.same_as, "designs": entries,
+                        "best": None if best is None else {
+                            "design": comparison.designs[best.design].design.name, "warned": best.warned,
+                            "as_good": [comparison.designs[i].design.name for i in best.ties],
+                            "worse": [{"design": comparison.designs[i].design.name, "difference": _json_number(d)}
+                                      for i, d in best.worse],
+                            "method": f"paired Student-t, simultaneous 95 % over {best.comparisons} comparisons (Bonferroni)"}})
     selection = comparison.selection
     return {
         "format": 1,
@@ -1306,6 +1515,10 @@ def to_json(comparison: Comparison) -> dict[str, Any]:
         "selection": {"named": selection.named, "differ": selection.differ, "detectable": selection.detectable,
                       "identical": selection.identical, "not_shown": selection.more, "within_noise": selection.noise},
         "notes": comparison.notes,
+        "verdicts": {"tests": comparison.control.tests, "false_discovery_rate": comparison.control.fdr,
+                     "min_effect": comparison.control.min_effect,
+                     "method": "Benjamini-Hochberg over every design against the baseline in every metric considered"
+                     if comparison.control.fdr is not None else "per comparison, 95 % (scipy missing)"},
     }
 
 
@@ -1415,11 +1628,14 @@ def _markdown(comparison: Comparison, figures: Mapping[str, str]) -> str:
             lines.append("")
             headers, body, _ = metric_rows(metric, comparison)
             lines += table(headers, body)
+            best = best_line(metric, comparison)
+            if best:
+                lines += ["", md(best[0].upper() + best[1:]) + "."]
         if metric.name in figures:
             lines += ["", f"![{md(metric.name)}]({md_url(figures[metric.name])})"]
     lines.append("")
     lines += [md(line) for line in _selection_lines(comparison)]
-    lines += ["", NOTE, ""]
+    lines += ["", md(_note(comparison)), ""]
     return "\n".join(lines)
 
 

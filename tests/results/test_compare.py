@@ -423,7 +423,9 @@ def test_json_schema(designs, capsys):
                  "--metric", "socket.sub.dropped", "--metric", "socket.pub.sent"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert set(data) == {"format", "zsim_version", "seed", "replications", "paired", "seeds", "baseline", "designs", "metrics",
-                         "selection", "notes"}
+                         "selection", "notes", "verdicts"}
+    assert data["verdicts"]["false_discovery_rate"] == 0.05 and data["verdicts"]["min_effect"] == 0.05
+    assert data["verdicts"]["tests"] == 1  # socket.sub.dropped; socket.pub.sent is identical, nothing to test
     assert (data["format"], data["zsim_version"], data["seed"], data["replications"], data["paired"]) == (1, zsim.__version__, 5,
                                                                                                           2, True)
     assert data["seeds"] == [seed_for(5, "", 0, True), seed_for(5, "", 1, True)]
@@ -433,13 +435,14 @@ def test_json_schema(designs, capsys):
                                "warnings", "socket_warnings"}
         assert len(design["scenario_digest"]) == 16 and design["runs"] == 2 and design["failed"] == 0
     dropped, sent = data["metrics"]
-    assert set(dropped) == {"name", "label", "prefers", "family", "identical", "same_numbers", "designs"}
+    assert set(dropped) == {"name", "label", "prefers", "family", "identical", "same_numbers", "designs", "best"}
+    assert dropped["best"] is None  # two designs: the verdict says it
     assert (dropped["name"], dropped["prefers"], dropped["identical"]) == ("socket.sub.dropped", "lower", False)
     base, other = dropped["designs"]
     assert "difference" not in base
     assert set(other) == {"design", "n", "missing", "mean", "sd", "ci_low", "ci_high", "constant", "values", "warned", "difference"}
     assert set(other["difference"]) == {"baseline", "n", "missing", "mean", "sd", "ci_low", "ci_high", "constant", "identical",
-                                         "verdict"}
+                                         "verdict", "p", "q", "relative_change"}
     assert other["difference"]["mean"] == pytest.approx(sum(b - a for a, b in zip(base["values"], other["values"], strict=True)) / 2)
     assert sent["identical"] is True and sent["designs"][1]["difference"]["verdict"] == "identical"
 
@@ -466,3 +469,97 @@ def test_report_folder_is_checked_before_the_runs(designs, tmp_path, capsys):
     assert main(["compare", designs["hwm1"], designs["hwm100"], "--engine", "serial", "--report", str(blocker)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "is a file" in err[0]
+
+
+# -- which differences count, and which design is best (issue 30 item 3) ---------------------
+
+
+def _noise_metrics(count: int, replications: int, seed: int) -> list[cmp.MetricResult]:
+    """``count`` metrics on which two designs behave the same: every number is noise."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    design = cmp.DesignResult(None, replications, 0, [], {}, {})  # type: ignore[arg-type]
+    metrics = []
+    for index in range(count):
+        rows = [[{"ok": True, f"socket.r{index}.latency_p99_s": float(x)} for x in rng.normal(1.0, 0.1, replications)]
+                for _ in range(2)]
+        metrics.append(cmp.metric_result(f"socket.r{index}.latency_p99_s", rows, [design, design]))
+    return metrics
+
+
+def test_noise_over_hundreds_of_metrics_is_not_reported_as_findings():
+    # 300 metrics on which two designs do not differ: a 95 % test per metric calls about 15
+    # of them better or worse; over the comparison as one family (false discovery rate 5 %)
+    # none is, whatever the practical effect
+    metrics = _noise_metrics(300, 10, seed=7)
+    uncorrected = sum(m.detectable for m in metrics)
+    assert uncorrected >= 5
+    decided = cmp.control(metrics, min_effect=0.0)
+    assert decided.tests == 300 and decided.fdr == 0.05
+    assert sum(m.detectable for m in metrics) == 0
+    assert all(d.q is not None and d.q > 0.05 for m in metrics for d in m.differences[1:] if d is not None)
+
+
+def test_a_real_difference_survives_the_control_and_a_small_one_is_negligible():
+    metrics = _noise_metrics(50, 10, seed=3)
+    design = cmp.DesignResult(None, 10, 0, [], {}, {})  # type: ignore[arg-type]
+    big = [[{"ok": True, "socket.x.dropped": base + r} for r in range(10)] for base in (100.0, 50.0)]
+    small = [[{"ok": True, "socket.y.dropped": base + r} for r in range(10)] for base in (100.0, 102.0)]
+    metrics += [cmp.metric_result("socket.x.dropped", big, [design, design]),
+                cmp.metric_result("socket.y.dropped", small, [design, design])]
+    cmp.control(metrics, min_effect=0.05)
+    x, y = metrics[-2:]
+    assert x.differences[1].verdict == "better" and x.differences[1].q == 0.0
+    # 2 more drops in every replication: beyond noise, but 2 % of the larger mean
+    assert y.differences[1].verdict == "negligible" and not y.detectable
+    cmp.control(metrics, min_effect=0.0)
+    assert y.differences[1].verdict == "worse"
+
+
+def test_the_best_design_is_named_and_every_other_tested_against_it():
+    # four designs of one metric that prefers lower: C is best, A within noise of it, B and D worse
+    design = cmp.DesignResult(None, 8, 0, [], {}, {})  # type: ignore[arg-type]
+    jitter = [0.3, -0.2, 0.1, -0.4, 0.25, 0.0, -0.1, 0.05]
+    means = {"A": 10.05, "B": 13.0, "C": 10.0, "D": 20.0}
+    rows = [[{"ok": True, "socket.s.latency_p99_s": mean + j + (0.2 * (-1) ** r if name == "A" else 0.0)}
+             for r, j in enumerate(jitter)] for name, mean in means.items()]
+    metric = cmp.metric_result("socket.s.latency_p99_s", rows, [design] * 4)
+    best = cmp.best_design(metric, min_effect=0.05)
+    assert best is not None
+    assert best.design == 2 and best.ties == [0] and [i for i, _ in best.worse] == [1, 3] and best.comparisons == 3
+    assert [round(d, 6) for _, d in best.worse] == [3.0, 10.0]
+    # with a practical effect of 40 %, B (30 % worse) is as good as C for the designer
+    assert cmp.best_design(metric, min_effect=0.4).ties == [0, 1]
+    # a design whose runs warned is not named best while one that did not warn exists
+    metric.warned[2] = {"overloaded": 8}
+    assert cmp.best_design(metric).design == 0
+    # no preferred direction, or two designs: no best line
+    assert cmp.best_design(cmp.metric_result("socket.s.latency_p99_s", rows[:2], [design] * 2)) is None
+
+
+def test_compare_names_the_best_of_several_designs(designs, capsys):
+    assert main(["compare", designs["hwm1"], "--vary", "socket.sub.options.rcvhwm=1,4,100", "--link",
+                 "socket.pub.options.sndhwm=socket.sub.options.rcvhwm", "-n", "4", "--engine", "serial",
+                 "--metric", "socket.sub.dropped"]) == 0
+    out = capsys.readouterr().out
+    line = next(line for line in out.splitlines() if line.strip().startswith("best:"))
+    assert line.strip().startswith("best: socket.sub.options.rcvhwm=100 (lowest mean)")
+    assert "worse: socket.sub.options.rcvhwm=1 (+" in line and "over 2 comparisons" in line
+    assert "Benjamini-Hochberg" in out and "--min-effect" in out
+
+
+def test_derive_adds_a_metric_checked_before_any_run(designs, capsys):
+    assert main(["compare", designs["hwm1"], designs["hwm100"], "-n", "2", "--engine", "serial", "--json",
+                 "--derive", "loss=socket.sub.dropped / socket.pub.sent", "--metric", "loss"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    (loss,) = data["metrics"]
+    dropped = json.loads(json.dumps(loss))["designs"][0]
+    assert loss["name"] == "loss" and loss["prefers"] == "lower" and 0 < dropped["mean"] < 1
+    assert main(["compare", designs["hwm1"], designs["hwm100"], "-n", "2", "--engine", "serial",
+                 "--derive", "loss=socket.sub.dropt / socket.pub.sent"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("zsim: --derive loss: reads socket.sub.dropt") and "socket.sub.dropped" in err
+    with pytest.raises(SystemExit) as exited:
+        main(["compare", designs["hwm1"], designs["hwm100"], "--min-effect", "5"])
+    assert exited.value.code == 2 and "argument --min-effect: must be from 0 to below 1" in capsys.readouterr().err
