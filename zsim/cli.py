@@ -229,10 +229,16 @@ def format_summary(summary: Mapping[str, Any], scenario: Scenario | None = None)
     lat = summary["latency_s"]
     lines.append(f"latency pooled over all receivers: p50 {_ms(lat['p50'])}, p95 {_ms(lat['p95'])}, p99 {_ms(lat['p99'])}, "
                  f"max {_ms(lat['max'])} over {lat['count']} deliveries")
-    for name, sender in summary.get("senders", {}).items():
-        if "rtt_s" in sender:
-            rtt = sender["rtt_s"]
-            lines.append(f"round trip {name}: p50 {_ms(rtt['p50'])}, p99 {_ms(rtt['p99'])}, max {_ms(rtt['max'])}")
+    # request -> reply and source -> sink, from the ledger's causal links (zsim.results.causal_times)
+    for name, sock in summary["sockets"].items():
+        rtt = sock.get("rtt_s")
+        if rtt:
+            lines.append(one_line(f"request -> reply at {name} (its requests answered): p50 {_ms(rtt['p50'])}, p99 {_ms(rtt['p99'])}, "
+                                  f"max {_ms(rtt['max'])} over {rtt['count']:,}"))
+        for source, times in (sock.get("e2e_s") or {}).items():
+            lines.append(one_line(f"end to end {source} -> {name} (sent at {source}, what it caused arriving at {name}): "
+                                  f"p50 {_ms(times['p50'])}, p99 {_ms(times['p99'])}, max {_ms(times['max'])} over "
+                                  f"{times['count']:,}"))
     network = summary.get("network") or {}
     if network:
         lines.append("")

@@ -747,6 +747,8 @@ def preference(metric: str, overrides: Mapping[str, str | None] | None = None) -
         return overrides[metric], "--prefer"
     if metric == "warnings" or metric.startswith("warning."):  # a run that warned less is better, whatever the code
         return "lower", "warnings"
+    if metric.startswith(("rtt.", "e2e.")):  # request -> reply, source -> sink: times, and how many
+        return (None, "load, inputs and times of events") if metric.endswith(".count") else ("lower", "latency")
     field_name = metric.rsplit(".", 1)[-1] if metric.startswith(("socket.", "sender.", "pipe.", "link.", "warning.")) else metric
     for pattern, direction, family in PREFERENCES:
         if re.search(pattern, field_name):

@@ -110,6 +110,10 @@ class SocketSummary(TypedDict):
     blocked_s: float
     blocked_count: int
     latency_s: NotRequired[Percentiles]  # of the copies delivered to it, when any were
+    # request -> reply of the requests it sent (replies delivered to it); source socket ->
+    # times from a message sent there to what it caused arriving here (zsim.results.causal_times)
+    rtt_s: NotRequired[Annotated[Percentiles, SIM_ONLY]]
+    e2e_s: NotRequired[Annotated[dict[str, Percentiles], SIM_ONLY]]
     # steady state after the warm-up, the warm-up found, the fates of copies meant for it
     steady_latency_s: NotRequired[Annotated[Percentiles, SIM_ONLY]]
     settling: NotRequired[Annotated[dict[str, Any], SIM_ONLY]]
