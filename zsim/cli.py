@@ -407,17 +407,53 @@ def cmd_explain(args: argparse.Namespace) -> int:
     from .runner import run
 
     limits = _limit_overrides(args)
-    scenario = load_scenario(args)
+    chosen = None
+    if args.sweep is not None:
+        chosen = _worst_of_sweep(args)
+        scenario, seed = chosen.scenario, chosen.seed
+    else:
+        if args.scenario is None:
+            raise ScenarioError("explain", "name a scenario file, or a sweep's results with --sweep DIR --worst METRIC")
+        scenario, seed = load_scenario(args), args.seed
     allow = checked_apps(scenario, args)
     recorder = SeriesRecorder()
     progress = sys.stderr if sys.stderr.isatty() else None
-    result = run(scenario, args.seed, limits=limits, progress=progress, recorder=recorder, allow_apps=allow)
+    result = run(scenario, seed, limits=limits, progress=progress, recorder=recorder, allow_apps=allow)
     found = explain(result, recorder.result, scenario)
+    again = None
+    if chosen is not None:
+        value = result.flat().get(chosen.metric)
+        if not (isinstance(value, float | int) and math.isclose(float(value), chosen.value, rel_tol=1e-9, abs_tol=1e-12)):
+            again = (f"note: run again, {chosen.metric} = {value} where the sweep's row has {chosen.value:.6g}: the sweep ran "
+                     "other model code" + (f" ({chosen.code})" if chosen.code else "") + "; this paragraph explains the re-run")
     if args.json:
-        print(json.dumps(found.to_dict(), indent=2))
+        data = found.to_dict()
+        if chosen is not None:
+            data["chosen"] = {"sweep": chosen.sweep, "point": chosen.point, "replication": chosen.replication, "seed": chosen.seed,
+                              "metric": chosen.metric, "value": chosen.value, "direction": chosen.direction, "runs": chosen.runs,
+                              "coords": chosen.coords, "reproduced": again is None}
+        print(json.dumps(data, indent=2, default=str))
     else:
+        if chosen is not None:
+            print(terminal(one_line("zsim explain: " + chosen.describe())))
+            if again:
+                print(terminal(one_line(again)))
+            print()
         print(terminal(found.text()), end="")
     return EXIT_OK
+
+
+def _worst_of_sweep(args: argparse.Namespace) -> Any:
+    """``--sweep DIR --worst METRIC``: the run to explain (``zsim.sweep.replay``)."""
+    from .compare import preference
+    from .sweep.replay import worst_run
+
+    if args.worst is None:
+        raise ScenarioError("--sweep", "needs --worst METRIC: which run of the sweep to explain")
+    if args.scenario is not None or args.set or args.seed is not None:
+        raise ScenarioError("--sweep", "explains a run of the sweep as it ran: no scenario file, --set or --seed with it")
+    prefers, _ = preference(args.worst)
+    return worst_run(args.sweep, args.worst, prefers, args.sweep_name)
 
 
 def seed_arg(text: str) -> int:
@@ -575,7 +611,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("explain", help="simulate one scenario and explain each loss episode and stall in a paragraph")
-    p.add_argument("scenario", help="scenario TOML file")
+    p.add_argument("scenario", nargs="?", default=None, help="scenario TOML file (or --sweep DIR --worst METRIC)")
+    p.add_argument("--sweep", metavar="DIR", default=None,
+                   help="a sweep's results folder: explain one of its runs again (with --worst)")
+    p.add_argument("--worst", metavar="METRIC", default=None,
+                   help="with --sweep: the run whose METRIC is worst (highest, or lowest for a metric that prefers higher)")
+    p.add_argument("--sweep-name", metavar="NAME", default=None, help="with --sweep: which sweep, when DIR holds several")
     p.add_argument("--seed", type=seed_arg, default=None, help="random seed (default: scenario.seed or 0)")
     p.add_argument("--json", action="store_true", help="print one JSON object (episodes with their paragraphs, stalls)")
     add_set_arg(p)

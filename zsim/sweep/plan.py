@@ -273,8 +273,13 @@ class Plan:
             "links": dict(sweep.links),
             "set": dict(sweep.fixed),
             "report": dict(sweep.report),
-            "points": [{"id": p.id, "index": p.index, "coords": {k: v for k, v in p.coords}} for p in self.points],
+            # each point's changes to the base, and where the base's relative paths start:
+            # enough to run any row again from the results folder alone (zsim explain --sweep)
+            "points": [{"id": p.id, "index": p.index, "coords": {k: v for k, v in p.coords}, "overrides": dict(p.overrides)}
+                       for p in self.points],
             "base_scenario": self.base,
+            "base_dir": sweep.base_dir,
+            "base_source": sweep.base_source,
         }
 
 
