@@ -546,7 +546,8 @@ POOLED_ALIASES: dict[str, str] = {
 #: Warning codes of ``zsim.checks`` counted in every row (``warning.<code>``), so every
 #: row has the same columns whichever warnings its run raised.
 WARNING_CODES = ("no_subscription", "subscription_matches_nothing", "starts_after_horizon", "overloaded", "backlog_at_end",
-                 "latency_not_settled", "loss_not_settled", "rate_not_achieved", "cpu_contention")
+                 "latency_not_settled", "loss_not_settled", "rate_not_achieved", "cpu_contention", "link_saturated",
+                 "window_limited")
 #: run warnings about one socket (``path`` = ``socket[<name>]``), flagged 0/1 per socket
 SOCKET_FLAGS = ("backlog_at_end", "latency_not_settled", "loss_not_settled")
 #: Per receiving socket (``socket.<name>.<field>``): from its ``inbound`` table.
@@ -561,7 +562,8 @@ LOAD_FIELDS = ("offered_utilisation", "overloaded", "backlog_at_end", "latency_n
 TIME_FIELDS = ("first_recv_s", "last_recv_s")
 PIPE_FIELDS = ("dropped", "max_depth", "mean_depth")
 #: Per direction of a [[link]] (``network.<link>.<a>-><b>.<field>``; ``zsim.model.transport.network.Direction.report``).
-NETWORK_FIELDS = ("bytes", "packets", "utilisation", "max_queue_bytes", "queue_drops", "loss_drops", "retransmits", "goodput_bps")
+NETWORK_FIELDS = ("bytes", "packets", "utilisation", "active_utilisation", "max_queue_bytes", "queue_drops", "loss_drops", "retransmits",
+                  "goodput_bps")
 #: Per thread, with [machine] cores (``thread.<name>.<field>``).
 THREAD_FIELDS = ("cpu_s", "waited_s")
 SENDER_FIELDS = ("sent", "again", "requested_rate_per_s", "achieved_rate_per_s", "blocked_s", "finished_at_s")

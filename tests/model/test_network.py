@@ -111,3 +111,59 @@ def test_every_link_direction_is_a_metric_for_sweeps_and_compare():
     assert known is not None
     assert {f"network.a-b.{d}.{f}" for d in ("a->b", "b->a") for f in zsim.results.NETWORK_FIELDS} <= set(known)
     assert set(row) >= {f"network.a-b.a->b.{f}" for f in zsim.results.NETWORK_FIELDS}
+
+
+def shared_link(queue_bytes: int) -> dict[str, Any]:
+    """A PUB on host a sending 1 KB at 4,000/s to three SUBs on host b over 40 Mbit/s (98 Mbit/s offered)."""
+    return {
+        "scenario": {"name": "shared-link"},
+        "host": [{"name": "a"}, {"name": "b"}],
+        "link": [{"name": "wan", "hosts": ["a", "b"], "bandwidth_bps": 40e6, "queue_bytes": queue_bytes}],
+        "process": [{"name": "feed", "host": "a"}, *({"name": f"r{i}", "host": "b"} for i in range(3))],
+        "socket": [{"name": "pub", "type": "PUB", "process": "feed", "bind": ["tcp://*:5556"]}, *(
+            {"name": f"sub{i}", "type": "SUB", "process": f"r{i}", "connect": ["tcp://a:5556"], "options": {"subscribe": [""]}}
+            for i in range(3))],
+        "send": [{"socket": "pub", "count": 10000, "interval_s": 1 / 4000, "size_bytes": 1024, "start_s": 0.5, "pacing": "schedule"}],
+        "recv": [{"socket": f"sub{i}"} for i in range(3)],
+    }
+
+
+def link_warnings(summary: dict[str, Any]) -> list[dict[str, str]]:
+    return [w for w in summary["warnings"] if w["code"] in ("link_saturated", "window_limited")]
+
+
+def test_a_link_whose_queue_drops_while_it_is_busy_is_saturated():
+    # three connections' TCP small queues (two 5.8 KB trains each) overflow a 30 KB queue
+    summary = zsim.run(shared_link(30_000), 0).summary
+    (warning,) = link_warnings(summary)
+    assert warning["code"] == "link_saturated" and warning["path"] == "link[wan]"
+    assert "link 'wan' a->b is saturated" in warning["message"] and "40 Mbit/s" in warning["message"]
+    direction = summary["network"]["wan"]["a->b"]
+    assert direction["queue_drops"] > 0 and direction["active_utilisation"] >= 0.9
+    assert zsim.results.flat_metrics(summary)["warning.link_saturated"] == 1
+
+
+def test_a_busy_link_that_drops_nothing_is_not_saturated():
+    # the same load with Linux's default queue (1,000 frames): the link is busy all the time,
+    # but what does not fit is dropped at the PUB's pipes (SNDHWM: socket.pub.dropped_sending),
+    # not in the link's queue
+    summary = zsim.run(shared_link(1000 * 1514), 0).summary
+    assert summary["network"]["wan"]["a->b"]["active_utilisation"] > 0.99
+    assert link_warnings(summary) == []
+
+
+def test_a_connection_held_back_by_the_receivers_window_is_window_limited():
+    # 64 KB of window over 20 ms round trips: 3.3 MB/s on a 1 Gbit/s link that idles
+    summary = push_pull(0.01, 4000, pull_options={"rcvbuf": 65536})["summary"]
+    (warning,) = link_warnings(summary)
+    assert warning["code"] == "window_limited" and warning["path"] == "link[a-b]"
+    assert warning["message"].startswith("connection push->pull over link 'a-b' a->b is window-limited")
+    times = summary["network"]["a-b"]["a->b"]["connections"]["push->pull"]
+    assert times["window_limited_s"] > 0.9 * times["sending_s"]
+
+
+def test_a_connection_the_link_limits_is_not_window_limited():
+    # no latency, 10 Mbit/s: the link's rate is the bound, the window never is
+    summary = push_pull(0.0, 2000, bandwidth_bps=10e6)["summary"]
+    assert summary["network"]["a-b"]["a->b"]["connections"]["push->pull"]["window_limited_s"] == 0
+    assert link_warnings(summary) == []

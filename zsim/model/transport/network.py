@@ -100,7 +100,10 @@ class Direction:
         self.retransmits = 0
         self.resent_bytes = 0  # payload of the retransmissions it carried
         self.busy_s = 0.0
+        self.first_sent_at = -1.0  # when it first carried a frame (its active span starts)
         self.max_queue_bytes = 0
+        #: the flows of the connections that send this way (their report: ``connections``)
+        self.flows: list[Flow] = []
         #: a train: about a millisecond at the pacing rate, at least two segments
         train = max(2 * self.mss, int(PACING_RATIO * self.rate * PACING_SHIFT_S))
         self.train_bytes = min(MAX_TRAIN_BYTES, train // self.mss * self.mss)
@@ -133,6 +136,8 @@ class Direction:
         start = self.busy_until if self.busy_until > now else now
         end = start + frames / rate
         if fits:
+            if self.first_sent_at < 0.0:
+                self.first_sent_at = start
             self.busy_until = end
             self.busy_s += frames / rate
             self.packets += fits
@@ -200,18 +205,31 @@ class Direction:
             self.ack_timer.arm_at(acks[0][0])
 
     def report(self, elapsed: float) -> dict[str, Any]:
+        active = self.busy_until - self.first_sent_at if self.first_sent_at >= 0.0 else 0.0
+        connections: dict[str, dict[str, float]] = {}
+        for flow in self.flows:  # a reconnection's flows add to the same name
+            entry = connections.setdefault(flow.wire.name, {"sending_s": 0.0, "window_limited_s": 0.0})
+            sending, limited = flow.times(elapsed)
+            entry["sending_s"] += sending
+            entry["window_limited_s"] += limited
         return {
             "bandwidth_bps": self.rate * 8.0,
             "latency_s": self.latency,
             "bytes": self.bytes,
             "packets": self.packets,
             "utilisation": min(1.0, self.busy_s / elapsed) if elapsed > 0 else 0.0,
+            # busy over the span from its first frame to its last: a link idle before and after a burst
+            # is still saturated during it
+            "active_utilisation": min(1.0, self.busy_s / active) if active > 0 else 0.0,
             "max_queue_bytes": self.max_queue_bytes,
             "queue_drops": self.queue_drops,
             "loss_drops": self.loss_drops,
             "retransmits": self.retransmits,
             # what the receivers got out of it: payload carried the first time, per second
             "goodput_bps": 8.0 * (self.bytes - self.resent_bytes) / elapsed if elapsed > 0 else 0.0,
+            # per connection sending this way ("pub->sub"): how long it was sending, and how much of that
+            # the receiver's window held it back (``Flow.times``)
+            "connections": connections,
         }
 
 
@@ -239,6 +257,14 @@ class Flow:
         self.cwnd_limited = False
         self.srtt = 0.0
         self.rttvar = 0.0
+        # tcp_info's tcpi_rwnd_limited (``tcp_chrono_start(sk, TCP_CHRONO_RWND_LIMITED)`` in
+        # tcp_write_xmit, net/ipv4/tcp_output.c): the time the receiver's window, not the congestion
+        # window, held back data while the reader kept up (its buffer less than half full: a window
+        # closed by a reader that stopped is the reader's limit, not the window's)
+        self.window_limited_s = 0.0
+        self.window_limited_since = -1.0
+        self.first_write_at = -1.0
+        self.last_ack_at = 0.0
         # SO_SNDBUF: fixed (Linux doubles the value and about half of that is payload);
         # else autotuned with the window (tcp_sndbuf_expand), up to tcp_wmem's maximum
         self.sndbuf_fixed = sndbuf >= 0
@@ -281,6 +307,8 @@ class Flow:
         return self.sndbuf - queued >= queued // 2
 
     def write(self, nbytes: int) -> None:
+        if self.first_write_at < 0.0:
+            self.first_write_at = self.clock.now
         self.written += nbytes
         self.push()
 
@@ -308,6 +336,8 @@ class Flow:
                 # tcp_tsq_handler: resume when the oldest skb has left the qdisc
                 if not self.small_queue_timer.armed:
                     self.small_queue_timer.arm_at(trains[0][0])
+                if self.window_limited_since >= 0.0:
+                    self._window_limit_ends(now)
                 return
             in_flight = self.snd_nxt - self.snd_una - self.ooo_bytes
             by_cwnd = int(self.cwnd) - in_flight
@@ -316,12 +346,34 @@ class Flow:
             if allowed < unsent and allowed < direction.train_bytes:
                 allowed = allowed // self.mss * self.mss  # only whole segments, except the tail
             self.cwnd_limited = by_cwnd < unsent and by_cwnd <= by_rwnd
-            if allowed <= 0:
-                return  # an ACK or a window update sends more
+            if allowed <= 0:  # an ACK or a window update sends more
+                if by_rwnd <= by_cwnd and 2 * (self.rcv_nxt - self.read) < self.rcv_window:
+                    if self.window_limited_since < 0.0:
+                        self.window_limited_since = now
+                elif self.window_limited_since >= 0.0:
+                    self._window_limit_ends(now)
+                return
             lo = self.snd_nxt
             self.snd_nxt = lo + allowed
             trains.append((direction.transmit(self, lo, lo + allowed, False), allowed))
             unsent -= allowed
+        if self.window_limited_since >= 0.0:
+            self._window_limit_ends(now)
+
+    def _window_limit_ends(self, now: float) -> None:
+        self.window_limited_s += now - self.window_limited_since
+        self.window_limited_since = -1.0
+
+    def times(self, now: float) -> tuple[float, float]:
+        """(seconds from its first write to its last ACK, or to ``now`` while data is
+        unacknowledged; of those, seconds the receiver's window held it back)."""
+        if self.first_write_at < 0.0:
+            return 0.0, 0.0
+        end = now if self.snd_una < self.written else self.last_ack_at
+        limited = self.window_limited_s
+        if self.window_limited_since >= 0.0:
+            limited += now - self.window_limited_since
+        return max(0.0, end - self.first_write_at), limited
 
     def lose(self, lo: int, hi: int, found_at: float, by_dupacks: bool) -> None:
         """Bytes ``[lo, hi)`` will not arrive: found by duplicate ACKs one round trip after
@@ -358,6 +410,7 @@ class Flow:
         if ack > self.snd_una:
             newly = ack - self.snd_una
             self.snd_una = ack
+            self.last_ack_at = now
             sample = now - sent_at
             if self.srtt == 0.0:
                 self.srtt, self.rttvar = sample, sample / 2
@@ -617,6 +670,8 @@ class Path:
         b2c = LinkWire(f"{b_name}->{c_name}", capacity_fn, b_opts.sndbuf, c_opts.rcvbuf, b_opts.sndhwm, now)
         c2b.flow = Flow(self.forward, c2b, c_opts.sndbuf, b_opts.rcvbuf)
         b2c.flow = Flow(self.backward, b2c, b_opts.sndbuf, c_opts.rcvbuf)
+        self.forward.flows.append(c2b.flow)
+        self.backward.flows.append(b2c.flow)
         return c2b, b2c
 
 
