@@ -245,12 +245,12 @@ def format_summary(summary: Mapping[str, Any], scenario: Scenario | None = None)
         lines.append(f"{'network link direction':<28} {'rate':>10} {'one way':>9} {'utilisation':>12} {'goodput':>12} {'max queue':>11}"
                      f" {'queue drops':>12} {'lost':>6} {'resent':>7}")
         lines.append("-" * 115)
-        for link, entry in network.items():
-            for direction, carried in entry["directions"].items():
-                lines.append(f"{one_line(link + ' ' + direction):<28} {entry['bandwidth_bps'] / 1e6:>5.4g} Mb/s "
-                             f"{entry['latency_s'] * 1000:>6.3g} ms {100 * carried['utilisation']:>10.1f} % "
-                             f"{carried['goodput_bps'] / 1e6:>7.3g} Mb/s {human_bytes(carried['max_queue_bytes']):>11} "
-                             f"{carried['queue_drops']:>12,} {carried['random_drops']:>6,} {carried['retransmitted_packets']:>7,}")
+        for link, directions in network.items():
+            for direction, carried in directions.items():
+                lines.append(f"{one_line(link + ' ' + direction):<28} {carried['bandwidth_bps'] / 1e6:>5.4g} Mb/s "
+                             f"{carried['latency_s'] * 1000:>6.3g} ms {100 * carried['utilisation']:>10.1f} % "
+                             f"{carried['goodput_bps'] / 1e6:>7.2f} Mb/s {human_bytes(carried['max_queue_bytes']):>11} "
+                             f"{carried['queue_drops']:>12,} {carried['loss_drops']:>6,} {carried['retransmits']:>7,}")
         lines.append("(packets: queue drops at the link's full queue, lost on the way, sent again; goodput: payload bytes "
                      "carried, first sends only)")
     for name, proc in summary.get("processes", {}).items():

@@ -111,7 +111,7 @@ PREFERENCES: tuple[tuple[str, str | None, str], ...] = (
     (r"blocked|again", "lower", "blocked time and refused sends"),
     (r"warning|overloaded|not_settled|starts_after|no_subscription|matches_nothing|rate_not_achieved", "lower",
      "warnings"),
-    (r"deliver|received|forwarded|achieved|throughput|_rate_per_s$", "higher", "delivered and throughput"),
+    (r"deliver|received|forwarded|achieved|throughput|goodput|_rate_per_s$", "higher", "delivered and throughput"),
 )
 #: Run warnings that question a metric's number (``zsim.checks``); others (a socket that
 #: starts after the horizon, a subscription matching nothing) are listed per design only.
@@ -749,7 +749,8 @@ def preference(metric: str, overrides: Mapping[str, str | None] | None = None) -
         return "lower", "warnings"
     if metric.startswith(("rtt.", "e2e.")):  # request -> reply, source -> sink: times, and how many
         return (None, "load, inputs and times of events") if metric.endswith(".count") else ("lower", "latency")
-    field_name = metric.rsplit(".", 1)[-1] if metric.startswith(("socket.", "sender.", "pipe.", "link.", "warning.")) else metric
+    entity_metric = metric.startswith(("socket.", "sender.", "pipe.", "link.", "network.", "warning."))
+    field_name = metric.rsplit(".", 1)[-1] if entity_metric else metric
     for pattern, direction, family in PREFERENCES:
         if re.search(pattern, field_name):
             return direction, family
@@ -1025,6 +1026,10 @@ def metric_result(name: str, rows: Sequence[Sequence[Mapping[str, Any]]], result
         entity, field_name = rest.rsplit(".", 1)
         what = {"dropped": "copies dropped at"}.get(field_name, f"{field_name.replace('_', ' ')} of")
         label = f"{what} {kind} {entity}"
+    elif name.startswith("network.") and name.count(".") >= 3:  # network.<link>.<a>-><b>.<field>
+        link_name, rest = name[len("network."):].split(".", 1)
+        direction, field_name = rest.rsplit(".", 1)
+        label = f"{field_name.replace('_', ' ')} of link {link_name} {direction}"
     values = [[_number(row.get(name)) if row.get("ok") else None for row in design_rows] for design_rows in rows]
     samples = [describe(v) for v in values]
     differences: list[Difference | None] = [None] + [paired(values[0], v, prefers) for v in values[1:]]
@@ -1098,7 +1103,7 @@ def _not_default(name: str) -> bool:
 def _group(metric: MetricResult) -> tuple[str, str]:
     """(entity, family): ``socket.fast#`` and ``latency`` for ``socket.fast1.latency_p99_s``
     (entities that differ only by a number, like seven fast subscribers, are one group)."""
-    if metric.name.startswith(("socket.", "sender.", "pipe.", "link.")):
+    if metric.name.startswith(("socket.", "sender.", "pipe.", "link.", "network.")):
         entity = re.sub(r"\d+", "#", metric.name.rsplit(".", 1)[0])
     else:
         entity = "pooled" if metric.name in _pooled_names() else metric.name
@@ -1115,13 +1120,13 @@ def _pooled_names() -> set[str]:
 def _spread(ranked: list[MetricResult]) -> list[MetricResult]:
     """The ranking with variety: among the detectable differences (then among the others),
     the first metric of each (entity, family) first, in ranked order, those of sockets,
-    senders, pooled and derived metrics before the internals (pipes, links); then the rest.
+    senders, pooled and derived metrics before the internals (pipes, links, network links); then the rest.
     So the top of the list shows losses, latency, depth and throughput of each kind of
     entity rather than six latency percentiles of one socket or the depth of eight pipes."""
     out: list[MetricResult] = []
     for detectable in (True, False):
         tier = [m for m in ranked if m.detectable == detectable]
-        tier.sort(key=lambda m: m.name.startswith(("pipe.", "link.")))  # stable: ranked order within each
+        tier.sort(key=lambda m: m.name.startswith(("pipe.", "link.", "network.")))  # stable: ranked order within each
         groups: dict[tuple[str, str], list[MetricResult]] = {}
         for metric in tier:
             groups.setdefault(_group(metric), []).append(metric)
@@ -1135,7 +1140,7 @@ def _spread(ranked: list[MetricResult]) -> list[MetricResult]:
 def _name_rank(name: str) -> int:
     """Among metrics with the same numbers, the one that names its entity comes first, then
     the plain (not steady-state) figure."""
-    return (0 if name.startswith(("socket.", "sender.", "pipe.", "link.")) else 2) + (1 if "steady_" in name else 0)
+    return (0 if name.startswith(("socket.", "sender.", "pipe.", "link.", "network.")) else 2) + (1 if "steady_" in name else 0)
 
 
 def compare(sources: Sequence[Source], *, vary: Sequence[str] = (), link: Sequence[str] = (), set_: Sequence[str] = (),

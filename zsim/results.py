@@ -600,7 +600,8 @@ POOLED_ALIASES: dict[str, str] = {
 #: Warning codes of ``zsim.checks`` counted in every row (``warning.<code>``), so every
 #: row has the same columns whichever warnings its run raised.
 WARNING_CODES = ("no_subscription", "subscription_matches_nothing", "starts_after_horizon", "overloaded", "backlog_at_end",
-                 "latency_not_settled", "loss_not_settled", "rate_not_achieved", "cpu_contention")
+                 "latency_not_settled", "loss_not_settled", "rate_not_achieved", "cpu_contention", "link_saturated",
+                 "window_limited")
 #: run warnings about one socket (``path`` = ``socket[<name>]``), flagged 0/1 per socket
 SOCKET_FLAGS = ("backlog_at_end", "latency_not_settled", "loss_not_settled")
 #: Per receiving socket (``socket.<name>.<field>``): from its ``inbound`` table.
@@ -614,9 +615,9 @@ LOAD_FIELDS = ("offered_utilisation", "overloaded", "backlog_at_end", "latency_n
 #: Per receiving socket, with the run's message table (``flat_metrics(..., result=)``).
 TIME_FIELDS = ("first_recv_s", "last_recv_s")
 PIPE_FIELDS = ("dropped", "max_depth", "mean_depth")
-#: Per direction of a [[link]] (``net.<link>.<a>-><b>.<field>``; zsim.model.transport.network).
-NETWORK_FIELDS = ("payload_bytes", "wire_bytes", "packets", "queue_drops", "random_drops", "retransmitted_packets", "utilisation",
-                  "max_queue_bytes", "goodput_bps")
+#: Per direction of a [[link]] (``network.<link>.<a>-><b>.<field>``; ``zsim.model.transport.network.Direction.report``).
+NETWORK_FIELDS = ("bytes", "packets", "utilisation", "active_utilisation", "max_queue_bytes", "queue_drops", "loss_drops", "retransmits",
+                  "goodput_bps")
 #: Per thread, with [machine] cores (``thread.<name>.<field>``).
 THREAD_FIELDS = ("cpu_s", "waited_s")
 SENDER_FIELDS = ("sent", "again", "requested_rate_per_s", "achieved_rate_per_s", "blocked_s", "finished_at_s")
@@ -790,6 +791,8 @@ def flat_metrics(summary: Mapping[str, Any], result: RunResult | None = None, sc
       caused arriving at ``sink`` (a task -> its result); ``causal_times`` says how;
     - with ``[machine] cores``: ``machine.cores``, ``machine.cpu_s`` (CPU work of every
       thread) and ``thread.<name>.{cpu_s,waited_s}`` (its work, its wait for a core);
+    - with ``[[link]]`` tables: ``network.<link>.<a>-><b>.<field>`` per direction of each link
+      for every field of ``NETWORK_FIELDS`` (``summary["network"]``);
     - ``warnings`` (how many) and ``warning.<code>`` for every code of ``WARNING_CODES``;
     - for a scenario written with templates (``zsim.templates``; ``summary["templates"]``,
       else ``scenario.templates``): ``socket.<template>.{sum,min,mean,max}_<field>`` over
@@ -885,11 +888,12 @@ def flat_metrics(summary: Mapping[str, Any], result: RunResult | None = None, sc
         for name, thread in machine["threads"].items():
             for key in THREAD_FIELDS:
                 row[f"thread.{name}.{key}"] = thread[key]
-    warnings = summary.get("warnings") or []
-    for link, entry in (summary.get("network") or {}).items():  # [[link]]s: net.<link>.<a>-><b>.<field>
-        for direction, carried in entry["directions"].items():
+    for link, directions in (summary.get("network") or {}).items():
+        # [[link]]s: what each direction carried, dropped and retransmitted
+        for direction, carried in directions.items():
             for key in NETWORK_FIELDS:
-                row[f"net.{link}.{direction}.{key}"] = carried[key]
+                row[f"network.{link}.{direction}.{key}"] = carried[key]
+    warnings = summary.get("warnings") or []
     row["warnings"] = len(warnings)
     codes = dict.fromkeys(WARNING_CODES, 0)
     for warning in warnings:

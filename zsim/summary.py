@@ -215,9 +215,10 @@ class RunSummary(TypedDict):
     machine: NotRequired[dict[str, Any]]
     #: with [[host]]s: per host, its processes and cores and (with cores) its machine's report
     hosts: NotRequired[dict[str, dict[str, Any]]]
-    #: with [[link]]s: per link, its parameters and per direction what it carried
+    #: with [[link]]s: per link, per direction ("a->b"), its rate and latency, bytes and packets carried,
+    #: utilisation, the largest queue, drops (queue overflow, random loss), retransmissions and goodput
     #: (``zsim.model.transport.network.Direction.report``)
-    network: NotRequired[dict[str, dict[str, Any]]]
+    network: NotRequired[dict[str, dict[str, dict[str, Any]]]]
     warnings: NotRequired[list[dict[str, Any]]]
     real: NotRequired[dict[str, Any]]  # how the harness behaved (lateness, indices, errors)
     timed_out: NotRequired[bool]  # the real run hit its time limit

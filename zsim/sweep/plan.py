@@ -631,7 +631,7 @@ def known_metrics(base: Mapping[str, Any]) -> MetricNames | None:
     per_socket = results.PER_SOCKET
     listed = pooled + [f"socket.{n}.{f}" for n in names for f in per_socket]
     listed += [f"sender.{n}.{f}" for n in senders for f in results.SENDER_FIELDS]
-    listed += [f"net.{link.name}.{a}->{b}.{f}" for link in links for a, b in (link.hosts, link.hosts[::-1])
+    listed += [f"network.{link.name}.{a}->{b}.{f}" for link in links for a, b in (link.hosts, link.hosts[::-1])
                for f in results.NETWORK_FIELDS]
     members: list[tuple[str, re.Pattern[str], tuple[str, ...]]] = []
     for template in found:
