@@ -334,8 +334,10 @@ def causal_times(table: Mapping[str, np.ndarray], n_sockets: int) -> tuple[dict[
     back to the first message of the chain (its *root*, sent by an application's
     ``[[send]]``), a delivered copy whose chain started at the socket that receives it is a
     round trip (``rtt``: a REQ's, a DEALER's or a ROUTER's request answered, through any
-    broker), and one whose chain started elsewhere is an end-to-end time (``e2e``: a
-    ventilator's task -> the sink's result), both ``delivery time - root's send time``.
+    broker), and one whose chain started elsewhere and ends there (the message caused
+    nothing further) is an end-to-end time (``e2e``: a ventilator's task -> the sink's
+    result; not the task's arrival at a worker on the way), both ``delivery time - root's
+    send time``.
     Returns ({receiving socket: round-trip times}, {(root socket, receiving socket):
     end-to-end times}), each in delivery order."""
     cause = table.get("cause")
@@ -363,12 +365,16 @@ def causal_times(table: Mapping[str, np.ndarray], n_sockets: int) -> tuple[dict[
     rtt: dict[int, np.ndarray] = {}
     e2e: dict[tuple[int, int], np.ndarray] = {}
     back = source == sink
+    # a hop on the way (the message caused another: a task at its worker, a reply at a
+    # broker) is no end: e2e only where its chain ends
+    ends = ~np.isin(table["msg_id"][delivered][caused], np.unique(cause[cause >= 0]))
     for index in np.unique(sink[back]):
         rtt[int(index)] = elapsed[back & (sink == index)]
-    pairs = np.unique(np.stack([source[~back], sink[~back]]), axis=1) if (~back).any() else np.zeros((2, 0), dtype=np.int64)
+    onward = ~back & ends
+    pairs = np.unique(np.stack([source[onward], sink[onward]]), axis=1) if onward.any() else np.zeros((2, 0), dtype=np.int64)
     for src, dst in pairs.T:
         if 0 <= src < n_sockets and 0 <= dst < n_sockets:
-            e2e[(int(src), int(dst))] = elapsed[~back & (source == src) & (sink == dst)]
+            e2e[(int(src), int(dst))] = elapsed[onward & (source == src) & (sink == dst)]
     return rtt, e2e
 
 

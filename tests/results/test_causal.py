@@ -90,3 +90,43 @@ def test_names_labels_and_directions():
     assert preference("rtt.router.count")[0] is None
     assert metric_label("rtt.router.p99_s") == "p99 request -> reply at router"
     assert metric_label("e2e.vent->sink.p99_9_s") == "p99.9 end to end vent -> sink"
+
+
+def test_an_app_broker_s_clients_get_their_round_trips_and_hops_on_the_way_are_no_ends():
+    # examples/lru_broker.toml: the broker is [[app]] code passing requests on with
+    # send(like=request) (a new message made from it) and replies back the same way; each
+    # client's request -> reply is measured through it, and the request's arrival at a
+    # worker or the reply's at the broker (hops that caused another message) is no end
+    row = zsim.run("examples/lru_broker.toml", 0, allow_apps=True).flat()
+    assert sorted(k for k in row if k.endswith(".count") and k.startswith(("rtt.", "e2e."))) == [
+        f"rtt.client{n}.count" for n in range(4)]
+    assert all(row[f"rtt.client{n}.count"] == 50 for n in range(4))
+
+
+STAGE_APP = """
+def stage(app):
+    env = app.env
+
+    def run(inbox, outbox):
+        while True:
+            task = yield inbox.recv()
+            yield env.timeout(0.004)
+            yield outbox.send(8, cause=task)  # a result of its own size, made from the task
+
+    app.process(run(app.socket("w_in"), app.socket("w_out")))
+"""
+
+
+def test_an_app_s_own_message_is_linked_by_cause(tmp_path):
+    # an [[app]] stage that sends a new message (not like= the task) names what it was made
+    # from: the sink's task -> result time is then measured through it, exactly 4 ms here
+    (tmp_path / "stage.py").write_text(STAGE_APP)
+    raw = pipeline(1, 3, 0.0)
+    raw["recv"] = [{"socket": "sink", "service_s": 0.0}]
+    raw["socket"][2:] = [{"name": "w_in", "type": "PULL", "process": "worker1", "connect": ["tcp://127.0.0.1:5557"]},
+                         {"name": "w_out", "type": "PUSH", "process": "worker1", "connect": ["tcp://127.0.0.1:5558"]}]
+    raw["process"][1] = {"name": "worker1"}
+    raw["app"] = [{"function": "stage.py:stage"}]
+    row = zsim.run(zsim.spec.from_dict(raw, base_dir=str(tmp_path)), 0, allow_apps=True).flat()
+    assert row["e2e.vent->sink.count"] == 3
+    assert row["e2e.vent->sink.p50_s"] == pytest.approx(0.008) and row["e2e.vent->sink.max_s"] == pytest.approx(0.012)
