@@ -515,15 +515,17 @@ def _expand_to(raw: dict[str, Any], origin: Sequence[tuple[str, int] | None]) ->
     routing id of its own) means every member, in order: their routing ids (names, unless
     the members set ``routing_id``). Written as the template's name it would otherwise
     route to nobody and every message would be dropped as unroutable."""
-    sockets = raw.get("socket") or []
-    own = {entry.get("name") for entry in sockets if isinstance(entry, dict)}
-    own |= {(entry.get("options") or {}).get("routing_id") for entry in sockets if isinstance(entry, dict)
-            and isinstance(entry.get("options"), dict)}
+    sockets = [entry if isinstance(entry, dict) else {} for entry in raw.get("socket") or []]
+
+    def routing_id(entry: dict[str, Any]) -> Any:
+        options = entry.get("options")
+        return options.get("routing_id", entry.get("name")) if isinstance(options, dict) else entry.get("name")
+
+    own = {entry.get("name") for entry in sockets} | {routing_id(entry) for entry in sockets}
     members: dict[str, list[Any]] = {}
     for entry, found in zip(sockets, origin, strict=False):
-        if found is not None and isinstance(entry, dict):
-            options = entry.get("options") if isinstance(entry.get("options"), dict) else {}
-            members.setdefault(found[0], []).append(options.get("routing_id", entry.get("name")))
+        if found is not None:
+            members.setdefault(found[0], []).append(routing_id(entry))
     for send in raw.get("send") or []:
         to = send.get("to") if isinstance(send, dict) else None
         if isinstance(to, list) and any(isinstance(t, str) and t in members and t not in own for t in to):
