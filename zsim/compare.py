@@ -1393,7 +1393,7 @@ def _selection_lines(comparison: Comparison) -> list[str]:
 
 NOTE = ("Intervals are Student-t 95 %, each on its own. Differences are paired: replication r of every design ran with the "
         "same seed. better/worse (higher/lower for a metric that prefers neither): the difference is beyond noise, with "
-        "the false discovery rate kept at {fdr} over the {tests} differences tested (Benjamini-Hochberg over every design "
+        "the false discovery rate kept at {fdr} over the {tests} tested (Benjamini-Hochberg over every design "
         "against the baseline in every metric considered, shown or not), and the mean changed by at least the practical "
         "effect, {effect} of the larger mean (--min-effect); 'negligible': beyond noise but smaller; 'no detectable "
         "difference': within noise. best: the design with the best mean (among those whose runs did not warn), every other "
@@ -1403,15 +1403,19 @@ NOTE = ("Intervals are Student-t 95 %, each on its own. Differences are paired: 
         "achieved): the number depends on how long the run is, it is not an answer.")
 #: the note's first sentences when scipy is missing: no false-discovery control
 NOTE_UNCONTROLLED = ("without scipy (pip install 'zsim[stats]') the verdicts are per comparison (95 % each), not "
-                     "controlled for the {tests} differences tested")
+                     "controlled for the {tests} tested")
+
+
+def _tests(count: int) -> str:
+    return f"{count:,} difference" if count == 1 else f"{count:,} differences"
 
 
 def _note(comparison: Comparison) -> str:
     decided = comparison.control
-    text = NOTE.format(fdr="5 %" if decided.fdr is None else f"{100 * decided.fdr:g} %", tests=decided.tests,
+    text = NOTE.format(fdr="5 %" if decided.fdr is None else f"{100 * decided.fdr:g} %", tests=_tests(decided.tests),
                        effect=f"{100 * decided.min_effect:g} %")
     if decided.fdr is None:
-        text += " Note: " + NOTE_UNCONTROLLED.format(tests=decided.tests) + "."
+        text += " Note: " + NOTE_UNCONTROLLED.format(tests=_tests(decided.tests)) + "."
     return text
 
 
