@@ -613,10 +613,7 @@ def verdict(sample: Sample, identical: bool, prefers: str | None) -> str:
         return "too few replications"
     if sample.low <= 0.0 <= sample.high:
         return "no detectable difference"
-    direction = "higher" if sample.mean > 0 else "lower"
-    if prefers is None:
-        return direction
-    return "better" if direction == prefers else "worse"
+    return _direction_verdict(sample.mean, prefers)
 
 
 def paired(baseline: Sequence[float | None], other: Sequence[float | None], prefers: str | None) -> Difference:
@@ -809,12 +806,9 @@ class MetricResult:
         for sample, difference in zip(self.samples[1:], self.differences[1:], strict=True):
             if difference is None or difference.identical:
                 continue
+            relative = max(relative, relative_change(base, sample.mean))  # 1 for a value in one design only
             if base is None or sample.mean is None:
-                relative = max(relative, 1.0)  # a value in one design only
                 continue
-            scale = max(abs(base), abs(sample.mean))
-            if scale > 0:
-                relative = max(relative, abs(sample.mean - base) / scale)
             d = difference.sample
             if d.mean is not None and d.sd is not None:
                 standard = max(standard, math.inf if d.sd == 0 and d.mean != 0 else (abs(d.mean) / d.sd if d.sd else 0.0))
