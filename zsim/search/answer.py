@@ -39,8 +39,31 @@ def _estimates(run: SearchRun, d: int) -> list[dict[str, Any]]:
             "decided_after_runs": known.used if known is not None and known.source == d else None,
             "runs": n, "mean": _number(mean), "low": _number(low), "high": _number(high),
             "most_runs_needed": test.closes_at if test is not None else None,
+            # "sequential" (the triangular test) or "bound" (runs all equal, the metric's range)
+            "decided_by": test.how or None if test is not None and known is not None and known.source == d else None,
         })
     return out
+
+
+def open_reason(run: SearchRun, d: int) -> str:
+    """Why an open design is still open, per undecided constraint (the first)."""
+    state = run.outcome.state
+    n = state.available[d]
+    if n < run.procedure.n0:
+        return f"{n} of the first {run.procedure.n0} runs made"
+    for j, constraint in enumerate(run.search.constraints):
+        test = state.tests[d][j]
+        if state.known[d][j] is not None or test is None:
+            continue
+        metric = constraint.metric
+        if test.variance == 0.0:
+            value = human_value(metric, float(run.data.values(d, j, 1)[0]))
+            if constraint.bounds is None:
+                return (f"{metric}: all {n} runs gave {value}, and it has no known range ([[constraint]] range): "
+                        "waiting for a run that differs")
+            return f"{metric}: all {n} runs gave {value}; equal runs decide after {test.closes_at:,} (the binomial bound)"
+        return f"{metric}: {n} runs, the test ends by {test.closes_at:,}"
+    return f"{n} runs"
 
 
 def _number(value: float) -> float | None:
@@ -76,6 +99,7 @@ def to_json(run: SearchRun) -> dict[str, Any]:
         "answer": chosen,
         "guarantee": GUARANTEE.format(confidence=search.confidence) if outcome.kind == "found" else None,
         "still_open": [_design(run, d) for d in outcome.open_designs],
+        "still_open_why": [open_reason(run, d) for d in outcome.open_designs],
         "designs": designs,
         "monotone": [{"variable": search.variables[m.variable].path, "direction": "increasing" if m.direction > 0 else "decreasing",
                       "used": i not in state.disabled, "note": state.disabled.get(i)} for i, m in enumerate(procedure.monotone)],
@@ -113,13 +137,19 @@ def format_text(answer: dict[str, Any]) -> str:
     else:
         best = f"the cheapest design meeting every constraint so far is {_where(chosen['design'])} (cost {_value(chosen['cost'])})" \
             if chosen else "no design meets every constraint so far"
-        lines.append(f"answer: not settled, the budget of {answer['budget_runs']:,} runs is spent; {best}; still open: "
-                     + ("; ".join(_where(d) for d in answer["still_open"][:10]) or "nothing cheaper"))
+        lines.append(f"answer: not settled, the budget of {answer['budget_runs']:,} runs is spent; {best}; still open:"
+                     + ("" if answer["still_open"] else " nothing cheaper"))
+        for design, why in list(zip(answer["still_open"], answer["still_open_why"], strict=True))[:10]:
+            lines.append(f"  {_where(design)}: {why}")
+        if len(answer["still_open"]) > 10:
+            lines.append(f"  ... and {len(answer['still_open']) - 10} more (--json lists them all)")
     if chosen:
         lines.append(f"  at the answer ({chosen['runs']} runs, {answer['confidence']:.0%} intervals):")
         for c in chosen["constraints"]:
             sense, target = ("below", c["below"]) if "below" in c else ("above", c["above"])
-            how = ("decided after " + str(c["decided_after_runs"]) + " runs") if c["tested_here"] else (
+            how = ("decided after " + str(c["decided_after_runs"]) + " runs"
+                   + (" (all equal: the binomial bound over the metric's range)" if c.get("decided_by") == "bound" else "")
+                   ) if c["tested_here"] else (
                 "implied by " + _where(c["implied_by"]) if c["implied_by"] else "undecided")
             estimate = (f"{human_value(c['metric'], c['mean'])} [{human_value(c['metric'], c['low'])}, "
                         f"{human_value(c['metric'], c['high'])}]") if c["mean"] is not None else "no value"

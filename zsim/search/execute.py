@@ -129,7 +129,7 @@ def _coordinate(value: Any) -> Any:
 
 def make_procedure(search: spec.Search, plan: Plan, costs: list[float], budget_runs: int | None = None) -> Procedure:
     coords = [[_coordinate(v) for _, v in p.coords] for p in plan.points]
-    constraints = [Constraint(c.metric, c.sense, c.target, c.indifference) for c in search.constraints]
+    constraints = [Constraint(c.metric, c.sense, c.target, c.indifference, c.bounds) for c in search.constraints]
     monotone = [Monotone(i, v.monotone) for i, v in enumerate(search.variables) if v.monotone]
     return Procedure(costs, coords, constraints, monotone, confidence=search.confidence, n0=search.initial_replications,
                      budget_runs=search.budget_runs if budget_runs is None else budget_runs, width=search.width,
