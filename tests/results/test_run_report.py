@@ -541,3 +541,40 @@ def test_latency_panels_pool_a_templates_members_and_come_worst_first():
     assert pooled.meant == sum(singles[f"s{i}"].meant for i in range(4))
     assert pooled.delivered == sum(singles[f"s{i}"].delivered for i in range(4))
     assert panels[0].lost > 0 and pooled.lost == 0
+
+
+def test_copies_on_their_way_at_the_end_are_not_losses_but_a_growing_backlog_is(tmp_path):
+    # issue 30: a page whose only "loss" was 1 copy still queued when the run ended opened
+    # with an orange "sub lost 0.1 %": that copy was on its way (the horizon's)
+    from zsim.report_run import headline
+
+    raw = scenario({"name": "pub", "type": "PUB", "bind": "inproc://feed"},
+                   {"name": "sub", "type": "SUB", "connect": "inproc://feed", "options": {"subscribe": [""]}},
+                   sends=[{"socket": "pub", "interval_s": 0.001, "count": 100}], recvs=[{"socket": "sub"}])
+    scen = spec.from_dict(raw)
+    inbound = {"copies": 1000, "delivered": 999, "forwarded": 0, "dropped": 0, "discarded": 0, "lost_on_close": 0,
+               "queued_at_end": 1, "dropped_by": {}, "loss_fraction": 0.001}
+    summary = {"sockets": {"sub": {"type": "SUB", "inbound": inbound, "latency_s": {"p99": 0.002}}, "pub": {"type": "PUB"}},
+               "warnings": [], "senders": {}}
+    (line,) = headline(summary, scen)
+    assert line.startswith("Every copy meant for a receiver reached it, or was on its way when the run ended "
+                           "(1 still queued: the horizon's, not losses) (1,000 copies to 1 receiver)")
+    # the same count in a backlog that grows (overloaded to the end) is not calm
+    summary["warnings"] = [{"path": "socket[sub]", "code": "backlog_at_end", "message": "..."}]
+    (line,) = headline(summary, scen)
+    assert line.startswith("sub still held 1 of the 1,000 copies meant for it when the run ended, in a backlog that was still growing")
+    # and a drop is a loss, counted without the copies still queued
+    summary["warnings"] = []
+    inbound.update(delivered=989, dropped=10, dropped_by={"pub->sub": 10})
+    (line,) = headline(summary, scen)
+    assert line.startswith("sub lost 1 % of the copies meant for it (10 of 1,000): 10 dropped at pub->sub; p99 latency")
+    # a real run: an overloaded receiver with a backlog at the end gets the orange box
+    slow = {**raw, "send": [{"socket": "pub", "interval_s": 0.001, "count": 400}],
+            "recv": [{"socket": "sub", "service_s": {"dist": "constant", "value_s": 0.002}}],
+            "scenario": {**raw["scenario"], "until_s": 0.3}}
+    slow["socket"][0]["options"] = {"sndhwm": 0}
+    slow["socket"][1]["options"] = {"subscribe": [""], "rcvhwm": 0}
+    folder, result = _report(tmp_path, slow)
+    assert any(w["code"] == "backlog_at_end" for w in result.summary["warnings"])
+    text = (folder / "report.html").read_text()
+    assert 'class="answer" id="answer"' in text and "in a backlog that was still growing" in text

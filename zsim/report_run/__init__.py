@@ -150,15 +150,19 @@ def write_report(result: Any, series: RunSeries | None, scenario: Scenario, out_
 
 
 def _lost(inbound: Mapping[str, Any]) -> int:
-    """The copies meant for a receiver that it did not get (queued at the end included)."""
-    return int(inbound["copies"] - inbound["delivered"] - inbound["forwarded"])
+    """The copies meant for a receiver that the design lost: dropped, discarded or lost on
+    close. Copies still queued when the run ended are not among them: they were on their
+    way (the horizon's), unless a backlog was growing (``backlog_at_end``)."""
+    return int(inbound["dropped"] + inbound["discarded"] + inbound["lost_on_close"])
 
 
 def headline(summary: Mapping[str, Any], scenario: Scenario) -> list[str]:
     """The answer first: per receiver that lost copies (members of one template together),
-    how many of how many, where and by which rule, and its p99; else that every copy
-    arrived, with the worst p99. Receivers that lost most come first."""
+    how many of how many, where and by which rule, and its p99; per receiver whose backlog
+    was still growing at the end, how much it held; else that every copy arrived (or was on
+    its way when the run ended), with the worst p99. Receivers that lost most come first."""
     member_of = {name: t.name for t in scenario.templates if t.kind == "socket" for name in t.members}
+    flags = data.warning_flags(dict(summary))
     groups: dict[str, list[tuple[str, Mapping[str, Any]]]] = {}
     for name, sock in summary["sockets"].items():
         inbound = sock.get("inbound")
@@ -166,11 +170,28 @@ def headline(summary: Mapping[str, Any], scenario: Scenario) -> list[str]:
             groups.setdefault(member_of.get(name, name), []).append((name, sock))
     lines: list[tuple[float, str]] = []
     worst_p99: tuple[float, str] | None = None
+    in_flight = 0
     for group, members in groups.items():
         for name, sock in members:
             p99 = (sock.get("latency_s") or {}).get("p99")
             if p99 is not None and p99 == p99 and (worst_p99 is None or p99 > worst_p99[0]):
                 worst_p99 = (p99, name)
+
+        def who(subset: list[tuple[str, Mapping[str, Any]]], group: str = group, members: list[Any] = members) -> str:
+            names = ", ".join(n for n, _ in subset[:3]) + (", ..." if len(subset) > 3 else "")
+            return subset[0][0] if len(members) == 1 else f"{len(subset)} of {len(members)} members of {group} ({names})"
+
+        them = "it" if len(members) == 1 else "them"
+        growing = [(name, sock) for name, sock in members
+                   if sock["inbound"]["queued_at_end"] and "backlog_at_end" in flags.get(name, [])]
+        in_flight += sum(sock["inbound"]["queued_at_end"] for name, sock in members
+                         if "backlog_at_end" not in flags.get(name, []))
+        if growing:
+            held = sum(sock["inbound"]["queued_at_end"] for _, sock in growing)
+            copies = sum(sock["inbound"]["copies"] for _, sock in growing)
+            lines.append((held / copies, f"{who(growing)} still held {held:,} of the {copies:,} copies meant for {them} when the run "
+                                         "ended, in a backlog that was still growing (backlog_at_end): how many it loses depends "
+                                         "on how long the run goes."))
         losing = [(name, sock) for name, sock in members if _lost(sock["inbound"])]
         if not losing:
             continue
@@ -181,23 +202,22 @@ def headline(summary: Mapping[str, Any], scenario: Scenario) -> list[str]:
             inbound = sock["inbound"]
             for place, n in inbound["dropped_by"].items():
                 where[place] = where.get(place, 0) + n
-            for key, label in (("lost_on_close", "lost on close"), ("discarded", "discarded"),
-                               ("queued_at_end", "still queued at the end")):
+            for key, label in (("lost_on_close", "lost on close"), ("discarded", "discarded")):
                 if inbound[key]:
                     where[label] = where.get(label, 0) + inbound[key]
-        places = "; ".join(f"{n:,} {p if p.endswith(('close', 'discarded', 'end')) else 'dropped at ' + p}"
+        places = "; ".join(f"{n:,} {p if p.endswith(('close', 'discarded')) else 'dropped at ' + p}"
                            for p, n in sorted(where.items(), key=lambda item: -item[1])[:3])
         p99s = [float(v) for v in ((sock.get("latency_s") or {}).get("p99") for _, sock in losing) if v is not None and v == v]
         latency = f"; p99 latency {seconds(max(p99s))}" if p99s else "; nothing delivered"
-        names = ", ".join(n for n, _ in losing[:3]) + (", ..." if len(losing) > 3 else "")
-        who = losing[0][0] if len(members) == 1 else f"{len(losing)} of {len(members)} members of {group} ({names})"
-        lines.append((lost / copies, f"{who} lost {100 * lost / copies:.3g} % of the copies meant for "
-                                     f"{'it' if len(members) == 1 else 'them'} ({lost:,} of {copies:,}): {places}{latency}."))
+        lines.append((lost / copies, f"{who(losing)} lost {100 * lost / copies:.3g} % of the copies meant for "
+                                     f"{them} ({lost:,} of {copies:,}): {places}{latency}."))
     if not lines:
         copies = sum(sock["inbound"]["copies"] for members in groups.values() for _, sock in members)
         worst = f"; the worst p99 latency is {seconds(worst_p99[0])}, at {worst_p99[1]}" if worst_p99 else ""
         receivers = sum(map(len, groups.values()))
-        return [f"Every copy meant for a receiver reached it ({copies:,} copies to {receivers:,} "
+        way = (f", or was on its way when the run ended ({in_flight:,} still queued: the horizon's, not losses)"
+               if in_flight else "")
+        return [f"Every copy meant for a receiver reached it{way} ({copies:,} copies to {receivers:,} "
                 f"receiver{'s' if receivers != 1 else ''}){worst}.", *causal_lines(summary, member_of)]
     return [text for _, text in sorted(lines, key=lambda item: -item[0])] + causal_lines(summary, member_of)
 
