@@ -545,7 +545,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         replications=args.replications, seed=args.seed, metrics=args.metric or (), prefer=args.prefer or (),
         max_metrics=args.max_metrics, engine=args.engine, jobs=args.jobs, master=args.master, conf=_conf(args.conf),
         run_timeout_s=args.run_timeout, max_runs=args.max_runs, report=args.report, allow_apps=app_permission(args),
-        stream=sys.stderr, min_effect=args.min_effect, derive=args.derive or (),
+        stream=sys.stderr, min_effect=args.min_effect, derive=args.derive or (), precision=args.precision or (),
     )
     if args.json:
         print(json.dumps(comparison_json(comparison), indent=2))
@@ -673,6 +673,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--derive", action="append", metavar="NAME=EXPR",
                    help="a metric computed from each run's metrics, e.g. 'loss=socket.sub.dropped / socket.sub.copies' "
                         "(repeatable; as a sweep file's [report.derived])")
+    p.add_argument("--precision", action="append", metavar="METRIC=HALF_WIDTH",
+                   help="add replications (from --replications) until METRIC's 95 %% interval is at most +- HALF_WIDTH for every "
+                        "design's mean and paired difference, e.g. 'socket.sub.loss_fraction=0.001' (SI units) or "
+                        "'socket.sub.latency_p99_s=5%%' (of the mean); repeatable; --max-runs bounds it")
     p.add_argument("--engine", choices=("spark", "local", "serial"), default="spark")
     add_jobs_arg(p)
     p.add_argument("--master", default=None, help="Spark master URL (default local[*])")

@@ -63,6 +63,7 @@ import copy
 import dataclasses
 import difflib
 import fnmatch
+import functools
 import json
 import math
 import re
@@ -488,9 +489,11 @@ def payload(designs: Sequence[Design], run_timeout_s: float | None, apps: Mappin
 
 def run_designs(designs: Sequence[Design], replications: int, root_seed: int, *, engine: str = "spark", jobs: int | None = None,
                 master: str | None = None, conf: Mapping[str, str] | None = None, run_timeout_s: float | None = None,
-                stream: IO[str] | None = None, apps: Mapping[str, Any] | None = None) -> list[list[dict[str, Any]]]:
-    """Every design's rows, ``rows[design][replication]``, run on ``engine`` (``serial``: in
-    this process; ``local``: worker processes; ``spark``). A batch an engine loses (a worker
+                stream: IO[str] | None = None, apps: Mapping[str, Any] | None = None, start: int = 0) -> list[list[dict[str, Any]]]:
+    """Every design's rows, ``rows[design][replication - start]`` for replications ``start``
+    .. ``replications - 1``, run on ``engine`` (``serial``: in this process; ``local``:
+    worker processes; ``spark``). Replication r has the same seed whatever ``start`` is, so
+    more replications extend a comparison exactly. A batch an engine loses (a worker
     killed) is run once more; lost again, it is an ``EnvironmentFault``."""
     from .sweep.execute import ENGINES, make_engine
     from .sweep.plan import DEFAULT_RUN_TIMEOUT_S, Task, batches
@@ -508,14 +511,15 @@ def run_designs(designs: Sequence[Design], replications: int, root_seed: int, *,
     timeout = DEFAULT_RUN_TIMEOUT_S if run_timeout_s is None else (run_timeout_s or None)
     body = payload(designs, timeout, apps)
     run_seeds = seeds(root_seed, replications)
-    todo = [Task(f"d{i}", rep, run_seeds[rep]) for i in range(len(designs)) for rep in range(replications)]
+    todo = [Task(f"d{i}", rep, run_seeds[rep]) for i in range(len(designs)) for rep in range(start, replications)]
     rows: dict[tuple[str, int], dict[str, Any]] = {}
     say = (lambda text: (stream.write(terminal(text)), stream.flush())) if stream is not None else (lambda text: None)
     tty = bool(stream is not None and getattr(stream, "isatty", lambda: False)())
     started = time.perf_counter()
     runner = make_engine(engine, body, master=master, workers=jobs, conf=conf, app_name="zsim compare")
     with runner:
-        say(f"[compare] {len(designs)} designs x {replications} replications = {len(todo)} runs on {runner.describe()}\n")
+        which = f"replications {start}..{replications - 1}" if start else f"{replications} replications"
+        say(f"[compare] {len(designs)} designs x {which} = {len(todo)} runs on {runner.describe()}\n")
         for attempt in range(2):
             lost: list[Task] = []
             for completion in runner.run(batches(todo, runner.slots)):
@@ -530,7 +534,7 @@ def run_designs(designs: Sequence[Design], replications: int, root_seed: int, *,
                 for row in completion.rows:
                     rows[(row["point"], row["replication"])] = row
                 if tty:
-                    say(f"\r\033[K[compare] runs {len(rows)}/{len(designs) * replications}")
+                    say(f"\r\033[K[compare] runs {len(rows)}/{len(designs) * (replications - start)}")
             if not lost:
                 break
             todo = lost
@@ -540,7 +544,7 @@ def run_designs(designs: Sequence[Design], replications: int, root_seed: int, *,
     if tty:
         say("\n")
     say(f"[compare] {len(rows)} runs in {time.perf_counter() - started:.1f} s\n")
-    return [[rows[(f"d{i}", rep)] for rep in range(replications)] for i in range(len(designs))]
+    return [[rows[(f"d{i}", rep)] for rep in range(start, replications)] for i in range(len(designs))]
 
 
 # --------------------------------------------------------------------------------------
@@ -1137,20 +1141,101 @@ def _name_rank(name: str) -> int:
     return (0 if name.startswith(("socket.", "sender.", "pipe.", "link.", "network.")) else 2) + (1 if "steady_" in name else 0)
 
 
+@dataclass(frozen=True)
+class Precision:
+    """``--precision METRIC=HALF_WIDTH``: replications are added until the 95 % interval of
+    METRIC is at most +- HALF_WIDTH for every design's mean and for every paired difference
+    from the baseline (what the verdicts rest on). HALF_WIDTH is in the metric's unit (SI:
+    seconds, a fraction 0..1), or relative with ``%`` (``5%``: 5 % of the larger mean)."""
+
+    metric: str
+    half_width: float
+    relative: bool
+
+    @classmethod
+    def parse(cls, text: str) -> Precision:
+        name, value = assignment(text, "--precision", "METRIC=HALF_WIDTH (e.g. socket.sub.loss_fraction=0.001 or "
+                                                      "socket.sub.latency_p99_s=5%)")
+        relative = value.endswith("%")
+        try:
+            number = float(value[:-1] if relative else value)
+        except ValueError:
+            number = math.nan
+        if not (math.isfinite(number) and number > 0) or (relative and number >= 100):
+            raise ScenarioError(f"--precision {name}", f"the half-width must be a number > 0 (or a percentage below 100 %), "
+                                                       f"got {value!r}")
+        return cls(name, number / 100 if relative else number, relative)
+
+    def text(self) -> str:
+        return f"{self.metric} +- {self.half_width:.0%} of its mean" if self.relative else f"{self.metric} +- {self.half_width:g}"
+
+    def widest(self, rows: Sequence[Sequence[Mapping[str, Any]]]) -> tuple[float, float, int]:
+        """The widest half-width now (means and paired differences), the target it is held
+        to, and the values it rests on (the fewest over the designs)."""
+        values = [[_number(row.get(self.metric)) if row.get("ok") else None for row in design_rows] for design_rows in rows]
+        samples = [describe(v) for v in values] + [paired(values[0], v, None).sample for v in values[1:]]
+        widths = [math.inf if s.half_width is None else s.half_width for s in samples]
+        target = self.half_width
+        if self.relative:
+            means = [abs(s.mean) for s in samples[:len(values)] if s.mean is not None]
+            target = self.half_width * max(means, default=0.0)
+        return max(widths), target, min(s.n for s in samples[:len(values)])
+
+
+def _to_precision(design_set: DesignSet, rows: list[list[dict[str, Any]]], targets: Sequence[Precision], max_runs: int | None,
+                  stream: IO[str] | None, run_more: Callable[..., list[list[dict[str, Any]]]]) -> DesignSet:
+    """Add replications (``rows`` extended in place) until every ``targets`` is met: each
+    round asks for ``n (width / target)^2`` replications (the half-width falls as 1 /
+    sqrt(n)), at least 1.2 n and at most 4 n, within ``max_runs``. The stopping rule is
+    sequential, so the 95 % is approximate for the first rounds' few values (Chow and
+    Robbins 1965: exact as the target shrinks). Notes say what was reached."""
+    n = design_set.replications
+    designs = len(design_set.designs)
+    cap = max_runs // designs if max_runs else None
+    notes = list(design_set.notes)
+    say = (lambda text: (stream.write(terminal(text) + "\n"), stream.flush())) if stream is not None else (lambda text: None)
+    while True:
+        wanted = n
+        for target in targets:
+            width, goal, _ = target.widest(rows)
+            if width > goal:
+                need = n * 4 if not (math.isfinite(width) and goal > 0) else math.ceil(n * (width / goal) ** 2)
+                wanted = max(wanted, min(4 * n, max(need, math.ceil(1.2 * n))))
+        if wanted == n:
+            notes.append(f"--precision: met at {n} replications (" + "; ".join(
+                f"{t.text()}: widest +- {t.widest(rows)[0]:.4g}" for t in targets) + ")")
+            break
+        if cap is not None and wanted > cap:
+            wanted = cap
+        if wanted <= n:
+            notes.append(f"--precision: NOT met at {n} replications, the most --max-runs allows ({designs} designs): " + "; ".join(
+                f"{t.text()}: widest +- {t.widest(rows)[0]:.4g}" for t in targets))
+            break
+        say(f"[compare] --precision: {n} replications are not enough; running {wanted}")
+        more = run_more(wanted, start=n)
+        _add_derived(more, design_set.derived)
+        for design_rows, extra in zip(rows, more, strict=True):
+            design_rows.extend(extra)
+        n = wanted
+    return dataclasses.replace(design_set, replications=n, notes=tuple(notes))
+
+
 def compare(sources: Sequence[Source], *, vary: Sequence[str] = (), link: Sequence[str] = (), set_: Sequence[str] = (),
             names: Sequence[str] = (), replications: int | None = None, seed: int | None = None, metrics: Sequence[str] = (),
             prefer: Sequence[str] = (), max_metrics: int = DEFAULT_MAX_METRICS, engine: str = "spark", jobs: int | None = None,
             master: str | None = None, conf: Mapping[str, str] | None = None, run_timeout_s: float | None = None,
             max_runs: int | None = DEFAULT_MAX_RUNS, report: str | Path | None = None,
             stream: IO[str] | None = sys.stderr, allow_apps: bool | trust.AppPermission = False,
-            min_effect: float = DEFAULT_MIN_EFFECT, derive: Sequence[str] = ()) -> Comparison:
+            min_effect: float = DEFAULT_MIN_EFFECT, derive: Sequence[str] = (), precision: Sequence[str] = ()) -> Comparison:
     """Run every design over the same replications (common random numbers) and compare them
     metric by metric; with ``report``, write the Markdown page, JSON and one figure per
     metric there. What ``zsim compare`` calls. Bad input: ``ScenarioError`` before any run.
     ``allow_apps``: run the code the designs' ``[[app]]`` tables name (``zsim.trust``).
     ``min_effect``: the smallest relative change of a mean that counts (``control``);
     ``derive``: ``NAME=EXPR`` metrics computed from each run's row, as a sweep file's
-    ``[report.derived]``."""
+    ``[report.derived]``; ``precision``: ``METRIC=HALF_WIDTH`` targets (``Precision``):
+    replications are added until every one is met or ``max_runs`` stops them."""
+    targets = [Precision.parse(text) for text in precision]
     prefers: dict[str, str | None] = {}
     for text in prefer:
         name, direction = assignment(text, "--prefer", "METRIC=lower|higher|none")
@@ -1169,7 +1254,7 @@ def compare(sources: Sequence[Source], *, vary: Sequence[str] = (), link: Sequen
     if max_runs and runs > max_runs:
         raise ScenarioError("--replications", f"{len(designs)} designs x {design_set.replications} replications = {runs:,} runs, "
                                               f"more than the limit of {max_runs:,} (--max-runs N, 0 for none)")
-    check_metric_names(list(metrics) + list(prefers), design_set)
+    check_metric_names(list(metrics) + list(prefers) + [t.metric for t in targets], design_set)
     apps = check_apps(designs, trust.permission(allow_apps), stream)
     if report is not None:
         files.prepare_output_dir(report, "the report folder (--report)")
@@ -1179,6 +1264,10 @@ def compare(sources: Sequence[Source], *, vary: Sequence[str] = (), link: Sequen
     rows = run_designs(designs, design_set.replications, design_set.seed, engine=engine, jobs=jobs, master=master, conf=conf,
                        run_timeout_s=run_timeout_s, stream=stream, apps=apps)
     _add_derived(rows, design_set.derived)
+    if targets:
+        design_set = _to_precision(design_set, rows, targets, max_runs, stream, functools.partial(
+            run_designs, designs, root_seed=design_set.seed, engine=engine, jobs=jobs, master=master, conf=conf,
+            run_timeout_s=run_timeout_s, stream=stream, apps=apps))
     results = [_design_result(d, r) for d, r in zip(designs, rows, strict=True)]
     for result in results:
         if result.failed == result.runs:

@@ -563,3 +563,49 @@ def test_derive_adds_a_metric_checked_before_any_run(designs, capsys):
     with pytest.raises(SystemExit) as exited:
         main(["compare", designs["hwm1"], designs["hwm100"], "--min-effect", "5"])
     assert exited.value.code == 2 and "argument --min-effect: must be from 0 to below 1" in capsys.readouterr().err
+
+
+# -- --precision: replications until the interval is as narrow as asked ----------------------
+
+
+def test_precision_adds_replications_until_the_half_width_is_met_and_extends_the_same_seeds(designs):
+    # HWM 1 against HWM 100 on the drop fraction: 3 replications give a wide interval; asked
+    # for +- 0.5 percentage points, compare runs more, and the first 3 are the same runs
+    target = 0.005
+    base = cmp.compare([designs["hwm1"], designs["hwm100"]], replications=3, seed=5, engine="serial",
+                       metrics=["socket.sub.loss_fraction"], stream=None)
+    (metric,) = base.metrics
+    assert max(s.half_width for s in metric.samples) > target  # the premise: 3 are not enough
+    precise = cmp.compare([designs["hwm1"], designs["hwm100"]], replications=3, seed=5, engine="serial",
+                          metrics=["socket.sub.loss_fraction"], precision=[f"socket.sub.loss_fraction={target}"], stream=None)
+    (wide,) = precise.metrics
+    assert precise.replications > 3
+    assert precise.seeds[:3] == base.seeds
+    widths = [s.half_width for s in wide.samples] + [d.sample.half_width for d in wide.differences[1:]]
+    assert max(widths) <= target
+    assert any(note.startswith(f"--precision: met at {precise.replications} replications") for note in precise.notes)
+    # the runs of the first three replications are the same runs: the means over them agree
+    again = cmp.compare([designs["hwm1"], designs["hwm100"]], replications=precise.replications, seed=5, engine="serial",
+                        metrics=["socket.sub.loss_fraction"], stream=None)
+    assert [s.mean for s in again.metrics[0].samples] == [s.mean for s in wide.samples]
+
+
+def test_precision_stops_at_max_runs_and_says_so(designs):
+    comparison = cmp.compare([designs["hwm1"], designs["hwm100"]], replications=2, seed=5, engine="serial",
+                             metrics=["socket.sub.loss_fraction"], precision=["socket.sub.loss_fraction=0.00001"],
+                             max_runs=12, stream=None)
+    assert comparison.replications == 6  # 12 runs over 2 designs
+    assert any(note.startswith("--precision: NOT met at 6 replications, the most --max-runs allows") for note in comparison.notes)
+
+
+@pytest.mark.parametrize(("flag", "message"), [
+    ("socket.sub.loss_fraction", "--precision: expected METRIC=HALF_WIDTH"),
+    ("socket.sub.loss_fraction=0", "--precision socket.sub.loss_fraction: the half-width must be a number > 0"),
+    ("socket.sub.loss_fraction=abc", "--precision socket.sub.loss_fraction: the half-width must be a number > 0"),
+    ("socket.sub.loss_fraction=100%", "--precision socket.sub.loss_fraction: the half-width must be a number > 0"),
+    ("socket.sbu.loss_fraction=0.01", "socket.sbu.loss_fraction"),
+])
+def test_a_bad_precision_is_one_line_and_exit_2(designs, capsys, flag, message):
+    assert main(["compare", designs["hwm1"], designs["hwm100"], "-n", "2", "--engine", "serial", "--precision", flag]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and message in err, err
