@@ -124,7 +124,7 @@ class Outcome:
 class Procedure:
     def __init__(self, costs: Sequence[float], coords: Sequence[Sequence[float]], constraints: Sequence[Constraint],
                  monotone: Sequence[Monotone] = (), *, confidence: float = 0.95, n0: int = 10, budget_runs: int = 10_000,
-                 width: int = 4, names: Sequence[str] | None = None) -> None:
+                 width: int = 4, names: Sequence[str] | None = None, family: int | None = None) -> None:
         self.costs = list(costs)
         #: how reasons name a design (default "design <index>")
         self.names = list(names) if names is not None else [f"design {d}" for d in range(len(self.costs))]
@@ -136,7 +136,9 @@ class Procedure:
         self.budget_runs = budget_runs
         self.width = width
         self.order = sorted(range(len(self.costs)), key=lambda d: (self.costs[d], d))
-        self.tests_possible = len(self.costs) * len(self.constraints)
+        #: the tests the Bonferroni split covers: this procedure's, or a whole family's
+        #: (``family``: a search with conditions splits over every condition's tests)
+        self.tests_possible = len(self.costs) * len(self.constraints) if family is None else family
         self.beta = (1 - confidence) / self.tests_possible
         self.h2 = h_squared(n0, self.beta)
         # chains: per monotone variable, the designs that differ only in it, by its value
@@ -307,9 +309,10 @@ class Procedure:
             return chain[(lo + hi) // 2]
         return d
 
-    def plan(self, data: Data) -> tuple[dict[int, int], State, Outcome | None]:
+    def plan(self, data: Data, room: int | None = None) -> tuple[dict[int, int], State, Outcome | None]:
         """The next batch (design -> replications wanted there), the state, and the outcome
-        when the search is over (then the batch is empty)."""
+        when the search is over (then the batch is empty). ``room``: the runs this batch may
+        take (default: the budget less the runs spent here)."""
         state = self.assess(data)
         done = self.outcome(state)
         if done is not None:
@@ -325,7 +328,8 @@ class Procedure:
                 target = self._target(state, e)
                 if target > state.available[e]:
                     wanted[e] = target
-        room = self.budget_runs - state.spent
+        if room is None:
+            room = self.budget_runs - state.spent
         batch: dict[int, int] = {}
         for e, target in wanted.items():  # cheapest first: the budget goes where the answer is
             extra = min(target - state.available[e], room)
