@@ -132,6 +132,18 @@ def tcp_scenario(messages: int) -> dict:
     }
 
 
+def link_scenario(over_link: bool, messages: int) -> dict:
+    """``tcp_scenario`` with its two processes on one host, or on two hosts joined by a
+    100 Mbit/s link of 1 ms each way (8 Mbit/s offered: the link is not what limits)."""
+    raw = tcp_scenario(messages)
+    if over_link:
+        raw["host"] = [{"name": "a"}, {"name": "b"}]
+        raw["link"] = [{"hosts": ["a", "b"], "bandwidth_bps": 100e6, "latency_s": 0.001}]
+        raw["process"] = [{"name": "producer", "host": "a"}, {"name": "consumer", "host": "b"}]
+        raw["socket"][1]["connect"] = ["tcp://a:5557"]
+    return raw
+
+
 def broker_scenario(clients: int, workers: int, requests: int, transport: str) -> dict:
     """The zguide's rrbroker: REQ clients -> ROUTER | proxy | DEALER -> REP workers.
 

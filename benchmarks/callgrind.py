@@ -19,6 +19,7 @@ saves 5 % shows as 5 % here on any machine, busy or not.
     python benchmarks/callgrind.py --case mm1k-shipped --json
     python benchmarks/callgrind.py --case mm1k-cores1    # zsim only, with [machine] cores = 1
     python benchmarks/callgrind.py --case scale          # 10 against 1,000 subscribers, with cache misses
+    python benchmarks/callgrind.py --case link           # a tcp copy over a [[link]] against one over loopback
 
 ``scale`` is bench_core's scale case (the same number of copies through 1 PUB -> 10 SUB and
 1 PUB -> 1,000 SUB, summary included) under cachegrind with a fixed cache, this reference
@@ -48,20 +49,24 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.bench_core import IMPLEMENTATIONS, SPEED_TARGETS, queue_kind  # noqa: E402
 
-CASES = ("mm1k-shipped", "mm1k", "fanout", "mm1k-cores1", "scale")
+CASES = ("mm1k-shipped", "mm1k", "fanout", "mm1k-cores1", "scale", "link")
 #: run by default, the shipped profile first (what users get); mm1k-cores1 (mm1k on a
 #: one-core [machine], zsim only) when asked for
 DEFAULT_CASES = ("mm1k-shipped", "mm1k", "fanout")
 #: zsim speed / baseline speed in instructions, at least: issue 26's for the M/M/1/K queue
 #: (3x naive SimPy with the shipped profile, 6x with ``cores = 0``), the wall-clock ones else
 INSTRUCTION_TARGETS = {**SPEED_TARGETS, "mm1k-shipped": {"naive simpy": 3.0}, "mm1k": {"naive simpy": 6.0, "heap loop": 0.5}}
-COPIES_PER_MESSAGE = {"mm1k-shipped": 1, "mm1k": 1, "fanout": 10, "mm1k-cores1": 1, "scale": 1}
+COPIES_PER_MESSAGE = {"mm1k-shipped": 1, "mm1k": 1, "fanout": 10, "mm1k-cores1": 1, "scale": 1, "link": 1}
 # (N1, N2) messages (copies for scale): each run takes 10-60 s under callgrind (about 50x
 # slower than native); scale's 1,000-subscriber runs have 100 and 300 messages.
 SIZES = {"mm1k-shipped": (10_000, 30_000), "mm1k": (10_000, 30_000), "fanout": (3_000, 9_000), "mm1k-cores1": (10_000, 30_000),
-         "scale": (100_000, 300_000)}
+         "scale": (100_000, 300_000), "link": (5_000, 15_000)}
 QUICK_SIZES = {"mm1k-shipped": (1_000, 3_000), "mm1k": (1_000, 3_000), "fanout": (300, 900), "mm1k-cores1": (1_000, 3_000),
-               "scale": (10_000, 30_000)}
+               "scale": (10_000, 30_000), "link": (500, 1_500)}
+#: link's two variants: bench_core's tcp case on one host, and across a 100 Mbit/s link
+#: (issue 29's target: a copy over a link costs at most twice a loopback one)
+LINK_VARIANTS = ("loopback", "link")
+LINK_TARGET = 2.0
 #: scale's subscriber counts, and the cache cachegrind simulates for it (size, ways, line):
 #: the reference machine's first-level data and second-level caches (lscpu: 48 KB and 2 MB
 #: per core), fixed so the miss counts are the same on any host
@@ -88,13 +93,15 @@ def implementations(case: str) -> tuple[str, ...]:
     the two subscriber counts of scale."""
     if case == "scale":
         return tuple(f"{subs} SUB" for subs in SCALE_SUBS)
+    if case == "link":
+        return LINK_VARIANTS
     return ("zsim",) if case == "mm1k-cores1" else tuple(IMPLEMENTATIONS)
 
 
 def runs_as(impl: str, case: str) -> str:
     """The case ``impl`` actually runs for ``case``: a baseline has no profile, so its
     mm1k-shipped is its mm1k (one valgrind run serves both)."""
-    return case if impl == "zsim" else queue_kind(case)
+    return case if impl == "zsim" or case == "link" else queue_kind(case)
 
 
 def count_instructions(impl: str, case: str, messages: int) -> tuple[dict[str, int], float]:
@@ -103,6 +110,9 @@ def count_instructions(impl: str, case: str, messages: int) -> tuple[dict[str, i
     tool, options = "callgrind", []
     if case == "mm1k-cores1":
         call = f"from benchmarks.bench_core import run_zsim_one_core; run_zsim_one_core('mm1k', {int(messages)})"
+    elif case == "link":
+        call = (f"from benchmarks.bench_core import link_scenario, run_scenario; "
+                f"run_scenario(link_scenario({impl == 'link'}, {int(messages)}))")
     elif case == "scale":
         subs = int(impl.split()[0])
         call = (f"from benchmarks.bench_core import pubsub_scenario, run_scenario; "
@@ -176,6 +186,10 @@ def main(argv: list[str] | None = None) -> int:
                               ("ll_misses_per_copy", "last-level (2 MB) misses")):
                 targets.append({"measure": f"{what} per copy, {SCALE_SUBS[1]} SUB / {SCALE_SUBS[0]}",
                                 "value": large[key] / small[key], "target": None, "met": None})
+        if case == "link":
+            ratio = impls["link"]["instructions_per_copy"] / impls["loopback"]["instructions_per_copy"]
+            targets.append({"measure": "instructions per copy, link / loopback", "value": ratio, "target": f"<= {LINK_TARGET}",
+                            "met": ratio <= LINK_TARGET})
         for base, target in INSTRUCTION_TARGETS.get(case, {}).items():
             if base not in impls:
                 continue

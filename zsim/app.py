@@ -170,14 +170,16 @@ class AppSocket(Workload):
 
     def send(self, size: int | None = None, *, topic: str | None = None, envelope: Iterable[Any] | None = None,
              parts: int = 1, like: Received | None = None, delimiter: bool | None = None,
-             dontwait: bool = False) -> simpy.Event:
+             dontwait: bool = False, cause: Received | None = None) -> simpy.Event:
         """``zmq_send`` of a message of ``size`` payload bytes (default 0); the event's
         value is the message id. ``envelope``: the routing ids in front of the message
         (a ROUTER sends to the peer its first one names and strips it). ``delimiter``:
         an empty delimiter frame follows them (``b""``, which a REP or REQ peer requires;
         a REQ adds its own). ``like=received`` takes a received message's size, topic,
         envelope and delimiter (a broker passing a request on); arguments given override
-        them."""
+        them. ``cause``: the received message this one answers or was made from (default:
+        ``like``'s), so request -> reply and source -> sink times follow it
+        (``zsim.results.causal_times``)."""
         env, sock = self._env, self._sock
         event = self._call(_APP_CAN_SEND, "send")
         if event.triggered:
@@ -208,7 +210,9 @@ class AppSocket(Workload):
         thread = self._thread
         if thread.pending is not None:  # another of the app's sends is blocked in it
             thread = self._new_thread()
-        msg = thread.message(env.now, total, wire, topic, envelope, sock.index)
+        made_from = cause if cause is not None else like
+        cause_id = made_from.id if made_from is not None and made_from.id >= 0 else -1
+        msg = thread.message(env.now, total, wire, topic, envelope, sock.index, cause_id)
         if traits.reply:
             self._owes_reply = False
 

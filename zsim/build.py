@@ -25,7 +25,6 @@ from .model.cpu import Machine, Machines
 from .model.kernel import NORMAL, URGENT, Environment
 from .model.params import LinkParams, ModelParams, SchedulerParams, TransportParams, unix_skb_truesize, wake_cost_fn
 from .model.socket import Socket
-from .model.transport.network import Network
 from .model.workload import Proxy, Receiver, Sender
 from .model.world import Process, World
 from .profile import Profile, TransportProfile
@@ -257,6 +256,8 @@ def build(scenario: Scenario, seed: int, profile: Profile | None = None, trace_d
     for proc_spec in scenario.processes:
         model.processes[proc_spec.name].host = proc_spec.host
     if scenario.links:  # TCP over the links between hosts (docs/model.md, "Links")
+        from .model.transport.network import Network  # only with links: a scenario without never loads it
+
         world.network = Network(world, [LinkParams(link.name, link.hosts, link.bandwidth_bps, link.latency_s, link.mtu_bytes,
                                                    link.queue_bytes, link.loss) for link in scenario.links])
     _build_machines(model, params.scheduler)

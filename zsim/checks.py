@@ -39,6 +39,12 @@ CPU_SPIN_SHARE = 0.2
 #: Offered utilisation (arrival rate x mean service / share of time not paused) at or
 #: above this is reported: the receiver cannot keep up in steady state.
 UTILISATION = 1.0
+#: A link direction busy at least this share of the span it carried traffic, with packets
+#: dropped at its full queue, is reported as saturated (docs/model.md, "Links").
+LINK_SATURATED = 0.9
+#: A connection over a link is reported as window-limited when the receiver's window held
+#: it back at least this share of the time it was sending, on a direction not saturated.
+WINDOW_LIMITED_SHARE = 0.5
 
 
 def _warning(code: str, path: str, message: str) -> dict[str, str]:
@@ -211,6 +217,37 @@ def run_warnings(scenario: Scenario, summary: Mapping[str, Any]) -> list[dict[st
                 f"sent {got:,.0f} messages/s where {asked:,.0f}/s was asked ({100 * got / asked:.0f} %): {why}; the load "
                 "offered downstream is lower than asked"))
     found += cpu_warnings(summary.get("machine"))
+    found += link_warnings(summary.get("network"))
+    return found
+
+
+def link_warnings(network: Mapping[str, Any] | None) -> list[dict[str, str]]:
+    """With [[link]]s (``summary["network"]``): a direction saturated (busy nearly all the
+    time it carried traffic, and its queue dropping), and a connection the receiver's window
+    held back while the link had room (docs/model.md, "Links")."""
+    found: list[dict[str, str]] = []
+    for link, directions in (network or {}).items():
+        for direction, carried in directions.items():
+            busy = carried["active_utilisation"]
+            rate = f"{carried['bandwidth_bps'] / 1e6:.4g} Mbit/s"
+            saturated = busy >= LINK_SATURATED and carried["queue_drops"] > 0
+            if saturated:
+                found.append(_warning(
+                    "link_saturated", f"link[{link}]",
+                    f"link {link!r} {direction} is saturated: busy {100 * busy:.0f} % of the time it carried traffic, and its "
+                    f"queue dropped {carried['queue_drops']:,} packets ({carried['retransmits']:,} segments sent again): the "
+                    f"connections crossing it that way offer more than its {rate}; their goodput together is "
+                    f"{carried['goodput_bps'] / 1e6:.3g} Mbit/s"))
+            for connection, times in carried["connections"].items():
+                sending, limited = times["sending_s"], times["window_limited_s"]
+                if saturated or sending <= 0 or limited < WINDOW_LIMITED_SHARE * sending:
+                    continue
+                found.append(_warning(
+                    "window_limited", f"link[{link}]",
+                    f"connection {connection} over link {link!r} {direction} is window-limited: the receiver's window held it "
+                    f"back {100 * limited / sending:.0f} % of its {sending:.3g} s of sending while the reader kept up and the "
+                    f"link was busy {100 * busy:.0f} % of the time: window / round trip, not the {rate} link, bounds its "
+                    "goodput (a larger rcvbuf on the receiving socket, or none so that Linux autotunes it, raises it)"))
     return found
 
 

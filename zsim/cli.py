@@ -229,22 +229,28 @@ def format_summary(summary: Mapping[str, Any], scenario: Scenario | None = None)
     lat = summary["latency_s"]
     lines.append(f"latency pooled over all receivers: p50 {_ms(lat['p50'])}, p95 {_ms(lat['p95'])}, p99 {_ms(lat['p99'])}, "
                  f"max {_ms(lat['max'])} over {lat['count']} deliveries")
-    for name, sender in summary.get("senders", {}).items():
-        if "rtt_s" in sender:
-            rtt = sender["rtt_s"]
-            lines.append(f"round trip {name}: p50 {_ms(rtt['p50'])}, p99 {_ms(rtt['p99'])}, max {_ms(rtt['max'])}")
+    # request -> reply and source -> sink, from the ledger's causal links (zsim.results.causal_times)
+    for name, sock in summary["sockets"].items():
+        rtt = sock.get("rtt_s")
+        if rtt:
+            lines.append(one_line(f"request -> reply at {name} (its requests answered): p50 {_ms(rtt['p50'])}, p99 {_ms(rtt['p99'])}, "
+                                  f"max {_ms(rtt['max'])} over {rtt['count']:,}"))
+        for source, times in (sock.get("e2e_s") or {}).items():
+            lines.append(one_line(f"end to end {source} -> {name} (sent at {source}, what it caused arriving at {name}): "
+                                  f"p50 {_ms(times['p50'])}, p99 {_ms(times['p99'])}, max {_ms(times['max'])} over "
+                                  f"{times['count']:,}"))
     network = summary.get("network") or {}
     if network:
         lines.append("")
         lines.append(f"{'network link direction':<28} {'rate':>10} {'one way':>9} {'utilisation':>12} {'goodput':>12} {'max queue':>11}"
                      f" {'queue drops':>12} {'lost':>6} {'resent':>7}")
         lines.append("-" * 115)
-        for link, entry in network.items():
-            for direction, carried in entry["directions"].items():
-                lines.append(f"{one_line(link + ' ' + direction):<28} {entry['bandwidth_bps'] / 1e6:>5.4g} Mb/s "
-                             f"{entry['latency_s'] * 1000:>6.3g} ms {100 * carried['utilisation']:>10.1f} % "
-                             f"{carried['goodput_bps'] / 1e6:>7.3g} Mb/s {human_bytes(carried['max_queue_bytes']):>11} "
-                             f"{carried['queue_drops']:>12,} {carried['random_drops']:>6,} {carried['retransmitted_packets']:>7,}")
+        for link, directions in network.items():
+            for direction, carried in directions.items():
+                lines.append(f"{one_line(link + ' ' + direction):<28} {carried['bandwidth_bps'] / 1e6:>5.4g} Mb/s "
+                             f"{carried['latency_s'] * 1000:>6.3g} ms {100 * carried['utilisation']:>10.1f} % "
+                             f"{carried['goodput_bps'] / 1e6:>7.2f} Mb/s {human_bytes(carried['max_queue_bytes']):>11} "
+                             f"{carried['queue_drops']:>12,} {carried['loss_drops']:>6,} {carried['retransmits']:>7,}")
         lines.append("(packets: queue drops at the link's full queue, lost on the way, sent again; goodput: payload bytes "
                      "carried, first sends only)")
     for name, proc in summary.get("processes", {}).items():
@@ -401,17 +407,53 @@ def cmd_explain(args: argparse.Namespace) -> int:
     from .runner import run
 
     limits = _limit_overrides(args)
-    scenario = load_scenario(args)
+    chosen = None
+    if args.sweep is not None:
+        chosen = _worst_of_sweep(args)
+        scenario, seed = chosen.scenario, chosen.seed
+    else:
+        if args.scenario is None:
+            raise ScenarioError("explain", "name a scenario file, or a sweep's results with --sweep DIR --worst METRIC")
+        scenario, seed = load_scenario(args), args.seed
     allow = checked_apps(scenario, args)
     recorder = SeriesRecorder()
     progress = sys.stderr if sys.stderr.isatty() else None
-    result = run(scenario, args.seed, limits=limits, progress=progress, recorder=recorder, allow_apps=allow)
+    result = run(scenario, seed, limits=limits, progress=progress, recorder=recorder, allow_apps=allow)
     found = explain(result, recorder.result, scenario)
+    again = None
+    if chosen is not None:
+        value = result.flat().get(chosen.metric)
+        if not (isinstance(value, float | int) and math.isclose(float(value), chosen.value, rel_tol=1e-9, abs_tol=1e-12)):
+            again = (f"note: run again, {chosen.metric} = {value} where the sweep's row has {chosen.value:.6g}: the sweep ran "
+                     "other model code" + (f" ({chosen.code})" if chosen.code else "") + "; this paragraph explains the re-run")
     if args.json:
-        print(json.dumps(found.to_dict(), indent=2))
+        data = found.to_dict()
+        if chosen is not None:
+            data["chosen"] = {"sweep": chosen.sweep, "point": chosen.point, "replication": chosen.replication, "seed": chosen.seed,
+                              "metric": chosen.metric, "value": chosen.value, "direction": chosen.direction, "runs": chosen.runs,
+                              "coords": chosen.coords, "reproduced": again is None}
+        print(json.dumps(data, indent=2, default=str))
     else:
+        if chosen is not None:
+            print(terminal(one_line("zsim explain: " + chosen.describe())))
+            if again:
+                print(terminal(one_line(again)))
+            print()
         print(terminal(found.text()), end="")
     return EXIT_OK
+
+
+def _worst_of_sweep(args: argparse.Namespace) -> Any:
+    """``--sweep DIR --worst METRIC``: the run to explain (``zsim.sweep.replay``)."""
+    from .compare import preference
+    from .sweep.replay import worst_run
+
+    if args.worst is None:
+        raise ScenarioError("--sweep", "needs --worst METRIC: which run of the sweep to explain")
+    if args.scenario is not None or args.set or args.seed is not None:
+        raise ScenarioError("--sweep", "explains a run of the sweep as it ran: no scenario file, --set or --seed with it")
+    prefers, _ = preference(args.worst)
+    return worst_run(args.sweep, args.worst, prefers, args.sweep_name)
 
 
 def seed_arg(text: str) -> int:
@@ -569,7 +611,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("explain", help="simulate one scenario and explain each loss episode and stall in a paragraph")
-    p.add_argument("scenario", help="scenario TOML file")
+    p.add_argument("scenario", nargs="?", default=None, help="scenario TOML file (or --sweep DIR --worst METRIC)")
+    p.add_argument("--sweep", metavar="DIR", default=None,
+                   help="a sweep's results folder: explain one of its runs again (with --worst)")
+    p.add_argument("--worst", metavar="METRIC", default=None,
+                   help="with --sweep: the run whose METRIC is worst (highest, or lowest for a metric that prefers higher)")
+    p.add_argument("--sweep-name", metavar="NAME", default=None, help="with --sweep: which sweep, when DIR holds several")
     p.add_argument("--seed", type=seed_arg, default=None, help="random seed (default: scenario.seed or 0)")
     p.add_argument("--json", action="store_true", help="print one JSON object (episodes with their paragraphs, stalls)")
     add_set_arg(p)

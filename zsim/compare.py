@@ -111,7 +111,7 @@ PREFERENCES: tuple[tuple[str, str | None, str], ...] = (
     (r"blocked|again", "lower", "blocked time and refused sends"),
     (r"warning|overloaded|not_settled|starts_after|no_subscription|matches_nothing|rate_not_achieved", "lower",
      "warnings"),
-    (r"deliver|received|forwarded|achieved|throughput|_rate_per_s$", "higher", "delivered and throughput"),
+    (r"deliver|received|forwarded|achieved|throughput|goodput|_rate_per_s$", "higher", "delivered and throughput"),
 )
 #: Run warnings that question a metric's number (``zsim.checks``); others (a socket that
 #: starts after the horizon, a subscription matching nothing) are listed per design only.
@@ -613,10 +613,7 @@ def verdict(sample: Sample, identical: bool, prefers: str | None) -> str:
         return "too few replications"
     if sample.low <= 0.0 <= sample.high:
         return "no detectable difference"
-    direction = "higher" if sample.mean > 0 else "lower"
-    if prefers is None:
-        return direction
-    return "better" if direction == prefers else "worse"
+    return _direction_verdict(sample.mean, prefers)
 
 
 def paired(baseline: Sequence[float | None], other: Sequence[float | None], prefers: str | None) -> Difference:
@@ -747,7 +744,10 @@ def preference(metric: str, overrides: Mapping[str, str | None] | None = None) -
         return overrides[metric], "--prefer"
     if metric == "warnings" or metric.startswith("warning."):  # a run that warned less is better, whatever the code
         return "lower", "warnings"
-    field_name = metric.rsplit(".", 1)[-1] if metric.startswith(("socket.", "sender.", "pipe.", "link.", "warning.")) else metric
+    if metric.startswith(("rtt.", "e2e.")):  # request -> reply, source -> sink: times, and how many
+        return (None, "load, inputs and times of events") if metric.endswith(".count") else ("lower", "latency")
+    entity_metric = metric.startswith(("socket.", "sender.", "pipe.", "link.", "network.", "warning."))
+    field_name = metric.rsplit(".", 1)[-1] if entity_metric else metric
     for pattern, direction, family in PREFERENCES:
         if re.search(pattern, field_name):
             return direction, family
@@ -806,12 +806,9 @@ class MetricResult:
         for sample, difference in zip(self.samples[1:], self.differences[1:], strict=True):
             if difference is None or difference.identical:
                 continue
+            relative = max(relative, relative_change(base, sample.mean))  # 1 for a value in one design only
             if base is None or sample.mean is None:
-                relative = max(relative, 1.0)  # a value in one design only
                 continue
-            scale = max(abs(base), abs(sample.mean))
-            if scale > 0:
-                relative = max(relative, abs(sample.mean - base) / scale)
             d = difference.sample
             if d.mean is not None and d.sd is not None:
                 standard = max(standard, math.inf if d.sd == 0 and d.mean != 0 else (abs(d.mean) / d.sd if d.sd else 0.0))
@@ -1023,6 +1020,10 @@ def metric_result(name: str, rows: Sequence[Sequence[Mapping[str, Any]]], result
         entity, field_name = rest.rsplit(".", 1)
         what = {"dropped": "copies dropped at"}.get(field_name, f"{field_name.replace('_', ' ')} of")
         label = f"{what} {kind} {entity}"
+    elif name.startswith("network.") and name.count(".") >= 3:  # network.<link>.<a>-><b>.<field>
+        link_name, rest = name[len("network."):].split(".", 1)
+        direction, field_name = rest.rsplit(".", 1)
+        label = f"{field_name.replace('_', ' ')} of link {link_name} {direction}"
     values = [[_number(row.get(name)) if row.get("ok") else None for row in design_rows] for design_rows in rows]
     samples = [describe(v) for v in values]
     differences: list[Difference | None] = [None] + [paired(values[0], v, prefers) for v in values[1:]]
@@ -1096,7 +1097,7 @@ def _not_default(name: str) -> bool:
 def _group(metric: MetricResult) -> tuple[str, str]:
     """(entity, family): ``socket.fast#`` and ``latency`` for ``socket.fast1.latency_p99_s``
     (entities that differ only by a number, like seven fast subscribers, are one group)."""
-    if metric.name.startswith(("socket.", "sender.", "pipe.", "link.")):
+    if metric.name.startswith(("socket.", "sender.", "pipe.", "link.", "network.")):
         entity = re.sub(r"\d+", "#", metric.name.rsplit(".", 1)[0])
     else:
         entity = "pooled" if metric.name in _pooled_names() else metric.name
@@ -1113,13 +1114,13 @@ def _pooled_names() -> set[str]:
 def _spread(ranked: list[MetricResult]) -> list[MetricResult]:
     """The ranking with variety: among the detectable differences (then among the others),
     the first metric of each (entity, family) first, in ranked order, those of sockets,
-    senders, pooled and derived metrics before the internals (pipes, links); then the rest.
+    senders, pooled and derived metrics before the internals (pipes, links, network links); then the rest.
     So the top of the list shows losses, latency, depth and throughput of each kind of
     entity rather than six latency percentiles of one socket or the depth of eight pipes."""
     out: list[MetricResult] = []
     for detectable in (True, False):
         tier = [m for m in ranked if m.detectable == detectable]
-        tier.sort(key=lambda m: m.name.startswith(("pipe.", "link.")))  # stable: ranked order within each
+        tier.sort(key=lambda m: m.name.startswith(("pipe.", "link.", "network.")))  # stable: ranked order within each
         groups: dict[tuple[str, str], list[MetricResult]] = {}
         for metric in tier:
             groups.setdefault(_group(metric), []).append(metric)
@@ -1133,7 +1134,7 @@ def _spread(ranked: list[MetricResult]) -> list[MetricResult]:
 def _name_rank(name: str) -> int:
     """Among metrics with the same numbers, the one that names its entity comes first, then
     the plain (not steady-state) figure."""
-    return (0 if name.startswith(("socket.", "sender.", "pipe.", "link.")) else 2) + (1 if "steady_" in name else 0)
+    return (0 if name.startswith(("socket.", "sender.", "pipe.", "link.", "network.")) else 2) + (1 if "steady_" in name else 0)
 
 
 def compare(sources: Sequence[Source], *, vary: Sequence[str] = (), link: Sequence[str] = (), set_: Sequence[str] = (),
@@ -1386,7 +1387,7 @@ def _selection_lines(comparison: Comparison) -> list[str]:
 
 NOTE = ("Intervals are Student-t 95 %, each on its own. Differences are paired: replication r of every design ran with the "
         "same seed. better/worse (higher/lower for a metric that prefers neither): the difference is beyond noise, with "
-        "the false discovery rate kept at {fdr} over the {tests} differences tested (Benjamini-Hochberg over every design "
+        "the false discovery rate kept at {fdr} over the {tests} tested (Benjamini-Hochberg over every design "
         "against the baseline in every metric considered, shown or not), and the mean changed by at least the practical "
         "effect, {effect} of the larger mean (--min-effect); 'negligible': beyond noise but smaller; 'no detectable "
         "difference': within noise. best: the design with the best mean (among those whose runs did not warn), every other "
@@ -1396,15 +1397,19 @@ NOTE = ("Intervals are Student-t 95 %, each on its own. Differences are paired: 
         "achieved): the number depends on how long the run is, it is not an answer.")
 #: the note's first sentences when scipy is missing: no false-discovery control
 NOTE_UNCONTROLLED = ("without scipy (pip install 'zsim[stats]') the verdicts are per comparison (95 % each), not "
-                     "controlled for the {tests} differences tested")
+                     "controlled for the {tests} tested")
+
+
+def _tests(count: int) -> str:
+    return f"{count:,} difference" if count == 1 else f"{count:,} differences"
 
 
 def _note(comparison: Comparison) -> str:
     decided = comparison.control
-    text = NOTE.format(fdr="5 %" if decided.fdr is None else f"{100 * decided.fdr:g} %", tests=decided.tests,
+    text = NOTE.format(fdr="5 %" if decided.fdr is None else f"{100 * decided.fdr:g} %", tests=_tests(decided.tests),
                        effect=f"{100 * decided.min_effect:g} %")
     if decided.fdr is None:
-        text += " Note: " + NOTE_UNCONTROLLED.format(tests=decided.tests) + "."
+        text += " Note: " + NOTE_UNCONTROLLED.format(tests=_tests(decided.tests)) + "."
     return text
 
 

@@ -16,17 +16,17 @@ cdef class Ledger(LedgerSink):
 
     @cython.locals(i=long, block="double[::1]")
     cdef void _write(self, double mid, double state, double socket_index, double pipe_index, double rule, double now,
-                     double t0, double size, double origin) except *
+                     double t0, double size, double origin, double cause) except *
     cpdef _new_block(self)
-    @cython.locals(mid="long long", size="long long", origin="long long")
+    @cython.locals(mid="long long", size="long long", origin="long long", cause="long long")
     cpdef delivered(self, tuple msg, long socket_index, long pipe_index, double now)
-    @cython.locals(mid="long long", size="long long", origin="long long")
+    @cython.locals(mid="long long", size="long long", origin="long long", cause="long long")
     cpdef forwarded(self, tuple msg, long socket_index, long pipe_index, double now)
-    @cython.locals(mid="long long", size="long long", origin="long long")
+    @cython.locals(mid="long long", size="long long", origin="long long", cause="long long")
     cpdef dropped(self, tuple msg, long socket_index, long pipe_index, long rule, double now)
-    @cython.locals(mid="long long", size="long long", origin="long long")
+    @cython.locals(mid="long long", size="long long", origin="long long", cause="long long")
     cpdef discarded(self, tuple msg, long socket_index, long pipe_index, long rule, double now)
-    @cython.locals(mid="long long", size="long long", origin="long long")
+    @cython.locals(mid="long long", size="long long", origin="long long", cause="long long")
     cpdef lost(self, tuple msg, long socket_index, long pipe_index, long rule, double now)
-    @cython.locals(mid="long long", size="long long", origin="long long")
+    @cython.locals(mid="long long", size="long long", origin="long long", cause="long long")
     cpdef queued(self, tuple msg, long socket_index, long pipe_index, long where, double now)

@@ -12,7 +12,7 @@ Sockets count the copies they create; after the run ``check_conservation`` verif
 the ledger holds exactly that many final records. A mismatch is a bug in zsim and raises
 ``ConservationError``, it is never reported as a number.
 
-Records are written as 9 doubles into preallocated blocks (a numpy buffer each, written
+Records are written as 10 doubles into preallocated blocks (a numpy buffer each, written
 through a ``memoryview``: no Python object per message, and a C store per field when
 compiled) and turned into numpy columns once at the end.
 """
@@ -29,17 +29,17 @@ from .errors import ConservationError
 from .model.fates import DELIVERED, DISCARDED, DROPPED, FORWARDED, LOST, QUEUED, RULES, STATES, WHERE  # noqa: E402,F401
 from .model.sink import LedgerSink
 
-_FIELDS = 9  # msg_id, state, socket, pipe, rule, time, t0, size, origin
+_FIELDS = 10  # msg_id, state, socket, pipe, rule, time, t0, size, origin, cause
 _BLOCK = 8192 * _FIELDS  # doubles per block (576 KiB; numpy leaves untouched pages unmapped)
 #: the columns of ``Ledger.table()``, in the order of a record's fields
 COLUMNS = (("msg_id", np.int64), ("state", np.int8), ("socket", np.int32), ("pipe", np.int32), ("rule", np.int16),
-           ("time", np.float64), ("t0", np.float64), ("size", np.int64), ("origin", np.int32))
+           ("time", np.float64), ("t0", np.float64), ("size", np.int64), ("origin", np.int32), ("cause", np.int64))
 
 
 class Ledger(LedgerSink):
     """Implements ``zsim.model.sink.LedgerSink``.
 
-    Blocks of 9-field records, one record per copy when its fate is decided (the message
+    Blocks of 10-field records, one record per copy when its fate is decided (the message
     tuple carries its send time, size and origin, so nothing is written when a message is
     sent).
     """
@@ -54,7 +54,7 @@ class Ledger(LedgerSink):
         self._used = 0  # doubles written in it
 
     def _write(self, mid: int, state: float, socket_index: int, pipe_index: int, rule: float, now: float, t0: float,
-               size: int, origin: int) -> None:
+               size: int, origin: int, cause: int) -> None:
         i = self._used
         if i + _FIELDS > len(self._block):
             self._new_block()
@@ -69,6 +69,7 @@ class Ledger(LedgerSink):
         block[i + 6] = t0
         block[i + 7] = size
         block[i + 8] = origin
+        block[i + 9] = cause
         self._used = i + _FIELDS
 
     def _new_block(self) -> None:
@@ -82,28 +83,28 @@ class Ledger(LedgerSink):
     # the same double, without Python's int-to-float conversion.
 
     def delivered(self, msg: tuple, socket_index: int, pipe_index: int, now: float) -> None:
-        mid, size, origin = msg[0], msg[2], msg[6]
-        self._write(mid, 0.0, socket_index, pipe_index, 0.0, now, msg[1], size, origin)
+        mid, size, origin, cause = msg[0], msg[2], msg[6], msg[7]
+        self._write(mid, 0.0, socket_index, pipe_index, 0.0, now, msg[1], size, origin, cause)
 
     def forwarded(self, msg: tuple, socket_index: int, pipe_index: int, now: float) -> None:
-        mid, size, origin = msg[0], msg[2], msg[6]
-        self._write(mid, 1.0, socket_index, pipe_index, 0.0, now, msg[1], size, origin)
+        mid, size, origin, cause = msg[0], msg[2], msg[6], msg[7]
+        self._write(mid, 1.0, socket_index, pipe_index, 0.0, now, msg[1], size, origin, cause)
 
     def dropped(self, msg: tuple, socket_index: int, pipe_index: int, rule: int, now: float) -> None:
-        mid, size, origin = msg[0], msg[2], msg[6]
-        self._write(mid, 2.0, socket_index, pipe_index, rule, now, msg[1], size, origin)
+        mid, size, origin, cause = msg[0], msg[2], msg[6], msg[7]
+        self._write(mid, 2.0, socket_index, pipe_index, rule, now, msg[1], size, origin, cause)
 
     def discarded(self, msg: tuple, socket_index: int, pipe_index: int, rule: int, now: float) -> None:
-        mid, size, origin = msg[0], msg[2], msg[6]
-        self._write(mid, 3.0, socket_index, pipe_index, rule, now, msg[1], size, origin)
+        mid, size, origin, cause = msg[0], msg[2], msg[6], msg[7]
+        self._write(mid, 3.0, socket_index, pipe_index, rule, now, msg[1], size, origin, cause)
 
     def lost(self, msg: tuple, socket_index: int, pipe_index: int, rule: int, now: float) -> None:
-        mid, size, origin = msg[0], msg[2], msg[6]
-        self._write(mid, 4.0, socket_index, pipe_index, rule, now, msg[1], size, origin)
+        mid, size, origin, cause = msg[0], msg[2], msg[6], msg[7]
+        self._write(mid, 4.0, socket_index, pipe_index, rule, now, msg[1], size, origin, cause)
 
     def queued(self, msg: tuple, socket_index: int, pipe_index: int, where: int, now: float) -> None:
-        mid, size, origin = msg[0], msg[2], msg[6]
-        self._write(mid, 5.0, socket_index, pipe_index, where, now, msg[1], size, origin)
+        mid, size, origin, cause = msg[0], msg[2], msg[6], msg[7]
+        self._write(mid, 5.0, socket_index, pipe_index, where, now, msg[1], size, origin, cause)
 
     @property
     def n_records(self) -> int:

@@ -299,7 +299,8 @@ class RunResult:
         (empty where no pipe was involved), ``rule`` (why it was dropped, discarded or lost;
         where it was queued: pipe, engine, kernel; empty for a delivery), ``sent_s``,
         ``end_s`` (when its fate was decided), ``latency_s`` (deliveries only, else NaN),
-        ``size_bytes``. No column is named like a DataFrame method (``size``, ``pipe``)."""
+        ``size_bytes``, ``cause_id`` (the message it answers or was made from: a reply's
+        request, a stage's task; -1 for none). No column is named like a DataFrame method (``size``, ``pipe``)."""
         return messages_frame(self)
 
     def depth_frame(self) -> Any:
@@ -323,6 +324,58 @@ def json_default(value: Any) -> Any:
     if isinstance(value, np.ndarray):
         return value.tolist()
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def causal_times(table: Mapping[str, np.ndarray], n_sockets: int) -> tuple[dict[int, np.ndarray], dict[tuple[int, int], np.ndarray]]:
+    """Request -> reply and source -> sink times from the ledger's causal links.
+
+    Every message carries the id of the message it answers or was made from (``cause``:
+    a reply's request, a pipeline stage's task; ``zsim.model.pipe``). Following the links
+    back to the first message of the chain (its *root*, sent by an application's
+    ``[[send]]``), a delivered copy whose chain started at the socket that receives it is a
+    round trip (``rtt``: a REQ's, a DEALER's or a ROUTER's request answered, through any
+    broker), and one whose chain started elsewhere and ends there (the message caused
+    nothing further) is an end-to-end time (``e2e``: a ventilator's task -> the sink's
+    result; not the task's arrival at a worker on the way), both ``delivery time - root's
+    send time``.
+    Returns ({receiving socket: round-trip times}, {(root socket, receiving socket):
+    end-to-end times}), each in delivery order."""
+    cause = table.get("cause")
+    if cause is None or not len(cause) or not (cause >= 0).any():
+        return {}, {}
+    ids, first = np.unique(table["msg_id"], return_index=True)
+    t0, origin = table["t0"][first], table["origin"][first]
+    parent = np.searchsorted(ids, cause[first])
+    parent = np.where((cause[first] >= 0) & (parent < len(ids)), parent, np.arange(len(ids)))
+    parent = np.where(ids[np.minimum(parent, len(ids) - 1)] == cause[first], parent, np.arange(len(ids)))
+    root = parent
+    while True:  # pointer jumping: chains of any length in log(length) passes
+        nxt = root[root]
+        if np.array_equal(nxt, root):
+            break
+        root = nxt
+    delivered = (table["state"] == DELIVERED) & (cause >= 0)
+    if not delivered.any():
+        return {}, {}
+    at = np.searchsorted(ids, table["msg_id"][delivered])
+    roots = root[at]
+    caused = roots != at
+    elapsed = (table["time"][delivered] - t0[roots])[caused]
+    source, sink = origin[roots][caused], table["socket"][delivered][caused]
+    rtt: dict[int, np.ndarray] = {}
+    e2e: dict[tuple[int, int], np.ndarray] = {}
+    back = source == sink
+    # a hop on the way (the message caused another: a task at its worker, a reply at a
+    # broker) is no end: e2e only where its chain ends
+    ends = ~np.isin(table["msg_id"][delivered][caused], np.unique(cause[cause >= 0]))
+    for index in np.unique(sink[back]):
+        rtt[int(index)] = elapsed[back & (sink == index)]
+    onward = ~back & ends
+    pairs = np.unique(np.stack([source[onward], sink[onward]]), axis=1) if onward.any() else np.zeros((2, 0), dtype=np.int64)
+    for src, dst in pairs.T:
+        if 0 <= src < n_sockets and 0 <= dst < n_sockets:
+            e2e[(int(src), int(dst))] = elapsed[onward & (source == src) & (sink == dst)]
+    return rtt, e2e
 
 
 def summarise(model: Model, wall_s: float) -> RunResult:
@@ -361,6 +414,8 @@ def summarise(model: Model, wall_s: float) -> RunResult:
     steady_from = {i: found["latency"]["warmup_copies"] for i, found in settling.items() if "latency" in found}
     steady_stats = dict(zip(steady_from, percentiles_many([per_socket[i][start:] for i, start in steady_from.items()]),
                             strict=True))
+    rtt, e2e = causal_times(table, len(world.sockets))
+    socket_name = [sock.name for sock in world.sockets]
     sockets: dict[str, SocketSummary] = {}
     for sock in world.sockets:
         sock_latency = per_socket[sock.index]
@@ -387,6 +442,11 @@ def summarise(model: Model, wall_s: float) -> RunResult:
                 entry["steady_latency_s"] = steady_stats[sock.index]
         if sock.index in inbound:
             entry["inbound"] = inbound[sock.index]
+        if sock.index in rtt:
+            entry["rtt_s"] = percentiles(rtt[sock.index])
+        from_sources = {socket_name[src]: percentiles(times) for (src, dst), times in e2e.items() if dst == sock.index}
+        if from_sources:
+            entry["e2e_s"] = from_sources
         sockets[sock.name] = entry
 
     pipe_drops = _pipe_drops(table)
@@ -546,7 +606,8 @@ POOLED_ALIASES: dict[str, str] = {
 #: Warning codes of ``zsim.checks`` counted in every row (``warning.<code>``), so every
 #: row has the same columns whichever warnings its run raised.
 WARNING_CODES = ("no_subscription", "subscription_matches_nothing", "starts_after_horizon", "overloaded", "backlog_at_end",
-                 "latency_not_settled", "loss_not_settled", "rate_not_achieved", "cpu_contention")
+                 "latency_not_settled", "loss_not_settled", "rate_not_achieved", "cpu_contention", "link_saturated",
+                 "window_limited")
 #: run warnings about one socket (``path`` = ``socket[<name>]``), flagged 0/1 per socket
 SOCKET_FLAGS = ("backlog_at_end", "latency_not_settled", "loss_not_settled")
 #: Per receiving socket (``socket.<name>.<field>``): from its ``inbound`` table.
@@ -560,9 +621,9 @@ LOAD_FIELDS = ("offered_utilisation", "overloaded", "backlog_at_end", "latency_n
 #: Per receiving socket, with the run's message table (``flat_metrics(..., result=)``).
 TIME_FIELDS = ("first_recv_s", "last_recv_s")
 PIPE_FIELDS = ("dropped", "max_depth", "mean_depth")
-#: Per direction of a [[link]] (``net.<link>.<a>-><b>.<field>``; zsim.model.transport.network).
-NETWORK_FIELDS = ("payload_bytes", "wire_bytes", "packets", "queue_drops", "random_drops", "retransmitted_packets", "utilisation",
-                  "max_queue_bytes", "goodput_bps")
+#: Per direction of a [[link]] (``network.<link>.<a>-><b>.<field>``; ``zsim.model.transport.network.Direction.report``).
+NETWORK_FIELDS = ("bytes", "packets", "utilisation", "active_utilisation", "max_queue_bytes", "queue_drops", "loss_drops", "retransmits",
+                  "goodput_bps")
 #: Per thread, with [machine] cores (``thread.<name>.<field>``).
 THREAD_FIELDS = ("cpu_s", "waited_s")
 SENDER_FIELDS = ("sent", "again", "requested_rate_per_s", "achieved_rate_per_s", "blocked_s", "finished_at_s")
@@ -729,8 +790,15 @@ def flat_metrics(summary: Mapping[str, Any], result: RunResult | None = None, sc
       name, after reconnects: the largest max, the summed time averages);
     - ``sender.<name>.{sent,again,requested_rate_per_s,achieved_rate_per_s,blocked_s,finished_at_s}``
       (NaN where the summary has none: back-to-back senders ask no rate);
+    - ``rtt.<socket>.{count,mean_s,p50_s,p95_s,p99_s,p99_9_s,max_s}``: request -> reply
+      times of the requests a socket sent, measured where the reply arrives (a REQ, a
+      DEALER, a ROUTER sending with ``to``; through any broker), and
+      ``e2e.<source>-><sink>.*`` likewise from a message sent at ``source`` to what it
+      caused arriving at ``sink`` (a task -> its result); ``causal_times`` says how;
     - with ``[machine] cores``: ``machine.cores``, ``machine.cpu_s`` (CPU work of every
       thread) and ``thread.<name>.{cpu_s,waited_s}`` (its work, its wait for a core);
+    - with ``[[link]]`` tables: ``network.<link>.<a>-><b>.<field>`` per direction of each link
+      for every field of ``NETWORK_FIELDS`` (``summary["network"]``);
     - ``warnings`` (how many) and ``warning.<code>`` for every code of ``WARNING_CODES``;
     - for a scenario written with templates (``zsim.templates``; ``summary["templates"]``,
       else ``scenario.templates``): ``socket.<template>.{sum,min,mean,max}_<field>`` over
@@ -794,6 +862,13 @@ def flat_metrics(summary: Mapping[str, Any], result: RunResult | None = None, sc
             row[f"socket.{name}.first_recv_s"], row[f"socket.{name}.last_recv_s"] = times[name]
         elif result is not None and inbound is not None:
             row[f"socket.{name}.first_recv_s"] = row[f"socket.{name}.last_recv_s"] = math.nan
+    for name, sock in summary["sockets"].items():  # causal times: rtt.<socket>.*, e2e.<source>-><sink>.*
+        for prefix, times in ((f"rtt.{name}", sock.get("rtt_s")),
+                              *((f"e2e.{source}->{name}", found) for source, found in (sock.get("e2e_s") or {}).items())):
+            if times:
+                row[f"{prefix}.count"] = times["count"]
+                for key in SOCKET_LATENCY:
+                    row[f"{prefix}.{key}_s"] = _number(times.get(key))
     for name, entry in pipes.items():
         for key in PIPE_FIELDS:
             row[f"pipe.{name}.{key}"] = entry[key]
@@ -819,11 +894,12 @@ def flat_metrics(summary: Mapping[str, Any], result: RunResult | None = None, sc
         for name, thread in machine["threads"].items():
             for key in THREAD_FIELDS:
                 row[f"thread.{name}.{key}"] = thread[key]
-    warnings = summary.get("warnings") or []
-    for link, entry in (summary.get("network") or {}).items():  # [[link]]s: net.<link>.<a>-><b>.<field>
-        for direction, carried in entry["directions"].items():
+    for link, directions in (summary.get("network") or {}).items():
+        # [[link]]s: what each direction carried, dropped and retransmitted
+        for direction, carried in directions.items():
             for key in NETWORK_FIELDS:
-                row[f"net.{link}.{direction}.{key}"] = carried[key]
+                row[f"network.{link}.{direction}.{key}"] = carried[key]
+    warnings = summary.get("warnings") or []
     row["warnings"] = len(warnings)
     codes = dict.fromkeys(WARNING_CODES, 0)
     for warning in warnings:
@@ -888,7 +964,7 @@ def messages_frame(result: RunResult) -> Any:
     pipes = np.asarray(result.pipe_names + [""], dtype=object)
     state_names = np.asarray(STATES, dtype=object)
     if not msgs:
-        msgs = {key: np.zeros(0, dtype=np.int64) for key in ("msg_id", "state", "socket", "pipe", "rule", "size", "origin")}
+        msgs = {key: np.zeros(0, dtype=np.int64) for key in ("msg_id", "state", "socket", "pipe", "rule", "size", "origin", "cause")}
         msgs.update({"time": np.zeros(0), "t0": np.zeros(0)})
     return pd.DataFrame(
         {
@@ -902,6 +978,7 @@ def messages_frame(result: RunResult) -> Any:
             "end_s": msgs["time"],
             "latency_s": np.where(msgs["state"] == DELIVERED, msgs["time"] - msgs["t0"], np.nan),
             "size_bytes": msgs["size"],
+            "cause_id": msgs["cause"] if "cause" in msgs else np.full(len(msgs["msg_id"]), -1, dtype=np.int64),
         }
     )
 

@@ -15,7 +15,7 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -510,6 +510,28 @@ def _label(kind: str, index: int, table: Mapping[str, Any], key: str = "name") -
     return f"{kind}[{index}]"
 
 
+def _expand_to(raw: dict[str, Any], origin: Sequence[tuple[str, int] | None]) -> None:
+    """A ROUTER ``[[send]]``'s ``to = ["w"]`` naming a socket template (and no socket or
+    routing id of its own) means every member, in order: their routing ids (names, unless
+    the members set ``routing_id``). Written as the template's name it would otherwise
+    route to nobody and every message would be dropped as unroutable."""
+    sockets = [entry if isinstance(entry, dict) else {} for entry in raw.get("socket") or []]
+
+    def routing_id(entry: dict[str, Any]) -> Any:
+        options = entry.get("options")
+        return options.get("routing_id", entry.get("name")) if isinstance(options, dict) else entry.get("name")
+
+    own = {entry.get("name") for entry in sockets} | {routing_id(entry) for entry in sockets}
+    members: dict[str, list[Any]] = {}
+    for entry, found in zip(sockets, origin, strict=False):
+        if found is not None:
+            members.setdefault(found[0], []).append(routing_id(entry))
+    for send in raw.get("send") or []:
+        to = send.get("to") if isinstance(send, dict) else None
+        if isinstance(to, list) and any(isinstance(t, str) and t in members and t not in own for t in to):
+            send["to"] = [m for t in to for m in (members[t] if isinstance(t, str) and t in members and t not in own else [t])]
+
+
 def from_dict(raw: Mapping[str, Any], *, base_dir: str = ".", source: str = "<dict>") -> Scenario:
     """Validate a scenario given as a dict (the TOML structure) and freeze it.
 
@@ -523,6 +545,7 @@ def from_dict(raw: Mapping[str, Any], *, base_dir: str = ".", source: str = "<di
     expansion = expand_templates(data, lambda name: bool(_NAME_RE.match(name)))
     if not any(expansion.templates.values()):
         return _from_expanded(data, base_dir, source)
+    _expand_to(expansion.raw, expansion.origin.get("socket", []))
     try:
         scenario = _from_expanded(expansion.raw, base_dir, source)
     except ScenarioError as exc:

@@ -37,7 +37,11 @@ def t975(df: int) -> float:
         pass
     if df <= len(_T975):
         return _T975[df - 1]
-    z = 1.959963984540054
+    return _cornish_fisher(1.959963984540054, df)
+
+
+def _cornish_fisher(z: float, df: int) -> float:
+    """Student's t quantile from the normal one ``z`` (Cornish-Fisher, three terms)."""
     return (z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
             + (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / (384 * df**3))
 
@@ -96,9 +100,7 @@ def t_quantile(p: float, df: int) -> float:
         pass
     import statistics
 
-    z = statistics.NormalDist().inv_cdf(p)
-    return (z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
-            + (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / (384 * df**3))
+    return _cornish_fisher(statistics.NormalDist().inv_cdf(p), df)
 
 
 def t_test_p(mean: float, sd: float, n: int) -> float | None:

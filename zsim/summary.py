@@ -110,6 +110,10 @@ class SocketSummary(TypedDict):
     blocked_s: float
     blocked_count: int
     latency_s: NotRequired[Percentiles]  # of the copies delivered to it, when any were
+    # request -> reply of the requests it sent (replies delivered to it); source socket ->
+    # times from a message sent there to what it caused arriving here (zsim.results.causal_times)
+    rtt_s: NotRequired[Annotated[Percentiles, SIM_ONLY]]
+    e2e_s: NotRequired[Annotated[dict[str, Percentiles], SIM_ONLY]]
     # steady state after the warm-up, the warm-up found, the fates of copies meant for it
     steady_latency_s: NotRequired[Annotated[Percentiles, SIM_ONLY]]
     settling: NotRequired[Annotated[dict[str, Any], SIM_ONLY]]
@@ -211,9 +215,10 @@ class RunSummary(TypedDict):
     machine: NotRequired[dict[str, Any]]
     #: with [[host]]s: per host, its processes and cores and (with cores) its machine's report
     hosts: NotRequired[dict[str, dict[str, Any]]]
-    #: with [[link]]s: per link, its parameters and per direction what it carried
+    #: with [[link]]s: per link, per direction ("a->b"), its rate and latency, bytes and packets carried,
+    #: utilisation, the largest queue, drops (queue overflow, random loss), retransmissions and goodput
     #: (``zsim.model.transport.network.Direction.report``)
-    network: NotRequired[dict[str, dict[str, Any]]]
+    network: NotRequired[dict[str, dict[str, dict[str, Any]]]]
     warnings: NotRequired[list[dict[str, Any]]]
     real: NotRequired[dict[str, Any]]  # how the harness behaved (lateness, indices, errors)
     timed_out: NotRequired[bool]  # the real run hit its time limit

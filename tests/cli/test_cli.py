@@ -21,6 +21,17 @@ def test_run_prints_a_table(capsys):
     assert "socket" in out and "pub->sub" in out and "latency pooled over all receivers: p50" in out
 
 
+def test_run_prints_a_line_per_link_direction(capsys):
+    assert main(["run", str(ROOT / "examples" / "two_hosts.toml"), "--seed", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "network link direction" in out
+    (line,) = [text for text in out.splitlines() if text.startswith("wan dc->branch")]
+    # 20 Mbit/s, 10 ms; the feed offers more than the link carries: busy, dropping nothing
+    # itself (the PUB's pipes drop), goodput below the rate
+    assert "20 Mb/s" in line and "10 ms" in line and " %" in line
+    assert any(text.startswith("wan branch->dc") for text in out.splitlines())
+
+
 def test_run_json_has_the_contract_keys(capsys):
     assert main(["run", str(EXAMPLE), "--json", "--seed", "5"]) == 0
     data = json.loads(capsys.readouterr().out)

@@ -1,7 +1,8 @@
 """docs/api.md runs as written: every ``python`` block, in order, in one namespace, in an
 empty folder beside the repository's ``examples/`` and ``experiments/`` (as a new user
 would run them from a notebook), and the numbers the page states are the numbers the code
-gives."""
+gives. docs/tutorial.md and docs/compare.md run as written too: their commands, in a
+temporary folder, print the lines the pages show."""
 
 from __future__ import annotations
 
@@ -183,3 +184,126 @@ def test_the_tutorial_runs_as_written(tmp_path: Path) -> None:
     (tmp_path / "bad.toml").write_text(files["feed.toml"].replace("rcvhwm = 100 }", "rcvhmw = 100 }", 1))
     done = subprocess.run([sys.executable, "-m", "zsim", "run", "bad.toml"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and done.stderr.strip() in text
+
+
+# --------------------------------------------------------------------------------------
+# docs/compare.md: every command it shows is run, and every output it shows is printed
+
+COMPARE = ROOT / "docs" / "compare.md"
+
+
+def command_examples(path: Path) -> list[tuple[str, str | None]]:
+    """The ``sh`` blocks of a page, each one command (``\\`` continuations joined), with the
+    bare block right after it (only blank lines between), its output, or None. A bare block
+    that follows no command is an error: an output nothing checks."""
+    text = path.read_text()
+    blocks = [(m.group(1), m.group(2), m.start(), m.end()) for m in re.finditer(r"^```(\w*)\n(.*?)^```$", text, re.S | re.M)]
+    examples: list[tuple[str, str | None]] = []
+    paired = set()
+    for i, (lang, body, _, end) in enumerate(blocks):
+        if lang != "sh":
+            continue
+        lines = [line.strip() for line in body.replace("\\\n", " ").splitlines() if line.strip()]
+        assert len(lines) == 1, f"{path.name}: a sh block holds one command, not {lines}"
+        output = None
+        if i + 1 < len(blocks) and blocks[i + 1][0] == "" and not text[end:blocks[i + 1][2]].strip():
+            output = blocks[i + 1][1]
+            paired.add(i + 1)
+        examples.append((lines[0], output))
+    unpaired = [body.splitlines()[:1] for i, (lang, body, _, _) in enumerate(blocks) if lang == "" and i not in paired]
+    assert not unpaired, f"{path.name}: output blocks after no command: {unpaired}"
+    return examples
+
+
+def not_printed(shown: str, printed: str) -> str | None:
+    """None when the lines a page shows are lines the command printed, in order: the lines
+    between two ``...`` lines are consecutive printed lines; without a ``...`` first (last),
+    the page shows the output from its first line (to its last). Else what is wrong."""
+    out = [line.rstrip() for line in printed.splitlines()]
+    chunks: list[list[str]] = [[]]
+    for line in shown.splitlines():
+        if line.strip() == "...":
+            chunks.append([])
+        else:
+            chunks[-1].append(line.rstrip())
+    position = 0
+    for i, chunk in enumerate(chunks):
+        if not chunk:
+            continue
+        first, last = i == 0, i == len(chunks) - 1
+        starts = [k for k in range(position, len(out) - len(chunk) + 1) if out[k:k + len(chunk)] == chunk
+                  and (not first or k == 0) and (not last or k + len(chunk) == len(out))]
+        if not starts:
+            missing = next((line for line in chunk if line not in out[position:]), None)
+            if missing is not None:
+                return f"not printed (after line {position}): {missing!r}"
+            where = ("the whole output" if first and last else "the first lines" if first else "the last lines" if last
+                     else "consecutive lines")
+            return f"printed, but not as {where}: the lines from {chunk[0]!r}"
+        position = starts[0] + len(chunk)
+    return None
+
+
+def test_not_printed_reads_excerpts() -> None:
+    printed = "a\nb\nc\nd\n"
+    assert not_printed("a\nb\nc\nd\n", printed) is None
+    assert not_printed("a\n...\nd\n", printed) is None and not_printed("...\n  ...\nb\nc\n...\n", printed) is None
+    assert not_printed("a\nc\nd\n", printed) == "printed, but not as the whole output: the lines from 'a'"
+    assert not_printed("b\nc\n...\n", printed) == "printed, but not as the first lines: the lines from 'b'"
+    assert not_printed("...\nb\nc\n", printed) == "printed, but not as the last lines: the lines from 'b'"
+    assert not_printed("...\nb\nd\n...\n", printed) == "printed, but not as consecutive lines: the lines from 'b'"
+    assert not_printed("...\nc\n...\nb\n...\n", printed) == "not printed (after line 3): 'b'"
+    assert not_printed("...\nb 2\n", printed) == "not printed (after line 0): 'b 2'"
+
+
+#: what the page's prose reads off its outputs: (command index, as the command prints it, as the prose says it)
+COMPARE_PROSE = [
+    (0, "best: none stands out", "no design stands out"),
+    (1, "SNDHWM 100000  71.01 %", "(71.01 % with either"), (1, "-22,138  -23,404", "`dropped` -22,138"),
+    (1, "+22,138  +20,872", "`queued_at_end` +22,138"), (1, "backlog_at_end (slow): 5/5 runs", "backlog_at_end (slow): 5/5 runs`"),
+    (1, "over the 3 differences tested", "The note counts 3 differences tested"),
+    (2, "SNDHWM 100   0.8682 %", "The 0.87 % loss"),
+    (3, "Shown: 11 of the 11 metrics", "the first three of its eleven tables"),
+    (3, "over the 172 differences tested", "decided over the 172 differences"),
+    (4, "1.472 s  1.451 s .. 1.492 s", "1.472 s (95 % interval 1.451 .. 1.492 s"),
+    (4, "-1.43 s  -1.444 s .. -1.416 s", "1.43 s less than four (paired interval -1.444 .. -1.416 s)"),
+    (4, "1.524 s  1.488 s .. 1.56 s", "1.524 s (1.488 .. 1.56 s)"),
+    (4, "as good: workers=8, task cost=exponential, mean 5.5 ms;", "with exponential costs `as good`"),
+    (5, "-1.43 s  -1.444 s .. -1.416 s", "-1.43 s (-1.444 .. -1.416 s)"), (5, "3687357098924d4a", "`3687357098924d4a`"),
+]
+
+
+def test_the_compare_page_runs_as_written(tmp_path: Path) -> None:
+    """Two to three minutes on 2 cores (measured: 127 s with the cores to itself, 190 s at a
+    load of 3): three calls of 10 fan-out runs of 3 s (about 40 s each; the page runs them
+    with -n 5 to keep this bounded, and says so) and three of the task pipeline (5 s)."""
+    import shlex
+    import shutil
+    import subprocess
+    import sys
+
+    examples = command_examples(COMPARE)
+    commands = [command for command, _ in examples]
+    assert len(examples) == 6 and all(output is not None for _, output in examples)
+    for command in commands:
+        argv = shlex.split(command)
+        assert argv[:2] == ["zsim", "compare"], command
+        # the default engine is Spark: a page's command names one that needs no Java
+        assert argv[argv.index("--engine") + 1] in ("local", "serial"), command
+    shutil.copytree(ROOT / "experiments", tmp_path / "experiments")  # 2 MB; outputs (--report) go under tmp_path
+    text = COMPARE.read_text()
+    printed = []
+    for command, shown in examples:
+        done = subprocess.run([sys.executable, "-m", "zsim", *shlex.split(command)[1:]], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=300)
+        assert done.returncode == 0, f"{command}: {done.stderr[-2000:]}"
+        assert shown is not None
+        wrong = not_printed(shown, done.stdout)
+        assert wrong is None, f"docs/compare.md, the output of `{command}`: {wrong}\nIt prints:\n{done.stdout}"
+        printed.append(done.stdout)
+    prose = " ".join(re.sub(r"^```.*?^```$", "", text, flags=re.S | re.M).split())  # the page without its blocks
+    for index, words, said in COMPARE_PROSE:
+        assert words in printed[index], (commands[index], words)
+        assert said in prose, said
+    report = tmp_path / "out" / "compare-hwm"
+    assert {p.name for p in report.iterdir()} >= {"summary.md", "compare.json", "socket.slow.dropped.png"}

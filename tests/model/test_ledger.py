@@ -18,7 +18,8 @@ def _fill(ledger: Ledger, n: int) -> list[tuple]:
     """``n`` records over every state, with each field telling its record apart."""
     written = []
     for i in range(n):
-        msg = (i, 0.5 * i, 10 + i % 7, 0, "", (), i % 3)
+        cause = i - 1 if i % 4 == 1 else -1  # every fourth answers the one before it
+        msg = (i, 0.5 * i, 10 + i % 7, 0, "", (), i % 3, cause)
         state = i % 6
         now = 1.0 + 0.25 * i
         pipe = i % 5 - 1  # -1: no pipe
@@ -41,7 +42,7 @@ def _fill(ledger: Ledger, n: int) -> list[tuple]:
             rule = 2  # a queued record's "where"
             ledger.queued(msg, 1, pipe, rule, now)
         socket = 2 if state in (0, 1, 3) else 1
-        written.append((i, state, socket, pipe, rule, now, 0.5 * i, 10 + i % 7, i % 3))
+        written.append((i, state, socket, pipe, rule, now, 0.5 * i, 10 + i % 7, i % 3, cause))
     return written
 
 
@@ -55,7 +56,7 @@ def test_the_table_holds_every_field_of_every_record_across_blocks():
         assert column.dtype == dtype
         np.testing.assert_array_equal(column, np.array([record[k] for record in written], dtype=dtype), err_msg=name)
     # records written after a table go into the next one
-    ledger.delivered((20_000, 9.0, 1, 0, "", (), 0), 2, 0, 99.0)
+    ledger.delivered((20_000, 9.0, 1, 0, "", (), 0, -1), 2, 0, 99.0)
     assert len(ledger.table()["msg_id"]) == 20_001
     assert ledger.table()["time"][-1] == 99.0
 

@@ -5,6 +5,8 @@ are not in steady state."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -101,3 +103,41 @@ def test_nothing_feasible() -> None:
     means = [2.0, 1.9, 1.8]
     outcome = search(make(means), Normal(means, 0.2, 5))
     assert outcome.kind == "none" and outcome.answer is None
+
+
+class RareLosses(Normal):
+    """Design d loses ``loss[d]`` of its messages in a run with probability ``chance[d]``,
+    nothing otherwise: the zero-inflated drop fractions of short runs with rare pauses."""
+
+    def __init__(self, chance: list[float], loss: float, seed: int) -> None:
+        super().__init__([0.0] * len(chance), 0.0, seed)
+        self.chance, self.loss = chance, loss
+
+    def _draw(self, design: int, n: int) -> np.ndarray:
+        shared = np.random.default_rng([self.seed, 0]).random(n)  # common random numbers
+        return np.where(shared < self.chance[design], self.loss, 0.0)
+
+
+def test_runs_without_a_loss_are_not_read_as_meeting_the_target() -> None:
+    # design 0 loses 10 % in one run of 30 (mean 0.33 %: fails "< 0.1 %"); design 1 never
+    # loses. Ten lucky runs of design 0 (probability 0.71) used to decide "meets" at n0.
+    # Now design 0 runs until a loss shows, and design 1 is accepted only after the
+    # binomial bound over [0, 1]: (1 - 0.0015)^r <= beta
+    chosen, spent = [], []
+    for seed in range(40):
+        procedure = Procedure(costs=[0, 1], coords=[(0,), (1,)], constraints=[Constraint("loss_fraction", 1, 0.001, 0.0005, (0.0, 1.0))],
+                              monotone=[Monotone(0, -1)], confidence=0.95, n0=10, budget_runs=20_000, width=2)
+        outcome = search(procedure, RareLosses([1 / 30, 0.0], 0.10, seed))
+        chosen.append(outcome.answer)
+        spent.append(outcome.state.available[1])
+    assert chosen == [1] * 40
+    beta = 0.05 / 2
+    needed = math.floor(math.log(beta) / math.log1p(-0.0015)) + 1
+    assert min(spent) >= needed
+
+
+def test_a_metric_without_a_range_that_never_varies_stays_open() -> None:
+    procedure = Procedure(costs=[0], coords=[(0,)], constraints=[Constraint("latency_p99_s", 1, 0.01, 0.001)],
+                          confidence=0.95, n0=10, budget_runs=500, width=1)
+    outcome = search(procedure, RareLosses([0.0], 0.1, 0))
+    assert outcome.kind == "budget" and outcome.open_designs == (0,) and outcome.state.available[0] <= 500

@@ -37,6 +37,10 @@ CASES = [
      "constraint[0].metric: unknown metric 'drop_fractoin' (did you mean 'drop_fraction'?)"),
     (lambda r: r["constraint"][0].update(above=0.1), "constraint[0]: needs exactly one of below or above"),
     (lambda r: r["constraint"][0].update(indifference=-1), "constraint[0].indifference: must be > 0"),
+    (lambda r: r["constraint"][0].update(range=[1]), "constraint[0].range: must be [least, most]"),
+    (lambda r: r["constraint"][0].update(range=[0.5, 0.1]), "constraint[0].range: must be [least, most] with least < most"),
+    (lambda r: r["constraint"][0].update(range=[0.5, 0.9]), "constraint[0].range: must contain the target"),
+    (lambda r: r["constraint"][0].update(range=["a", 1]), "constraint[0].range"),
     (lambda r: r.update(constraint=[]), "constraint: missing"),
     (lambda r: r.update(derived={"x": "socket.sbu.dropped / 2"}), "derived.x: reads unknown metric 'socket.sbu.dropped'"),
     (lambda r: r.update(conditions=[700]), "conditions: must be a table"),
@@ -64,3 +68,16 @@ def test_the_command_prints_one_line_and_exits_2(tmp_path: Path, capsys: pytest.
     err = capsys.readouterr().err.strip()
     assert err.startswith("zsim: search.confidence:") and len(err.splitlines()) == 1
     assert not (tmp_path / "out").exists()  # nothing ran, nothing was written
+
+
+def test_a_fraction_has_a_known_range_and_range_overrides_it() -> None:
+    # the range lets equal runs decide (zsim.search.feasibility); a loss or drop fraction
+    # is 0 to 1 by definition, a latency has no upper bound unless the file gives one
+    assert spec.known_bounds("socket.sub.loss_fraction") == (0.0, 1.0)
+    assert spec.known_bounds("socket.w.max_loss_fraction") == (0.0, 1.0)
+    assert spec.known_bounds("drop_fraction") == (0.0, 1.0)
+    assert spec.known_bounds("socket.sub.latency_p99_s") is None
+    raw = copy.deepcopy(GOOD)
+    assert spec.from_dict(raw).constraints[0].bounds == (0.0, 1.0)
+    raw["constraint"][0]["range"] = [0, 0.5]
+    assert spec.from_dict(raw).constraints[0].bounds == (0.0, 0.5)

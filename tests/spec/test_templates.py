@@ -403,3 +403,26 @@ def test_sweep_rows_carry_the_member_aggregates():
         assert row["socket.w_in.max_last_recv_s"] == max(last) and row["socket.w_in.min_last_recv_s"] == min(last)
         assert math.isclose(row["socket.w_in.mean_last_recv_s"], math.fsum(last) / count, rel_tol=0, abs_tol=0)
     assert "socket.w5_in.delivered" not in rows[4] and rows[8]["socket.w5_in.delivered"] == 250
+
+
+def test_a_router_send_to_a_socket_template_goes_to_every_member_in_order():
+    # to = ["w"] named the template and routed to nobody: every request unroutable
+    raw = {
+        "scenario": {"name": "rw", "profile": "ideal"},
+        "process": [{"name": "front"}, {"name": "worker{i+1}", "count": 3}],
+        "socket": [{"name": "router", "type": "ROUTER", "process": "front", "bind": ["tcp://127.0.0.1:5700"]},
+                   {"name": "w{i+1}", "type": "DEALER", "process": "worker", "connect": ["tcp://127.0.0.1:5700"]}],
+        "send": [{"socket": "router", "to": ["w"], "count": 30, "interval_s": 0.001, "start_s": 0.1}],
+        "recv": [{"socket": "w{i+1}", "service_s": 0.0}],
+    }
+    scenario = spec.from_dict(raw)
+    assert list(scenario.sends[0].to) == ["w1", "w2", "w3"]
+    summary = zsim.run(raw, 0).summary
+    assert [summary["sockets"][f"w{n}"]["received"] for n in (1, 2, 3)] == [10, 10, 10]
+    assert summary["sockets"]["router"]["send_unroutable"] == 0
+    # members with their own routing ids are addressed by them; a name that is a socket stays one
+    raw["socket"][1]["options"] = {"routing_id": "id{i}"}
+    assert list(spec.from_dict(raw).sends[0].to) == ["id0", "id1", "id2"]
+    raw["send"][0]["to"] = ["w1", "w"]
+    raw["socket"][1].pop("options")
+    assert list(spec.from_dict(raw).sends[0].to) == ["w1", "w1", "w2", "w3"]

@@ -315,9 +315,11 @@ TCP_AUTOTUNE = ("model gap, tcp kernel capacity: the profile's is fitted on fill
                 "(2026-11-26) the burst lasted long enough for autotuning to catch up and the count agreed")
 #: ipc: the kernel charges each write's skb truesize, so how many messages the unix socket
 #: holds follows how many each engine write carries, which follows the engines' timing
-IPC_WRITES = ("model gap, ipc kernel charged per write: 2,000-3,000 of 10 B messages pass for real, quiet "
-              "machine or loaded, 4,000-4,500 in the model on every schedule (the model's engine writes carry "
-              "more messages each)")
+IPC_WRITES = ("model gap, ipc kernel charged per write: 2,000-3,000 of 10 B messages pass for real on a quiet "
+              "or moderately loaded machine, 4,000-4,500 in the model on every schedule (the model's engine writes "
+              "carry more messages each). Not strict: on a heavily loaded machine (2026-11-26, two compilations "
+              "beside the suite) the real engines ran less often, each write carried more messages, and the real "
+              "count rose into the model's band")
 
 #: (transport, HWM, size, kind, LWM steps, burst length). kind "hwm": the count does not
 #: depend on how fast the loop ran (the pipes and the kernel are full before the burst
@@ -345,7 +347,7 @@ BURST_CELLS = [
     ("ipc", 100, 10, "ipc", 0, BURST),
     ("ipc", 100, 1000, "hwm", 1, BURST),
     ("ipc", 100, 10000, "hwm", 0, BURST),
-    pytest.param("ipc", 1000, 10, "gap", 1, BURST, marks=_xfail(IPC_WRITES)),
+    pytest.param("ipc", 1000, 10, "gap", 1, BURST, marks=_xfail(IPC_WRITES, strict=False)),
     ("ipc", 1000, 1000, "hwm", 0, BURST),
     ("ipc", 1000, 10000, "window", 0, BURST),
 ]

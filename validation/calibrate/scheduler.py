@@ -33,7 +33,7 @@ while last < start + duration:
         runs.append(last - run_start)
         run_start = now
     last = now
-print(json.dumps({"runs": runs[1:], "cpu_s": time.thread_time() - cpu0, "wall_s": last - start}))
+print(json.dumps({"runs": runs[1:], "cpu_s": time.thread_time() - cpu0, "wall_s": last - start, "start_s": start, "end_s": last}))
 """
 _ECHO_CHILD = """
 import os, sys
@@ -70,8 +70,9 @@ def _go(child: subprocess.Popen) -> None:
 
 def _spinners(cpus: Sequence[int], duration_s: float, gap_s: float = 20e-6) -> list[dict]:
     """Busy loops pinned to ``cpus`` (one each), started together: per spinner the lengths of
-    its uninterrupted runs (a jump of the clock over ``gap_s`` is someone else's slice) and
-    the CPU it got in ``duration_s``."""
+    its uninterrupted runs (a jump of the clock over ``gap_s`` is someone else's slice), the
+    CPU it got in ``duration_s``, and its window on the shared monotonic clock (``start_s``,
+    ``end_s``: the spinners start when each is first scheduled, not at once)."""
     children = [_start(_SPIN_CHILD, cpu, duration_s, gap_s) for cpu in cpus]
     try:
         for child in children:

@@ -27,7 +27,7 @@ cdef class AppThread:
     cdef public Timer timeout_timer
 
     @cython.locals(ctx=Context, mid=long)
-    cpdef tuple message(self, double t0, size, wire, topic, envelope, origin)
+    cpdef tuple message(self, double t0, size, wire, topic, envelope, origin, long long cause=*)
     @cython.locals(ctx=Context, mid=long)
     cpdef int send_new(self, Socket sock, double t0, tuple shape, bint dontwait, done) except? -1
     @cython.locals(ctx=Context, status=int)

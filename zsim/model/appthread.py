@@ -81,12 +81,14 @@ class AppThread:
 
     # -- messages ------------------------------------------------------------------------
 
-    def message(self, t0: float, size: int, wire: int, topic: str, envelope: tuple[Any, ...], origin: int) -> Message:
-        """A new application message: the next id (``zsim.model.pipe`` describes the tuple)."""
+    def message(self, t0: float, size: int, wire: int, topic: str, envelope: tuple[Any, ...], origin: int,
+                cause: int = -1) -> Message:
+        """A new application message: the next id (``zsim.model.pipe`` describes the tuple);
+        ``cause``: the id of the message it answers or was made from (-1: none)."""
         ctx = self.ctx
         mid = ctx.next_message_id
         ctx.next_message_id = mid + 1
-        return (mid, t0, size, wire, topic, envelope, origin)
+        return (mid, t0, size, wire, topic, envelope, origin, cause)
 
     def send_new(self, sock: Socket, t0: float, shape: tuple[Any, ...], dontwait: bool, done: Callable[[int], object]) -> int:
         """``send`` of a new message ``message(t0, *shape)``: a ``[[send]]`` of one topic and
@@ -94,7 +96,7 @@ class AppThread:
         ctx = self.ctx
         mid = ctx.next_message_id
         ctx.next_message_id = mid + 1
-        return self.send(sock, (mid, t0, shape[0], shape[1], shape[2], shape[3], shape[4]), dontwait, done)
+        return self.send(sock, (mid, t0, shape[0], shape[1], shape[2], shape[3], shape[4], -1), dontwait, done)
 
     # -- send ----------------------------------------------------------------------------
 

@@ -8,8 +8,11 @@ writer applies when it processes commands, so the writer's view of the queue lag
 truth exactly as libzmq's does. A reader that finds the pipe empty goes to sleep and the
 next write sends it ``activate_read`` (``ypipe_t::flush`` returning false).
 
-Messages are tuples ``(id, t0, size, wire, topic, envelope, origin)`` shared between the
-copies a fan-out makes; the pipe never looks inside them. Control messages (subscriptions) have a
+Messages are tuples ``(id, t0, size, wire, topic, envelope, origin, cause)`` shared between
+the copies a fan-out makes; the pipe never looks inside them. ``cause`` is the id of the
+message this one answers or was made from (a reply's request, a pipeline stage's task), -1
+for none: the ledger keeps it, so a run's results rebuild request -> reply and task ->
+result times (``zsim.results``). Control messages (subscriptions) have a
 negative id. The envelope is the routing ids in front of the body, first frame first (a
 ROUTER pushes the sender's on receive and routes by, and strips, the first one on send),
 followed by ``BOTTOM`` when the message carries an empty delimiter frame.
@@ -28,7 +31,7 @@ from ..constants import compute_lwm
 if TYPE_CHECKING:  # pragma: no cover
     from .kernel import Environment
 
-Message = tuple[Any, ...]  # (id, t0, size, wire, topic, envelope, origin socket index)
+Message = tuple[Any, ...]  # (id, t0, size, wire, topic, envelope, origin socket index, cause id)
 
 MSG_ID = 0
 MSG_T0 = 1
@@ -37,6 +40,7 @@ MSG_WIRE = 3
 MSG_TOPIC = 4
 MSG_ENVELOPE = 5
 MSG_ORIGIN = 6
+MSG_CAUSE = 7
 
 SUBSCRIBE_ID = -1
 UNSUBSCRIBE_ID = -2

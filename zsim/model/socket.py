@@ -317,7 +317,7 @@ class Socket(SendOwner):
         (``xsub_t::send_subscription``)."""
         if pipe.check_write():
             wire = len(prefix.encode()) + 1 + 2
-            pipe.write((SUBSCRIBE_ID if subscribe else UNSUBSCRIBE_ID, self.clock.now, 0, wire, prefix, (), self.index))
+            pipe.write((SUBSCRIBE_ID if subscribe else UNSUBSCRIBE_ID, self.clock.now, 0, wire, prefix, (), self.index, -1))
 
     def _discard(self, msg: Message, pipe: Pipe, rule: int) -> None:
         """A message read from ``pipe`` that the socket throws away by ``rule``."""

@@ -469,7 +469,8 @@ class XPub(Socket):
 
     def _pass_up(self, prefix: str, subscribe: bool) -> None:
         """A (un)subscription for the application's recv."""
-        self.pending_subscriptions.append((SUBSCRIBE_ID if subscribe else UNSUBSCRIBE_ID, self.clock.now, 0, 0, prefix, (), self.index))
+        self.pending_subscriptions.append((SUBSCRIBE_ID if subscribe else UNSUBSCRIBE_ID, self.clock.now, 0, 0, prefix, (), self.index,
+                                           -1))
         if self.waiters and not self.wake_pending:
             self._schedule_wake()
 

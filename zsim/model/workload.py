@@ -502,14 +502,14 @@ class Receiver:
             # a pipeline stage: the result is a new message sent on another socket
             size = self.reply_size.next() if self.reply_size is not None else msg[2]
             total, wire = message_wire_bytes(size, msg[4], 1)
-            self.pending_reply = thread.message(now + busy, total, wire, msg[4], (), self.forward_to.index)
+            self.pending_reply = thread.message(now + busy, total, wire, msg[4], (), self.forward_to.index, msg[MSG_ID])
             self.timer.set_fn(self._send_forward)
         elif self.reply:
             size = self.reply_size.next() if self.reply_size is not None else msg[2]
             total, wire = message_wire_bytes(size, "", 1)
             envelope = msg[MSG_ENVELOPE]
             wire += envelope_wire_bytes(envelope)
-            self.pending_reply = thread.message(now + busy, total, wire, "", envelope, self.socket.index)
+            self.pending_reply = thread.message(now + busy, total, wire, "", envelope, self.socket.index, msg[MSG_ID])
             self.timer.set_fn(self._send_reply)
         if self.busy:
             thread.burst(busy, self.timer, 0.0)

@@ -198,8 +198,29 @@ def headline(summary: Mapping[str, Any], scenario: Scenario) -> list[str]:
         worst = f"; the worst p99 latency is {seconds(worst_p99[0])}, at {worst_p99[1]}" if worst_p99 else ""
         receivers = sum(map(len, groups.values()))
         return [f"Every copy meant for a receiver reached it ({copies:,} copies to {receivers:,} "
-                f"receiver{'s' if receivers != 1 else ''}){worst}."]
-    return [text for _, text in sorted(lines, key=lambda item: -item[0])]
+                f"receiver{'s' if receivers != 1 else ''}){worst}.", *causal_lines(summary, member_of)]
+    return [text for _, text in sorted(lines, key=lambda item: -item[0])] + causal_lines(summary, member_of)
+
+
+def causal_lines(summary: Mapping[str, Any], member_of: Mapping[str, str]) -> list[str]:
+    """Request -> reply and source -> sink times (``zsim.results.causal_times``), the
+    slowest p99 first: one line per requester or source -> sink, members of one template
+    together (their worst p99 named)."""
+    found: dict[str, list[tuple[str, Mapping[str, Any]]]] = {}
+    for name, sock in summary["sockets"].items():
+        if sock.get("rtt_s"):
+            found.setdefault(f"request -> reply at {member_of.get(name, name)}", []).append((name, sock["rtt_s"]))
+        for source, times in (sock.get("e2e_s") or {}).items():
+            key = f"end to end {member_of.get(source, source)} -> {member_of.get(name, name)}"
+            found.setdefault(key, []).append((f"{source} -> {name}", times))
+    lines: list[tuple[float, str]] = []
+    for what, entries in found.items():
+        count = sum(int(times["count"]) for _, times in entries)
+        worst_name, worst = max(entries, key=lambda entry: entry[1]["p99"])
+        detail = f" (the worst, {worst_name})" if len(entries) > 1 else ""
+        lines.append((worst["p99"], f"{what[0].upper()}{what[1:]}: p50 {seconds(worst['p50'])}, p99 {seconds(worst['p99'])}"
+                                    f"{detail} over {count:,}."))
+    return [text for _, text in sorted(lines, key=lambda item: -item[0])[:4]]
 
 
 def _answer(summary: dict[str, Any], scenario: Scenario) -> str:

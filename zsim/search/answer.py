@@ -45,8 +45,32 @@ def _estimates(run: SearchRun, part: Part, d: int) -> list[dict[str, Any]]:
             "decided_after_runs": known.used if known is not None and known.source == d else None,
             "runs": n, "mean": _number(mean), "low": _number(low), "high": _number(high),
             "most_runs_needed": test.closes_at if test is not None else None,
+            # "sequential" (the triangular test) or "bound" (runs all equal, the metric's range)
+            "decided_by": test.how or None if test is not None and known is not None and known.source == d else None,
         })
     return out
+
+
+def open_reason(run: SearchRun, part: Part, d: int) -> str:
+    """Why an open design (``d``: the part's numbering) is still open: its first undecided constraint."""
+    assert part.outcome is not None
+    state = part.outcome.state
+    n = state.available[d]
+    if n < part.procedure.n0:
+        return f"{n} of the first {part.procedure.n0} runs made"
+    for j, constraint in enumerate(run.search.constraints):
+        test = state.tests[d][j]
+        if state.known[d][j] is not None or test is None:
+            continue
+        metric = constraint.metric
+        if test.variance == 0.0:
+            value = human_value(metric, float(run.data.values(part.designs[d], j, 1)[0]))
+            if constraint.bounds is None:
+                return (f"{metric}: all {n} runs gave {value}, and it has no known range ([[constraint]] range): "
+                        "waiting for a run that differs")
+            return f"{metric}: all {n} runs gave {value}; equal runs decide after {test.closes_at:,} (the binomial bound)"
+        return f"{metric}: {n} runs, the test ends by {test.closes_at:,}"
+    return f"{n} runs"
 
 
 def _number(value: float) -> float | None:
@@ -76,6 +100,7 @@ def _part_json(run: SearchRun, part: Part) -> dict[str, Any]:
         "outcome": outcome.kind,
         "answer": chosen,
         "still_open": [_design(run, at[d]) for d in outcome.open_designs],
+        "still_open_why": [open_reason(run, part, d) for d in outcome.open_designs],
         "designs": designs,
         "monotone": [{"variable": search.variables[m.variable].path, "direction": "increasing" if m.direction > 0 else "decreasing",
                       "used": i not in state.disabled, "note": state.disabled.get(i)} for i, m in enumerate(procedure.monotone)],
@@ -118,7 +143,8 @@ def to_json(run: SearchRun) -> dict[str, Any]:
         monotone = one.pop("monotone")
         return {**head, "outcome": one["outcome"], "answer": one["answer"],
                 "guarantee": GUARANTEE.format(confidence=search.confidence) if one["outcome"] == "found" else None,
-                "still_open": one["still_open"], "designs": one["designs"], "monotone": monotone,
+                "still_open": one["still_open"], "still_open_why": one["still_open_why"], "designs": one["designs"],
+                "monotone": monotone,
                 **tail, "runs": runs, "designs_run": designs_run, "grid_runs": grid,
                 "grid_note": f"a grid of every design at the {most} replications the hardest decision here took", **where}
     kinds = {p["outcome"] for p in parts}
@@ -184,7 +210,8 @@ def format_conditions(answer: dict[str, Any]) -> str:
                 return _where({k: v for k, v in design.items() if k not in condition})
 
             best = f"so far {here(chosen['design'])}" if chosen else "nothing meets every constraint so far"
-            lines.append(f"{head}not settled (budget): {best}; open: " + ("; ".join(here(d) for d in c["still_open"][:5]) or "-"))
+            lines.append(f"{head}not settled (budget): {best}; open: " + ("; ".join(
+                f"{here(d)} ({why})" for d, why in zip(c["still_open"][:3], c["still_open_why"][:3], strict=True)) or "-"))
     if answer["guarantee"]:
         lines.append(f"  guarantee: {answer['guarantee']}")
     off = [(c["condition"], m) for c in answer["conditions"] for m in c["monotone"] if not m["used"]]
@@ -210,13 +237,19 @@ def format_text(answer: dict[str, Any]) -> str:
     else:
         best = f"the cheapest design meeting every constraint so far is {_where(chosen['design'])} (cost {_value(chosen['cost'])})" \
             if chosen else "no design meets every constraint so far"
-        lines.append(f"answer: not settled, the budget of {answer['budget_runs']:,} runs is spent; {best}; still open: "
-                     + ("; ".join(_where(d) for d in answer["still_open"][:10]) or "nothing cheaper"))
+        lines.append(f"answer: not settled, the budget of {answer['budget_runs']:,} runs is spent; {best}; still open:"
+                     + ("" if answer["still_open"] else " nothing cheaper"))
+        for design, why in list(zip(answer["still_open"], answer["still_open_why"], strict=True))[:10]:
+            lines.append(f"  {_where(design)}: {why}")
+        if len(answer["still_open"]) > 10:
+            lines.append(f"  ... and {len(answer['still_open']) - 10} more (--json lists them all)")
     if chosen:
         lines.append(f"  at the answer ({chosen['runs']} runs, {answer['confidence']:.0%} intervals):")
         for c in chosen["constraints"]:
             sense, target = ("below", c["below"]) if "below" in c else ("above", c["above"])
-            how = ("decided after " + str(c["decided_after_runs"]) + " runs") if c["tested_here"] else (
+            how = ("decided after " + str(c["decided_after_runs"]) + " runs"
+                   + (" (all equal: the binomial bound over the metric's range)" if c.get("decided_by") == "bound" else "")
+                   ) if c["tested_here"] else (
                 "implied by " + _where(c["implied_by"]) if c["implied_by"] else "undecided")
             estimate = (f"{human_value(c['metric'], c['mean'])} [{human_value(c['metric'], c['low'])}, "
                         f"{human_value(c['metric'], c['high'])}]") if c["mean"] is not None else "no value"

@@ -174,7 +174,7 @@ def make_parts(search: spec.Search, plan: Plan, costs: list[float], budget_runs:
     groups: dict[tuple[tuple[str, Any], ...], list[int]] = {}
     for d, point in enumerate(plan.points):
         groups.setdefault(tuple((k, v) for k, v in point.coords if k in conditions), []).append(d)
-    constraints = [Constraint(c.metric, c.sense, c.target, c.indifference) for c in search.constraints]
+    constraints = [Constraint(c.metric, c.sense, c.target, c.indifference, c.bounds) for c in search.constraints]
     monotone = [Monotone(i, v.monotone) for i, v in enumerate(search.variables) if v.monotone]
     parts = []
     for key, designs in groups.items():

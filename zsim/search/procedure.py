@@ -46,7 +46,7 @@ from typing import Protocol
 
 import numpy as np
 
-from .feasibility import FAILS, MEETS, Decision, decide, h_squared
+from .feasibility import FAILS, MEETS, Decision, decide
 
 FEASIBLE = "feasible"
 INFEASIBLE = "infeasible"
@@ -64,6 +64,9 @@ class Constraint:
     sense: int  # +1: below target, -1: above target
     target: float
     eps: float  # indifference zone, absolute, > 0
+    #: the range every run's value lies in, where known (a loss fraction: 0 to 1); lets the
+    #: test decide from runs that are all equal (zsim.search.feasibility)
+    bounds: tuple[float, float] | None = None
 
     def text(self) -> str:
         return f"{self.metric} {'<' if self.sense > 0 else '>'} {self.target:g}"
@@ -140,7 +143,6 @@ class Procedure:
         #: (``family``: a search with conditions splits over every condition's tests)
         self.tests_possible = len(self.costs) * len(self.constraints) if family is None else family
         self.beta = (1 - confidence) / self.tests_possible
-        self.h2 = h_squared(n0, self.beta)
         # chains: per monotone variable, the designs that differ only in it, by its value
         self.chains: list[dict[int, list[int]]] = []
         for mono in self.monotone:
@@ -186,7 +188,8 @@ class Procedure:
                     state.status[d] = FAILED
                     state.reason[d] = f"{constraint.metric}: no value in replication {int(missing[0])} (the run failed or measured nothing)"
                     break
-                test = decide(values, constraint.target, constraint.sense, constraint.eps, self.h2, self.n0)
+                test = decide(values, constraint.target, constraint.sense, constraint.eps, self.beta, self.n0,
+                              constraint.bounds)
                 state.tests[d][j] = test
                 if test.verdict is not None:
                     state.known[d][j] = Verdict(test.verdict, d, test.used)

@@ -26,7 +26,7 @@ SEARCH_KEYS = {"name", "description", "base", "seed", "confidence", "indifferenc
                "width", "cost", "run_timeout_s"}
 VARIABLE_KEYS = {"values", "low", "high", "step", "monotone", "label"}
 CONDITION_KEYS = {"values", "low", "high", "step", "label"}
-CONSTRAINT_KEYS = {"metric", "below", "above", "indifference"}
+CONSTRAINT_KEYS = {"metric", "below", "above", "indifference", "range"}
 MONOTONE = {"decreasing": -1, "increasing": 1}
 #: designs a search may have (its grid): the sweep planner checks every one before any run
 MAX_DESIGNS = 100_000
@@ -48,6 +48,9 @@ class ConstraintSpec:
     sense: int  # +1: below; -1: above
     target: float
     indifference: float
+    #: the least and most a run's value can be (a loss or drop fraction: 0 and 1; else the
+    #: file's ``range``, or None: unknown)
+    bounds: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -152,7 +155,29 @@ def _constraint(i: int, spec: Any, indifference: float | None) -> ConstraintSpec
                                                      "(the practical margin around its target, in its metric's unit)")
     if eps <= 0:
         raise ScenarioError(f"{where}.indifference", f"must be > 0 (a margin in the metric's unit), got {eps!r}")
-    return ConstraintSpec(str(spec["metric"]), 1 if key == "below" else -1, target, eps)
+    metric = str(spec["metric"])
+    bounds = known_bounds(metric)
+    if "range" in spec:
+        given = spec["range"]
+        if not (isinstance(given, list) and len(given) == 2):
+            raise ScenarioError(f"{where}.range", f"must be [least, most]: the values a run's {metric} can take, got {fields.short(given)}")
+        lo, hi = (_number(v, f"{where}.range") for v in given)
+        if not lo < hi:
+            raise ScenarioError(f"{where}.range", f"must be [least, most] with least < most, got {fields.short(given)}")
+        if not lo <= target <= hi:
+            raise ScenarioError(f"{where}.range", f"must contain the target {target:g}, got {fields.short(given)}")
+        bounds = (lo, hi)
+    return ConstraintSpec(metric, 1 if key == "below" else -1, target, eps, bounds)
+
+
+#: metric names whose per-run value is a share of messages, 0 to 1
+BOUNDED_SUFFIXES = ("loss_fraction", "drop_fraction")
+
+
+def known_bounds(metric: str) -> tuple[float, float] | None:
+    """The range a metric's per-run value lies in by its definition: (0, 1) for a loss or
+    drop fraction, None for the rest (counts, times, depths have no upper bound)."""
+    return (0.0, 1.0) if metric.rsplit(".", 1)[-1].endswith(BOUNDED_SUFFIXES) else None
 
 
 def _renamed(exc: ScenarioError, conditions: Iterable[str] = ()) -> ScenarioError:

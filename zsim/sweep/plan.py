@@ -273,8 +273,13 @@ class Plan:
             "links": dict(sweep.links),
             "set": dict(sweep.fixed),
             "report": dict(sweep.report),
-            "points": [{"id": p.id, "index": p.index, "coords": {k: v for k, v in p.coords}} for p in self.points],
+            # each point's changes to the base, and where the base's relative paths start:
+            # enough to run any row again from the results folder alone (zsim explain --sweep)
+            "points": [{"id": p.id, "index": p.index, "coords": {k: v for k, v in p.coords}, "overrides": dict(p.overrides)}
+                       for p in self.points],
             "base_scenario": self.base,
+            "base_dir": sweep.base_dir,
+            "base_source": sweep.base_source,
         }
 
 
@@ -626,7 +631,7 @@ def known_metrics(base: Mapping[str, Any]) -> MetricNames | None:
     per_socket = results.PER_SOCKET
     listed = pooled + [f"socket.{n}.{f}" for n in names for f in per_socket]
     listed += [f"sender.{n}.{f}" for n in senders for f in results.SENDER_FIELDS]
-    listed += [f"net.{link.name}.{a}->{b}.{f}" for link in links for a, b in (link.hosts, link.hosts[::-1])
+    listed += [f"network.{link.name}.{a}->{b}.{f}" for link in links for a, b in (link.hosts, link.hosts[::-1])
                for f in results.NETWORK_FIELDS]
     members: list[tuple[str, re.Pattern[str], tuple[str, ...]]] = []
     for template in found:

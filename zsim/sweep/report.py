@@ -128,6 +128,12 @@ def metric_label(metric: str, unit: str | None = None) -> str:
             text = f"{_field_label(field)} of {entity}"
     elif "." not in metric and metric in _FIELD_LABELS:
         text = _field_label(metric)
+    elif metric.startswith(("rtt.", "e2e.")) and metric.count(".") >= 2:
+        kind, rest = metric.split(".", 1)
+        entity, field = rest.rsplit(".", 1)
+        stat = "count" if field == "count" else field.removesuffix("_s").replace("_", ".")
+        what = f"request -> reply at {entity}" if kind == "rtt" else f"end to end {entity.replace('->', ' -> ')}"
+        text = f"{what} ({'requests answered' if kind == 'rtt' else 'messages'})" if stat == "count" else f"{stat} {what}"
     else:
         text = metric
     return f"{text} ({unit})" if unit else text

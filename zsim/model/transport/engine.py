@@ -29,7 +29,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..context import Context
     from ..params import TransportParams
     from ..pipe import Pipe
-    from .network import Flow
 
 
 class EngineSession(Protocol):
@@ -68,7 +67,7 @@ class Wire:
     """
 
     __slots__ = ("queue", "bytes", "msgs", "charged", "capacity_fn", "sndbuf", "rcvbuf", "sndhwm", "writer", "reader", "peer_closed",
-                 "name", "occupancy", "net")
+                 "name", "occupancy")
 
     def __init__(
         self, name: str, capacity_fn: Callable[[int, int, int, int], int], sndbuf: int, rcvbuf: int, sndhwm: int, now: float
@@ -86,10 +85,6 @@ class Wire:
         self.reader: Engine | None = None
         self.peer_closed = False  # the writer closed its end: EOF after the data
         self.occupancy = Occupancy(now)
-        #: a connection between hosts: TCP over the link (``network.Flow``) holds what the
-        #: writer wrote until it arrives; None on one host (the reader is woken after the
-        #: hop latency)
-        self.net: Flow | None = None
 
     def observe(self, now: float) -> None:
         """Record this direction's levels after a change (kernel, both engines)."""
@@ -106,17 +101,12 @@ class Wire:
         self.occupancy.update(now, (self.msgs, self.bytes, out_msgs, out_bytes, in_msgs, in_bytes))
 
     def capacity(self, wire_size: int) -> int:
-        kernel = self.capacity_fn(wire_size, self.sndbuf, self.rcvbuf, self.sndhwm)
-        if self.net is not None:  # over a link the sender's buffer follows its window
-            return min(kernel, self.net.send_room(self.charged, self.sndbuf))
-        return kernel
+        return self.capacity_fn(wire_size, self.sndbuf, self.rcvbuf, self.sndhwm)
 
     def clear(self) -> None:
         """The connection is gone: the kernel frees both buffers (the caller records what
         they held first, and calls ``observe``)."""
         self.queue.clear()
-        if self.net is not None:
-            self.net.clear()
         self.bytes = 0
         self.msgs = 0
         self.charged = 0
@@ -124,21 +114,11 @@ class Wire:
     def push_last(self, batch: Any) -> None:
         """The writer's last ``(msg, bytes not yet written)`` go in at close, whatever the
         buffer's room: the kernel keeps what a closed fd wrote (FIN after it)."""
-        entries = [[msg, remaining, True, 0] for msg, remaining in batch]
-        for entry in entries:
-            self.bytes += entry[1]
-            self.charged += entry[1]
+        for msg, remaining in batch:
+            self.queue.append([msg, remaining, True, 0])
+            self.bytes += remaining
+            self.charged += remaining
         self.msgs += len(batch)
-        if self.net is not None:
-            self.net.write(entries)
-        else:
-            self.queue.extend(entries)
-
-    def in_kernel(self) -> list[list[Any]]:
-        """Every entry between the two engines, in order: readable, then still on its way."""
-        if self.net is None:
-            return list(self.queue)
-        return list(self.queue) + self.net.pending()
 
 
 class Engine:
@@ -273,14 +253,12 @@ class Engine:
         moved = 0
         completed = 0
         first = True
-        net = wire.net
-        dest = wire.queue if net is None else []
         while batch and free > 0:
             entry = batch[0]
             msg, remaining = entry
             n = remaining if remaining <= free else free
             last = n == remaining
-            dest.append([msg, n, last, overhead if first else 0])
+            wire.queue.append([msg, n, last, overhead if first else 0])
             first = False
             moved += n
             free -= n
@@ -295,9 +273,7 @@ class Engine:
         self.out_bytes -= moved
         wire.observe(self.clock.now)
         reader = wire.reader
-        if net is not None:
-            net.write(dest)  # on the link; the reader is woken when it arrives
-        elif reader is not None and moved:
+        if reader is not None and moved:
             reader.kick_in(self.latency.next())
         if self.out_bytes > 0:
             if charge_fn is not None and wire.charged < capacity:
@@ -353,7 +329,7 @@ class Engine:
             return
         wire = self.in_wire
         if not wire.queue:
-            if wire.peer_closed and (wire.net is None or wire.net.idle):
+            if wire.peer_closed:
                 # recv() returned 0: the peer closed cleanly after its data (EOF).
                 self.link.engine_error(self, "eof")
             return

@@ -62,7 +62,7 @@ def wire_messages(wire: Wire, reader: Engine | None) -> list[Message]:
     if reader is not None:
         for msg in reader.undecoded():
             ids.add(id(msg))
-    for msg, _nbytes, _last, _overhead in wire.in_kernel():
+    for msg, _nbytes, _last, _overhead in wire.queue:
         key = id(msg)
         if key in ids:
             continue
@@ -92,7 +92,7 @@ def in_flight(engine: Engine, wire: Any) -> list[tuple[Message, Socket, int, int
             if id(msg) not in seen:
                 seen.add(id(msg))
                 items.append((msg, rsock, rpipe, WHERE_ENGINE))
-        for msg, _nbytes, _last, _overhead in wire.in_kernel():
+        for msg, _nbytes, _last, _overhead in wire.queue:
             if id(msg) not in seen:
                 seen.add(id(msg))
                 items.append((msg, rsock, rpipe, WHERE_KERNEL))

@@ -1,368 +1,703 @@
-"""TCP over a network link between two hosts (``[[link]]``; docs/model.md, "Links").
+"""TCP over a network link between two hosts (docs/model.md, "Links").
 
-A connection between processes on different hosts carries each direction's bytes over one
-direction of the link between the hosts instead of the machine's loopback. What is
-modelled, at the granularity of the sending engine's writes (a write of many segments is
-one train, not one event per packet):
+A ``[[link]]`` joins two hosts; each direction is the sending host's interface: a drop-tail
+queue of ``queue_bytes`` in front of a wire that serializes frames at ``bandwidth_bps`` and
+delivers them ``latency_s`` later (``Direction``). A tcp connection between processes on the
+two hosts keeps its two ``Wire`` objects, but each carries its bytes through a ``Flow``: the sending
+kernel's TCP (send buffer, congestion window, TCP small queues, loss recovery) and the
+receiving kernel's buffer and advertised window. Its engines are ``LinkEngine`` objects: they
+write into the send buffer's free space, read only the bytes that have arrived in order,
+and the send buffer frees on ACK, not on read.
 
-- **Serialization and the bottleneck queue** (``Direction``): each train occupies the
-  link for its bytes on the wire at the link's rate: the payload plus, per segment of at
-  most MSS bytes, 52 bytes of IPv4 (20), TCP (20) and its timestamp option (12, Linux's
-  default ``net.ipv4.tcp_timestamps = 1``) and the 14-byte Ethernet header, which is what a
-  qdisc on a Linux interface counts. MSS = MTU - 52. The link serves trains in order
-  (``busy_until``); what waits before its turn is the queue, drop-tail at ``queue_bytes``:
-  a train that does not fit is dropped whole (an approximation: Linux's TSO bursts of up to
-  64 KB are dropped per packet). Propagation adds ``latency_s``.
-- **The congestion window** (``Flow``): Linux's initial window of 10 segments (RFC 6928),
-  slow start (one MSS more per MSS acknowledged) up to ``ssthresh``, then congestion
-  avoidance (one MSS per window; RFC 5681, section 3.1; Linux's default CUBIC grows like
-  Reno at the small bandwidth-delay products validated here, its "TCP-friendly" region);
-  a loss halves the window (Reno; CUBIC takes 0.7) once per window of data, detected one
-  round trip after the lost train left (three duplicate ACKs: fast retransmit, RFC 5681
-  section 3.2), or, when nothing was sent after it, after Linux's tail loss probe (two
-  round trips, at least 10 ms; RFC 8985). The receiver reads in order: a train that arrives after a lost one waits
-  for its retransmission (head-of-line blocking).
-- **Windows and buffers**: the bytes between the two engines (in the sender's socket
-  buffer, on the link, in the receiver's) are bounded by the connection's kernel capacity
-  as on loopback (the profile's ``kernel_capacity``: ``sndbuf``/``rcvbuf`` if set, else
-  the autotuned buffers), so a receiver that stops reading closes the window, the
-  sender's engine waits for POLLOUT and ZeroMQ's pipes fill behind it exactly as on
-  loopback. The sender's buffer frees as the receiver reads, not when the ACK arrives (on
-  a long link the sender sees the space up to one propagation delay early).
-- **Random loss** (``loss``): each packet of a train is lost with that probability (its
-  own random stream per link direction); a train with a lost packet is retransmitted
-  whole.
-
-Not modelled: ACKs' use of the reverse direction's bandwidth (66 bytes per two segments),
-delayed ACKs, Nagle (ZeroMQ sets TCP_NODELAY), pacing, SACK recovery of several losses in
-one window, ECN, reordering, and routing over several links (one link per pair of hosts).
+Granularity: a flow sends *trains*, each what Linux would put into the qdisc at once (one
+autosized skb, about a millisecond at the pacing rate: ``tcp_tso_autosize`` in
+``net/ipv4/tcp_output.c``). A train's frames are serialized analytically (the direction's
+``busy_until``: no event per packet), its bytes arrive together when its last frame has,
+and one cumulative ACK answers it. Arrivals and ACKs of a direction are FIFO in time, so each
+is a deque served by one re-armable timer. Drops and random loss are decided per frame.
 """
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections import deque
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ...constants import IN_BATCH_SIZE
+from ..pipe import MSG_WIRE, Message
+from .engine import Engine, Wire
+
 if TYPE_CHECKING:  # pragma: no cover
     from ..context import Context
     from ..params import LinkParams
-    from .engine import Wire
 
-#: IPv4 (20) + TCP (20) + TCP timestamps (12): the headers of every segment (MSS = MTU - 52)
-TCP_IP_HEADER_BYTES = 52
-#: the Ethernet header a Linux qdisc counts with each packet (no preamble, FCS or gap)
+#: IPv4 (20) + TCP (20) + the timestamps option (12, ``net.ipv4.tcp_timestamps = 1``): the
+#: MSS is the MTU less these (``tcp_mss_to_mtu`` in ``net/ipv4/tcp_output.c``)
+IP_TCP_HEADER_BYTES = 52
+#: the Ethernet header a veth's (or NIC's) qdisc counts per packet (no preamble or FCS)
 ETHERNET_HEADER_BYTES = 14
-#: Linux's initial congestion window, in segments (RFC 6928; ``TCP_INIT_CWND``)
+#: RFC 6928 / ``TCP_INIT_CWND`` in ``include/net/tcp.h``
 INITIAL_WINDOW_SEGMENTS = 10
-#: what a loss leaves of the window (Reno's halving, RFC 5681 section 3.2)
-LOSS_DECREASE = 0.5
-#: the round trips a connect over a link costs before both engines are ready: TCP's
-#: three-way handshake (one round trip before connect() completes, RFC 793) and ZMTP's
-#: greeting and READY exchange, which both sides send at once (one more; src/zmtp_engine.cpp)
-HANDSHAKE_ROUND_TRIPS = 2
-
-_ARRIVE, _NOTICE, _ACK, _RESEND = 0, 1, 2, 3
-#: Linux sizes a socket's send buffer to twice its congestion window (``tcp_sndbuf_expand``,
-#: net/ipv4/tcp_input.c: room for the window in flight and as much again) up to
-#: ``tcp_wmem``'s maximum (4 MB), which the profile's kernel capacity bounds here
-SNDBUF_WINDOWS = 2.0
-#: the shortest wait before a lost tail is sent again (Linux's tail loss probe, RFC 8985)
-TAIL_PROBE_MIN_S = 0.01
+#: CUBIC's multiplicative decrease (``beta = 717`` / 1024 in ``net/ipv4/tcp_cubic.c``)
+LOSS_BETA = 717 / 1024
+#: ``TCP_RTO_MIN`` (``include/net/tcp.h``): the retransmission timeout's floor
+RTO_MIN_S = 0.2
+#: RFC 5681 section 3.2: three duplicate ACKs start a fast retransmit
+DUPACK_THRESHOLD = 3
+#: ``net.ipv4.tcp_wmem`` = 4096 16384 4194304 and ``tcp_rmem`` = 4096 131072 6291456
+TCP_WMEM_MAX = 4 * 1024 * 1024
+TCP_RMEM_DEFAULT = 131072
+TCP_RMEM_MAX = 6 * 1024 * 1024
+#: ``tcp_sndbuf_expand``: each segment of the window is charged one power-of-two buffer of
+#: MSS + ``MAX_TCP_HEADER`` + ``skb_shared_info`` (4096) plus the ``sk_buff`` (256) ...
+SNDBUF_PER_SEGMENT = 4096 + 256
+#: ... twice over ("Cubic needs 1.7 factor, rounded to 2")
+SNDBUF_WINDOWS = 2
+#: the advertised window's share of the receive buffer (``tcp_win_from_space`` with
+#: ``TCP_DEFAULT_SCALING_RATIO``, half: the rest pays for the skbs)
+RCV_WINDOW_SHARE = 0.5
+#: ``sk_pacing_shift`` = 10: a skb and TCP small queues hold about 1/1024 s at the pacing
+#: rate; the pacing rate is 120 % of the delivery rate (``tcp_update_pacing_rate``,
+#: ``sysctl_tcp_pacing_ca_ratio``), which on a link it fills is the link's rate
+PACING_SHIFT_S = 1.0 / 1024
+PACING_RATIO = 1.2
+#: the bytes of a 64 KB GSO skb (``GSO_LEGACY_MAX_SIZE``): the largest train
+MAX_TRAIN_BYTES = 65536
+#: SO_SNDBUF/SO_RCVBUF: capped at ``wmem_max``/``rmem_max`` (212992), with Linux's floors
+LINUX_MAX_BUF = 212992
 
 
 class Direction:
-    """One direction of a ``[[link]]``: its rate, propagation, queue and losses, shared by
-    every connection that crosses it that way, with what it carried."""
+    """One direction of a link: the sending host's interface queue and the wire after it."""
 
-    def __init__(self, ctx: Context, params: LinkParams, source: str, target: str) -> None:
-        self.name = f"{source}->{target}"
+    def __init__(self, ctx: Context, params: LinkParams, src: str, dst: str) -> None:
+        self.ctx = ctx
+        self.env = ctx.env
+        self.clock = ctx.clock
         self.link = params.name
+        self.name = f"{src}->{dst}"
         self.rate = params.bandwidth_bps / 8.0  # bytes per second on the wire
         self.latency = params.latency_s
-        self.mss = params.mtu_bytes - TCP_IP_HEADER_BYTES
         self.queue_bytes = params.queue_bytes
+        self.mss = params.mtu_bytes - IP_TCP_HEADER_BYTES
+        self.header = IP_TCP_HEADER_BYTES + ETHERNET_HEADER_BYTES
         self.loss = params.loss
-        self.rng = ctx.stream(f"link.{params.name}.{self.name}.loss") if params.loss > 0 else None
-        self.busy_until = 0.0
-        # what it carried
-        self.payload_bytes = 0
-        self.wire_bytes = 0
+        self.rng = ctx.stream(f"link.{params.name}.{src}->{dst}.loss") if params.loss > 0 else None
+        self.reverse: Direction = self
+        self.busy_until = 0.0  # when the last frame queued so far has left
+        # trains on the wire: [arrival time, flow, first byte, end byte, sent at]
+        self.arrivals: deque[tuple[float, Flow, int, int, float]] = deque()
+        self.arrival_timer = self.env.timer(self._arrive)
+        # ACKs of flows sending this way, coming back: [time, flow, ack, window edge, sent at]
+        self.acks: deque[tuple[float, Flow, int, int, float]] = deque()
+        self.ack_timer = self.env.timer(self._ack)
+        # what the answers show (summary["network"])
+        self.bytes = 0  # payload carried
         self.packets = 0
-        self.queue_drops = 0  # packets dropped because the queue was full
-        self.random_drops = 0  # trains that lost a packet on the way (``loss``; each is sent again whole)
-        self.retransmitted = 0  # packets sent again
-        self.resent_bytes = 0  # payload bytes sent again
+        self.queue_drops = 0
+        self.loss_drops = 0
+        self.retransmits = 0
+        self.resent_bytes = 0  # payload of the retransmissions it carried
         self.busy_s = 0.0
-        self.max_queue_bytes = 0.0
+        self.first_sent_at = -1.0  # when it first carried a frame (its active span starts)
+        self.max_queue_bytes = 0
+        #: the flows of the connections that send this way (their report: ``connections``)
+        self.flows: list[Flow] = []
+        #: a train: about a millisecond at the pacing rate, at least two segments
+        train = max(2 * self.mss, int(PACING_RATIO * self.rate * PACING_SHIFT_S))
+        self.train_bytes = min(MAX_TRAIN_BYTES, train // self.mss * self.mss)
+        #: TCP small queues (``tcp_small_queue_check``): a flow keeps at most two skbs in
+        #: the qdisc; the rest waits in its socket
+        self.small_queue_bytes = 2 * self.train_bytes
 
-    def wire_size(self, payload: int) -> tuple[int, int]:
-        """(packets, bytes on the wire) of a train of ``payload`` bytes."""
-        packets = max(1, -(-payload // self.mss))
-        return packets, payload + packets * (TCP_IP_HEADER_BYTES + ETHERNET_HEADER_BYTES)
+    def queued(self, now: float) -> float:
+        """Bytes in the queue not yet serialized."""
+        return (self.busy_until - now) * self.rate if self.busy_until > now else 0.0
 
-    def transmit(self, now: float, payload: int, again: bool) -> float | None:
-        """Send a train of ``payload`` bytes now: when its last byte arrives at the far end,
-        or None when it is lost (queue full, or a packet lost on the way)."""
-        packets, size = self.wire_size(payload)
+    def transmit(self, flow: Flow, lo: int, hi: int, retransmit: bool) -> float:
+        """Queue the segments of bytes ``[lo, hi)``; returns when the last accepted one leaves.
+
+        Frames that do not fit the queue are dropped (drop-tail, like tbf's or pfifo's
+        ``limit``); each serialized frame is lost with probability ``loss``. The bytes
+        that arrive are delivered together when the train's last frame has arrived; the
+        lost ones are reported to the flow with the time it finds out.
+        """
+        now = self.clock.now
+        mss, header, rate = self.mss, self.header, self.rate
+        nbytes = hi - lo
+        segments = (nbytes + mss - 1) // mss
+        backlog = self.queued(now)
+        room = self.queue_bytes - backlog
+        full_frame = mss + header
+        fits = segments if nbytes + segments * header <= room else max(0, int(room // full_frame))
+        accepted_end = hi if fits == segments else lo + fits * mss
+        frames = (accepted_end - lo) + fits * header
         start = self.busy_until if self.busy_until > now else now
-        backlog = (start - now) * self.rate
-        if again:
-            self.retransmitted += packets
-            self.resent_bytes += payload
-        if backlog + size > self.queue_bytes and backlog > 0:
-            self.queue_drops += packets
-            return None
-        if backlog > self.max_queue_bytes:
-            self.max_queue_bytes = backlog
-        duration = size / self.rate
-        self.busy_until = start + duration
-        self.busy_s += duration
-        self.packets += packets
-        self.wire_bytes += size
-        self.payload_bytes += payload
-        if self.rng is not None and self.rng.random() < -math.expm1(packets * math.log1p(-self.loss)):
-            self.random_drops += 1
-            return None
-        return self.busy_until + self.latency
+        end = start + frames / rate
+        if fits:
+            if self.first_sent_at < 0.0:
+                self.first_sent_at = start
+            self.busy_until = end
+            self.busy_s += frames / rate
+            self.packets += fits
+            self.bytes += accepted_end - lo
+            if retransmit:
+                self.resent_bytes += accepted_end - lo
+            queued = backlog + frames
+            if queued > self.max_queue_bytes:
+                self.max_queue_bytes = int(queued)
+        if retransmit:
+            self.retransmits += segments
+        arrive = end + self.latency
+        delivered = [(lo, accepted_end)] if fits else []
+        if self.rng is not None and fits:
+            lost = self.rng.random(fits) < self.loss
+            if lost.any():
+                delivered = []
+                first = lo
+                for index in range(fits):
+                    seg_lo = lo + index * mss
+                    if lost[index]:
+                        self.loss_drops += 1
+                        if seg_lo > first:
+                            delivered.append((first, seg_lo))
+                        first = min(seg_lo + mss, accepted_end)
+                        later = fits - index - 1  # segments behind it: each a duplicate ACK
+                        flow.lose(seg_lo, first, arrive + self.reverse.latency, later >= DUPACK_THRESHOLD)
+                if first < accepted_end:
+                    delivered.append((first, accepted_end))
+        if accepted_end < hi:
+            self.queue_drops += segments - fits
+            # the frames behind an accepted one are acknowledged as duplicates
+            flow.lose(accepted_end, hi, arrive + self.reverse.latency, False if fits < DUPACK_THRESHOLD else True)
+        for first, last in delivered:
+            self.arrivals.append((arrive, flow, first, last, now))
+        if delivered and not self.arrival_timer.armed:
+            self.arrival_timer.arm_at(self.arrivals[0][0])
+        return end
 
-    def report(self, span_s: float) -> dict[str, Any]:
+    def _arrive(self) -> None:
+        now = self.clock.now
+        arrivals = self.arrivals
+        while arrivals and arrivals[0][0] <= now:
+            _, flow, lo, hi, sent_at = arrivals.popleft()
+            if not flow.closed:
+                flow.arrived(lo, hi, sent_at)
+        if arrivals:
+            self.arrival_timer.arm_at(arrivals[0][0])
+
+    def send_ack(self, flow: Flow, ack: int, edge: int, sent_at: float) -> None:
+        """The receiver's ACK (or window update) for a flow sending this way, back over the
+        reverse direction (ACKs are not queued behind the reverse direction's data)."""
+        self.acks.append((self.clock.now + self.reverse.latency, flow, ack, edge, sent_at))
+        if not self.ack_timer.armed:
+            self.ack_timer.arm_at(self.acks[0][0])
+
+    def _ack(self) -> None:
+        now = self.clock.now
+        acks = self.acks
+        while acks and acks[0][0] <= now:
+            _, flow, ack, edge, sent_at = acks.popleft()
+            if not flow.closed:
+                flow.acked(ack, edge, sent_at)
+        if acks:
+            self.ack_timer.arm_at(acks[0][0])
+
+    def report(self, elapsed: float) -> dict[str, Any]:
+        active = self.busy_until - self.first_sent_at if self.first_sent_at >= 0.0 else 0.0
+        connections: dict[str, dict[str, float]] = {}
+        for flow in self.flows:  # a reconnection's flows add to the same name
+            entry = connections.setdefault(flow.wire.name, {"sending_s": 0.0, "window_limited_s": 0.0})
+            sending, limited = flow.times(elapsed)
+            entry["sending_s"] += sending
+            entry["window_limited_s"] += limited
         return {
-            "payload_bytes": self.payload_bytes,
-            "wire_bytes": self.wire_bytes,
+            "bandwidth_bps": self.rate * 8.0,
+            "latency_s": self.latency,
+            "bytes": self.bytes,
             "packets": self.packets,
+            "utilisation": min(1.0, self.busy_s / elapsed) if elapsed > 0 else 0.0,
+            # busy over the span from its first frame to its last: a link idle before and after a burst
+            # is still saturated during it
+            "active_utilisation": min(1.0, self.busy_s / active) if active > 0 else 0.0,
+            "max_queue_bytes": self.max_queue_bytes,
             "queue_drops": self.queue_drops,
-            "random_drops": self.random_drops,
-            "retransmitted_packets": self.retransmitted,
-            "utilisation": min(1.0, self.busy_s / span_s) if span_s > 0 else 0.0,
-            "max_queue_bytes": int(self.max_queue_bytes),
-            "goodput_bps": 8.0 * (self.payload_bytes - self.resent_bytes) / span_s if span_s > 0 else 0.0,
+            "loss_drops": self.loss_drops,
+            "retransmits": self.retransmits,
+            # what the receivers got out of it: payload carried the first time, per second
+            "goodput_bps": 8.0 * (self.bytes - self.resent_bytes) / elapsed if elapsed > 0 else 0.0,
+            # per connection sending this way ("pub->sub"): how long it was sending, and how much of that
+            # the receiver's window held it back (``Flow.times``)
+            "connections": connections,
         }
 
 
-class Network:
-    """The links of a deployment, by pair of hosts."""
-
-    def __init__(self, ctx: Context, links: Sequence[LinkParams]) -> None:
-        self.ctx = ctx
-        self.links = list(links)
-        self.directions: dict[tuple[str, str], Direction] = {}
-        for params in links:
-            a, b = params.hosts
-            self.directions[(a, b)] = Direction(ctx, params, a, b)
-            self.directions[(b, a)] = Direction(ctx, params, b, a)
-
-    def path(self, a_host: str, b_host: str) -> tuple[Direction, Direction] | None:
-        """The directions a -> b and b -> a of the link between two hosts; None on one host."""
-        if a_host == b_host:
-            return None
-        forward = self.directions.get((a_host, b_host))
-        back = self.directions.get((b_host, a_host))
-        if forward is None or back is None:  # zsim.spec refuses a connect between unlinked hosts
-            raise AssertionError(f"no link between {a_host!r} and {b_host!r}")
-        return forward, back
-
-    def round_trip(self, a_host: str, b_host: str) -> float:
-        path = self.path(a_host, b_host)
-        return 0.0 if path is None else path[0].latency + path[1].latency
-
-    def report(self, span_s: float) -> dict[str, dict[str, Any]]:
-        """``summary["network"]``: per link, per direction, what it carried."""
-        found: dict[str, dict[str, Any]] = {}
-        for params in self.links:
-            a, b = params.hosts
-            found[params.name] = {
-                "bandwidth_bps": params.bandwidth_bps, "latency_s": params.latency_s, "mtu_bytes": params.mtu_bytes,
-                "queue_bytes": params.queue_bytes, "loss": params.loss,
-                "directions": {d.name: d.report(span_s) for d in (self.directions[(a, b)], self.directions[(b, a)])},
-            }
-        return found
-
-
 class Flow:
-    """TCP's sending side for one direction of one connection over a link: the bytes the
-    engine wrote wait here until the window lets them onto the link, arrive after it, and
-    are handed to the reader in order (``Wire.queue``)."""
+    """One direction of one tcp connection over a link: the sender's TCP and the receiver's
+    buffer. Byte counters are sequence numbers from 0: ``written`` (by the sending engine),
+    ``snd_nxt``/``snd_una`` (sent / cumulatively acknowledged), ``rcv_nxt`` (arrived in
+    order), ``read`` (by the receiving engine)."""
 
-    def __init__(self, ctx: Context, wire: Wire, direction: Direction, back: Direction, wakeup: Any) -> None:
-        self.ctx = ctx
-        self.clock = ctx.clock
-        self.wire = wire
+    def __init__(self, direction: Direction, wire: LinkWire, sndbuf: int, rcvbuf: int) -> None:
         self.direction = direction
-        self.back = back  # the ACKs' way
-        self.wakeup = wakeup  # the reader's wake-up latency (the transport's hop latency)
-        self.mss = direction.mss
-        self.cwnd = float(INITIAL_WINDOW_SEGMENTS * self.mss)
-        self.ssthresh = math.inf
-        self.inflight = 0
-        self.unsent: deque[list[Any]] = deque()  # entries [msg, nbytes, last, overhead] not yet sent
-        self.resend: deque[tuple[int, list[Any]]] = deque()  # lost trains: (seq, entries)
-        self.trains: dict[int, list[list[Any]]] = {}  # seq -> its entries, until handed over
-        self.arrived: set[int] = set()
-        self.seq = 0  # the next train's number
-        self.next_deliver = 0  # the next train the reader may have (in order)
-        self.recover_until = -1  # one decrease per window of data
-        self.events: list[tuple[float, int, int, int]] = []  # (time, order, kind, seq)
-        self.order = 0
-        self.outstanding = 0  # bytes (and write overheads) written and not yet handed to the reader
-        self.timer = ctx.env.timer(self._fire)
+        self.wire = wire
+        self.env = direction.env
+        self.clock = direction.clock
+        mss = direction.mss
+        self.mss = mss
         self.closed = False
+        # sender
+        self.written = 0
+        self.snd_nxt = 0
+        self.snd_una = 0
+        self.cwnd = float(INITIAL_WINDOW_SEGMENTS * mss)
+        self.ssthresh = math.inf
+        self.recovery_point = -1  # in recovery (no further decrease) until this is acknowledged
+        self.cwnd_limited = False
+        self.srtt = 0.0
+        self.rttvar = 0.0
+        # tcp_info's tcpi_rwnd_limited (``tcp_chrono_start(sk, TCP_CHRONO_RWND_LIMITED)`` in
+        # tcp_write_xmit, net/ipv4/tcp_output.c): the time the receiver's window, not the congestion
+        # window, held back data while the reader kept up (its buffer less than half full: a window
+        # closed by a reader that stopped is the reader's limit, not the window's)
+        self.window_limited_s = 0.0
+        self.window_limited_since = -1.0
+        self.first_write_at = -1.0
+        self.last_ack_at = 0.0
+        # SO_SNDBUF: fixed (Linux doubles the value and about half of that is payload);
+        # else autotuned with the window (tcp_sndbuf_expand), up to tcp_wmem's maximum
+        self.sndbuf_fixed = sndbuf >= 0
+        self.sndbuf = min(max(sndbuf, 2304), LINUX_MAX_BUF) if sndbuf >= 0 else 0
+        self._expand_sndbuf()
+        self.trains: deque[tuple[float, float]] = deque()  # (leaves at, bytes) in the qdisc
+        self.small_queue_timer = self.env.timer(self.push)
+        self.retransmit_queue: list[tuple[int, int]] = []
+        self.losses: list[tuple[float, int, int, bool]] = []  # (found at, lo, hi, by dupacks)
+        self.loss_timer = self.env.timer(self._losses_found)
+        # receiver
+        self.rcv_nxt = 0
+        self.read = 0
+        self.out_of_order: list[tuple[int, int]] = []
+        self.ooo_bytes = 0
+        self.rcvbuf_fixed = rcvbuf >= 0
+        space = min(max(rcvbuf, 1152), LINUX_MAX_BUF) if rcvbuf >= 0 else int(TCP_RMEM_DEFAULT * RCV_WINDOW_SHARE)
+        self.rcv_window = space
+        self.window_edge = space  # the right edge of the receiver's window, as the sender last heard it
+        self.copied = 0  # read since ``copied_since`` (receive-buffer autotuning)
+        self.copied_since = 0.0
+        self.advertised = space  # the right edge the receiver last advertised
+        self.ack_pending = False  # data arrived, the reader is woken: the ACK waits for its read
+        self.ack_sent_at = 0.0
 
-    # -- the engine's side -------------------------------------------------------------------
+    # -- sender --------------------------------------------------------------------------
 
-    def write(self, entries: Sequence[list[Any]]) -> None:
-        """The engine wrote ``entries`` (already counted in the wire's bytes)."""
-        self.unsent.extend(entries)
-        self.outstanding += sum(entry[1] + entry[3] for entry in entries)
-        self._pump()
+    def _expand_sndbuf(self) -> None:
+        if not self.sndbuf_fixed:
+            segments = max(INITIAL_WINDOW_SEGMENTS, int(self.cwnd / self.mss))
+            self.sndbuf = min(TCP_WMEM_MAX, max(self.sndbuf, SNDBUF_WINDOWS * segments * SNDBUF_PER_SEGMENT))
 
-    def send_room(self, charged: int, sndbuf: int) -> int:
-        """What the sender may have between its engine and the reader's: its send buffer,
-        which Linux sizes to twice the congestion window (``tcp_sndbuf_expand``: room for
-        the window in flight and as much again queued) unless SO_SNDBUF is set, plus what
-        has arrived and waits for the reader (``charged`` counts both)."""
-        readable = charged - self.outstanding
-        buffer = sndbuf if sndbuf > 0 else int(SNDBUF_WINDOWS * self.cwnd)
-        return max(buffer, INITIAL_WINDOW_SEGMENTS * self.mss) + max(readable, 0)
+    def send_space(self) -> int:
+        """Free bytes of the send buffer (unacknowledged and unsent bytes fill it)."""
+        return self.sndbuf - (self.written - self.snd_una)
 
-    def pending(self) -> list[list[Any]]:
-        """Every entry written and not yet handed to the reader, in order."""
-        held = [entry for seq in sorted(self.trains) for entry in self.trains[seq]]
-        return held + list(self.unsent)
+    def writable(self) -> bool:
+        """``sk_stream_is_writeable``: free space at least half of what is queued."""
+        queued = self.written - self.snd_una
+        return self.sndbuf - queued >= queued // 2
+
+    def write(self, nbytes: int) -> None:
+        if self.first_write_at < 0.0:
+            self.first_write_at = self.clock.now
+        self.written += nbytes
+        self.push()
+
+    def push(self) -> None:
+        """``tcp_write_xmit``: retransmissions first, then new data as far as the congestion
+        window, the receiver's window and TCP small queues allow."""
+        if self.closed:
+            return
+        direction = self.direction
+        now = self.clock.now
+        trains = self.trains
+        while trains and trains[0][0] <= now:
+            trains.popleft()
+        while self.retransmit_queue:
+            lo, hi = self.retransmit_queue.pop(0)
+            if hi > self.snd_una:
+                trains.append((direction.transmit(self, max(lo, self.snd_una), hi, True), hi - lo))
+        unsent = self.written - self.snd_nxt
+        while unsent > 0:
+            in_qdisc = 0.0
+            for _leaves, nbytes in trains:
+                in_qdisc += nbytes
+            room = direction.small_queue_bytes - in_qdisc
+            if room < min(unsent, direction.train_bytes):
+                # tcp_tsq_handler: resume when the oldest skb has left the qdisc
+                if not self.small_queue_timer.armed:
+                    self.small_queue_timer.arm_at(trains[0][0])
+                if self.window_limited_since >= 0.0:
+                    self._window_limit_ends(now)
+                return
+            in_flight = self.snd_nxt - self.snd_una - self.ooo_bytes
+            by_cwnd = int(self.cwnd) - in_flight
+            by_rwnd = self.window_edge - self.snd_nxt
+            allowed = min(unsent, by_cwnd, by_rwnd, direction.train_bytes)
+            if allowed < unsent and allowed < direction.train_bytes:
+                allowed = allowed // self.mss * self.mss  # only whole segments, except the tail
+            self.cwnd_limited = by_cwnd < unsent and by_cwnd <= by_rwnd
+            if allowed <= 0:  # an ACK or a window update sends more
+                if by_rwnd <= by_cwnd and 2 * (self.rcv_nxt - self.read) < self.rcv_window:
+                    if self.window_limited_since < 0.0:
+                        self.window_limited_since = now
+                elif self.window_limited_since >= 0.0:
+                    self._window_limit_ends(now)
+                return
+            lo = self.snd_nxt
+            self.snd_nxt = lo + allowed
+            trains.append((direction.transmit(self, lo, lo + allowed, False), allowed))
+            unsent -= allowed
+        if self.window_limited_since >= 0.0:
+            self._window_limit_ends(now)
+
+    def _window_limit_ends(self, now: float) -> None:
+        self.window_limited_s += now - self.window_limited_since
+        self.window_limited_since = -1.0
+
+    def times(self, now: float) -> tuple[float, float]:
+        """(seconds from its first write to its last ACK, or to ``now`` while data is
+        unacknowledged; of those, seconds the receiver's window held it back)."""
+        if self.first_write_at < 0.0:
+            return 0.0, 0.0
+        end = now if self.snd_una < self.written else self.last_ack_at
+        limited = self.window_limited_s
+        if self.window_limited_since >= 0.0:
+            limited += now - self.window_limited_since
+        return max(0.0, end - self.first_write_at), limited
+
+    def lose(self, lo: int, hi: int, found_at: float, by_dupacks: bool) -> None:
+        """Bytes ``[lo, hi)`` will not arrive: found by duplicate ACKs one round trip after
+        (RFC 5681 3.2), else by the retransmission timeout (RFC 6298, ``TCP_RTO_MIN``)."""
+        if not by_dupacks:
+            # __tcp_set_rto: srtt + the variance term, which is at least TCP_RTO_MIN
+            found_at = self.clock.now + self.srtt + max(RTO_MIN_S, 4 * self.rttvar)
+        self.losses.append((found_at, lo, hi, by_dupacks))
+        self.losses.sort()
+        self.loss_timer.arm_at(self.losses[0][0])
+
+    def _losses_found(self) -> None:
+        if self.closed:
+            return
+        now = self.clock.now
+        while self.losses and self.losses[0][0] <= now:
+            _, lo, hi, by_dupacks = self.losses.pop(0)
+            if hi <= self.snd_una:
+                continue
+            if lo >= self.recovery_point:
+                # one reduction per window of data (RFC 5681 3.2, RFC 6582)
+                self.ssthresh = max(2.0 * self.mss, self.cwnd * LOSS_BETA)
+                self.cwnd = self.ssthresh if by_dupacks else float(self.mss)
+                self.recovery_point = self.snd_nxt
+            self.retransmit_queue.append((lo, hi))
+        if self.losses:
+            self.loss_timer.arm_at(self.losses[0][0])
+        self.push()
+
+    def acked(self, ack: int, edge: int, sent_at: float) -> None:
+        now = self.clock.now
+        if edge > self.window_edge:
+            self.window_edge = edge
+        if ack > self.snd_una:
+            newly = ack - self.snd_una
+            self.snd_una = ack
+            self.last_ack_at = now
+            sample = now - sent_at
+            if self.srtt == 0.0:
+                self.srtt, self.rttvar = sample, sample / 2
+            else:  # RFC 6298 2.3
+                self.rttvar = 0.75 * self.rttvar + 0.25 * abs(self.srtt - sample)
+                self.srtt = 0.875 * self.srtt + 0.125 * sample
+            if ack >= self.recovery_point and self.cwnd_limited:
+                if self.cwnd < self.ssthresh:
+                    self.cwnd += newly  # slow start (RFC 5681 3.1)
+                else:
+                    self.cwnd += self.mss * newly / self.cwnd  # congestion avoidance
+                self._expand_sndbuf()
+            writer = self.wire.writer
+            if writer is not None:
+                writer.space_freed()
+        self.push()
+
+    # -- receiver ------------------------------------------------------------------------
+
+    def arrived(self, lo: int, hi: int, sent_at: float) -> None:
+        before = self.rcv_nxt
+        if lo <= self.rcv_nxt:
+            if hi > self.rcv_nxt:
+                self.rcv_nxt = hi
+                if self.out_of_order:
+                    self._merge()
+        else:
+            self.out_of_order.append((lo, hi))
+            self.out_of_order.sort()
+            self.ooo_bytes += hi - lo
+        reader = self.wire.reader
+        if self.rcv_nxt > before and reader is not None and not reader.input_stopped and not reader.closed:
+            # the reader is woken and reads first: the ACK goes after its reads, carrying the
+            # window they reopened (__tcp_ack_snd_check defers it, tcp_cleanup_rbuf sends it)
+            if not self.ack_pending:
+                self.ack_pending = True
+                self.ack_sent_at = sent_at
+            reader.kick_in(reader.latency.next())
+        else:
+            self.direction.send_ack(self, self.rcv_nxt, self._edge(), sent_at)
+
+    def _merge(self) -> None:
+        pending = self.out_of_order
+        while pending and pending[0][0] <= self.rcv_nxt:
+            lo, hi = pending.pop(0)
+            self.ooo_bytes -= hi - lo
+            if hi > self.rcv_nxt:
+                self.rcv_nxt = hi
+
+    def _edge(self) -> int:
+        """The right edge of the window the receiver advertises: what its buffer has room for."""
+        edge = self.read + self.rcv_window
+        if edge > self.advertised:
+            self.advertised = edge
+        return edge
+
+    def readable(self) -> int:
+        return self.rcv_nxt - self.read
+
+    def consumed(self, nbytes: int, stopped: bool) -> bool:
+        """The reading engine took ``nbytes`` (and stopped reading if ``stopped``): its
+        buffer has room again. Returns whether the engine reads again at once.
+
+        Autotuning (``tcp_rcv_space_adjust``): once per round trip, a window of twice what
+        the application read in it plus 16 segments, up to ``tcp_rmem``'s maximum. When the
+        sender waits for room, a window update goes back (``tcp_cleanup_rbuf``)."""
+        self.read += nbytes
+        more = not stopped and self.rcv_nxt > self.read
+        now = self.clock.now
+        if not self.rcvbuf_fixed:
+            self.copied += nbytes
+            if now - self.copied_since >= self.srtt:
+                target = 2 * self.copied + 16 * self.mss
+                if target > self.rcv_window:
+                    self.rcv_window = min(target, int(TCP_RMEM_MAX * RCV_WINDOW_SHARE))
+                self.copied = 0
+                self.copied_since = now
+        if self.ack_pending:
+            if more:
+                return more  # the ACK goes when the reader has taken what arrived, or stops
+            self.ack_pending = False
+            self.direction.send_ack(self, self.rcv_nxt, self._edge(), self.ack_sent_at)
+            return more
+        # tcp_cleanup_rbuf: a window update when the window left (as last advertised) is at most half
+        # the buffer's and reading has at least doubled it
+        left = self.advertised - self.rcv_nxt
+        if 2 * left <= self.rcv_window and self.read + self.rcv_window - self.rcv_nxt >= 2 * left:
+            self.direction.send_ack(self, self.rcv_nxt, self._edge(), now)
+        return more
+
+    def close(self) -> None:
+        """The connection is gone: nothing more is sent, arrives or is acknowledged."""
+        self.closed = True
+        self.small_queue_timer.cancel()
+        self.loss_timer.cancel()
+
+
+class LinkWire(Wire):
+    """A ``Wire`` whose bytes cross a link: ``queue`` holds everything written and not yet
+    read (send buffer, link, receive buffer); its ``flow`` says how much has arrived."""
+
+    __slots__ = ("flow",)
+    flow: Flow
+
+    def push_last(self, batch: Any) -> None:
+        before = self.bytes
+        super().push_last(batch)
+        self.flow.written += self.bytes - before
+        self.flow.push()
 
     def clear(self) -> None:
-        self.closed = True
-        self.unsent.clear()
-        self.resend.clear()
-        self.trains.clear()
-        self.arrived.clear()
-        self.events.clear()
-        self.timer.cancel()
+        super().clear()
+        self.flow.close()
+
+
+class LinkEngine(Engine):
+    """``stream_engine_base_t`` over a link: the same engine, but the kernel it writes into
+    is a send buffer that frees on ACK, and it reads only what has arrived."""
+
+    out_wire: LinkWire
+    in_wire: LinkWire
+
+    def _write(self) -> None:
+        wire = self.out_wire
+        flow = wire.flow
+        batch = self.out_batch
+        free = flow.send_space()
+        if free <= 0:
+            self._wait_for_space()
+            wire.observe(self.clock.now)
+            return
+        moved = 0
+        completed = 0
+        while batch and free > 0:
+            entry = batch[0]
+            msg, remaining = entry
+            n = remaining if remaining <= free else free
+            last = n == remaining
+            wire.queue.append([msg, n, last, 0])
+            moved += n
+            free -= n
+            if last:
+                batch.popleft()
+                completed += 1
+            else:
+                entry[1] = remaining - n
+        wire.bytes += moved
+        wire.msgs += completed
+        wire.charged += moved
+        self.out_bytes -= moved
+        wire.observe(self.clock.now)
+        flow.write(moved)
+        if self.out_bytes > 0:
+            self._wait_for_space()
+        else:
+            self.kick_out()
+        pipe = self.session.out_pipe
+        if pipe is not None and pipe.delimited and not self.out_batch and not pipe.queue:
+            self.session.delimiter_reached()
+
+    def space_freed(self) -> None:
+        """ACKed bytes left the send buffer: POLLOUT once ``sk_stream_is_writeable``."""
+        if self.out_waiting_space and not self.closed:
+            if self.out_batch and not self.out_wire.flow.writable():
+                return
+            self.out_waiting_space = False
+            if self.out_batch:
+                now = self.clock.now
+                when = max(now, self.out_free_at)
+                if not self.out_timer.armed:
+                    self.out_timer.arm(when - now)
+
+    def _in_event(self) -> None:
+        if self.closed or self.input_stopped:
+            return
+        wire = self.in_wire
+        flow = wire.flow
+        readable = flow.readable()
+        if readable <= 0:
+            if wire.peer_closed and not wire.queue:
+                self.link.engine_error(self, "eof")
+            return
+        # One recv(): up to 8 KB, or straight into a large message's own buffer; only
+        # the bytes that have arrived in order.
+        head_msg = wire.queue[0][0]
+        budget = IN_BATCH_SIZE
+        if head_msg[MSG_WIRE] >= IN_BATCH_SIZE:
+            budget = max(budget, wire.queue[0][1] if self.partial is head_msg else head_msg[MSG_WIRE])
+        if budget > readable:
+            budget = readable
+        decoded: list[Message] = []
+        taken = 0
+        queue = wire.queue
+        while queue and taken < budget:
+            entry = queue[0]
+            msg, nbytes, last, _overhead = entry
+            room = budget - taken
+            if nbytes <= room:
+                queue.popleft()
+                taken += nbytes
+                if last:
+                    decoded.append(msg)
+                    self.partial = None
+                else:
+                    self.partial = msg
+            else:
+                entry[1] = nbytes - room
+                taken += room
+                self.partial = msg
+        wire.bytes -= taken
+        wire.msgs -= len(decoded)
+        wire.charged -= taken
+        params = self.params
+        per_msg = params.engine_s_per_msg * len(decoded)
+        per_byte = params.engine_s_per_byte * taken
+        self.in_cost = per_msg + per_byte
+        self.in_free_at = self.clock.now + per_msg + per_byte
+        session = self.session
+        for i, msg in enumerate(decoded):
+            if not session.push(msg):
+                self.held = msg
+                self.in_buffer.extend(decoded[i + 1 :])
+                self._stop_input()
+                flow.consumed(taken, True)
+                wire.observe(self.clock.now)
+                return
+        more = flow.consumed(taken, False)
+        wire.observe(self.clock.now)
+        if more or (wire.peer_closed and not wire.queue):
+            self.kick_in()
+
+
+class Path:
+    """The two directions between two hosts, as a connection from ``a`` to ``b`` sees them."""
+
+    __slots__ = ("forward", "backward")
+
+    def __init__(self, forward: Direction, backward: Direction) -> None:
+        self.forward = forward
+        self.backward = backward
 
     @property
-    def idle(self) -> bool:
-        """Nothing written is still on its way."""
-        return not self.trains and not self.unsent
+    def round_trip_s(self) -> float:
+        return self.forward.latency + self.backward.latency
 
-    # -- the window --------------------------------------------------------------------------
+    def handshake_s(self) -> float:
+        """connect() to both engines ready: the TCP three-way handshake (RFC 793 3.4: the
+        connecter is established after one round trip, its ACK reaches the listener half a
+        round trip later), then ZMTP 3 (``zmtp_engine_t::handshake``, RFC 23): each side's
+        greeting answers the other's signature and the NULL mechanism's READY follows the
+        greeting, so the connecter has the listener's READY three round trips after its SYN."""
+        return 3.0 * self.round_trip_s
 
-    def _pump(self) -> None:
-        now = self.clock.now
-        while not self.closed:
-            room = self.cwnd - self.inflight
-            if self.resend:
-                if room <= 0 and self.inflight > 0:
-                    return
-                seq, lost = self.resend.popleft()
-                self._send(now, seq, lost, again=True)
-                continue
-            if not self.unsent or (room < self.mss and self.inflight > 0):
-                return
-            budget = max(int(room), self.mss)
-            train: list[list[Any]] = []
-            size = 0
-            while self.unsent and size < budget:
-                entry = self.unsent[0]
-                take = entry[1] if entry[1] <= budget - size else budget - size
-                if take == entry[1]:
-                    self.unsent.popleft()
-                    train.append(entry)
-                else:  # a piece of a large write: the rest stays
-                    train.append([entry[0], take, False, entry[3]])
-                    entry[1] -= take
-                    entry[3] = 0
-                size += take
-            seq = self.seq
-            self.seq += 1
-            self.trains[seq] = train
-            self._send(now, seq, train, again=False)
+    def wires(self, c_name: str, b_name: str, capacity_fn: Any, c_opts: Any, b_opts: Any, now: float) -> tuple[LinkWire, LinkWire]:
+        """The two ``LinkWire`` objects of a connection from the connecter (on ``a``) to the binder."""
+        c2b = LinkWire(f"{c_name}->{b_name}", capacity_fn, c_opts.sndbuf, b_opts.rcvbuf, c_opts.sndhwm, now)
+        b2c = LinkWire(f"{b_name}->{c_name}", capacity_fn, b_opts.sndbuf, c_opts.rcvbuf, b_opts.sndhwm, now)
+        c2b.flow = Flow(self.forward, c2b, c_opts.sndbuf, b_opts.rcvbuf)
+        b2c.flow = Flow(self.backward, b2c, b_opts.sndbuf, c_opts.rcvbuf)
+        self.forward.flows.append(c2b.flow)
+        self.backward.flows.append(b2c.flow)
+        return c2b, b2c
 
-    def _send(self, now: float, seq: int, train: list[list[Any]], again: bool) -> None:
-        size = sum(entry[1] for entry in train)
-        self.inflight += size
-        arrival = self.direction.transmit(now, size, again)
-        if arrival is None:
-            # the sender learns of it a round trip later (duplicate ACKs), or by its timeout
-            self._schedule(now + self.direction.latency + self.back.latency + size / self.direction.rate, _NOTICE, seq)
-        else:
-            self._schedule(arrival, _ARRIVE, seq)
 
-    def _schedule(self, when: float, kind: int, value: int) -> None:
-        self.order += 1
-        heapq.heappush(self.events, (when, self.order, kind, value))
-        head = self.events[0][0]
-        now = self.clock.now
-        self.timer.arm(head - now if head > now else 0.0)
+class Network:
+    """The scenario's links, by the pair of hosts they join (zsim does not route)."""
 
-    def _fire(self) -> None:
-        now = self.clock.now
-        events = self.events
-        while events and events[0][0] <= now:
-            _, _, kind, value = heapq.heappop(events)
-            if self.closed:
-                return
-            if kind == _ARRIVE:
-                self._arrive(now, value)
-            elif kind == _ACK:
-                self._acked(value)
-            elif kind == _NOTICE:
-                self._notice(now, value)
-            elif value in self.trains:  # _RESEND: the tail loss probe
-                self.resend.append((value, self.trains[value]))
-                self._pump()
-        if events and not self.closed:
-            self.timer.arm(events[0][0] - now)
+    def __init__(self, ctx: Context, links: Sequence[LinkParams]) -> None:
+        self.links: dict[str, tuple[Direction, Direction]] = {}
+        self._paths: dict[tuple[str, str], Path] = {}
+        for params in links:
+            a, b = params.hosts
+            forward, backward = Direction(ctx, params, a, b), Direction(ctx, params, b, a)
+            forward.reverse, backward.reverse = backward, forward
+            self.links[params.name] = (forward, backward)
+            self._paths[(a, b)] = Path(forward, backward)
+            self._paths[(b, a)] = Path(backward, forward)
 
-    def _arrive(self, now: float, seq: int) -> None:
-        # its (selective) ACK reaches the sender after the way back: it leaves the flight
-        # even when it waits for an earlier train here (SACK, RFC 2018; Linux's default)
-        self._schedule(now + self.back.latency, _ACK, sum(entry[1] for entry in self.trains[seq]))
-        self.arrived.add(seq)
-        delivered = False
-        wire = self.wire
-        while self.next_deliver in self.arrived:
-            seq_now = self.next_deliver
-            self.arrived.discard(seq_now)
-            train = self.trains.pop(seq_now)
-            wire.queue.extend(train)
-            self.outstanding -= sum(entry[1] + entry[3] for entry in train)
-            self.next_deliver += 1
-            delivered = True
-        if delivered:
-            reader = wire.reader
-            if reader is not None:
-                reader.kick_in(self.wakeup.next())
-            wire.observe(now)
+    def path(self, a_host: str, b_host: str) -> Path | None:
+        """The link's two directions from ``a_host`` to ``b_host``; None on one host (loopback)."""
+        if a_host == b_host:
+            return None
+        path = self._paths.get((a_host, b_host))
+        if path is None:
+            raise ValueError(f"no link between hosts {a_host!r} and {b_host!r}")  # zsim.spec refuses such a connect
+        return path
 
-    def _acked(self, size: int) -> None:
-        self.inflight -= size
-        if self.cwnd < self.ssthresh:
-            self.cwnd += size  # slow start
-        else:
-            self.cwnd += self.mss * size / self.cwnd  # congestion avoidance
-        self._pump()
-        writer = self.wire.writer
-        if writer is not None:
-            writer.space_freed()  # the window grew, and with it the send buffer
-
-    def _notice(self, now: float, seq: int) -> None:
-        """A lost train, noticed a round trip after it left: retransmitted at once when
-        something sent after it can raise duplicate ACKs (fast retransmit), else after the
-        tail-loss probe's timeout (two round trips, at least 10 ms: RFC 8985); the window
-        shrinks once per window of data."""
-        train = self.trains.get(seq)
-        if train is None:
-            return
-        self.inflight -= sum(entry[1] for entry in train)
-        if seq > self.recover_until:
-            self.ssthresh = max(self.cwnd * LOSS_DECREASE, 2.0 * self.mss)
-            self.cwnd = self.ssthresh
-            self.recover_until = self.seq - 1
-        if self.seq - 1 > seq:
-            self.resend.append((seq, train))
-            self._pump()
-        else:
-            probe = max(TAIL_PROBE_MIN_S, 2.0 * (self.direction.latency + self.back.latency))
-            self._schedule(now + probe, _RESEND, seq)
+    def report(self, elapsed: float) -> dict[str, dict[str, dict[str, Any]]]:
+        """``summary["network"]``: per link, per direction, what it carried and dropped."""
+        return {name: {d.name: d.report(elapsed) for d in directions} for name, directions in self.links.items()}

@@ -28,11 +28,11 @@ from ..socket import Socket
 from .connection import Connection, Lingering
 from .engine import Engine, Wire
 from .losses import drop_displaced, in_flight, record_discarded, record_lost, wire_messages
-from .network import HANDSHAKE_ROUND_TRIPS, Flow
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...sampler import Sampler
     from ..params import TransportParams
+    from .network import Path
 
 #: The reconnect attempts a connect replays one by one when the listener it waited for
 #: appears (each draws its jitter). Past this many (about 25 minutes of the default
@@ -103,18 +103,22 @@ class Link:
         c_rcv = c_sock.options.rcvbuf if transport == "tcp" else -1
         b_snd = b_sock.options.sndbuf if transport == "tcp" else -1
         b_rcv = b_sock.options.rcvbuf if transport == "tcp" else -1
-        self.c2b = Wire(f"{c_sock.name}->{b_sock.name}", fn, c_snd, b_rcv, c_sock.options.sndhwm, self.ctx.clock.now)
-        self.b2c = Wire(f"{b_sock.name}->{c_sock.name}", fn, b_snd, c_rcv, b_sock.options.sndhwm, self.ctx.clock.now)
         self.latency_sampler: Sampler = conn.latency_sampler
         self.c_session, self.b_session = c_session, b_session
-        network = self.ctx.network
-        path = network.path(c_sock.process.host, b_sock.process.host) if network is not None else None
-        if path is not None:  # processes on two hosts: TCP over the link between them
-            forward, back = path
-            self.c2b.net = Flow(self.ctx, self.c2b, forward, back, self.latency_sampler)
-            self.b2c.net = Flow(self.ctx, self.b2c, back, forward, self.latency_sampler)
-        self.c_engine = Engine(self, c_session, self.c2b, self.b2c)
-        self.b_engine = Engine(self, b_session, self.b2c, self.c2b)
+        path = conn.path
+        if path is None:
+            self.c2b = Wire(f"{c_sock.name}->{b_sock.name}", fn, c_snd, b_rcv, c_sock.options.sndhwm, self.ctx.clock.now)
+            self.b2c = Wire(f"{b_sock.name}->{c_sock.name}", fn, b_snd, c_rcv, b_sock.options.sndhwm, self.ctx.clock.now)
+            self.c_engine = Engine(self, c_session, self.c2b, self.b2c)
+            self.b_engine = Engine(self, b_session, self.b2c, self.c2b)
+        else:
+            # the two processes are on hosts joined by a link: TCP over it (imported only
+            # here, so a scenario without links never loads it)
+            from .network import LinkEngine
+
+            self.c2b, self.b2c = path.wires(c_sock.name, b_sock.name, fn, c_sock.options, b_sock.options, self.ctx.clock.now)
+            self.c_engine = LinkEngine(self, c_session, self.c2b, self.b2c)
+            self.b_engine = LinkEngine(self, b_session, self.b2c, self.c2b)
         c_session.engine = self.c_engine
         b_session.engine = self.b_engine
         self.broken = False
@@ -148,6 +152,8 @@ class StreamConnection(Connection):
         self.latency_sampler = latency.sampler(None if latency.is_constant else ctx.stream(f"{name}.latency"))
         wakeup = self.params.io_wakeup
         self.io_wakeup = wakeup.sampler(None if wakeup.is_constant else ctx.stream(f"io.{connector.name}.{endpoint.text}"))
+        #: the link between the two hosts (``network.Path``); None: loopback
+        self.path: Path | None = None
         self.c_session = Session(self, connector, "connect")
         self.b_session: Session | None = None
         self.link: Link | None = None
@@ -232,9 +238,13 @@ class StreamConnection(Connection):
             provisional = Peer(binder, self.connector, self)
             binder.add_pending_peer(provisional)
             self.b_peer = provisional
+        delay = self.handshake.next()
         network = self.ctx.network
-        over_link = network.round_trip(self.connector.process.host, binder.process.host) if network is not None else 0.0
-        self.handshake_timer.arm(self.handshake.next() + HANDSHAKE_ROUND_TRIPS * over_link)
+        if network is not None:
+            self.path = network.path(self.connector.process.host, binder.process.host)
+            if self.path is not None:
+                delay += self.path.handshake_s()
+        self.handshake_timer.arm(delay)
 
     def _reconnect_delay(self) -> float | None:
         """``stream_connecter_base_t::get_new_reconnect_ivl``, in seconds."""

@@ -1,0 +1,169 @@
+"""TCP over a link (zsim/model/transport/network.py) against TCP's own arithmetic.
+
+This machine cannot emulate propagation delay (no netem), so latency's effect is checked
+here against what TCP must do: the first round trip carries the initial window (RFC 6928),
+slow start doubles it, a window-limited flow moves one window per round trip, the
+handshake costs round trips, and a lost packet is retransmitted, never lost to the
+application.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import zsim
+from zsim.model.transport.network import INITIAL_WINDOW_SEGMENTS, IP_TCP_HEADER_BYTES
+
+MSS = 1500 - IP_TCP_HEADER_BYTES  # 1448
+ZMTP_LONG_FRAME = 9  # a message of more than 255 bytes: flags + 8-byte size
+
+
+def push_pull(latency_s: float, count: int, size: int = 1024, bandwidth_bps: float = 1e9, until_s: float | None = None,
+              pull_options: dict[str, Any] | None = None, loss: float = 0.0) -> dict[str, Any]:
+    scenario: dict[str, Any] = {
+        "scenario": {"name": "link-arithmetic", "description": "one PUSH -> PULL flow over a link"},
+        "host": [{"name": "a"}, {"name": "b"}],
+        "link": [{"hosts": ["a", "b"], "bandwidth_bps": bandwidth_bps, "latency_s": latency_s, "loss": loss}],
+        "process": [{"name": "src", "host": "a"}, {"name": "dst", "host": "b"}],
+        "socket": [
+            {"name": "push", "type": "PUSH", "process": "src", "connect": ["tcp://b:5555"], "options": {"sndhwm": 0}},
+            {"name": "pull", "type": "PULL", "process": "dst", "bind": ["tcp://*:5555"], "options": pull_options or {}},
+        ],
+        "send": [{"socket": "push", "count": count, "interval_s": 0, "size_bytes": size}],
+        "recv": [{"socket": "pull"}],
+    }
+    if until_s is not None:
+        scenario["scenario"]["until_s"] = until_s
+    result = zsim.run(scenario, 0, profile="ideal")
+    return {"summary": result.summary, "row": zsim.results.flat_metrics(result.summary, result)}
+
+
+def test_the_first_round_trip_carries_the_initial_window_and_slow_start_doubles_it():
+    # 50 ms each way: connected after 3 round trips (0.3 s), the first flight leaves then and
+    # lands at 0.35 s, its ACK is back at 0.4 s and the second flight, twice as large, leaves
+    def sent_by(until_s: float) -> int:
+        return push_pull(0.05, 200, until_s=until_s)["summary"]["network"]["a-b"]["a->b"]["bytes"]
+
+    first, second = sent_by(0.39), sent_by(0.49)
+    # whole segments only, except where a write ended (libzmq writes 8 KB batches, TCP_NODELAY)
+    assert 9 * MSS < first <= INITIAL_WINDOW_SEGMENTS * MSS
+    assert 2 * first - MSS < second - first <= 2 * INITIAL_WINDOW_SEGMENTS * MSS
+    assert push_pull(0.05, 200, until_s=0.34)["summary"]["sockets"]["pull"]["received"] == 0  # still on the way
+
+
+def test_a_window_limited_flow_moves_one_window_a_round_trip():
+    # SO_RCVBUF = 64 KB fixes the receiver's window; 20 ms round trips on a 1 Gbit/s link:
+    # window / RTT = 3.3 MB/s, a fortieth of the link
+    window, rtt, count = 65536, 0.02, 4000
+    row = push_pull(0.01, count, pull_options={"rcvbuf": window})["row"]
+    seconds = row["socket.pull.last_recv_s"] - row["socket.pull.first_recv_s"]
+    expected = count * (1024 + ZMTP_LONG_FRAME) / (window / rtt)
+    assert seconds == pytest.approx(expected, rel=0.05)
+
+
+def test_without_latency_the_link_rate_less_the_headers_decides():
+    # 2,000 x 1 KB over 10 Mbit/s: each 1,448-byte segment costs 1,514 bytes on the wire
+    row = push_pull(0.0, 2000, bandwidth_bps=10e6)["row"]
+    seconds = row["socket.pull.last_recv_s"] - row["socket.pull.first_recv_s"]
+    goodput = 10e6 / 8 * MSS / (MSS + IP_TCP_HEADER_BYTES + 14)
+    assert seconds == pytest.approx(1999 * (1024 + ZMTP_LONG_FRAME) / goodput, rel=0.01)
+
+
+def test_lost_packets_are_retransmitted_and_cost_time_not_messages():
+    clean = push_pull(0.005, 3000, bandwidth_bps=20e6)
+    lossy = push_pull(0.005, 3000, bandwidth_bps=20e6, loss=0.01)
+    direction = lossy["summary"]["network"]["a-b"]["a->b"]
+    assert lossy["summary"]["sockets"]["pull"]["received"] == 3000  # TCP delivers everything
+    assert direction["loss_drops"] > 0 and direction["retransmits"] >= direction["loss_drops"]
+    assert clean["summary"]["network"]["a-b"]["a->b"]["retransmits"] == 0
+    assert lossy["row"]["socket.pull.last_recv_s"] > clean["row"]["socket.pull.last_recv_s"]
+    assert lossy["row"]["network.a-b.a->b.loss_drops"] == direction["loss_drops"]
+
+
+def test_the_handshake_takes_three_round_trips():
+    # the first message lands 3 round trips + one way after the connect (1 KB at 1 Gbit/s: ~9 us)
+    row = push_pull(0.02, 1)["row"]
+    assert row["socket.pull.first_recv_s"] == pytest.approx(3 * 0.04 + 0.02, abs=5e-4)
+
+
+def test_every_link_direction_is_a_metric_for_sweeps_and_compare():
+    from zsim.sweep.plan import known_metrics
+
+    raw = {
+        "scenario": {"name": "link-metrics"},
+        "host": [{"name": "a"}, {"name": "b"}],
+        "link": [{"hosts": ["a", "b"], "bandwidth_bps": 10e6}],
+        "process": [{"name": "src", "host": "a"}, {"name": "dst", "host": "b"}],
+        "socket": [{"name": "push", "type": "PUSH", "process": "src", "connect": ["tcp://b:5555"]},
+                   {"name": "pull", "type": "PULL", "process": "dst", "bind": ["tcp://*:5555"]}],
+        "send": [{"socket": "push", "count": 500, "interval_s": 0, "size_bytes": 1000}],
+        "recv": [{"socket": "pull"}],
+    }
+    result = zsim.run(raw, 0)
+    row = zsim.results.flat_metrics(result.summary, result)
+    assert row["network.a-b.a->b.packets"] > 0 and row["network.a-b.b->a.bytes"] == 0  # ACKs are not modelled as traffic
+    assert 0 < row["network.a-b.a->b.utilisation"] <= 1
+    # goodput: the payload carried, over the run
+    assert row["network.a-b.a->b.goodput_bps"] == pytest.approx(8 * row["network.a-b.a->b.bytes"] / row["sim_time_s"])
+    known = known_metrics(raw)
+    assert known is not None
+    assert {f"network.a-b.{d}.{f}" for d in ("a->b", "b->a") for f in zsim.results.NETWORK_FIELDS} <= set(known)
+    assert set(row) >= {f"network.a-b.a->b.{f}" for f in zsim.results.NETWORK_FIELDS}
+
+
+def shared_link(queue_bytes: int) -> dict[str, Any]:
+    """A PUB on host a sending 1 KB at 4,000/s to three SUBs on host b over 40 Mbit/s (98 Mbit/s offered)."""
+    return {
+        "scenario": {"name": "shared-link"},
+        "host": [{"name": "a"}, {"name": "b"}],
+        "link": [{"name": "wan", "hosts": ["a", "b"], "bandwidth_bps": 40e6, "queue_bytes": queue_bytes}],
+        "process": [{"name": "feed", "host": "a"}, *({"name": f"r{i}", "host": "b"} for i in range(3))],
+        "socket": [{"name": "pub", "type": "PUB", "process": "feed", "bind": ["tcp://*:5556"]}, *(
+            {"name": f"sub{i}", "type": "SUB", "process": f"r{i}", "connect": ["tcp://a:5556"], "options": {"subscribe": [""]}}
+            for i in range(3))],
+        "send": [{"socket": "pub", "count": 10000, "interval_s": 1 / 4000, "size_bytes": 1024, "start_s": 0.5, "pacing": "schedule"}],
+        "recv": [{"socket": f"sub{i}"} for i in range(3)],
+    }
+
+
+def link_warnings(summary: dict[str, Any]) -> list[dict[str, str]]:
+    return [w for w in summary["warnings"] if w["code"] in ("link_saturated", "window_limited")]
+
+
+def test_a_link_whose_queue_drops_while_it_is_busy_is_saturated():
+    # three connections' TCP small queues (two 5.8 KB trains each) overflow a 30 KB queue
+    summary = zsim.run(shared_link(30_000), 0).summary
+    (warning,) = link_warnings(summary)
+    assert warning["code"] == "link_saturated" and warning["path"] == "link[wan]"
+    assert "link 'wan' a->b is saturated" in warning["message"] and "40 Mbit/s" in warning["message"]
+    direction = summary["network"]["wan"]["a->b"]
+    assert direction["queue_drops"] > 0 and direction["active_utilisation"] >= 0.9
+    assert zsim.results.flat_metrics(summary)["warning.link_saturated"] == 1
+
+
+def test_a_busy_link_that_drops_nothing_is_not_saturated():
+    # the same load with Linux's default queue (1,000 frames): the link is busy all the time,
+    # but what does not fit is dropped at the PUB's pipes (SNDHWM: socket.pub.dropped_sending),
+    # not in the link's queue
+    summary = zsim.run(shared_link(1000 * 1514), 0).summary
+    assert summary["network"]["wan"]["a->b"]["active_utilisation"] > 0.99
+    assert link_warnings(summary) == []
+
+
+def test_a_connection_held_back_by_the_receivers_window_is_window_limited():
+    # 64 KB of window over 20 ms round trips: 3.3 MB/s on a 1 Gbit/s link that idles
+    summary = push_pull(0.01, 4000, pull_options={"rcvbuf": 65536})["summary"]
+    (warning,) = link_warnings(summary)
+    assert warning["code"] == "window_limited" and warning["path"] == "link[a-b]"
+    assert warning["message"].startswith("connection push->pull over link 'a-b' a->b is window-limited")
+    times = summary["network"]["a-b"]["a->b"]["connections"]["push->pull"]
+    assert times["window_limited_s"] > 0.9 * times["sending_s"]
+
+
+def test_a_connection_the_link_limits_is_not_window_limited():
+    # no latency, 10 Mbit/s: the link's rate is the bound, the window never is
+    summary = push_pull(0.0, 2000, bandwidth_bps=10e6)["summary"]
+    assert summary["network"]["a-b"]["a->b"]["connections"]["push->pull"]["window_limited_s"] == 0
+    assert link_warnings(summary) == []

@@ -1,0 +1,132 @@
+"""Causal links (issue 30 item 1): a reply carries its request's id, a pipeline stage's
+result its task's, and the run's results rebuild request -> reply (``rtt.<socket>``) and
+source -> sink (``e2e.<source>-><sink>``) times from them. Exact where the ``ideal``
+profile makes every time cost zero: the times are the service times."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import zsim
+from zsim.compare import preference
+from zsim.sweep.report import metric_label
+
+
+def req_rep(service_s: float, count: int = 20) -> dict:
+    return {
+        "scenario": {"name": "rr", "profile": "ideal"},
+        "socket": [{"name": "req", "type": "REQ", "connect": ["inproc://rr"]},
+                   {"name": "rep", "type": "REP", "bind": ["inproc://rr"]}],
+        "send": [{"socket": "req", "count": count, "size_bytes": 10, "start_s": 0.01}],
+        "recv": [{"socket": "rep", "service_s": service_s, "reply_size_bytes": 5}],
+    }
+
+
+def pipeline(workers: int, tasks: int, task_s: float) -> dict:
+    """A ventilator deals ``tasks`` at once to ``workers`` PULL -> PUSH stages of ``task_s``
+    each; a sink collects the results."""
+    return {
+        "scenario": {"name": "pipe", "profile": "ideal"},
+        "process": [{"name": "ventilator"}, {"name": "worker{i+1}", "count": workers}],
+        "socket": [{"name": "vent", "type": "PUSH", "process": "ventilator", "bind": ["tcp://127.0.0.1:5557"]},
+                   {"name": "sink", "type": "PULL", "process": "ventilator", "bind": ["tcp://127.0.0.1:5558"]},
+                   {"name": "w{i+1}_in", "type": "PULL", "process": "worker", "connect": ["tcp://127.0.0.1:5557"]},
+                   {"name": "w{i+1}_out", "type": "PUSH", "process": "worker", "connect": ["tcp://127.0.0.1:5558"]}],
+        "send": [{"socket": "vent", "count": tasks, "size_bytes": 10, "start_s": 0.01}],
+        "recv": [{"socket": "w_in", "forward_to": "w_out", "service_s": task_s},
+                 {"socket": "sink", "service_s": 0.0}],
+    }
+
+
+def test_a_req_round_trip_is_the_rep_s_service_time_and_the_same_as_the_sender_s():
+    result = zsim.run(req_rep(0.002), 0)
+    rtt = result.summary["sockets"]["req"]["rtt_s"]
+    assert rtt["count"] == 20
+    assert rtt["p50"] == pytest.approx(0.002, abs=1e-12) and rtt["max"] == pytest.approx(0.002, abs=1e-12)
+    assert rtt == result.summary["senders"]["send.req"]["rtt_s"]
+    row = result.flat()
+    assert row["rtt.req.count"] == 20 and row["rtt.req.p99_s"] == pytest.approx(0.002, abs=1e-12)
+    assert "rtt_s" not in result.summary["sockets"]["rep"] and not any(k.startswith("e2e.") for k in row)
+
+
+def test_a_pipeline_s_task_to_result_time_is_exact():
+    # 6 tasks dealt round robin to 3 workers of 5 ms: each worker's first result 5 ms after
+    # the tasks were sent, its second 10 ms
+    result = zsim.run(pipeline(3, 6, 0.005), 0)
+    row = result.flat()
+    assert row["e2e.vent->sink.count"] == 6
+    times = sorted(result.messages_frame().query("socket == 'sink' and state == 'delivered'")["end_s"] - 0.01)
+    assert np.allclose(times, [0.005] * 3 + [0.010] * 3)
+    assert row["e2e.vent->sink.p50_s"] == pytest.approx(np.percentile([0.005] * 3 + [0.010] * 3, 50))
+    assert row["e2e.vent->sink.max_s"] == pytest.approx(0.010)
+    # the sink's own latency is the hop from the worker: zero here, where no time costs anything
+    assert row["socket.sink.latency_max_s"] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_the_ledger_links_each_reply_to_its_request():
+    frame = zsim.run(req_rep(0.001, count=5), 0).messages_frame()
+    requests = frame[frame["socket"] == "rep"]
+    replies = frame[frame["socket"] == "req"]
+    assert (requests["cause_id"] == -1).all() and len(replies) == 5
+    assert list(replies["cause_id"]) == list(requests["msg_id"])
+    # a reply is sent after its request: the round trip is the reply's end less the request's send
+    joined = replies.merge(requests, left_on="cause_id", right_on="msg_id", suffixes=("", "_request"))
+    assert np.allclose(joined["end_s"] - joined["sent_s_request"], 0.001)
+
+
+def test_round_trips_through_a_broker_and_from_a_router_to_dealer_workers():
+    # examples/broker.toml: REQ clients -> ROUTER/DEALER proxy -> REP workers; the round
+    # trip is measured at the clients, through the proxy
+    row = zsim.run("examples/broker.toml", 0).flat()
+    summary_clients = [k for k in row if k.startswith("rtt.") and k.endswith(".count")]
+    assert summary_clients == ["rtt.client1.count", "rtt.client2.count"]
+    assert row["rtt.client1.count"] == 50 and row["rtt.client1.p50_s"] > 0
+
+
+def test_names_labels_and_directions():
+    assert preference("rtt.router.p99_s") == ("lower", "latency")
+    assert preference("e2e.vent->sink.mean_s") == ("lower", "latency")
+    assert preference("rtt.router.count")[0] is None
+    assert metric_label("rtt.router.p99_s") == "p99 request -> reply at router"
+    assert metric_label("e2e.vent->sink.p99_9_s") == "p99.9 end to end vent -> sink"
+
+
+def test_an_app_broker_s_clients_get_their_round_trips_and_hops_on_the_way_are_no_ends():
+    # examples/lru_broker.toml: the broker is [[app]] code passing requests on with
+    # send(like=request) (a new message made from it) and replies back the same way; each
+    # client's request -> reply is measured through it, and the request's arrival at a
+    # worker or the reply's at the broker (hops that caused another message) is no end
+    row = zsim.run("examples/lru_broker.toml", 0, allow_apps=True).flat()
+    assert sorted(k for k in row if k.endswith(".count") and k.startswith(("rtt.", "e2e."))) == [
+        f"rtt.client{n}.count" for n in range(4)]
+    assert all(row[f"rtt.client{n}.count"] == 50 for n in range(4))
+
+
+STAGE_APP = """
+def stage(app):
+    env = app.env
+
+    def run(inbox, outbox):
+        while True:
+            task = yield inbox.recv()
+            yield env.timeout(0.004)
+            yield outbox.send(8, cause=task)  # a result of its own size, made from the task
+
+    app.process(run(app.socket("w_in"), app.socket("w_out")))
+"""
+
+
+def test_an_app_s_own_message_is_linked_by_cause(tmp_path):
+    # an [[app]] stage that sends a new message (not like= the task) names what it was made
+    # from: the sink's task -> result time is then measured through it, exactly 4 ms here
+    (tmp_path / "stage.py").write_text(STAGE_APP)
+    raw = pipeline(1, 3, 0.0)
+    raw["recv"] = [{"socket": "sink", "service_s": 0.0}]
+    raw["socket"][2:] = [{"name": "w_in", "type": "PULL", "process": "worker1", "connect": ["tcp://127.0.0.1:5557"]},
+                         {"name": "w_out", "type": "PUSH", "process": "worker1", "connect": ["tcp://127.0.0.1:5558"]}]
+    raw["process"][1] = {"name": "worker1"}
+    raw["app"] = [{"function": "stage.py:stage"}]
+    row = zsim.run(zsim.spec.from_dict(raw, base_dir=str(tmp_path)), 0, allow_apps=True).flat()
+    assert row["e2e.vent->sink.count"] == 3
+    assert row["e2e.vent->sink.p50_s"] == pytest.approx(0.008) and row["e2e.vent->sink.max_s"] == pytest.approx(0.012)
