@@ -101,6 +101,11 @@ def _part_json(run: SearchRun, part: Part) -> dict[str, Any]:
         "answer": chosen,
         "still_open": [_design(run, at[d]) for d in outcome.open_designs],
         "still_open_why": [open_reason(run, part, d) for d in outcome.open_designs],
+        # the cheapest design the runs point to (every cheaper one ruled out, its runs all
+        # equal on the right side): not certified, and how far from it
+        "candidate": None if outcome.candidate is None else {
+            "design": _design(run, at[outcome.candidate]), "cost": run.costs[at[outcome.candidate]],
+            "why": open_reason(run, part, outcome.candidate)},
         "designs": designs,
         "monotone": [{"variable": search.variables[m.variable].path, "direction": "increasing" if m.direction > 0 else "decreasing",
                       "used": i not in state.disabled, "note": state.disabled.get(i)} for i, m in enumerate(procedure.monotone)],
@@ -143,7 +148,8 @@ def to_json(run: SearchRun) -> dict[str, Any]:
         monotone = one.pop("monotone")
         return {**head, "outcome": one["outcome"], "answer": one["answer"],
                 "guarantee": GUARANTEE.format(confidence=search.confidence) if one["outcome"] == "found" else None,
-                "still_open": one["still_open"], "still_open_why": one["still_open_why"], "designs": one["designs"],
+                "still_open": one["still_open"], "still_open_why": one["still_open_why"], "candidate": one["candidate"],
+                "designs": one["designs"],
                 "monotone": monotone,
                 **tail, "runs": runs, "designs_run": designs_run, "grid_runs": grid,
                 "grid_note": f"a grid of every design at the {most} replications the hardest decision here took", **where}
@@ -210,8 +216,12 @@ def format_conditions(answer: dict[str, Any]) -> str:
                 return _where({k: v for k, v in design.items() if k not in condition})
 
             best = f"so far {here(chosen['design'])}" if chosen else "nothing meets every constraint so far"
-            lines.append(f"{head}not settled (budget): {best}; open: " + ("; ".join(
-                f"{here(d)} ({why})" for d, why in zip(c["still_open"][:3], c["still_open_why"][:3], strict=True)) or "-"))
+            if c.get("candidate"):
+                lines.append(f"{head}not settled (budget): {best}; the runs point to {here(c['candidate']['design'])} "
+                             f"(every cheaper design ruled out), not certified: {c['candidate']['why']}")
+            else:
+                lines.append(f"{head}not settled (budget): {best}; open: " + ("; ".join(
+                    f"{here(d)} ({why})" for d, why in zip(c["still_open"][:3], c["still_open_why"][:3], strict=True)) or "-"))
     if answer["guarantee"]:
         lines.append(f"  guarantee: {answer['guarantee']}")
     off = [(c["condition"], m) for c in answer["conditions"] for m in c["monotone"] if not m["used"]]
@@ -239,6 +249,9 @@ def format_text(answer: dict[str, Any]) -> str:
             if chosen else "no design meets every constraint so far"
         lines.append(f"answer: not settled, the budget of {answer['budget_runs']:,} runs is spent; {best}; still open:"
                      + ("" if answer["still_open"] else " nothing cheaper"))
+        if answer.get("candidate"):
+            lines.append(f"  the runs point to {_where(answer['candidate']['design'])} (cost {_value(answer['candidate']['cost'])}; "
+                         "every cheaper design ruled out), not certified:")
         for design, why in list(zip(answer["still_open"], answer["still_open_why"], strict=True))[:10]:
             lines.append(f"  {_where(design)}: {why}")
         if len(answer["still_open"]) > 10:

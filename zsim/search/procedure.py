@@ -122,6 +122,10 @@ class Outcome:
     answer: int | None  # the design chosen (found), or the cheapest meeting every constraint so far (budget)
     state: State
     open_designs: tuple[int, ...]  # cheaper than the answer and undecided (budget)
+    #: (budget) the cheapest design every cheaper one of which is ruled out, and whose open
+    #: constraints all lean to "meets" (runs all equal, short of the bound's count): the
+    #: answer the runs point to, not certified
+    candidate: int | None = None
 
 
 class Procedure:
@@ -288,9 +292,23 @@ class Procedure:
         wanted = [test.predicted for j, test in enumerate(state.tests[d]) if test is not None and state.known[d][j] is None]
         return max(wanted) if wanted else state.available[d]
 
+    @staticmethod
+    def tentative(state: State, d: int, j: int) -> str | None:
+        """The verdict an open test leans to when every run so far gave one value (the
+        test waits for a run that differs, or for the binomial bound's count: possibly
+        thousands): MEETS or FAILS by the side of the target that value is on; None when
+        the test is open for another reason (or decided)."""
+        test = state.tests[d][j]
+        if state.known[d][j] is not None or test is None or test.verdict is not None or test.variance != 0.0:
+            return None
+        return test.lean or None
+
     def _to_run(self, state: State, d: int) -> int:
         """The design to run for open design ``d``: ``d`` itself, or the middle of its
-        undecided stretch along the first monotone variable in use (bisection)."""
+        undecided stretch along the first monotone variable in use (bisection). A design
+        whose runs are all equal (``tentative``) does not hold the bisection up: it bounds
+        the stretch like a verdict, and is run itself only once the stretch on its far side
+        is decided (its certification can take thousands of runs)."""
         for index in range(len(self.monotone)):
             if index in state.disabled:
                 continue
@@ -301,9 +319,17 @@ class Procedure:
             j = unknown[0]
 
             def open_for(e: int, j: int = j) -> bool:
-                return state.status[e] in (OPEN, UNTRIED) and state.known[e][j] is None
+                return state.status[e] in (OPEN, UNTRIED) and state.known[e][j] is None and self.tentative(state, e, j) is None
 
             at = chain.index(d)
+            lean = self.tentative(state, d, j)
+            if lean is not None:
+                # meets (so far): the open stretch on the harder side decides first; fails: the easier side
+                better = self.better(self.monotone[index], self.constraints[j])
+                step = -better if lean == MEETS else better
+                at += step
+                if not (0 <= at < len(chain) and open_for(chain[at])):
+                    return d
             lo = hi = at
             while lo > 0 and open_for(chain[lo - 1]):
                 lo -= 1
@@ -349,7 +375,12 @@ class Procedure:
         best = next((d for d in self.order if state.status[d] == FEASIBLE), None)
         cheaper = self.order if best is None else self.order[:self.order.index(best)]
         still = tuple(d for d in cheaper if state.status[d] in (OPEN, UNTRIED))
-        return Outcome("budget", best, state, still)
+        candidate = None
+        if still and state.status[still[0]] == OPEN and all(
+                state.known[still[0]][j] is not None and state.known[still[0]][j].verdict == MEETS  # type: ignore[union-attr]
+                or self.tentative(state, still[0], j) == MEETS for j in range(len(self.constraints))):
+            candidate = still[0]
+        return Outcome("budget", best, state, still, candidate)
 
 
 def interval(values: np.ndarray, confidence: float) -> tuple[float, float, float]:
