@@ -141,3 +141,19 @@ def test_a_metric_without_a_range_that_never_varies_stays_open() -> None:
                           confidence=0.95, n0=10, budget_runs=500, width=1)
     outcome = search(procedure, RareLosses([0.0], 0.1, 0))
     assert outcome.kind == "budget" and outcome.open_designs == (0,) and outcome.state.available[0] <= 500
+
+
+def test_loss_free_designs_do_not_hold_the_bisection_up_and_the_answer_names_the_candidate() -> None:
+    # HWMs 0..3 lose 5 % in every run, 4..11 never lose. The bisection starts in the middle
+    # (no loss: its certification needs thousands of runs) and must still walk down to the
+    # boundary; with a small budget the answer names design 4 as where the runs point
+    chance = [1.0] * 4 + [0.0] * 8
+    procedure = Procedure(costs=list(range(12)), coords=[(h,) for h in range(12)],
+                          constraints=[Constraint("loss_fraction", 1, 0.001, 0.0005, (0.0, 1.0))],
+                          monotone=[Monotone(0, -1)], confidence=0.95, n0=10, budget_runs=300, width=2)
+    outcome = search(procedure, RareLosses(chance, 0.05, 3))
+    assert outcome.kind == "budget" and outcome.answer is None
+    assert outcome.candidate == 4
+    assert all(outcome.state.status[d] == INFEASIBLE for d in range(4))
+    assert outcome.state.available[4] > 10  # the candidate got the budget's remaining runs
+    assert sum(1 for n in outcome.state.available if n) <= 6  # bisection, not the grid of 12

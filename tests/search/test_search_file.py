@@ -43,6 +43,12 @@ CASES = [
     (lambda r: r["constraint"][0].update(range=["a", 1]), "constraint[0].range"),
     (lambda r: r.update(constraint=[]), "constraint: missing"),
     (lambda r: r.update(derived={"x": "socket.sbu.dropped / 2"}), "derived.x: reads unknown metric 'socket.sbu.dropped'"),
+    (lambda r: r.update(conditions=[700]), "conditions: must be a table"),
+    (lambda r: r.update(conditions={"send.pub.rate_per_s": {"values": [700], "monotone": "decreasing"}}),
+     "conditions.send.pub.rate_per_s.monotone: unknown field"),
+    (lambda r: r.update(conditions={"socket.pub.options.sndhwm": [1, 2]}), "conditions.socket.pub.options.sndhwm: is a variable too"),
+    (lambda r: r.update(conditions={"send.pbu.rate_per_s": [700]}), "conditions.send.pbu.rate_per_s: "),
+    (lambda r: r.update(conditions={"send.pub.rate_per_s": {"values": []}}), "conditions.send.pub.rate_per_s.values: must be a non-empty"),
 ]
 
 

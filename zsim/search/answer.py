@@ -10,9 +10,13 @@ from pathlib import Path
 from typing import Any
 
 from ..sweep.report import human_value
-from .execute import SearchRun
+from .execute import Part, SearchRun
 from .procedure import FAILED, FEASIBLE, INFEASIBLE, NOT_STEADY, OPEN, UNTRIED, interval
 
+JOINT = ("with probability at least {confidence:.0%} for all {conditions} conditions together (Bonferroni over every "
+         "condition's tests; replications roughly normal, monotonicity where declared): in every condition answered, the chosen "
+         "design fails no constraint by more than its indifference, and no cheaper steady design meets every constraint by "
+         "more than its indifference")
 GUARANTEE = ("with probability at least {confidence:.0%} (replications roughly normal, monotonicity where declared): the chosen "
              "design fails no constraint by more than its indifference, and no cheaper steady design meets every constraint "
              "by more than its indifference")
@@ -22,12 +26,14 @@ def _design(run: SearchRun, d: int) -> dict[str, Any]:
     return {path: value for path, value in run.plan.points[d].coords}
 
 
-def _estimates(run: SearchRun, d: int) -> list[dict[str, Any]]:
-    state = run.outcome.state
+def _estimates(run: SearchRun, part: Part, d: int) -> list[dict[str, Any]]:
+    assert part.outcome is not None
+    state = part.outcome.state
     n = state.available[d]
     out = []
     for j, constraint in enumerate(run.search.constraints):
-        mean, low, high = interval(run.data.values(d, j, n), run.search.confidence) if n else (math.nan, math.nan, math.nan)
+        values = run.data.values(part.designs[d], j, n)
+        mean, low, high = interval(values, run.search.confidence) if n else (math.nan, math.nan, math.nan)
         known = state.known[d][j] if state.status[d] not in (NOT_STEADY, FAILED) else None
         test = state.tests[d][j]
         out.append({
@@ -35,7 +41,7 @@ def _estimates(run: SearchRun, d: int) -> list[dict[str, Any]]:
             "indifference": constraint.indifference,
             "verdict": None if known is None else known.verdict,
             "tested_here": known is not None and known.source == d,
-            "implied_by": None if known is None or known.source == d else _design(run, known.source),
+            "implied_by": None if known is None or known.source == d else _design(run, part.designs[known.source]),
             "decided_after_runs": known.used if known is not None and known.source == d else None,
             "runs": n, "mean": _number(mean), "low": _number(low), "high": _number(high),
             "most_runs_needed": test.closes_at if test is not None else None,
@@ -45,19 +51,20 @@ def _estimates(run: SearchRun, d: int) -> list[dict[str, Any]]:
     return out
 
 
-def open_reason(run: SearchRun, d: int) -> str:
-    """Why an open design is still open, per undecided constraint (the first)."""
-    state = run.outcome.state
+def open_reason(run: SearchRun, part: Part, d: int) -> str:
+    """Why an open design (``d``: the part's numbering) is still open: its first undecided constraint."""
+    assert part.outcome is not None
+    state = part.outcome.state
     n = state.available[d]
-    if n < run.procedure.n0:
-        return f"{n} of the first {run.procedure.n0} runs made"
+    if n < part.procedure.n0:
+        return f"{n} of the first {part.procedure.n0} runs made"
     for j, constraint in enumerate(run.search.constraints):
         test = state.tests[d][j]
         if state.known[d][j] is not None or test is None:
             continue
         metric = constraint.metric
         if test.variance == 0.0:
-            value = human_value(metric, float(run.data.values(d, j, 1)[0]))
+            value = human_value(metric, float(run.data.values(part.designs[d], j, 1)[0]))
             if constraint.bounds is None:
                 return (f"{metric}: all {n} runs gave {value}, and it has no known range ([[constraint]] range): "
                         "waiting for a run that differs")
@@ -70,53 +77,114 @@ def _number(value: float) -> float | None:
     return None if value != value else float(value)
 
 
-def to_json(run: SearchRun) -> dict[str, Any]:
-    """The answer as one JSON-able object (``zsim search --json``)."""
-    outcome, state, search = run.outcome, run.outcome.state, run.search
-    procedure = run.procedure
-    order = procedure.order
+def _part_json(run: SearchRun, part: Part) -> dict[str, Any]:
+    """One condition's answer (without conditions: the search's), design indices mapped to the plan's."""
+    outcome, search, procedure = part.outcome, run.search, part.procedure
+    assert outcome is not None
+    state, at = outcome.state, part.designs
     answer = outcome.answer
     designs = []
-    for d in order:
+    for d in procedure.order:
         status = state.status[d]
-        if answer is not None and outcome.kind == "found" and d != answer and (run.costs[d], d) > (run.costs[answer], answer):
+        if answer is not None and outcome.kind == "found" and d != answer and (procedure.costs[d], d) > (procedure.costs[answer], answer):
             status = "dominated" if status in (OPEN, UNTRIED, FEASIBLE) else status
-        designs.append({"design": _design(run, d), "point": run.plan.points[d].id, "cost": run.costs[d], "status": status,
+        designs.append({"design": _design(run, at[d]), "point": run.plan.points[at[d]].id, "cost": run.costs[at[d]], "status": status,
                         "reason": state.reason[d] or None, "runs": state.available[d]})
     most = max(state.available) if state.available else 0
     chosen = None
     if answer is not None:
-        chosen = {"design": _design(run, answer), "point": run.plan.points[answer].id, "cost": run.costs[answer],
-                  "scenario_digest": run.data.digest(answer), "runs": state.available[answer],
-                  "constraints": _estimates(run, answer)}
+        chosen = {"design": _design(run, at[answer]), "point": run.plan.points[at[answer]].id, "cost": run.costs[at[answer]],
+                  "scenario_digest": run.data.digest(at[answer]), "runs": state.available[answer],
+                  "constraints": _estimates(run, part, answer)}
     return {
+        "outcome": outcome.kind,
+        "answer": chosen,
+        "still_open": [_design(run, at[d]) for d in outcome.open_designs],
+        "still_open_why": [open_reason(run, part, d) for d in outcome.open_designs],
+        # the cheapest design the runs point to (every cheaper one ruled out, its runs all
+        # equal on the right side): not certified, and how far from it
+        "candidate": None if outcome.candidate is None else {
+            "design": _design(run, at[outcome.candidate]), "cost": run.costs[at[outcome.candidate]],
+            "why": open_reason(run, part, outcome.candidate)},
+        "designs": designs,
+        "monotone": [{"variable": search.variables[m.variable].path, "direction": "increasing" if m.direction > 0 else "decreasing",
+                      "used": i not in state.disabled, "note": state.disabled.get(i)} for i, m in enumerate(procedure.monotone)],
+        "runs": state.spent,
+        "designs_run": sum(1 for n in state.available if n),
+        "grid_runs": len(at) * most,
+        "most_runs": most,
+    }
+
+
+def to_json(run: SearchRun) -> dict[str, Any]:
+    """The answer as one JSON-able object (``zsim search --json``): without conditions the
+    answer's fields at the top; with them, ``conditions`` lists one answer per condition
+    and ``outcome`` is ``found`` (every condition has an answer), ``settled`` (every
+    condition is decided, some with no design meeting the constraints) or ``budget``."""
+    search, procedure = run.search, run.procedure
+    parts = [_part_json(run, part) for part in run.parts]
+    head: dict[str, Any] = {
         "search": search.name,
         "source": search.source,
         "seed": search.seed,
         "plan_digest": run.plan.worker_payload()["digest"],
         "confidence": search.confidence,
-        "outcome": outcome.kind,
-        "answer": chosen,
-        "guarantee": GUARANTEE.format(confidence=search.confidence) if outcome.kind == "found" else None,
-        "still_open": [_design(run, d) for d in outcome.open_designs],
-        "still_open_why": [open_reason(run, d) for d in outcome.open_designs],
-        "designs": designs,
-        "monotone": [{"variable": search.variables[m.variable].path, "direction": "increasing" if m.direction > 0 else "decreasing",
-                      "used": i not in state.disabled, "note": state.disabled.get(i)} for i, m in enumerate(procedure.monotone)],
+    }
+    tail = {
         "error_per_test": procedure.beta,
         "tests_covered": procedure.tests_possible,
         "first_stage_runs": procedure.n0,
-        "runs": state.spent,
+        "runs": sum(p["runs"] for p in parts),
         "runs_this_call": run.ran,
         "budget_runs": procedure.budget_runs,
         "designs_total": len(run.plan.points),
-        "designs_run": sum(1 for n in state.available if n),
-        "grid_runs": len(run.plan.points) * most,
-        "grid_note": f"a grid of every design at the {most} replications the hardest decision here took",
-        "results": str(run.directory),
-        "engine": run.engine,
-        "wall_s": run.wall_s,
+        "designs_run": sum(p["designs_run"] for p in parts),
     }
+    where = {"results": str(run.directory), "engine": run.engine, "wall_s": run.wall_s}
+    if not search.conditions:
+        one = parts[0]
+        most = one.pop("most_runs")
+        runs, designs_run, grid = one.pop("runs"), one.pop("designs_run"), one.pop("grid_runs")
+        monotone = one.pop("monotone")
+        return {**head, "outcome": one["outcome"], "answer": one["answer"],
+                "guarantee": GUARANTEE.format(confidence=search.confidence) if one["outcome"] == "found" else None,
+                "still_open": one["still_open"], "still_open_why": one["still_open_why"], "candidate": one["candidate"],
+                "designs": one["designs"],
+                "monotone": monotone,
+                **tail, "runs": runs, "designs_run": designs_run, "grid_runs": grid,
+                "grid_note": f"a grid of every design at the {most} replications the hardest decision here took", **where}
+    kinds = {p["outcome"] for p in parts}
+    outcome = "budget" if "budget" in kinds else "found" if kinds == {"found"} else "settled"
+    most = max(p["most_runs"] for p in parts)
+    for part, p in zip(run.parts, parts, strict=True):
+        p["condition"] = part.condition
+    return {**head, "outcome": outcome,
+            "guarantee": JOINT.format(confidence=search.confidence, conditions=len(parts)) if outcome != "budget" else None,
+            "conditions_total": len(parts), "conditions_found": sum(p["outcome"] == "found" for p in parts),
+            "conditions": [{"condition": p.pop("condition"), **p} for p in parts],
+            **tail, "grid_runs": len(run.plan.points) * most,
+            "grid_note": f"a grid of every design at the {most} replications the hardest decision here took", **where}
+
+
+def table(answer: dict[str, Any]) -> Any:
+    """One row per condition (a pandas DataFrame): the condition, the outcome, the chosen
+    design and its cost, each constraint's verdict, mean and interval there, the runs."""
+    import pandas as pd
+
+    rows = []
+    for c in answer["conditions"]:
+        row: dict[str, Any] = {**c["condition"], "outcome": c["outcome"]}
+        chosen = c["answer"]
+        row.update({path: value for path, value in (chosen["design"] if chosen else {}).items()})
+        row["cost"] = chosen["cost"] if chosen else None
+        for e in chosen["constraints"] if chosen else []:
+            for key in ("verdict", "mean", "low", "high"):
+                row[f"{e['metric']}.{key}"] = e[key]
+        row["answer_runs"] = chosen["runs"] if chosen else None
+        row["runs"] = c["runs"]
+        row["designs_run"] = c["designs_run"]
+        rows.append(row)
+    return pd.DataFrame(rows)
 
 
 def _value(value: Any) -> str:
@@ -127,7 +195,49 @@ def _where(design: dict[str, Any]) -> str:
     return ", ".join(f"{path} = {_value(value)}" for path, value in design.items())
 
 
+def format_conditions(answer: dict[str, Any]) -> str:
+    """The answer of a search with conditions: one line per condition."""
+    lines = [f"search {answer['search']} (seed {answer['seed']}, confidence {answer['confidence']:.0%} jointly over "
+             f"{answer['conditions_total']} conditions)",
+             f"answers: {answer['conditions_found']} of {answer['conditions_total']} conditions have one"]
+    for c in answer["conditions"]:
+        head = f"  {_where(c['condition'])}: "
+        chosen = c["answer"]
+        if c["outcome"] == "found":
+            estimates = "; ".join(f"{e['metric']} {human_value(e['metric'], e['mean'])} [{human_value(e['metric'], e['low'])}, "
+                                  f"{human_value(e['metric'], e['high'])}]" if e["mean"] is not None else f"{e['metric']} no value"
+                                  for e in chosen["constraints"])
+            chosen_here = {k: v for k, v in chosen["design"].items() if k not in c["condition"]}
+            lines.append(f"{head}{_where(chosen_here)} (cost {_value(chosen['cost'])}); {estimates}; {c['runs']} runs")
+        elif c["outcome"] == "none":
+            lines.append(f"{head}none: every design fails a constraint, is not steady or failed; {c['runs']} runs")
+        else:
+            def here(design: dict[str, Any], condition: dict[str, Any] = c["condition"]) -> str:
+                return _where({k: v for k, v in design.items() if k not in condition})
+
+            best = f"so far {here(chosen['design'])}" if chosen else "nothing meets every constraint so far"
+            if c.get("candidate"):
+                lines.append(f"{head}not settled (budget): {best}; the runs point to {here(c['candidate']['design'])} "
+                             f"(every cheaper design ruled out), not certified: {c['candidate']['why']}")
+            else:
+                lines.append(f"{head}not settled (budget): {best}; open: " + ("; ".join(
+                    f"{here(d)} ({why})" for d, why in zip(c["still_open"][:3], c["still_open_why"][:3], strict=True)) or "-"))
+    if answer["guarantee"]:
+        lines.append(f"  guarantee: {answer['guarantee']}")
+    off = [(c["condition"], m) for c in answer["conditions"] for m in c["monotone"] if not m["used"]]
+    for condition, m in off:
+        lines.append(f"monotone {m['variable']} NOT used at {_where(condition)}: the data contradict it: {m['note']}")
+    lines.append(f"runs: {answer['runs']:,} ({answer['runs_this_call']:,} now) on {answer['designs_run']} of "
+                 f"{answer['designs_total']} designs; {answer['grid_note']}: {answer['grid_runs']:,} runs")
+    lines.append(f"error per test {answer['error_per_test']:.3g} (1 - confidence over {answer['tests_covered']} possible tests), "
+                 f"first stage {answer['first_stage_runs']} runs per design")
+    lines.append(f"results: {answer['results']} (zsim report reads them)")
+    return "\n".join(lines)
+
+
 def format_text(answer: dict[str, Any]) -> str:
+    if "conditions" in answer:
+        return format_conditions(answer)
     lines = [f"search {answer['search']} (seed {answer['seed']}, confidence {answer['confidence']:.0%})"]
     chosen = answer["answer"]
     if answer["outcome"] == "found":
@@ -139,6 +249,9 @@ def format_text(answer: dict[str, Any]) -> str:
             if chosen else "no design meets every constraint so far"
         lines.append(f"answer: not settled, the budget of {answer['budget_runs']:,} runs is spent; {best}; still open:"
                      + ("" if answer["still_open"] else " nothing cheaper"))
+        if answer.get("candidate"):
+            lines.append(f"  the runs point to {_where(answer['candidate']['design'])} (cost {_value(answer['candidate']['cost'])}; "
+                         "every cheaper design ruled out), not certified:")
         for design, why in list(zip(answer["still_open"], answer["still_open_why"], strict=True))[:10]:
             lines.append(f"  {_where(design)}: {why}")
         if len(answer["still_open"]) > 10:

@@ -39,7 +39,7 @@ def add_parser(sub: argparse._SubParsersAction[Any], count_arg: Any, seconds_arg
 
 def cmd_search(args: argparse.Namespace) -> int:
     from ..sweep.cli import _app_permission, _conf
-    from .answer import figure, format_text, to_json
+    from .answer import figure, format_text, table, to_json
     from .execute import DEFAULT_OUT, run_search
 
     out = Path(args.out or DEFAULT_OUT)
@@ -53,7 +53,12 @@ def cmd_search(args: argparse.Namespace) -> int:
 
     atomic_write(report_dir / "search.json", (json.dumps(answer, indent=2) + "\n").encode())
     written = [report_dir / "search.json"]
-    if not args.no_figure:
+    if run.search.conditions:  # one row per condition; the figure is of one condition's designs, not drawn
+        frame = table(answer)
+        atomic_write(report_dir / "answers.csv", frame.to_csv(index=False).encode())
+        frame.to_parquet(report_dir / "answers.parquet", index=False)
+        written += [report_dir / "answers.csv", report_dir / "answers.parquet"]
+    elif not args.no_figure:
         written.append(figure(run, answer, report_dir / "search.png"))
     if args.json:
         print(json.dumps(answer, indent=2))

@@ -30,13 +30,39 @@ DEFAULT_OUT = "out/searches"
 
 
 @dataclass
+class Part:
+    """The search of one condition (the whole search when it has no ``[conditions]``): its
+    designs, numbered 0 .. k-1 by its procedure, are ``designs`` in the plan."""
+
+    condition: dict[str, Any]  # condition path -> value; {} without conditions
+    designs: list[int]
+    procedure: Procedure
+    outcome: Outcome | None = None
+
+
+class Local:
+    """One condition's view of the rows (``procedure.Data``), its designs numbered 0 .. k-1."""
+
+    def __init__(self, data: Rows, designs: list[int]) -> None:
+        self.data, self.designs = data, designs
+
+    def available(self, design: int) -> int:
+        return self.data.available(self.designs[design])
+
+    def values(self, design: int, constraint: int, n: int) -> np.ndarray:
+        return self.data.values(self.designs[design], constraint, n)
+
+    def unsteady(self, design: int, constraint: int, n: int) -> np.ndarray:
+        return self.data.unsteady(self.designs[design], constraint, n)
+
+
+@dataclass
 class SearchRun:
     """A finished (or budget-stopped) search: the answer is made from it (``zsim.search.answer``)."""
 
     search: spec.Search
     plan: Plan
-    procedure: Procedure
-    outcome: Outcome
+    parts: list[Part]  # one per condition, in grid order (one without conditions)
     data: Rows
     directory: Path
     costs: list[float]
@@ -44,6 +70,19 @@ class SearchRun:
     engine: str
     wall_s: float
     rounds: int
+
+    @property
+    def procedure(self) -> Procedure:
+        """The first (without conditions: the only) condition's procedure."""
+        return self.parts[0].procedure
+
+    @property
+    def outcome(self) -> Outcome:
+        """The first (without conditions: the only) condition's outcome; its ``answer`` is an
+        index into ``plan.points`` only without conditions (``Part.designs`` maps it)."""
+        outcome = self.parts[0].outcome
+        assert outcome is not None
+        return outcome
 
 
 class Rows:
@@ -127,13 +166,34 @@ def _coordinate(value: Any) -> Any:
     return value if isinstance(value, (int, float)) and not isinstance(value, bool) else repr(value)
 
 
-def make_procedure(search: spec.Search, plan: Plan, costs: list[float], budget_runs: int | None = None) -> Procedure:
-    coords = [[_coordinate(v) for _, v in p.coords] for p in plan.points]
+def make_parts(search: spec.Search, plan: Plan, costs: list[float], budget_runs: int | None = None) -> list[Part]:
+    """A procedure per condition, over the designs of that condition. The Bonferroni split
+    covers every test of every condition (``family``), so the stated confidence holds for
+    all the conditions' answers together."""
+    conditions = {c.path for c in search.conditions}
+    groups: dict[tuple[tuple[str, Any], ...], list[int]] = {}
+    for d, point in enumerate(plan.points):
+        groups.setdefault(tuple((k, v) for k, v in point.coords if k in conditions), []).append(d)
     constraints = [Constraint(c.metric, c.sense, c.target, c.indifference, c.bounds) for c in search.constraints]
     monotone = [Monotone(i, v.monotone) for i, v in enumerate(search.variables) if v.monotone]
-    return Procedure(costs, coords, constraints, monotone, confidence=search.confidence, n0=search.initial_replications,
-                     budget_runs=search.budget_runs if budget_runs is None else budget_runs, width=search.width,
-                     names=[", ".join(f"{path} = {value}" for path, value in p.coords) for p in plan.points])
+    parts = []
+    for key, designs in groups.items():
+        points = [plan.points[d] for d in designs]
+        coords = [[_coordinate(v) for k, v in p.coords if k not in conditions] for p in points]
+        procedure = Procedure([costs[d] for d in designs], coords, constraints, monotone, confidence=search.confidence,
+                              n0=search.initial_replications, budget_runs=search.budget_runs if budget_runs is None else budget_runs,
+                              width=search.width, names=[", ".join(f"{path} = {value}" for path, value in p.coords) for p in points],
+                              family=len(plan.points) * len(constraints))
+        parts.append(Part(dict(key), designs, procedure))
+    return parts
+
+
+def make_procedure(search: spec.Search, plan: Plan, costs: list[float], budget_runs: int | None = None) -> Procedure:
+    """The procedure of a search without conditions (its one part)."""
+    parts = make_parts(search, plan, costs, budget_runs)
+    if len(parts) != 1:
+        raise ValueError("a search with conditions has a procedure per condition: make_parts")
+    return parts[0].procedure
 
 
 def _manifest_plan(plan: Plan, replications: int) -> Plan:
@@ -165,15 +225,18 @@ def run_search(source: str | Path | spec.Search, out: str | Path = DEFAULT_OUT, 
     say = (lambda text: (stream.write(terminal(text) + "\n"), stream.flush())) if stream is not None else (lambda text: None)
     plan = spec.plan(search)
     costs = _costs(search, plan)
-    procedure = make_procedure(search, plan, costs, budget_runs)
+    parts = make_parts(search, plan, costs, budget_runs)
+    procedure = parts[0].procedure
+    budget = procedure.budget_runs
     timeout = search.sweep.run_timeout_s if run_timeout_s is None else check_run_timeout(run_timeout_s, "--run-timeout")
     apps = check_apps(plan, trust.permission(allow_apps), say)
     files.prepare_output_dir(out, "the output folder (--out)")
     directory = store.sweep_dir(out, search.name)
     if directory.exists() or directory.is_symlink():
         files.check_inside(directory, out, "the output folder (--out)")
-    say(f"[{search.name}] {len(plan.points)} designs x {len(search.constraints)} constraints; confidence {search.confidence:g}, "
-        f"error per test {procedure.beta:.3g}, first stage {procedure.n0} runs per design, budget {procedure.budget_runs:,} runs")
+    per = f" ({len(parts)} conditions, confidence jointly over them)" if search.conditions else ""
+    say(f"[{search.name}] {len(plan.points)} designs{per} x {len(search.constraints)} constraints; confidence {search.confidence:g}, "
+        f"error per test {procedure.beta:.3g}, first stage {procedure.n0} runs per design, budget {budget:,} runs")
     started = time.perf_counter()
     ran = rounds = 0
     runner: Any = None
@@ -199,14 +262,14 @@ def run_search(source: str | Path | spec.Search, out: str | Path = DEFAULT_OUT, 
         axis_kinds = {path: kind for path, kind in payload["axes"]}
         try:
             while True:
-                batch, state, outcome = procedure.plan(data)
-                if outcome is not None:
+                batch = _next_batch(parts, data, budget)
+                if not batch:
                     break
                 rounds += 1
                 tasks = [Task(plan.points[d].id, r, seed_for(search.seed, "", r, True))
                          for d, target in batch.items() for r in range(data.available(d), target)
                          if (plan.points[d].id, r) not in done]
-                _progress(say, search.name, rounds, batch, state, procedure)
+                _progress(say, search.name, rounds, batch, data, parts, budget)
                 if runner is None:
                     runner = make_engine(engine, payload, master=master, workers=workers, conf=conf,
                                          app_name=f"zsim search {search.name}")
@@ -229,13 +292,53 @@ def run_search(source: str | Path | spec.Search, out: str | Path = DEFAULT_OUT, 
         finally:
             if runner is not None:
                 runner.__exit__(*sys.exc_info())
-    return SearchRun(search=search, plan=plan, procedure=procedure, outcome=outcome, data=data, directory=directory, costs=costs,
+    return SearchRun(search=search, plan=plan, parts=parts, data=data, directory=directory, costs=costs,
                      ran=ran, engine=described, wall_s=time.perf_counter() - started, rounds=rounds)
 
 
-def _progress(say: Any, name: str, rounds: int, batch: Mapping[int, int], state: State, procedure: Procedure) -> None:
-    new = sum(target - state.available[d] for d, target in batch.items())
+def _next_batch(parts: list[Part], data: Rows, budget: int) -> dict[int, int]:
+    """Every condition's next batch (plan design -> replications wanted), and each part's
+    outcome (None while its search goes on). Empty: the search is over.
+
+    With conditions the budget is shared fairly: each round, every condition still open may
+    take at most an even share of the runs left (at least a first stage), so a condition too
+    close to call cannot starve the others, which need a few rounds of bisection each. The
+    share a condition leaves unused stays for later rounds. Recomputed from the rows alone,
+    so a resumed search takes the same path."""
+    left = budget - sum(data.available(d) for d in range(len(data.ids)))
+    views = [Local(data, part.designs) for part in parts]
+    if len(parts) == 1:
+        batch, _, parts[0].outcome = parts[0].procedure.plan(views[0], max(left, 0))
+        return {parts[0].designs[e]: target for e, target in batch.items()}
+    still = []
+    for i, part in enumerate(parts):
+        _, state, outcome = part.procedure.plan(views[i], 0)
+        part.outcome = outcome if outcome is not None and outcome.kind != "budget" else None
+        if part.outcome is None:
+            still.append((state.spent, i))
+    wanted: dict[int, int] = {}
+    share = left // max(len(still), 1)
+    for _, i in sorted(still):  # the conditions with the fewest runs first
+        part = parts[i]
+        batch, state, outcome = part.procedure.plan(views[i], max(min(max(share, part.procedure.n0), left), 0))
+        part.outcome = outcome
+        for e, target in batch.items():
+            wanted[part.designs[e]] = target
+            left -= target - state.available[e]
+    return wanted
+
+
+def _progress(say: Any, name: str, rounds: int, batch: Mapping[int, int], data: Rows, parts: list[Part], budget: int) -> None:
+    new = sum(target - data.available(d) for d, target in batch.items())
+    spent = sum(data.available(d) for d in range(len(data.ids)))
+    states: list[State] = [part.procedure.assess(Local(data, part.designs)) for part in parts] if len(parts) > 1 else []
+    if states:
+        settled = sum(1 for part in parts if part.outcome is not None)
+        say(f"[{name}] round {rounds}: {len(batch)} designs, {new} runs (spent {spent:,} of {budget:,}); "
+            f"{settled} of {len(parts)} conditions settled")
+        return
+    state = parts[0].procedure.assess(Local(data, parts[0].designs))
     decided = sum(1 for s in state.status if s not in ("open", "untried"))
-    say(f"[{name}] round {rounds}: {len(batch)} designs, {new} runs (spent {state.spent:,} of {procedure.budget_runs:,}); "
+    say(f"[{name}] round {rounds}: {len(batch)} designs, {new} runs (spent {spent:,} of {budget:,}); "
         f"{decided} of {len(state.status)} designs decided")
 

@@ -100,6 +100,9 @@ class Decision:
     #: how it was decided: "sequential" (the triangular region) or "bound" (every value
     #: equal, the metric's range and the binomial bound); "" while open
     how: str = ""
+    #: while open with every value equal: the verdict that value points to (MEETS or
+    #: FAILS, by the side of the target it is on); "" otherwise
+    lean: str = ""
 
 
 def equal_runs_needed(value: float, target: float, sense: int, eps: float, beta: float,
@@ -142,7 +145,8 @@ def decide(values: np.ndarray, target: float, sense: int, eps: float, beta: floa
         if not len(differs):
             # open: wait for a value that differs (doubling), or for the bound's count
             guess = 2 * n if needed is None else min(2 * n, needed[0])
-            return Decision(None, n, 0.0, needed[0] if needed else 0, max(n + 1, guess), n0)
+            lean = MEETS if sense * (float(values[0]) - target) <= 0 else FAILS
+            return Decision(None, n, 0.0, needed[0] if needed else 0, max(n + 1, guess), n0, "", lean)
         first = equal_to + 1  # the first stage: up to and including the first value that differs
     h2 = h_squared(first, beta)
     variance = float(np.var(values[:first], ddof=1))

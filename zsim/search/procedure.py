@@ -122,12 +122,16 @@ class Outcome:
     answer: int | None  # the design chosen (found), or the cheapest meeting every constraint so far (budget)
     state: State
     open_designs: tuple[int, ...]  # cheaper than the answer and undecided (budget)
+    #: (budget) the cheapest design every cheaper one of which is ruled out, and whose open
+    #: constraints all lean to "meets" (runs all equal, short of the bound's count): the
+    #: answer the runs point to, not certified
+    candidate: int | None = None
 
 
 class Procedure:
     def __init__(self, costs: Sequence[float], coords: Sequence[Sequence[float]], constraints: Sequence[Constraint],
                  monotone: Sequence[Monotone] = (), *, confidence: float = 0.95, n0: int = 10, budget_runs: int = 10_000,
-                 width: int = 4, names: Sequence[str] | None = None) -> None:
+                 width: int = 4, names: Sequence[str] | None = None, family: int | None = None) -> None:
         self.costs = list(costs)
         #: how reasons name a design (default "design <index>")
         self.names = list(names) if names is not None else [f"design {d}" for d in range(len(self.costs))]
@@ -139,7 +143,9 @@ class Procedure:
         self.budget_runs = budget_runs
         self.width = width
         self.order = sorted(range(len(self.costs)), key=lambda d: (self.costs[d], d))
-        self.tests_possible = len(self.costs) * len(self.constraints)
+        #: the tests the Bonferroni split covers: this procedure's, or a whole family's
+        #: (``family``: a search with conditions splits over every condition's tests)
+        self.tests_possible = len(self.costs) * len(self.constraints) if family is None else family
         self.beta = (1 - confidence) / self.tests_possible
         # chains: per monotone variable, the designs that differ only in it, by its value
         self.chains: list[dict[int, list[int]]] = []
@@ -286,9 +292,23 @@ class Procedure:
         wanted = [test.predicted for j, test in enumerate(state.tests[d]) if test is not None and state.known[d][j] is None]
         return max(wanted) if wanted else state.available[d]
 
+    @staticmethod
+    def tentative(state: State, d: int, j: int) -> str | None:
+        """The verdict an open test leans to when every run so far gave one value (the
+        test waits for a run that differs, or for the binomial bound's count: possibly
+        thousands): MEETS or FAILS by the side of the target that value is on; None when
+        the test is open for another reason (or decided)."""
+        test = state.tests[d][j]
+        if state.known[d][j] is not None or test is None or test.verdict is not None or test.variance != 0.0:
+            return None
+        return test.lean or None
+
     def _to_run(self, state: State, d: int) -> int:
         """The design to run for open design ``d``: ``d`` itself, or the middle of its
-        undecided stretch along the first monotone variable in use (bisection)."""
+        undecided stretch along the first monotone variable in use (bisection). A design
+        whose runs are all equal (``tentative``) does not hold the bisection up: it bounds
+        the stretch like a verdict, and is run itself only once the stretch on its far side
+        is decided (its certification can take thousands of runs)."""
         for index in range(len(self.monotone)):
             if index in state.disabled:
                 continue
@@ -299,9 +319,17 @@ class Procedure:
             j = unknown[0]
 
             def open_for(e: int, j: int = j) -> bool:
-                return state.status[e] in (OPEN, UNTRIED) and state.known[e][j] is None
+                return state.status[e] in (OPEN, UNTRIED) and state.known[e][j] is None and self.tentative(state, e, j) is None
 
             at = chain.index(d)
+            lean = self.tentative(state, d, j)
+            if lean is not None:
+                # meets (so far): the open stretch on the harder side decides first; fails: the easier side
+                better = self.better(self.monotone[index], self.constraints[j])
+                step = -better if lean == MEETS else better
+                at += step
+                if not (0 <= at < len(chain) and open_for(chain[at])):
+                    return d
             lo = hi = at
             while lo > 0 and open_for(chain[lo - 1]):
                 lo -= 1
@@ -310,9 +338,10 @@ class Procedure:
             return chain[(lo + hi) // 2]
         return d
 
-    def plan(self, data: Data) -> tuple[dict[int, int], State, Outcome | None]:
+    def plan(self, data: Data, room: int | None = None) -> tuple[dict[int, int], State, Outcome | None]:
         """The next batch (design -> replications wanted there), the state, and the outcome
-        when the search is over (then the batch is empty)."""
+        when the search is over (then the batch is empty). ``room``: the runs this batch may
+        take (default: the budget less the runs spent here)."""
         state = self.assess(data)
         done = self.outcome(state)
         if done is not None:
@@ -328,7 +357,8 @@ class Procedure:
                 target = self._target(state, e)
                 if target > state.available[e]:
                     wanted[e] = target
-        room = self.budget_runs - state.spent
+        if room is None:
+            room = self.budget_runs - state.spent
         batch: dict[int, int] = {}
         for e, target in wanted.items():  # cheapest first: the budget goes where the answer is
             extra = min(target - state.available[e], room)
@@ -345,7 +375,12 @@ class Procedure:
         best = next((d for d in self.order if state.status[d] == FEASIBLE), None)
         cheaper = self.order if best is None else self.order[:self.order.index(best)]
         still = tuple(d for d in cheaper if state.status[d] in (OPEN, UNTRIED))
-        return Outcome("budget", best, state, still)
+        candidate = None
+        if still and state.status[still[0]] == OPEN and all(
+                state.known[still[0]][j] is not None and state.known[still[0]][j].verdict == MEETS  # type: ignore[union-attr]
+                or self.tentative(state, still[0], j) == MEETS for j in range(len(self.constraints))):
+            candidate = still[0]
+        return Outcome("budget", best, state, still, candidate)
 
 
 def interval(values: np.ndarray, confidence: float) -> tuple[float, float, float]:

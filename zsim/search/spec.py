@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,10 +21,11 @@ from .. import expressions, fields, files
 from ..errors import ScenarioError
 from ..sweep import plan as sweep_plan
 
-TOP_KEYS = {"search", "variables", "set", "link", "constraint", "derived", "base"}
+TOP_KEYS = {"search", "variables", "conditions", "set", "link", "constraint", "derived", "base"}
 SEARCH_KEYS = {"name", "description", "base", "seed", "confidence", "indifference", "budget_runs", "initial_replications",
                "width", "cost", "run_timeout_s"}
 VARIABLE_KEYS = {"values", "low", "high", "step", "monotone", "label"}
+CONDITION_KEYS = {"values", "low", "high", "step", "label"}
 CONSTRAINT_KEYS = {"metric", "below", "above", "indifference", "range"}
 MONOTONE = {"decreasing": -1, "increasing": 1}
 #: designs a search may have (its grid): the sweep planner checks every one before any run
@@ -65,9 +66,13 @@ class Search:
     variables: tuple[Variable, ...]
     constraints: tuple[ConstraintSpec, ...]
     derived: Mapping[str, str]
-    #: the grid sweep whose points are the designs (``zsim.sweep.plan.Sweep``)
+    #: the grid sweep whose points are the designs (``zsim.sweep.plan.Sweep``); with
+    #: conditions, its axes are the variables then the conditions
     sweep: sweep_plan.Sweep = field(repr=False)
     source: str = "<dict>"
+    #: ``[conditions]``: axes the search answers once each (one answer per combination of
+    #: their values), not chosen; empty: one answer
+    conditions: tuple[Variable, ...] = ()
 
 
 def load(path: str | Path) -> Search:
@@ -93,11 +98,11 @@ def _number(value: Any, where: str) -> float:
     return float(value)
 
 
-def _variable(path: str, spec: Any) -> tuple[Variable, dict[str, Any]]:
-    where = f"variables.{path}"
+def _variable(path: str, spec: Any, table: str = "variables") -> tuple[Variable, dict[str, Any]]:
+    where = f"{table}.{path}"
     if isinstance(spec, list):
         spec = {"values": spec}
-    fields.check_keys(spec, VARIABLE_KEYS, where)
+    fields.check_keys(spec, VARIABLE_KEYS if table == "variables" else CONDITION_KEYS, where)
     if "values" in spec:
         for key in ("low", "high", "step"):
             if key in spec:
@@ -175,9 +180,12 @@ def known_bounds(metric: str) -> tuple[float, float] | None:
     return (0.0, 1.0) if metric.rsplit(".", 1)[-1].endswith(BOUNDED_SUFFIXES) else None
 
 
-def _renamed(exc: ScenarioError) -> ScenarioError:
+def _renamed(exc: ScenarioError, conditions: Iterable[str] = ()) -> ScenarioError:
     """An error of the sweep planner, with the search file's names for the fields."""
     path = exc.path
+    for condition in conditions:
+        if path == f"axes.{condition}" or path.startswith(f"axes.{condition}."):
+            return ScenarioError("conditions." + path[len("axes."):], exc.reason)
     for old, new in (("axes.", "variables."), ("report.derived.", "derived.")):
         if path.startswith(old):
             path = new + path[len(old):]
@@ -225,9 +233,21 @@ def from_dict(raw: Mapping[str, Any], *, base: Mapping[str, Any] | None = None, 
         variable, axis = _variable(path, spec)
         variables.append(variable)
         axes[path] = axis
-    designs = math.prod(len(v.values) for v in variables)
+    conditions = []
+    table = raw.get("conditions", {})
+    if not isinstance(table, Mapping):
+        raise ScenarioError("conditions", "must be a table of scenario paths with their values, e.g. "
+                                          "\"send.pub.rate_per_s\" = [500, 1000] (one answer per combination)")
+    for path, spec_ in _variables(table, "", "conditions"):
+        if path in axes:
+            raise ScenarioError(f"conditions.{path}", "is a variable too (a field is chosen by the search or fixed per condition)")
+        condition, axis = _variable(path, spec_, "conditions")
+        conditions.append(condition)
+        axes[path] = axis
+    designs = math.prod(len(v.values) for v in variables) * math.prod(len(c.values) for c in conditions)
     if designs > MAX_DESIGNS:
-        raise ScenarioError("variables", f"make {designs:,} designs; a search has at most {MAX_DESIGNS:,}")
+        raise ScenarioError("conditions" if conditions else "variables",
+                            f"make {designs:,} designs; a search has at most {MAX_DESIGNS:,}")
 
     cost = head.get("cost")
     if not isinstance(cost, str) or not cost.strip():
@@ -262,30 +282,30 @@ def from_dict(raw: Mapping[str, Any], *, base: Mapping[str, Any] | None = None, 
     except ScenarioError as exc:
         if exc.path == "sweep.run_timeout_s":
             raise ScenarioError("search.run_timeout_s", exc.reason) from None
-        raise _renamed(exc) from None
-    numeric = {v.path for v in variables if all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v.values)}
+        raise _renamed(exc, [c.path for c in conditions]) from None
+    numeric = {v.path for v in (*variables, *conditions) if all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v.values)}
     for name_used in used:
         target = sweep.links.get(name_used, name_used)
         if target not in axes:
-            raise ScenarioError("search.cost", f"reads {name_used!r}, which is not a variable or a [link] "
-                                               f"(variables: {', '.join(axes)})")
+            raise ScenarioError("search.cost", f"reads {name_used!r}, which is not a variable, a condition or a [link] "
+                                               f"(variables: {', '.join(v.path for v in variables)})")
         if target not in numeric:
             raise ScenarioError("search.cost", f"reads {name_used!r}, whose values are not all numbers")
     return Search(name=name, description=description, seed=seed, confidence=confidence, budget_runs=budget,
                   initial_replications=n0, width=width, cost=cost, variables=tuple(variables), constraints=constraints,
-                  derived=dict(derived), sweep=sweep, source=source)
+                  derived=dict(derived), sweep=sweep, source=source, conditions=tuple(conditions))
 
 
-def _variables(table: Mapping[str, Any], prefix: str) -> Iterator[tuple[str, Any]]:
+def _variables(table: Mapping[str, Any], prefix: str, name: str = "variables") -> Iterator[tuple[str, Any]]:
     """``a.b.c = {...}`` is a nested table in TOML: the (dotted path, spec) pairs."""
     for key, value in table.items():
         path = f"{prefix}.{key}" if prefix else str(key)
         if isinstance(value, list) or (isinstance(value, Mapping) and ("values" in value or "low" in value or "step" in value)):
             yield path, value
         elif isinstance(value, Mapping) and value:
-            yield from _variables(value, path)
+            yield from _variables(value, path, name)
         else:
-            raise ScenarioError(f"variables.{path}", f"a variable is a list of values, {{ values = [...] }} or {{ low, high, step }}, "
+            raise ScenarioError(f"{name}.{path}", f"a {name[:-1]} is a list of values, {{ values = [...] }} or {{ low, high, step }}, "
                                                      f"got {fields.short(value)}")
 
 
@@ -295,4 +315,4 @@ def plan(search: Search) -> sweep_plan.Plan:
     try:
         return sweep_plan.expand(search.sweep, max_runs=None)
     except ScenarioError as exc:
-        raise _renamed(exc) from None
+        raise _renamed(exc, (c.path for c in search.conditions)) from None
