@@ -749,7 +749,8 @@ def preference(metric: str, overrides: Mapping[str, str | None] | None = None) -
     if metric == "warnings" or metric.startswith("warning."):  # a run that warned less is better, whatever the code
         return "lower", "warnings"
     if metric.startswith(("rtt.", "e2e.")):  # request -> reply, source -> sink: times, and how many
-        return (None, "load, inputs and times of events") if metric.endswith(".count") else ("lower", "latency")
+        counted = metric.endswith((".count", "_count"))  # how many (over a template: sum_count, max_count, ...)
+        return (None, "load, inputs and times of events") if counted else ("lower", "latency")
     entity_metric = metric.startswith(("socket.", "sender.", "pipe.", "link.", "network.", "warning."))
     field_name = metric.rsplit(".", 1)[-1] if entity_metric else metric
     for pattern, direction, family in PREFERENCES:
@@ -1030,6 +1031,11 @@ def metric_result(name: str, rows: Sequence[Sequence[Mapping[str, Any]]], result
         label = f"{field_name.replace('_', ' ')} of link {link_name} {direction}"
     values = [[_number(row.get(name)) if row.get("ok") else None for row in design_rows] for design_rows in rows]
     samples = [describe(v) for v in values]
+    from .sweep.report import metric_kind
+
+    if metric_kind(name) == "fraction":  # a share lies in [0, 1]: so does its interval (differences may be negative)
+        samples = [s if s.low is None or s.high is None else dataclasses.replace(s, low=max(0.0, s.low), high=min(1.0, s.high))
+                   for s in samples]
     differences: list[Difference | None] = [None] + [paired(values[0], v, prefers) for v in values[1:]]
     finite = [v for design_values in values for v in design_values if _finite(v)]
     presence = {tuple(_finite(v) for v in design_values) for design_values in values}

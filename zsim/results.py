@@ -634,6 +634,8 @@ PER_SOCKET = (*SOCKET_FIELDS, *INBOUND_FIELDS, *(f"latency_{p}_s" for p in SOCKE
 #: The statistic comes first so that the name still ends with the field's unit (``_s``,
 #: ``_fraction``, ``_per_s``), from which reports choose units; no per-entity field starts so.
 MEMBER_STATS = ("sum", "min", "mean", "max")
+#: the fields of ``rtt.<socket>.*`` and ``e2e.<source>-><sink>.*`` (``causal_times``)
+CAUSAL_FIELDS = ("count", *(f"{p}_s" for p in SOCKET_LATENCY))
 #: Per-socket counts that a member nothing was meant for has none of in its row: 0, exactly.
 _ZERO_WHEN_ABSENT = frozenset(INBOUND_FIELDS) - {"loss_fraction"}
 
@@ -676,6 +678,7 @@ def _member_aggregates(row: dict[str, Any], templates: dict[str, Any]) -> None:
     nothing) are left out; a count a member has no column for (nothing was meant for it) is
     0; a field no member has gets no aggregate, nor does any field of a template with no
     members."""
+    _causal_aggregates(row, templates)
     for kind, prefix, fields in (("socket", "socket", PER_SOCKET), ("send", "sender", SENDER_FIELDS)):
         for name, info in (templates.get(kind) or {}).items():
             members = list(info.get("members") or ())
@@ -693,6 +696,40 @@ def _member_aggregates(row: dict[str, Any], templates: dict[str, Any]) -> None:
                     stats = (total, min(numbers), total / len(numbers), max(numbers))
                 for stat, value in zip(MEMBER_STATS, stats, strict=True):
                     row[f"{prefix}.{name}.{stat}_{key}"] = value
+
+
+def _causal_aggregates(row: dict[str, Any], templates: dict[str, Any]) -> None:
+    """Request -> reply and end-to-end times over a socket template's members, as the other
+    member aggregates: ``rtt.<template>.<sum|min|mean|max>_<field>`` over the members that
+    sent requests, and ``e2e.<A>-><B>.<stat>_<field>`` over the source -> sink pairs whose
+    source is A (a template or one socket) and sink B, where one of them is a template
+    (``e2e.w->sink.max_p99_s``: the worst worker's task -> result p99)."""
+    member_of = {member: name for name, info in (templates.get("socket") or {}).items() for member in info.get("members") or ()}
+    if not member_of:
+        return
+    groups: dict[str, dict[str, list[float]]] = {}
+    for key, value in row.items():
+        if not key.startswith(("rtt.", "e2e.")) or value is None or value != value:
+            continue
+        kind, rest = key.split(".", 1)
+        entity, _, field = rest.rpartition(".")
+        if field not in CAUSAL_FIELDS:
+            continue
+        if kind == "rtt":
+            if entity not in member_of:
+                continue
+            name = f"rtt.{member_of[entity]}"
+        else:
+            source, sep, sink = entity.partition("->")
+            if not sep or (source not in member_of and sink not in member_of):
+                continue
+            name = f"e2e.{member_of.get(source, source)}->{member_of.get(sink, sink)}"
+        groups.setdefault(name, {}).setdefault(field, []).append(float(value))
+    for name, fields in groups.items():
+        for field, numbers in fields.items():
+            total = math.fsum(numbers)
+            for stat, value in zip(MEMBER_STATS, (total, min(numbers), total / len(numbers), max(numbers)), strict=True):
+                row[f"{name}.{stat}_{field}"] = value
 
 
 def _number(value: Any) -> float:
@@ -794,7 +831,9 @@ def flat_metrics(summary: Mapping[str, Any], result: RunResult | None = None, sc
       times of the requests a socket sent, measured where the reply arrives (a REQ, a
       DEALER, a ROUTER sending with ``to``; through any broker), and
       ``e2e.<source>-><sink>.*`` likewise from a message sent at ``source`` to what it
-      caused arriving at ``sink`` (a task -> its result); ``causal_times`` says how;
+      caused arriving at ``sink`` (a task -> its result); ``causal_times`` says how; over a
+      socket template's members, ``rtt.<template>.<sum|min|mean|max>_<field>`` and
+      ``e2e.<A>-><B>.<stat>_<field>`` (A or B a template);
     - with ``[machine] cores``: ``machine.cores``, ``machine.cpu_s`` (CPU work of every
       thread) and ``thread.<name>.{cpu_s,waited_s}`` (its work, its wait for a core);
     - with ``[[link]]`` tables: ``network.<link>.<a>-><b>.<field>`` per direction of each link

@@ -130,3 +130,58 @@ def test_an_app_s_own_message_is_linked_by_cause(tmp_path):
     row = zsim.run(zsim.spec.from_dict(raw, base_dir=str(tmp_path)), 0, allow_apps=True).flat()
     assert row["e2e.vent->sink.count"] == 3
     assert row["e2e.vent->sink.p50_s"] == pytest.approx(0.008) and row["e2e.vent->sink.max_s"] == pytest.approx(0.012)
+
+
+def clients(count: int) -> dict:
+    """REQ clients ``c1 .. c<count>`` (a template) to one REP of 2 ms."""
+    return {
+        "scenario": {"name": "clients", "profile": "ideal"},
+        "socket": [{"name": "c{i+1}", "type": "REQ", "count": count, "connect": ["inproc://rr"]},
+                   {"name": "rep", "type": "REP", "bind": ["inproc://rr"]}],
+        "send": [{"socket": "c{i+1}", "count": 10, "size_bytes": 10, "start_s": 0.01}],
+        "recv": [{"socket": "rep", "service_s": 0.002, "reply_size_bytes": 5}],
+    }
+
+
+def test_a_template_s_round_trips_are_aggregated_over_its_members():
+    # issue 30: templates first-class: the worst client's p99 is one number a sweep, a
+    # compare or a search can name
+    row = zsim.run(clients(3), 0).flat()
+    members = [row[f"rtt.c{i}.p99_s"] for i in (1, 2, 3)]
+    assert row["rtt.c.max_p99_s"] == max(members) and row["rtt.c.min_p99_s"] == min(members)
+    assert row["rtt.c.sum_count"] == 30 and row["rtt.c.mean_count"] == 10
+    assert max(members) > min(members)  # three clients queue at one REP: not all alike
+    assert metric_label("rtt.c.max_p99_s") == "largest over the members: p99 request -> reply at c"
+    assert preference("rtt.c.max_p99_s") == ("lower", "latency") and preference("rtt.c.sum_count")[0] is None
+
+
+def test_end_to_end_times_are_aggregated_by_template_at_either_end():
+    from zsim.results import _causal_aggregates
+
+    row = {"e2e.p1->sink.p99_s": 0.004, "e2e.p2->sink.p99_s": 0.006, "e2e.p1->sink.count": 5, "e2e.p2->sink.count": 7,
+           "e2e.vent->sink.p99_s": 0.1, "rtt.x.p99_s": 0.3}
+    before = set(row)
+    _causal_aggregates(row, {"socket": {"p": {"members": ["p1", "p2"]}}})
+    assert row["e2e.p->sink.max_p99_s"] == 0.006 and row["e2e.p->sink.mean_p99_s"] == pytest.approx(0.005)
+    assert row["e2e.p->sink.sum_count"] == 12
+    # pairs without a template end, and sockets outside a template, get no aggregate
+    assert {k.rsplit(".", 1)[0] for k in set(row) - before} == {"e2e.p->sink"}
+
+
+@pytest.mark.parametrize("metric", ["rtt.c2.p99_s", "rtt.c.max_p99_s", "rtt.c17.count", "rtt.rep.mean_s"])
+def test_a_sweep_or_search_may_name_causal_metrics(tmp_path, metric):
+    # these were refused as unknown: a sweep could not chart, nor a search constrain, a p99
+    # round trip
+    from zsim.sweep import plan
+
+    known = plan.known_metrics(clients(3))
+    assert known is not None and metric in known
+
+
+@pytest.mark.parametrize("metric", ["rtt.nosuch.p99_s", "rtt.c.p99", "rtt.c.max_p97_s", "e2e.c1.p99_s", "e2e.c1->zz.p99_s",
+                                    "rtt.c1.max_p99_s"])
+def test_unknown_causal_metrics_are_still_refused(metric):
+    from zsim.sweep import plan
+
+    known = plan.known_metrics(clients(3))
+    assert known is not None and metric not in known

@@ -609,3 +609,19 @@ def test_a_bad_precision_is_one_line_and_exit_2(designs, capsys, flag, message):
     assert main(["compare", designs["hwm1"], designs["hwm100"], "-n", "2", "--engine", "serial", "--precision", flag]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and message in err, err
+
+
+def test_a_fraction_s_interval_stays_in_zero_to_one_and_its_difference_does_not():
+    # a loss fraction of 0, 0, 0, 5 %: the t interval reaches below 0; a loss cannot
+    rows = [[{"ok": True, "socket.sub.loss_fraction": v} for v in (0.0, 0.0, 0.0, 0.05)],
+            [{"ok": True, "socket.sub.loss_fraction": v} for v in (0.0, 0.0, 0.0, 0.0)]]
+    raw = cmp.describe([0.0, 0.0, 0.0, 0.05])
+    assert raw.low is not None and raw.low < 0
+    designs = [cmp.DesignResult(design=None, runs=4, failed=0, errors=[], warnings={}, socket_flags={}) for _ in range(2)]  # type: ignore[arg-type]
+    metric = cmp.metric_result("socket.sub.loss_fraction", rows, designs)
+    assert metric.samples[0].low == 0.0 and metric.samples[0].high == raw.high
+    assert metric.differences[1] is not None and metric.differences[1].sample.low is not None
+    assert metric.differences[1].sample.low < 0  # 0 - 5 %: a difference may be negative
+    # a metric that is not a fraction keeps its t interval
+    rows = [[{"ok": True, "socket.sub.latency_p99_s": v} for v in (0.0, 0.0, 0.0, 0.05)]] * 2
+    assert cmp.metric_result("socket.sub.latency_p99_s", rows, designs).samples[0].low == raw.low

@@ -568,12 +568,35 @@ class MetricNames(set):  # type: ignore[type-arg]
     names are made by the model when it connects, so they are matched, not listed)."""
 
     def __init__(self, names: Iterable[str], sockets: Iterable[str] = (),
-                 members: Iterable[tuple[str, re.Pattern[str], tuple[str, ...]]] = ()) -> None:
+                 members: Iterable[tuple[str, re.Pattern[str], tuple[str, ...]]] = (), socket_templates: Iterable[str] = ()) -> None:
         super().__init__(names)
         self.sockets = sorted(set(sockets), key=len, reverse=True)
         #: (prefix, member name pattern, fields): a member of a template, whatever the count
         #: of a point (``socket.w12_in.delivered`` exists where an axis makes 16 workers)
         self.members = list(members)
+        #: socket templates' names (``rtt.<template>.max_p99_s``)
+        self.socket_templates = set(socket_templates)
+
+    def _socket(self, name: str) -> bool:
+        """A socket of the scenario, or a member of a socket template at any count."""
+        return name in self.sockets or any(prefix == "socket." and pattern.fullmatch(name) for prefix, pattern, _ in self.members)
+
+    def _causal(self, name: str) -> bool:
+        """``rtt.<socket>.<field>``, ``e2e.<source>-><sink>.<field>`` (``zsim.results``), and
+        their aggregates over socket templates (``rtt.<template>.<stat>_<field>``, ``e2e.<A>-><B>.<stat>_<field>``)."""
+        from .. import results
+
+        kind, _, rest = name.partition(".")
+        entity, _, key = rest.rpartition(".")
+        ends = [entity] if kind == "rtt" else entity.split("->")
+        if len(ends) != (1 if kind == "rtt" else 2) or not all(ends):
+            return False
+        if key in results.CAUSAL_FIELDS:
+            return all(self._socket(end) for end in ends)
+        stat, _, field = key.partition("_")
+        return (stat in results.MEMBER_STATS and field in results.CAUSAL_FIELDS
+                and any(end in self.socket_templates for end in ends)
+                and all(end in self.socket_templates or self._socket(end) for end in ends))
 
     def __contains__(self, name: object) -> bool:
         if super().__contains__(name):
@@ -585,6 +608,8 @@ class MetricNames(set):  # type: ignore[type-arg]
                 entity, _, key = name[len(prefix):].rpartition(".")
                 if key in known and pattern.fullmatch(entity):
                     return True
+        if name.startswith(("rtt.", "e2e.")):
+            return self._causal(name)
         if name.startswith("link.") and name.endswith(LINK_SUFFIXES):
             direction = name[len("link."):name.rindex(".")]
             return any(direction.startswith(first + "->") and direction[len(first) + 2:] in self.sockets for first in self.sockets)
@@ -643,7 +668,7 @@ def known_metrics(base: Mapping[str, Any]) -> MetricNames | None:
         pattern = templates.member_pattern(template.pattern)
         if pattern is not None:
             members.append((prefix, pattern, tuple(fields)))
-    return MetricNames(listed, names, members)
+    return MetricNames(listed, names, members, [t.name for t in found if t.kind == "socket"])
 
 
 def _check_metric(value: Any, where: str, known: set[str] | None) -> None:
@@ -658,6 +683,7 @@ def _check_metric(value: Any, where: str, known: set[str] | None) -> None:
     main = ", ".join(m for m in sorted(known) if "." not in m)
     raise ScenarioError(where, f"unknown metric {value!r}{hint}; metrics: {main}, socket.<name>.<field>, sender.<name>.<field>, "
                                "pipe.<pipe name>.<dropped|max_depth|mean_depth>, link.<a>-><b>.<max|mean>_<place>_<messages|bytes>, "
+                               "rtt.<socket>.<field>, e2e.<source>-><sink>.<field>, "
                                "warning.<code>, socket.<template>.<sum|min|mean|max>_<field>, a name of [report.derived]")
 
 

@@ -111,6 +111,9 @@ def _field_label(field: str) -> str:
     return _FIELD_LABELS.get(field, field.replace("_", " "))
 
 
+_OVER_MEMBERS = {"sum": "summed", "min": "least", "mean": "mean", "max": "largest"}
+
+
 def metric_label(metric: str, unit: str | None = None) -> str:
     """A metric's name for people: ``p99 latency of fast1``, ``loss fraction (pooled)``;
     with ``unit`` (``ms``, ``msg/s``) it is added in brackets."""
@@ -131,9 +134,15 @@ def metric_label(metric: str, unit: str | None = None) -> str:
     elif metric.startswith(("rtt.", "e2e.")) and metric.count(".") >= 2:
         kind, rest = metric.split(".", 1)
         entity, field = rest.rsplit(".", 1)
+        over, _, inner = field.partition("_")
+        aggregate = over in ("sum", "min", "mean", "max") and (inner == "count" or inner.endswith("_s"))
+        if aggregate:  # over a socket template's members (zsim.results._causal_aggregates)
+            field = inner
         stat = "count" if field == "count" else field.removesuffix("_s").replace("_", ".")
         what = f"request -> reply at {entity}" if kind == "rtt" else f"end to end {entity.replace('->', ' -> ')}"
         text = f"{what} ({'requests answered' if kind == 'rtt' else 'messages'})" if stat == "count" else f"{stat} {what}"
+        if aggregate:
+            text = f"{_OVER_MEMBERS[over]} over the members: {text}"
     else:
         text = metric
     return f"{text} ({unit})" if unit else text
