@@ -333,6 +333,40 @@ def _pipe_chain(ctx: _Context, pipe_index: int, start: float, end: float) -> lis
             if places["sender_engine_messages"]:
                 out.append(f"{frm}'s engine held up to {_messages(places['sender_engine_messages'])} "
                            f"({human_bytes(places['sender_engine_bytes'])}) written from its pipe but not yet into the kernel.")
+        out += _links_crossed(ctx, direction)
+    return out
+
+
+def _links_crossed(ctx: _Context, direction: str) -> list[str]:
+    """The network link a tcp connection ``writer->reader`` crosses between two hosts
+    ([[link]]), with what it carried over the whole run (the model keeps no record of a
+    link over time), and whether it was saturated or the receiver's window held the
+    connection back (the ``link_saturated`` / ``window_limited`` rules of zsim.checks)."""
+    from .checks import LINK_SATURATED, WINDOW_LIMITED_SHARE
+
+    out = []
+    for link, ways in (ctx.summary.get("network") or {}).items():
+        for way, carried in ways.items():
+            times = (carried.get("connections") or {}).get(direction)
+            if times is None:
+                continue
+            busy = carried["active_utilisation"]
+            full = busy >= LINK_SATURATED  # ran at its capacity whenever it had traffic
+            saturated = full and carried["queue_drops"] > 0
+            text = (f"The connection {direction} crosses link {link} ({way}: {carried['bandwidth_bps'] / 1e6:.4g} Mbit/s, "
+                    f"{human_time(carried['latency_s'])} one way). Over the whole run that direction was busy "
+                    f"{100 * busy:.0f} % of the time it carried traffic, its queue held up to {human_bytes(carried['max_queue_bytes'])}"
+                    f" and dropped {carried['queue_drops']:,} packets ({carried['retransmits']:,} segments sent again)")
+            sending, limited = times["sending_s"], times["window_limited_s"]
+            if full:
+                text += (f": the link ran at its capacity{' and its queue overflowed (link_saturated)' if saturated else ''}, "
+                         "so it, not the reader, set how fast copies left the sender's buffers.")
+            elif sending > 0 and limited >= WINDOW_LIMITED_SHARE * sending:
+                text += (f"; the receiver's window held this connection back {100 * limited / sending:.0f} % of its sending time "
+                         "(window_limited): window / round trip, not the link, bounds it.")
+            else:
+                text += "."
+            out.append(text)
     return out
 
 

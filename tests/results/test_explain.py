@@ -232,3 +232,24 @@ def test_episodes_at_the_same_place_of_template_members_fold_into_one_paragraph(
     assert sum("pub->own" in p for p in paragraphs) == sum(e.where == "pub->own" for e in story.episodes)
     assert len(paragraphs) == len(story.episodes) - 5 * len(folded)
     assert len(story.to_dict()["episodes"]) == len(story.episodes)  # the JSON keeps every episode
+
+
+def test_an_episode_over_a_network_link_names_the_link_and_what_it_carried():
+    # issue 29: explain named the kernel buffers and the reader ("fast enough") of a loss
+    # a 20 Mbit/s link made, and not the link
+    story, result = _explain(ROOT / "examples" / "two_hosts.toml")
+    text = story.episodes[0].paragraph(1)
+    carried = result.summary["network"]["wan"]["dc->branch"]  # type: ignore[attr-defined]
+    assert carried["active_utilisation"] >= 0.95 and "pub->sub1" in carried["connections"]
+    assert ("The connection pub->sub1 crosses link wan (dc->branch: 20 Mbit/s, 10 ms one way). Over the whole run that "
+            f"direction was busy {100 * carried['active_utilisation']:.0f} % of the time it carried traffic") in text
+    assert "the link ran at its capacity, so it, not the reader, set how fast copies left the sender's buffers." in text
+    # the same design on one host's loopback: the link made the loss (fewer drops), and no link is named
+    raw = spec.load(ROOT / "examples" / "two_hosts.toml").raw
+    loopback = {k: v for k, v in raw.items() if k not in ("host", "link")}
+    loopback["process"] = [{k: v for k, v in p.items() if k != "host"} for p in raw["process"]]
+    loopback["socket"] = [{**s, "connect": [c.replace("tcp://dc:", "tcp://127.0.0.1:") for c in s.get("connect", [])]}
+                          for s in raw["socket"]]
+    story, local = _explain(loopback)
+    assert local.summary["ledger"]["dropped"] < result.summary["ledger"]["dropped"]  # type: ignore[attr-defined]
+    assert not any("crosses link" in e.paragraph(1) for e in story.episodes)
