@@ -134,10 +134,18 @@ class Explanation:
                 copies = episode.copies + sum(o.copies for o in others)
                 start = min(e.start_s for e in (episode, *others))
                 end = max(e.end_s for e in (episode, *others))
-                shown = ", ".join(names[:3]) + (f", ... {names[-1]}" if len(names) > 3 else "")
-                text += (f" The same happened at the same place of {len(others)} more member{'s' if len(others) > 1 else ''} "
-                         f"of the same template ({shown}): {copies:,} copies in all, from {human_time(start)} to "
-                         f"{human_time(end)}.")
+                own = self._member(episode) or episode.where
+                if len(set(names)) == len(names) and own not in names:  # one more episode per other member
+                    shown = ", ".join(names[:3]) + (f", ... {names[-1]}" if len(names) > 3 else "")
+                    text += (f" The same happened at the same place of {len(others)} more member{'s' if len(others) > 1 else ''} "
+                             f"of the same template ({shown}): {copies:,} copies in all, from {human_time(start)} to "
+                             f"{human_time(end)}.")
+                else:  # members lost again later: count the episodes, name each member once
+                    members = list(dict.fromkeys([own, *names]))
+                    shown = ", ".join(members[:4]) + (f" and {len(members) - 4} more" if len(members) > 4 else "")
+                    text += (f" The same happened {len(others)} more time{'s' if len(others) > 1 else ''} at the same place, "
+                             f"at {len(members)} members of the same template ({shown}): {copies:,} copies in all, from "
+                             f"{human_time(start)} to {human_time(end)}.")
             out.append(text)
         return out
 

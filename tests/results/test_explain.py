@@ -253,3 +253,12 @@ def test_an_episode_over_a_network_link_names_the_link_and_what_it_carried():
     story, local = _explain(loopback)
     assert local.summary["ledger"]["dropped"] < result.summary["ledger"]["dropped"]  # type: ignore[attr-defined]
     assert not any("crosses link" in e.paragraph(1) for e in story.episodes)
+
+
+def test_a_member_that_lost_again_is_counted_as_an_episode_not_as_another_member():
+    # examples/two_hosts.toml: two subscribers lose in ten episodes; explain said "9 more
+    # members of the same template (sub2, sub2, sub1, ... sub2)" of a template of two
+    story, _ = _explain(ROOT / "examples" / "two_hosts.toml")
+    (first, *_) = story.paragraphs()
+    assert "more members" not in first
+    assert "The same happened 9 more times at the same place, at 2 members of the same template (sub1, sub2): " in first
