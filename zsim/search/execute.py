@@ -333,9 +333,10 @@ def _progress(say: Any, name: str, rounds: int, batch: Mapping[int, int], data: 
     spent = sum(data.available(d) for d in range(len(data.ids)))
     states: list[State] = [part.procedure.assess(Local(data, part.designs)) for part in parts] if len(parts) > 1 else []
     if states:
-        settled = sum(1 for part in parts if part.outcome is not None)
+        settled = sum(1 for part in parts if part.outcome is not None and part.outcome.kind != "budget")
+        waiting = sum(1 for part in parts if part.outcome is not None and part.outcome.kind == "budget")
         say(f"[{name}] round {rounds}: {len(batch)} designs, {new} runs (spent {spent:,} of {budget:,}); "
-            f"{settled} of {len(parts)} conditions settled")
+            f"{settled} of {len(parts)} conditions settled" + (f", {waiting} without runs left for them" if waiting else ""))
         return
     state = parts[0].procedure.assess(Local(data, parts[0].designs))
     decided = sum(1 for s in state.status if s not in ("open", "untried"))
