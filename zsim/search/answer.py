@@ -227,12 +227,17 @@ def format_conditions(answer: dict[str, Any]) -> str:
     off = [(c["condition"], m) for c in answer["conditions"] for m in c["monotone"] if not m["used"]]
     for condition, m in off:
         lines.append(f"monotone {m['variable']} NOT used at {_where(condition)}: the data contradict it: {m['note']}")
-    lines.append(f"runs: {answer['runs']:,} ({answer['runs_this_call']:,} now) on {answer['designs_run']} of "
-                 f"{answer['designs_total']} designs; {answer['grid_note']}: {answer['grid_runs']:,} runs")
-    lines.append(f"error per test {answer['error_per_test']:.3g} (1 - confidence over {answer['tests_covered']} possible tests), "
-                 f"first stage {answer['first_stage_runs']} runs per design")
-    lines.append(f"results: {answer['results']} (zsim report reads them)")
-    return "\n".join(lines)
+    return "\n".join(lines + _footer(answer))
+
+
+def _footer(answer: dict[str, Any]) -> list[str]:
+    """The runs spent against the grid's, the error per test and where the results are:
+    the last lines of every answer, with conditions or without."""
+    return [f"runs: {answer['runs']:,} ({answer['runs_this_call']:,} now) on {answer['designs_run']} of "
+            f"{answer['designs_total']} designs; {answer['grid_note']}: {answer['grid_runs']:,} runs",
+            f"error per test {answer['error_per_test']:.3g} (1 - confidence over {answer['tests_covered']} possible tests), "
+            f"first stage {answer['first_stage_runs']} runs per design",
+            f"results: {answer['results']} (zsim report reads them)"]
 
 
 def format_text(answer: dict[str, Any]) -> str:
@@ -283,12 +288,7 @@ def format_text(answer: dict[str, Any]) -> str:
     for m in answer["monotone"]:
         state = "used (bisection, verdicts implied along it)" if m["used"] else f"NOT used: the data contradict it: {m['note']}"
         lines.append(f"monotone {m['variable']} ({m['direction']}): {state}")
-    lines.append(f"runs: {answer['runs']:,} ({answer['runs_this_call']:,} now) on {answer['designs_run']} of "
-                 f"{answer['designs_total']} designs; {answer['grid_note']}: {answer['grid_runs']:,} runs")
-    lines.append(f"error per test {answer['error_per_test']:.3g} (1 - confidence over {answer['tests_covered']} possible tests), "
-                 f"first stage {answer['first_stage_runs']} runs per design")
-    lines.append(f"results: {answer['results']} (zsim report reads them)")
-    return "\n".join(lines)
+    return "\n".join(lines + _footer(answer))
 
 
 def figure(run: SearchRun, answer: dict[str, Any], path: str | Path) -> Path:

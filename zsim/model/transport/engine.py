@@ -324,24 +324,14 @@ class Engine:
             return
         self.in_timer.arm(when - now)
 
-    def _in_event(self) -> None:
-        if self.closed or self.input_stopped:
-            return
-        wire = self.in_wire
-        if not wire.queue:
-            if wire.peer_closed:
-                # recv() returned 0: the peer closed cleanly after its data (EOF).
-                self.link.engine_error(self, "eof")
-            return
-        # One recv(): up to 8 KB, or straight into a large message's own buffer.
-        head_msg = wire.queue[0][0]
-        budget = IN_BATCH_SIZE
-        if head_msg[MSG_WIRE] >= IN_BATCH_SIZE:
-            budget = max(budget, wire.queue[0][1] if self.partial is head_msg else head_msg[MSG_WIRE])
+    def _decode(self, queue: Any, budget: int) -> tuple[list[Message], int, int]:
+        """One recv() of up to ``budget`` bytes from the wire's ``queue`` of ``[msg, bytes
+        left, last frame, overhead]`` entries: the messages completed (a message read only
+        in part stays ``self.partial``), the bytes taken, and the bytes that frees in the
+        kernel's accounting (taken plus each finished entry's overhead)."""
         decoded: list[Message] = []
         taken = 0
         freed = 0
-        queue = wire.queue
         while queue and taken < budget:
             entry = queue[0]
             msg, nbytes, last, overhead = entry
@@ -360,6 +350,23 @@ class Engine:
                 taken += room
                 freed += room
                 self.partial = msg
+        return decoded, taken, freed
+
+    def _in_event(self) -> None:
+        if self.closed or self.input_stopped:
+            return
+        wire = self.in_wire
+        if not wire.queue:
+            if wire.peer_closed:
+                # recv() returned 0: the peer closed cleanly after its data (EOF).
+                self.link.engine_error(self, "eof")
+            return
+        # One recv(): up to 8 KB, or straight into a large message's own buffer.
+        head_msg = wire.queue[0][0]
+        budget = IN_BATCH_SIZE
+        if head_msg[MSG_WIRE] >= IN_BATCH_SIZE:
+            budget = max(budget, wire.queue[0][1] if self.partial is head_msg else head_msg[MSG_WIRE])
+        decoded, taken, freed = self._decode(wire.queue, budget)
         wire.bytes -= taken
         wire.msgs -= len(decoded)
         wire.charged -= freed

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ...constants import IN_BATCH_SIZE
-from ..pipe import MSG_WIRE, Message
+from ..pipe import MSG_WIRE
 from .engine import Engine, Wire
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -178,14 +178,18 @@ class Direction:
         return end
 
     def _arrive(self) -> None:
+        self._deliver_due(self.arrivals, self.arrival_timer, Flow.arrived)
+
+    def _deliver_due(self, queue: Any, timer: Any, handle: Any) -> None:
+        """Hand each entry ``(due, flow, a, b, sent_at)`` of ``queue`` due by now to its flow,
+        ``handle(flow, a, b, sent_at)``, unless the flow closed; arm ``timer`` for the next."""
         now = self.clock.now
-        arrivals = self.arrivals
-        while arrivals and arrivals[0][0] <= now:
-            _, flow, lo, hi, sent_at = arrivals.popleft()
+        while queue and queue[0][0] <= now:
+            _, flow, a, b, sent_at = queue.popleft()
             if not flow.closed:
-                flow.arrived(lo, hi, sent_at)
-        if arrivals:
-            self.arrival_timer.arm_at(arrivals[0][0])
+                handle(flow, a, b, sent_at)
+        if queue:
+            timer.arm_at(queue[0][0])
 
     def send_ack(self, flow: Flow, ack: int, edge: int, sent_at: float) -> None:
         """The receiver's ACK (or window update) for a flow sending this way, back over the
@@ -195,14 +199,7 @@ class Direction:
             self.ack_timer.arm_at(self.acks[0][0])
 
     def _ack(self) -> None:
-        now = self.clock.now
-        acks = self.acks
-        while acks and acks[0][0] <= now:
-            _, flow, ack, edge, sent_at = acks.popleft()
-            if not flow.closed:
-                flow.acked(ack, edge, sent_at)
-        if acks:
-            self.ack_timer.arm_at(acks[0][0])
+        self._deliver_due(self.acks, self.ack_timer, Flow.acked)
 
     def report(self, elapsed: float) -> dict[str, Any]:
         active = self.busy_until - self.first_sent_at if self.first_sent_at >= 0.0 else 0.0
@@ -601,25 +598,7 @@ class LinkEngine(Engine):
             budget = max(budget, wire.queue[0][1] if self.partial is head_msg else head_msg[MSG_WIRE])
         if budget > readable:
             budget = readable
-        decoded: list[Message] = []
-        taken = 0
-        queue = wire.queue
-        while queue and taken < budget:
-            entry = queue[0]
-            msg, nbytes, last, _overhead = entry
-            room = budget - taken
-            if nbytes <= room:
-                queue.popleft()
-                taken += nbytes
-                if last:
-                    decoded.append(msg)
-                    self.partial = None
-                else:
-                    self.partial = msg
-            else:
-                entry[1] = nbytes - room
-                taken += room
-                self.partial = msg
+        decoded, taken, _freed = self._decode(wire.queue, budget)  # a link wire charges payload only
         wire.bytes -= taken
         wire.msgs -= len(decoded)
         wire.charged -= taken
