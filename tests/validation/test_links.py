@@ -70,7 +70,9 @@ def _push_pull(rate_bps: float, count: int, size: int, pace_s: float) -> tuple[f
         push.wait(timeout=30)
     recv: dict[str, Any] = {"socket": "pull"}
     if pace_s > 0:
-        recv["service_s"] = pace_s
+        # the real reader keeps a deadline per message (programs.PULL): its waits end on
+        # time on average and their lateness does not add up, as a spun wait's
+        recv.update(service_s=pace_s, wait_spin_s=pace_s)
     summary, row = _simulate(_scenario(
         rate_bps,
         [{"name": "push", "type": "PUSH", "process": "src", "connect": ["tcp://b:5555"]},
@@ -121,7 +123,7 @@ def _pub_subs(rate_bps: float, msg_rate: float, seconds: float, size: int, subs:
     summary, row = _simulate(_scenario(
         rate_bps, sockets,
         [{"socket": "pub", "count": int(msg_rate * seconds), "interval_s": 1.0 / msg_rate, "size_bytes": size, "start_s": 0.5,
-          "pacing": "schedule"}],
+          "pacing": "schedule", "wait_spin_s": 1.0 / msg_rate}],  # programs.PUB busy-waits each deadline
         recvs, processes))
     return received, summary, row
 
