@@ -31,15 +31,40 @@ from .profile import Profile, TransportProfile
 from .spec import Scenario, check_affinity
 
 
-def stream_factory(seed: int) -> Any:
-    """name -> an independent ``numpy.random.Generator`` for (seed, name)."""
+class Streams:
+    """name -> an independent ``numpy.random.Generator`` for (seed, name).
 
-    def stream(name: str) -> np.random.Generator:
+    Each generator made is kept with its first state, so that after a run ``drawn()`` says
+    how many of them gave a value. Every random draw of the model goes through these
+    streams (a constant distribution never touches one: ``zsim.sampler``), so a run that
+    drew nothing gives the same result under every seed: one run is its exact value
+    (``zsim.search`` decides such a design from it, not from a confidence bound)."""
+
+    __slots__ = ("seed", "_made")
+
+    def __init__(self, seed: int) -> None:
+        self.seed = int(seed)
+        self._made: list[tuple[np.random.Generator, Any]] = []
+
+    def __call__(self, name: str) -> np.random.Generator:
         digest = hashlib.sha256(name.encode()).digest()
         words = [int.from_bytes(digest[i : i + 4], "little") for i in range(0, 16, 4)]
-        return np.random.Generator(np.random.PCG64(np.random.SeedSequence([int(seed), *words])))
+        generator = np.random.Generator(np.random.PCG64(np.random.SeedSequence([self.seed, *words])))
+        self._made.append((generator, generator.bit_generator.state))
+        return generator
 
-    return stream
+    @property
+    def made(self) -> int:
+        return len(self._made)
+
+    def drawn(self) -> int:
+        """How many of the streams made so far have given a value."""
+        return sum(1 for generator, first in self._made if generator.bit_generator.state != first)
+
+
+def stream_factory(seed: int) -> Streams:
+    """name -> an independent ``numpy.random.Generator`` for (seed, name) (``Streams``)."""
+    return Streams(seed)
 
 
 #: Linux ``sock_setsockopt``: SO_SNDBUF/SO_RCVBUF values are capped at net.core.wmem_max /

@@ -104,7 +104,8 @@ DEFAULT_MIN_EFFECT = 0.05
 #: verdict says "higher" or "lower"). ``--prefer METRIC=lower|higher|none`` overrides.
 PREFERENCES: tuple[tuple[str, str | None, str], ...] = (
     # what the designer sets or the run's length decides, not a quality
-    (r"requested_rate|offered_utilisation|^copies$|^sent$|first_recv|last_recv|finished_at|warmup_end|sim_time|^wall_s$",
+    (r"requested_rate|offered_utilisation|^copies$|^sent$|first_recv|last_recv|finished_at|warmup_end|sim_time|^wall_s$"
+     r"|^seed_independent$|^random_streams_drawn$",
      None, "load, inputs and times of events"),
     (r"drop|loss|lost|discard|unroutable", "lower", "losses and drops"),
     (r"latency|rtt|(^|_)p\d|_wait", "lower", "latency"),
@@ -121,8 +122,9 @@ QUESTIONING = ("overloaded", "backlog_at_end", "latency_not_settled", "loss_not_
 SOCKET_FLAGS = ("overloaded", "backlog_at_end", "latency_not_settled", "loss_not_settled")
 #: Row columns that are not metrics.
 NOT_METRICS = {"point", "replication", "seed", "ok", "error", "scenario_digest", "zsim_version", "zsim_code"}
-#: Metrics never chosen by default (they can still be named): a run's cost and its horizon.
-NOT_DEFAULT = {"wall_s", "sim_time_s"}
+#: Metrics never chosen by default (they can still be named): a run's cost and its horizon,
+#: and whether it drew random values (``seed_independent``: a property of the model, not a quality).
+NOT_DEFAULT = {"wall_s", "sim_time_s", "seed_independent", "random_streams_drawn"}
 #: Verdicts that say the designs differ.
 DIFFERENT = ("better", "worse", "higher", "lower")
 

@@ -575,6 +575,11 @@ def summarise(model: Model, wall_s: float) -> RunResult:
         summary["hosts"] = host_reports(model)
     if world.network is not None:
         summary["network"] = world.network.report(now)
+    streams: Any = world.stream
+    if hasattr(streams, "drawn"):  # zsim.build.Streams (a test may give a bare function)
+        count = streams.drawn()
+        summary["randomness"] = {"streams": streams.made, "drawn": count,
+                                 "seed_independent": count == 0 and not getattr(scenario, "apps", ())}
     from .checks import run_warnings, static_warnings
 
     summary["warnings"] = static_warnings(scenario) + run_warnings(scenario, summary)
@@ -839,6 +844,8 @@ def flat_metrics(summary: Mapping[str, Any], result: RunResult | None = None, sc
     - with ``[[link]]`` tables: ``network.<link>.<a>-><b>.<field>`` per direction of each link
       for every field of ``NETWORK_FIELDS`` (``summary["network"]``);
     - ``warnings`` (how many) and ``warning.<code>`` for every code of ``WARNING_CODES``;
+    - ``random_streams_drawn`` (how many of the model's random streams gave a value) and
+      ``seed_independent`` (1 when none did and no app code ran: every seed gives this row);
     - for a scenario written with templates (``zsim.templates``; ``summary["templates"]``,
       else ``scenario.templates``): ``socket.<template>.{sum,min,mean,max}_<field>`` over
       its members for every per-socket field above (``socket.w_in.max_last_recv_s``),
@@ -938,6 +945,11 @@ def flat_metrics(summary: Mapping[str, Any], result: RunResult | None = None, sc
         for direction, carried in directions.items():
             for key in NETWORK_FIELDS:
                 row[f"network.{link}.{direction}.{key}"] = carried[key]
+    randomness = summary.get("randomness")
+    if randomness is not None:
+        # 1: the run drew no random value (and ran no app code): every seed gives this row
+        row["seed_independent"] = 1 if randomness["seed_independent"] else 0
+        row["random_streams_drawn"] = randomness["drawn"]
     warnings = summary.get("warnings") or []
     row["warnings"] = len(warnings)
     codes = dict.fromkeys(WARNING_CODES, 0)

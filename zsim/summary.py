@@ -220,6 +220,10 @@ class RunSummary(TypedDict):
     #: (``zsim.model.transport.network.Direction.report``)
     network: NotRequired[dict[str, dict[str, dict[str, Any]]]]
     warnings: NotRequired[list[dict[str, Any]]]
+    #: the model's random streams: how many were made and how many gave a value, and whether
+    #: the run's result is therefore the same under every seed (nothing drawn, no app code,
+    #: which could draw from elsewhere); ``zsim.build.Streams``
+    randomness: NotRequired[dict[str, Any]]
     real: NotRequired[dict[str, Any]]  # how the harness behaved (lateness, indices, errors)
     timed_out: NotRequired[bool]  # the real run hit its time limit
 

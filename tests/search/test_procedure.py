@@ -37,6 +37,9 @@ class Normal:
     def unsteady(self, design: int, constraint: int, n: int) -> np.ndarray:
         return np.full(n, 1.0 if design in self.flagged else 0.0)
 
+    def exact(self, design: int, n: int) -> bool:
+        return False
+
 
 def search(procedure: Procedure, data: Normal):
     while True:

@@ -45,7 +45,8 @@ def _estimates(run: SearchRun, part: Part, d: int) -> list[dict[str, Any]]:
             "decided_after_runs": known.used if known is not None and known.source == d else None,
             "runs": n, "mean": _number(mean), "low": _number(low), "high": _number(high),
             "most_runs_needed": test.closes_at if test is not None else None,
-            # "sequential" (the triangular test) or "bound" (runs all equal, the metric's range)
+            # "sequential" (the triangular test), "bound" (runs all equal, the metric's range)
+            # or "exact" (runs that drew no random value)
             "decided_by": test.how or None if test is not None and known is not None and known.source == d else None,
         })
     return out
@@ -265,10 +266,13 @@ def format_text(answer: dict[str, Any]) -> str:
         lines.append(f"  at the answer ({chosen['runs']} runs, {answer['confidence']:.0%} intervals):")
         for c in chosen["constraints"]:
             sense, target = ("below", c["below"]) if "below" in c else ("above", c["above"])
-            how = ("decided after " + str(c["decided_after_runs"]) + " runs"
-                   + (" (all equal: the binomial bound over the metric's range)" if c.get("decided_by") == "bound" else "")
-                   ) if c["tested_here"] else (
-                "implied by " + _where(c["implied_by"]) if c["implied_by"] else "undecided")
+            if not c["tested_here"]:
+                how = "implied by " + _where(c["implied_by"]) if c["implied_by"] else "undecided"
+            elif c.get("decided_by") == "exact":
+                how = "exact: its runs drew no random value, so every seed gives this value"
+            else:
+                how = (f"decided after {c['decided_after_runs']} runs"
+                       + (" (all equal: the binomial bound over the metric's range)" if c.get("decided_by") == "bound" else ""))
             estimate = (f"{human_value(c['metric'], c['mean'])} [{human_value(c['metric'], c['low'])}, "
                         f"{human_value(c['metric'], c['high'])}]") if c["mean"] is not None else "no value"
             lines.append(f"    {c['metric']} {sense} {human_value(c['metric'], target)} (+- {human_value(c['metric'], c['indifference'])}):"

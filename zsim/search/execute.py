@@ -55,6 +55,9 @@ class Local:
     def unsteady(self, design: int, constraint: int, n: int) -> np.ndarray:
         return self.data.unsteady(self.designs[design], constraint, n)
 
+    def exact(self, design: int, n: int) -> bool:
+        return self.data.exact(self.designs[design], n)
+
 
 @dataclass
 class SearchRun:
@@ -144,6 +147,10 @@ class Rows:
             cached, _ = _unsteady(self.results, frame, self.search.constraints[constraint].metric)
             self._unsteady[key] = cached
         return cached[:n]
+
+    def exact(self, design: int, n: int) -> bool:
+        rows = [self.rows[design].get(r) for r in range(n)]
+        return n > 0 and all(row is not None and bool(row.get("ok")) and row.get("seed_independent") == 1 for row in rows)
 
     def digest(self, design: int) -> str | None:
         row = self.rows[design].get(0)

@@ -47,6 +47,13 @@ first:
   values' distribution. A metric without a known range cannot be bounded this way and
   stays open until a value differs (or the budget ends).
 
+**Runs that drew nothing random.** A run whose model drew no random value (every time
+and size constant, a profile without distributions, no link loss, no app code: the run's
+``seed_independent`` column, ``zsim.build.Streams``) gives the same result under every
+seed, so its value is the design's exact value and there is nothing to estimate: the
+test compares it with the target directly (``exact``) and decides with certainty. The
+value on the target itself counts as meeting it, as the bound's verdict does.
+
 The bound is honest and costly: to say a loss fraction in [0, 1] is below ``q + eps``
 from runs without a loss takes ``ln(beta) / ln(1 - q - eps)`` runs (for ``q + eps =
 0.0015`` and ``beta = 1e-4``, about 6,100), because one run in 650 losing everything
@@ -97,12 +104,18 @@ class Decision:
     predicted: int
     #: the first stage's size: n0, or more where the first n0 values were all equal
     first: int = 0
-    #: how it was decided: "sequential" (the triangular region) or "bound" (every value
-    #: equal, the metric's range and the binomial bound); "" while open
+    #: how it was decided: "sequential" (the triangular region), "bound" (every value
+    #: equal, the metric's range and the binomial bound) or "exact" (runs that drew no
+    #: random value: their value is the design's); "" while open
     how: str = ""
     #: while open with every value equal: the verdict that value points to (MEETS or
     #: FAILS, by the side of the target it is on); "" otherwise
     lean: str = ""
+
+
+def lean(value: float, target: float, sense: int) -> str:
+    """The verdict a value points to: MEETS on the target's side (or on it), else FAILS."""
+    return MEETS if sense * (value - target) <= 0 else FAILS
 
 
 def equal_runs_needed(value: float, target: float, sense: int, eps: float, beta: float,
@@ -113,12 +126,11 @@ def equal_runs_needed(value: float, target: float, sense: int, eps: float, beta:
     lo, hi = bounds
     s = sense
     # the verdict the bound can reach: meets if value is on the right side, fails otherwise
-    if s * (value - target) <= 0:
-        verdict = MEETS
+    verdict = lean(value, target, sense)
+    if verdict == MEETS:
         # sense +1: v + p (hi - v) < q + eps;  sense -1: v - p (v - lo) > q - eps
         room, span = (target + eps - value, hi - value) if s > 0 else (value - (target - eps), value - lo)
     else:
-        verdict = FAILS
         # sense +1: v - p (v - lo) > q - eps;  sense -1: v + p (hi - v) < q + eps
         room, span = (value - (target - eps), value - lo) if s > 0 else (target + eps - value, hi - value)
     if span <= room:  # the whole range is on the right side: one value decides
@@ -128,11 +140,19 @@ def equal_runs_needed(value: float, target: float, sense: int, eps: float, beta:
 
 
 def decide(values: np.ndarray, target: float, sense: int, eps: float, beta: float, n0: int,
-           bounds: tuple[float, float] | None = None) -> Decision:
+           bounds: tuple[float, float] | None = None, exact: bool = False) -> Decision:
     """Replay the test over ``values`` (replications in order, at least ``n0``) at error
-    ``beta``; ``bounds``: the range every run's value lies in, where known."""
+    ``beta``; ``bounds``: the range every run's value lies in, where known; ``exact``: the
+    runs drew no random value, so each gives the design's exact value (they must agree)."""
     values = np.asarray(values, dtype=float)
     n = len(values)
+    if exact:
+        if n < 1:
+            raise ValueError("an exact decision needs a run")
+        if np.any(values != values[0]):
+            raise ValueError(f"runs that drew no random value differ: {values[0]!r} and "
+                             f"{values[np.flatnonzero(values != values[0])[0]]!r} (please report this as a bug in zsim)")
+        return Decision(lean(float(values[0]), target, sense), 1, 0.0, 1, 0, 1, "exact")
     if n < n0:
         raise ValueError(f"the test needs {n0} replications first, got {n}")
     first = n0
@@ -145,8 +165,8 @@ def decide(values: np.ndarray, target: float, sense: int, eps: float, beta: floa
         if not len(differs):
             # open: wait for a value that differs (doubling), or for the bound's count
             guess = 2 * n if needed is None else min(2 * n, needed[0])
-            lean = MEETS if sense * (float(values[0]) - target) <= 0 else FAILS
-            return Decision(None, n, 0.0, needed[0] if needed else 0, max(n + 1, guess), n0, "", lean)
+            return Decision(None, n, 0.0, needed[0] if needed else 0, max(n + 1, guess), n0, "",
+                            lean(float(values[0]), target, sense))
         first = equal_to + 1  # the first stage: up to and including the first value that differs
     h2 = h_squared(first, beta)
     variance = float(np.var(values[:first], ddof=1))

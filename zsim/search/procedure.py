@@ -90,6 +90,10 @@ class Data(Protocol):
     def unsteady(self, design: int, constraint: int, n: int) -> np.ndarray:
         """Per replication 0 .. n-1: 1.0 when the run was not in steady state for the metric."""
 
+    def exact(self, design: int, n: int) -> bool:
+        """Whether replications 0 .. n-1 all drew no random value (``seed_independent``):
+        each then gives the design's exact value."""
+
 
 @dataclass
 class Verdict:
@@ -193,7 +197,7 @@ class Procedure:
                     state.reason[d] = f"{constraint.metric}: no value in replication {int(missing[0])} (the run failed or measured nothing)"
                     break
                 test = decide(values, constraint.target, constraint.sense, constraint.eps, self.beta, self.n0,
-                              constraint.bounds)
+                              constraint.bounds, exact=data.exact(d, n))
                 state.tests[d][j] = test
                 if test.verdict is not None:
                     state.known[d][j] = Verdict(test.verdict, d, test.used)
