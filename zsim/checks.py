@@ -60,24 +60,37 @@ def fold_warnings(warnings: Sequence[Mapping[str, Any]], scenario: Scenario) -> 
     first member's message standing for them. ``summary["warnings"]`` keeps one per member
     (machine-readable, counted by sweeps); ``zsim run`` and the run report show these."""
     member_of: dict[tuple[str, str], Any] = {}
+    threads: dict[int, str] = {}  # id(template) -> how its members' threads are named ("io.reader{i}")
     for template in scenario.templates:
         for name in template.members:
             member_of[(template.kind, name)] = template
             if name.startswith(template.kind + "."):  # a workload's path shows "recv[in1]" for "recv.in1"
                 member_of[(template.kind, name[len(template.kind) + 1:])] = template
+            # with [machine] cores, each member has a thread: a process its I/O thread
+            # ("io.reader3"), a workload its own ("recv.sub3")
+            if template.kind == "process":
+                member_of[("thread", f"io.{name}")] = template
+                threads[id(template)] = f"io.{template.pattern}"
+            elif template.kind in ("send", "recv"):
+                thread = name if name.startswith(template.kind + ".") else f"{template.kind}.{name}"
+                member_of[("thread", thread)] = template
+                threads[id(template)] = template.pattern if template.pattern.startswith(template.kind + ".") \
+                    else f"{template.kind}.{template.pattern}"
     folded: list[dict[str, Any]] = []
-    groups: dict[tuple[str, str, str], dict[str, Any]] = {}
+    groups: dict[tuple[str, str, str, str], dict[str, Any]] = {}
     for warning in warnings:
         found = _PATH_NAME.match(str(warning["path"]))
         owner = member_of.get((found.group(1), found.group(2))) if found else None
         if owner is None or found is None:  # not about a member of a template
             folded.append(dict(warning))
             continue
-        key = (str(warning["code"]), owner.kind, owner.name)
+        kind = found.group(1)
+        key = (str(warning["code"]), kind, owner.kind, owner.name)
         group = groups.get(key)
         if group is None:
             rest = str(warning["path"])[found.end():]
-            group = {"code": warning["code"], "path": f"{owner.label}{rest}", "message": warning["message"],
+            label = f"thread[{threads[id(owner)]}]" if kind == "thread" else owner.label
+            group = {"code": warning["code"], "path": f"{label}{rest}", "message": warning["message"],
                      "members": 0, "of": len(owner.members), "names": []}
             groups[key] = group
             folded.append(group)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -60,15 +61,85 @@ def _rate(value: float | None) -> str:
     return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
 
 
+#: a socket template with more members than this is folded in ``zsim run``'s tables: its
+#: members' sum in the socket table, its worst ``SHOWN_MEMBERS`` in the receiver table
+FOLD_MEMBERS = 8
+SHOWN_MEMBERS = 3
+
+
+def _big_templates(summary: Mapping[str, Any]) -> dict[str, tuple[str, str]]:
+    """Member socket -> (template name, pattern), for the socket templates folded in the tables."""
+    found: dict[str, tuple[str, str]] = {}
+    for name, info in ((summary.get("templates") or {}).get("socket") or {}).items():
+        if len(info.get("members") or ()) > FOLD_MEMBERS:
+            for member in info["members"]:
+                found[member] = (name, info["pattern"])
+    return found
+
+
+_TOKEN = re.compile(r"[A-Za-z0-9_]+")
+
+
+def _namer(summary: Mapping[str, Any]) -> Callable[[str], str]:
+    """A pipe's, link's or thread's name with every member of a big template (processes,
+    sockets, workloads of more than ``FOLD_MEMBERS``) written as its pattern:
+    ``pub->sub7 (tcp send)`` -> ``pub->sub{i} (tcp send)``, ``io.reader3`` -> ``io.reader{i}``."""
+    pattern_of: dict[str, str] = {}
+    for kind, templates in (summary.get("templates") or {}).items():
+        for info in templates.values():
+            if len(info.get("members") or ()) > FOLD_MEMBERS:
+                prefix = f"{kind}." if kind in ("send", "recv") else ""
+                for member in info["members"]:
+                    pattern_of[member.removeprefix(prefix)] = info["pattern"].removeprefix(prefix)
+    if not pattern_of:
+        return lambda name: name
+    return lambda name: _TOKEN.sub(lambda found: pattern_of.get(found.group(0), found.group(0)), name)
+
+
+def _folded(rows: Sequence[tuple[str, Any]], namer: Callable[[str], str]) -> list[tuple[str, list[Any]]]:
+    """``rows`` (name, item) grouped by their folded name, in order of first appearance;
+    a group of several is named ``folded xN``."""
+    groups: dict[str, list[Any]] = {}
+    for name, item in rows:
+        groups.setdefault(namer(name), []).append(item)
+    return [(name if len(items) == 1 else f"{name} x{len(items)}", items) for name, items in groups.items()]
+
+
+def _worst_first(item: tuple[str, Mapping[str, Any]]) -> tuple[float, float]:
+    inbound = item[1]["inbound"]
+    p99 = (item[1].get("latency_s") or {}).get("p99")
+    return (-inbound["loss_fraction"], -(p99 if p99 is not None else -1.0))
+
+
 def _receiver_table(summary: Mapping[str, Any]) -> list[str]:
-    """Per receiving socket: the fate of the copies meant for it and its own latency."""
+    """Per receiving socket: the fate of the copies meant for it and its own latency. The
+    members of a big template (more than ``FOLD_MEMBERS``) show only their worst few,
+    by loss and then p99, and one line for the rest."""
+    big = _big_templates(summary)
     rows = [(name, sock) for name, sock in summary["sockets"].items() if "inbound" in sock]
     if not rows:
         return []
+    folded: dict[str, list[tuple[str, Mapping[str, Any]]]] = {}
+    for name, sock in rows:
+        if name in big:
+            folded.setdefault(big[name][0], []).append((name, sock))
+    # a big template's rows where its first member stood: its worst members, then one line
+    order: list[tuple[str, Mapping[str, Any]] | str] = []
+    for name, sock in rows:
+        if name not in big:
+            order.append((name, sock))
+        elif name == folded[big[name][0]][0][0]:
+            ordered = sorted(folded[big[name][0]], key=_worst_first)
+            order += ordered[:SHOWN_MEMBERS]
+            order.append(_hidden_line(big[name][1], ordered[SHOWN_MEMBERS:]))
     head = (f"{'receiver':<20}{'copies in':>10}{'delivered':>10}{'dropped':>9}{'lost':>7}{'at end':>8}{'loss %':>8}"
             f"{'p50 ms':>10}{'p99 ms':>10}{'p99.9 ms':>10}{'max ms':>10}")
     lines = ["", head, "-" * len(head)]
-    for name, sock in rows:
+    for entry in order:
+        if isinstance(entry, str):
+            lines.append(entry)
+            continue
+        name, sock = entry
         inbound = sock["inbound"]
         lat = sock.get("latency_s", {})
 
@@ -87,6 +158,49 @@ def _receiver_table(summary: Mapping[str, Any]) -> list[str]:
     lines.append("(loss % counts every copy meant for the receiver that it did not get: dropped, lost, discarded, and still queued "
                  "at the end)")
     return lines
+
+
+def _hidden_line(pattern: str, hidden: list[tuple[str, Mapping[str, Any]]]) -> str:
+    """The members of a big template the receiver table does not show, in one line."""
+    losses = [sock["inbound"]["loss_fraction"] for _, sock in hidden]
+    p99s = [p99 for _, sock in hidden if (p99 := (sock.get("latency_s") or {}).get("p99")) is not None]
+    loss = _span(100 * min(losses), 100 * max(losses), lambda v: f"{v:.2f} %")
+    p99 = _span(min(p99s), max(p99s), lambda v: f"{1e3 * v:.3f}") + " ms" if p99s else "-"
+    return (f"  ... {len(hidden)} more of {pattern}, none worse: loss {loss}, p99 {p99} (each in zsim run --json; the "
+            "template table below sums them all)")
+
+
+def _socket_rows(summary: Mapping[str, Any]) -> list[str]:
+    """The socket table's rows: one per socket, and one per big template (its members
+    summed, ``name{i} xN``) where its first member stood."""
+    big = _big_templates(summary)
+    sums: dict[str, dict[str, Any]] = {}
+    for name, sock in summary["sockets"].items():
+        if name in big:
+            total = sums.setdefault(big[name][0], {"name": f"{big[name][1]} x", "n": 0, "type": sock["type"], "sent": 0,
+                                                   "again": 0, "received": 0, "dropped": 0, "discarded": 0, "lost": 0,
+                                                   "blocked_s": 0.0})
+            total["n"] += 1
+            for key, value in (("sent", sock["sent"]), ("again", sock["send_again"] + sock["send_unroutable"]),
+                               ("received", sock["received"]), ("dropped", sock["dropped"]), ("discarded", sock["discarded"]),
+                               ("lost", sock["lost_on_close"]), ("blocked_s", sock["blocked_s"])):
+                total[key] += value
+    rows: list[str] = []
+    for name, sock in summary["sockets"].items():
+        if name in big:
+            if big[name][0] not in sums:
+                continue  # its template's row is already out
+            total = sums.pop(big[name][0])
+            sock = {"type": total["type"], "sent": total["sent"], "send_again": total["again"], "send_unroutable": 0,
+                    "received": total["received"], "dropped": total["dropped"], "discarded": total["discarded"],
+                    "lost_on_close": total["lost"], "blocked_s": total["blocked_s"]}
+            name = f"{total['name']}{total['n']}"
+        rows.append(f"{name[:19]:<20}{sock['type']:>7}{sock['sent']:>10}{sock['send_again'] + sock['send_unroutable']:>9}"
+                    f"{sock['received']:>10}{sock['dropped']:>9}{sock['discarded']:>9}{sock['lost_on_close']:>7}"
+                    f"{_fmt(sock['blocked_s'], 11)}")
+    if big:
+        rows.append("(a template of more than 8 members is one row, name{i} xN: its members' counts summed)")
+    return rows
 
 
 def _sender_table(summary: Mapping[str, Any]) -> list[str]:
@@ -157,16 +271,33 @@ def _link_table(summary: Mapping[str, Any]) -> list[str]:
             f"{'in engine max':>18}")
     lines = ["", head, "-" * len(head), "(messages / bytes; out batch: written by the sending engine, not yet in the kernel; "
              "in engine: decoded, refused by a full pipe)"]
+    rows = []
     for link in links:
         transport = link["transport"] + (f" #{link['number']}" if link["number"] > 1 else "") + (" broken" if link["broken"] else "")
         for name, level in (link.get("directions") or {}).items():
-            lines.append(
-                f"{name[:31]:<32}{transport:>10}{_level(level, 'kernel_messages', 'kernel_bytes', 'max'):>20}"
-                f"{_level(level, 'kernel_messages', 'kernel_bytes', 'mean'):>20}"
-                f"{_level(level, 'sender_engine_messages', 'sender_engine_bytes', 'max'):>18}"
-                f"{_level(level, 'receiver_engine_messages', 'receiver_engine_bytes', 'max'):>18}"
-            )
+            rows.append((f"{name}\0{transport}", level))
+    folded = _folded(rows, _namer(summary))
+    for key, levels in folded:
+        name, transport = key.split("\0", 1)
+        if transport.endswith(f" x{len(levels)}") and len(levels) > 1:  # the count lands after the transport
+            transport, name = transport[: -len(f" x{len(levels)}")], f"{name} x{len(levels)}"
+        level = levels[0] if len(levels) == 1 else _worst_level(levels)
+        lines.append(
+            f"{name[:31]:<32}{transport:>10}{_level(level, 'kernel_messages', 'kernel_bytes', 'max'):>20}"
+            f"{_level(level, 'kernel_messages', 'kernel_bytes', 'mean'):>20}"
+            f"{_level(level, 'sender_engine_messages', 'sender_engine_bytes', 'max'):>18}"
+            f"{_level(level, 'receiver_engine_messages', 'receiver_engine_bytes', 'max'):>18}"
+        )
+    if len(folded) < len(rows):
+        lines.append("(name xN: the directions of N members of a template: the largest of their maxima and of their means)")
     return lines
+
+
+def _worst_level(levels: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The largest max and the largest mean of each level over several link directions."""
+    return {key: {stat: max(level[key][stat] for level in levels) for stat in ("max", "mean")}
+            for key in ("kernel_messages", "kernel_bytes", "sender_engine_messages", "sender_engine_bytes",
+                        "receiver_engine_messages", "receiver_engine_bytes")}
 
 
 def _thread_table(summary: Mapping[str, Any]) -> list[str]:
@@ -179,10 +310,20 @@ def _thread_table(summary: Mapping[str, Any]) -> list[str]:
     head = f"{'thread':<28}{'kind':>5}{'process':>14}{'cores':>8}{'cpu ms':>12}{'waited ms':>12}{'bursts':>10}"
     lines.append(head)
     lines.append("-" * len(head))
-    for name, thread in machine["threads"].items():
+    namer = _namer(summary)
+    rows = list(machine["threads"].items())
+    folded = _folded(rows, namer)
+    for name, threads in folded:
+        thread = threads[0]
         cores = ",".join(str(core) for core in thread["cores"]) if thread["cores"] else "all"
-        lines.append(f"{name[:27]:<28}{thread['kind']:>5}{thread['process'][:13]:>14}{cores[:7]:>8}{thread['cpu_s'] * 1e3:>12.3f}"
-                     f"{thread['waited_s'] * 1e3:>12.3f}{thread['bursts']:>10}")
+        if len(threads) > 1 and any(t["cores"] != thread["cores"] for t in threads):
+            cores = "mixed"
+        process = namer(thread["process"])
+        lines.append(f"{name[:27]:<28}{thread['kind']:>5}{process[:13]:>14}{cores[:7]:>8}"
+                     f"{max(t['cpu_s'] for t in threads) * 1e3:>12.3f}{max(t['waited_s'] for t in threads) * 1e3:>12.3f}"
+                     f"{sum(t['bursts'] for t in threads):>10}")
+    if len(folded) < len(rows):
+        lines.append("(name xN: N threads of a template's members: the most CPU and wait of any one, bursts summed)")
     return lines
 
 
@@ -196,22 +337,24 @@ def format_summary(summary: Mapping[str, Any], scenario: Scenario | None = None)
     head = f"{'socket':<20}{'type':>7}{'sent':>10}{'again':>9}{'received':>10}{'dropped':>9}{'discard':>9}{'lost':>7}{'blocked s':>11}"
     lines.append(head)
     lines.append("-" * len(head))
-    for name, sock in summary["sockets"].items():
-        lines.append(
-            f"{name:<20}{sock['type']:>7}{sock['sent']:>10}{sock['send_again'] + sock['send_unroutable']:>9}{sock['received']:>10}"
-            f"{sock['dropped']:>9}{sock['discarded']:>9}{sock['lost_on_close']:>7}{_fmt(sock['blocked_s'], 11)}"
-        )
+    lines += _socket_rows(summary)
     lines += _receiver_table(summary) + _template_table(summary) + _sender_table(summary)
     lines.append("")
     head = f"{'pipe':<44}{'hwm':>7}{'max depth':>11}{'mean depth':>12}{'dropped':>9}{'at end':>8}"
     lines.append(head)
     lines.append("-" * len(head))
-    for pipe in summary["pipes"]:
-        if pipe["written"] == 0 and pipe["dropped"] == 0 and pipe["kind"] != "inproc" and pipe["max_depth"] == 0:
-            continue
-        hwm = "inf" if pipe["hwm"] <= 0 else str(pipe["hwm"])
-        lines.append(f"{pipe['name'][:43]:<44}{hwm:>7}{pipe['max_depth']:>11}{_fmt(pipe['mean_depth'], 12)}"
-                     f"{pipe['dropped']:>9}{pipe['depth_at_end']:>8}")
+    namer = _namer(summary)
+    shown_pipes = [(pipe["name"], pipe) for pipe in summary["pipes"]
+                   if not (pipe["written"] == 0 and pipe["dropped"] == 0 and pipe["kind"] != "inproc" and pipe["max_depth"] == 0)]
+    for name, pipes in _folded(shown_pipes, namer):
+        hwms = sorted({"inf" if pipe["hwm"] <= 0 else str(pipe["hwm"]) for pipe in pipes})
+        hwm = hwms[0] if len(hwms) == 1 else "mixed"
+        mean_depth = sum(pipe["mean_depth"] for pipe in pipes) / len(pipes)
+        lines.append(f"{name[:43]:<44}{hwm:>7}{max(pipe['max_depth'] for pipe in pipes):>11}{_fmt(mean_depth, 12)}"
+                     f"{sum(pipe['dropped'] for pipe in pipes):>9}{sum(pipe['depth_at_end'] for pipe in pipes):>8}")
+    if len(shown_pipes) > len(_folded(shown_pipes, namer)):
+        lines.append("(name xN: the pipes of N members of a template: the deepest max, the mean of their means, drops and "
+                     "at end summed)")
     lines += _link_table(summary)
     lines += _thread_table(summary)
     lines.append("")

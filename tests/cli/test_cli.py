@@ -113,6 +113,46 @@ def test_a_reader_that_goes_away_ends_the_command_quietly(monkeypatch: pytest.Mo
     assert capsys.readouterr().err == ""
 
 
+def test_run_folds_a_big_template_and_shows_its_worst_members_first() -> None:
+    """A PUB to 12 subscribers of one template over tcp on one core: one socket row for the
+    template, its worst 3 receivers (by loss, then p99) and one line for the other 9, one
+    row per pipe kind, thread and link direction of the members, and one warning per
+    template and code (issue 30: 50 subscribers printed ~500 lines)."""
+    from zsim.cli import format_summary
+    from zsim.runner import run
+    from zsim.spec import from_dict
+
+    raw = {
+        "scenario": {"name": "t", "until_s": 1.0},
+        "process": [{"name": "src"}, {"name": "r{i}", "count": 12}],
+        "socket": [
+            {"name": "pub", "type": "PUB", "process": "src", "bind": "tcp://*:5556", "options": {"sndhwm": 20}},
+            {"name": "sub{i}", "type": "SUB", "process": "r", "connect": "tcp://127.0.0.1:5556",
+             "options": {"subscribe": "", "rcvhwm": 20}},
+        ],
+        "send": [{"socket": "pub", "rate_per_s": 2000, "start_s": 0.05, "size_bytes": 100}],
+        "recv": [{"socket": "sub", "service_s": 0.0001}],
+        "machine": {"cores": 1},
+    }
+    scenario = from_dict(raw)
+    summary = run(raw, 0).summary
+    text = format_summary(summary, scenario)
+    lines = text.splitlines()
+    assert sum(line.startswith("sub") and line.split()[0] in {f"sub{i}" for i in range(12)} for line in lines) == 3
+    socket_row = next(line for line in lines if line.startswith("sub{i} x12"))
+    assert int(socket_row.split()[5]) == sum(summary["sockets"][f"sub{i}"]["received"] for i in range(12))
+    receivers = lines[lines.index(next(line for line in lines if line.startswith("receiver  "))) + 2:]
+    worst = sorted((f"sub{i}" for i in range(12)),
+                   key=lambda n: (-summary["sockets"][n]["inbound"]["loss_fraction"], -summary["sockets"][n]["latency_s"]["p99"]))
+    assert [line.split()[0] for line in receivers[:3]] == worst[:3]
+    assert receivers[3].startswith("  ... 9 more of sub{i}, none worse: loss ")
+    assert any(line.startswith("pub->sub{i} (tcp send) x12") for line in lines)
+    assert any(line.startswith("io.r{i} x12") for line in lines)
+    assert any(line.startswith("pub->sub{i} x12") for line in lines)  # the link table
+    assert sum(line.startswith("warning [cpu_contention] thread[io.r{i}]: all 12 members") for line in lines) == 1
+    assert not any("thread[io.r3]" in line for line in lines)
+
+
 def test_run_prints_a_line_per_receiving_template_with_its_worst_member() -> None:
     """Four subscribers made by one template, one of them slow: the template's line sums
     the members' copies and names the worst member's loss and the spread of their p99."""
