@@ -79,7 +79,7 @@ from typing import IO, Any, TypeGuard
 from . import __version__, files, trust
 from . import spec as scenario_spec
 from .errors import EnvironmentFault, ScenarioError, ZsimError
-from .stats import fdr_adjust, t975, t_quantile, t_test_p
+from .stats import fdr_adjust, t975, t_quantile, t_test_p, zero_upper
 from .textsafe import Code, md, md_code, md_table, md_url, one_line, terminal
 from .units import time_unit
 
@@ -1530,6 +1530,21 @@ def best_line(metric: MetricResult, comparison: Comparison) -> str | None:
     return text + f" (simultaneous 95 % over {best.comparisons} comparisons)"
 
 
+def _identical_text(metric: MetricResult) -> str:
+    """What an identical metric says: its value, and for a loss or drop that no run of any
+    design had, how little that shows: the chance that one run of a design has any is
+    still up to the exact zero-event bound over its runs (Clopper-Pearson; runs, not
+    copies, are the independent trials: a stall loses copies in bursts)."""
+    value = next(s.mean for s in metric.samples if s.mean is not None)
+    text = f"identical in every run of every design: {_with_unit(value, _metric_unit(metric))}"
+    if metric.family == "losses and drops" and value == 0:
+        runs = min(s.n for s in metric.samples)
+        text += (f"; none in {runs} runs of each design does not rule it out: at 95 %, a run of a design has some with "
+                 f"probability up to {100 * zero_upper(runs):.0f} % (no event in {runs} runs, Clopper-Pearson; more "
+                 "replications tighten it)")
+    return text
+
+
 def _title(metric: MetricResult) -> str:
     return metric.name if metric.label == metric.name else f"{metric.name} - {metric.label}"
 
@@ -1544,9 +1559,7 @@ def format_text(comparison: Comparison) -> str:
     for metric in comparison.metrics:
         lines.append("")
         if metric.identical:
-            unit = _metric_unit(metric)
-            value = next(s.mean for s in metric.samples if s.mean is not None)
-            lines.append(f"{_title(metric)}: identical in every run of every design: {_with_unit(value, unit)}")
+            lines.append(f"{_title(metric)}: {_identical_text(metric)}")
             continue
         lines.append(f"{_title(metric)}; {_prefers_text(metric)}")
         if metric.same_as:
@@ -1721,8 +1734,7 @@ def _markdown(comparison: Comparison, figures: Mapping[str, str]) -> str:
     for metric in comparison.metrics:
         lines += ["", f"## {md_code(metric.name)}", ""]
         if metric.identical:
-            value = next(s.mean for s in metric.samples if s.mean is not None)
-            lines.append(f"{md(metric.label)}: identical in every run of every design: {md(_with_unit(value, _metric_unit(metric)))}.")
+            lines.append(f"{md(metric.label)}: {md(_identical_text(metric))}.")
         else:
             lines.append(f"{md(metric.label)}; {md(_prefers_text(metric))}.")
             if metric.same_as:

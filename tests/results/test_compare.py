@@ -274,6 +274,21 @@ def test_a_template_metric_is_marked_when_its_members_warned(designs, tmp_path):
     assert "! overloaded (sub): 2/2 runs" in cmp.format_text(comparison)
 
 
+def test_a_loss_no_run_had_is_not_shown_as_an_answer(designs):
+    # issue 30: "identical in every run of every design: 0 %" read as "loses nothing"; with
+    # 2 runs a design may still lose in most runs (1 - 0.05^(1/2) = 78 %)
+    comparison = cmp.compare([designs["hwm100"], designs["hwm100"]], replications=2, engine="serial",
+                             metrics=["socket.sub.dropped"], stream=None)
+    (dropped,) = comparison.metrics
+    assert dropped.identical
+    text = cmp.format_text(comparison)
+    assert ("identical in every run of every design: 0; none in 2 runs of each design does not rule it out: at 95 %, a run "
+            "of a design has some with probability up to 78 %") in text
+    sent = cmp.compare([designs["hwm1"], designs["hwm100"]], replications=2, engine="serial", metrics=["socket.pub.sent"],
+                       stream=None)
+    assert "rule it out" not in cmp.format_text(sent)  # not a loss
+
+
 def test_identical_metric_has_no_interval(designs):
     comparison = cmp.compare([designs["hwm1"], designs["hwm100"]], replications=2, engine="serial",
                              metrics=["socket.pub.sent"], stream=None)
