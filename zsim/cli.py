@@ -195,11 +195,11 @@ def _socket_rows(summary: Mapping[str, Any]) -> list[str]:
                     "received": total["received"], "dropped": total["dropped"], "discarded": total["discarded"],
                     "lost_on_close": total["lost"], "blocked_s": total["blocked_s"]}
             name = f"{total['name']}{total['n']}"
-        rows.append(f"{name[:19]:<20}{sock['type']:>7}{sock['sent']:>10}{sock['send_again'] + sock['send_unroutable']:>9}"
+        rows.append(f"{name:<20}{sock['type']:>7}{sock['sent']:>10}{sock['send_again'] + sock['send_unroutable']:>9}"
                     f"{sock['received']:>10}{sock['dropped']:>9}{sock['discarded']:>9}{sock['lost_on_close']:>7}"
                     f"{_fmt(sock['blocked_s'], 11)}")
     if big:
-        rows.append("(a template of more than 8 members is one row, name{i} xN: its members' counts summed)")
+        rows.append(f"(a template of more than {FOLD_MEMBERS} members is one row, name{{i}} xN: its members' counts summed)")
     return rows
 
 
