@@ -1431,7 +1431,11 @@ def metric_rows(metric: MetricResult, comparison: Comparison) -> tuple[list[str]
                      "" if difference.identical else _interval(d, unit, diff=True), difference.verdict]
             if difference.verdict in DIFFERENT and (metric.warned[0] or metric.warned[index]):
                 cells[2] += ", but runs warned (!)"
-        rows.append([result.design.name, mean, _interval(sample, unit), *cells, _warned_text(metric.warned[index], result.runs)])
+        interval = _interval(sample, unit)
+        if metric.family == "losses and drops" and sample.constant and sample.mean == 0:
+            # no run had any: not an interval of zero width, the zero-event bound over runs
+            interval = f"none in {sample.n} runs: some in up to {100 * zero_upper(sample.n):.0f} % of runs"
+        rows.append([result.design.name, mean, interval, *cells, _warned_text(metric.warned[index], result.runs)])
     right = [False, True, False, True, False, False, False]
     if not any(r[-1] for r in rows):
         headers, rows, right = headers[:-1], [r[:-1] for r in rows], right[:-1]

@@ -289,6 +289,11 @@ def test_a_loss_no_run_had_is_not_shown_as_an_answer(designs):
     sent = cmp.compare([designs["hwm1"], designs["hwm100"]], replications=2, engine="serial", metrics=["socket.pub.sent"],
                        stream=None)
     assert "rule it out" not in cmp.format_text(sent)  # not a loss
+    # beside a design that drops, the one that did not shows the same bound, not "0 % same in every run"
+    mixed = cmp.compare([designs["hwm1"], str(calm)], replications=2, engine="serial", metrics=["socket.sub.dropped"],
+                        stream=None)
+    text = cmp.format_text(mixed)
+    assert "none in 2 runs: some in up to 78 % of runs" in text and "same in every run" not in text
 
 
 def test_identical_metric_has_no_interval(designs):
