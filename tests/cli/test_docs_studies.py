@@ -28,8 +28,8 @@ def page_parts(text: str) -> tuple[dict[str, str], list[tuple[str, list[str]]]]:
 def test_every_study_runs_and_prints_what_the_page_shows(tmp_path: Path) -> None:
     text = STUDIES.read_text()
     files, steps = page_parts(text)
-    assert set(files) == {"rpc.toml", "batch.toml"}
-    assert len(steps) == 4 and len(re.findall(r"^```sh$", text, re.M)) == 4  # every command has its output shown
+    assert set(files) == {"rpc.toml", "batch.toml", "fanout.toml"}
+    assert len(steps) == 6 and len(re.findall(r"^```sh$", text, re.M)) == 6  # every command has its output shown
     for name, content in files.items():
         (tmp_path / name).write_text(content)
     for command, shown in steps:
