@@ -54,13 +54,20 @@ def _warning(code: str, path: str, message: str) -> dict[str, str]:
 _PATH_NAME = re.compile(r"^(\w+)\[([^\]]+)\]")
 
 
+def _thread_name(kind: str, name: str) -> str:
+    """The thread ``[machine] cores`` gives a process (its I/O thread, ``io.reader3``) or a
+    workload (its own, ``recv.sub3``), from the member's name or the template's pattern."""
+    if kind == "process":
+        return f"io.{name}"
+    return name if name.startswith(kind + ".") else f"{kind}.{name}"
+
+
 def fold_warnings(warnings: Sequence[Mapping[str, Any]], scenario: Scenario) -> list[dict[str, Any]]:
     """The warnings as a reader takes them: those of one code about members of one template
     become one entry (``members``: how many warned, of how many; ``names``: which), with the
     first member's message standing for them. ``summary["warnings"]`` keeps one per member
     (machine-readable, counted by sweeps); ``zsim run`` and the run report show these."""
     member_of: dict[tuple[str, str], Any] = {}
-    threads: dict[int, str] = {}  # id(template) -> how its members' threads are named ("io.reader{i}")
     for template in scenario.templates:
         for name in template.members:
             member_of[(template.kind, name)] = template
@@ -68,14 +75,8 @@ def fold_warnings(warnings: Sequence[Mapping[str, Any]], scenario: Scenario) -> 
                 member_of[(template.kind, name[len(template.kind) + 1:])] = template
             # with [machine] cores, each member has a thread: a process its I/O thread
             # ("io.reader3"), a workload its own ("recv.sub3")
-            if template.kind == "process":
-                member_of[("thread", f"io.{name}")] = template
-                threads[id(template)] = f"io.{template.pattern}"
-            elif template.kind in ("send", "recv"):
-                thread = name if name.startswith(template.kind + ".") else f"{template.kind}.{name}"
-                member_of[("thread", thread)] = template
-                threads[id(template)] = template.pattern if template.pattern.startswith(template.kind + ".") \
-                    else f"{template.kind}.{template.pattern}"
+            if template.kind in ("process", "send", "recv"):
+                member_of[("thread", _thread_name(template.kind, name))] = template
     folded: list[dict[str, Any]] = []
     groups: dict[tuple[str, str, str, str], dict[str, Any]] = {}
     for warning in warnings:
@@ -89,7 +90,7 @@ def fold_warnings(warnings: Sequence[Mapping[str, Any]], scenario: Scenario) -> 
         group = groups.get(key)
         if group is None:
             rest = str(warning["path"])[found.end():]
-            label = f"thread[{threads[id(owner)]}]" if kind == "thread" else owner.label
+            label = f"thread[{_thread_name(owner.kind, owner.pattern)}]" if kind == "thread" else owner.label
             group = {"code": warning["code"], "path": f"{label}{rest}", "message": warning["message"],
                      "members": 0, "of": len(owner.members), "names": []}
             groups[key] = group

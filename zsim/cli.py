@@ -346,13 +346,14 @@ def format_summary(summary: Mapping[str, Any], scenario: Scenario | None = None)
     namer = _namer(summary)
     shown_pipes = [(pipe["name"], pipe) for pipe in summary["pipes"]
                    if not (pipe["written"] == 0 and pipe["dropped"] == 0 and pipe["kind"] != "inproc" and pipe["max_depth"] == 0)]
-    for name, pipes in _folded(shown_pipes, namer):
+    folded_pipes = _folded(shown_pipes, namer)
+    for name, pipes in folded_pipes:
         hwms = sorted({"inf" if pipe["hwm"] <= 0 else str(pipe["hwm"]) for pipe in pipes})
         hwm = hwms[0] if len(hwms) == 1 else "mixed"
         mean_depth = sum(pipe["mean_depth"] for pipe in pipes) / len(pipes)
         lines.append(f"{name[:43]:<44}{hwm:>7}{max(pipe['max_depth'] for pipe in pipes):>11}{_fmt(mean_depth, 12)}"
                      f"{sum(pipe['dropped'] for pipe in pipes):>9}{sum(pipe['depth_at_end'] for pipe in pipes):>8}")
-    if len(shown_pipes) > len(_folded(shown_pipes, namer)):
+    if len(shown_pipes) > len(folded_pipes):
         lines.append("(name xN: the pipes of N members of a template: the deepest max, the mean of their means, drops and "
                      "at end summed)")
     lines += _link_table(summary)

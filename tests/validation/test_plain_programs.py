@@ -56,7 +56,7 @@ pytestmark = [pytest.mark.real, pytest.mark.timeout(120)]
 PLAIN = Path(__file__).resolve().parents[1] / "plain_programs.py"
 from plain_programs import END, FIRST  # noqa: E402  (pyzmq first: the programs import it)
 
-from validation.calibrate.calls import measure_send_dropped  # noqa: E402
+from validation.compare import speed_probe  # noqa: E402
 
 #: the validation harness's habits, for checking that the tests fail with them (see above)
 HABITS: dict[str, float] = (
@@ -197,12 +197,12 @@ class SleepProbe:
 
 def machine_factor() -> float:
     """How many times slower than on the day of its profile this machine runs a dropped PUB
-    send now (``validation.calibrate``'s quick measure of ``send_drop_call_s``, about a
-    second). The send loop's wall time counts what its thread waited for a CPU, which the
+    send now (``validation.compare.speed_probe``: the quick measure of ``send_drop_call_s``,
+    about a second). The send loop's wall time counts what its thread waited for a CPU, which the
     tests account for on their own: only the share of its runnable time it ran is kept."""
     me = str(threading.get_native_id())
     before = schedstat([], self_too=True)
-    wall_s = measure_send_dropped(quick=True)["median_s"]
+    wall_s = speed_probe()
     after = schedstat([], self_too=True)
     ran, waited = used(before, after, 0, "self", me), used(before, after, 1, "self", me)
     share = ran / (ran + waited) if ran > 0 else 1.0

@@ -352,6 +352,14 @@ class Engine:
                 self.partial = msg
         return decoded, taken, freed
 
+    def _recv_budget(self, queue: Any) -> int:
+        """The bytes one recv() takes: up to 8 KB, or straight into a large message's own
+        buffer (the rest of it, when it is the message being decoded)."""
+        head_msg = queue[0][0]
+        if head_msg[MSG_WIRE] < IN_BATCH_SIZE:
+            return IN_BATCH_SIZE
+        return int(max(IN_BATCH_SIZE, queue[0][1] if self.partial is head_msg else head_msg[MSG_WIRE]))
+
     def _in_event(self) -> None:
         if self.closed or self.input_stopped:
             return
@@ -361,12 +369,7 @@ class Engine:
                 # recv() returned 0: the peer closed cleanly after its data (EOF).
                 self.link.engine_error(self, "eof")
             return
-        # One recv(): up to 8 KB, or straight into a large message's own buffer.
-        head_msg = wire.queue[0][0]
-        budget = IN_BATCH_SIZE
-        if head_msg[MSG_WIRE] >= IN_BATCH_SIZE:
-            budget = max(budget, wire.queue[0][1] if self.partial is head_msg else head_msg[MSG_WIRE])
-        decoded, taken, freed = self._decode(wire.queue, budget)
+        decoded, taken, freed = self._decode(wire.queue, self._recv_budget(wire.queue))
         wire.bytes -= taken
         wire.msgs -= len(decoded)
         wire.charged -= freed

@@ -24,8 +24,6 @@ from collections import deque
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ...constants import IN_BATCH_SIZE
-from ..pipe import MSG_WIRE
 from .engine import Engine, Wire
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -590,12 +588,8 @@ class LinkEngine(Engine):
             if wire.peer_closed and not wire.queue:
                 self.link.engine_error(self, "eof")
             return
-        # One recv(): up to 8 KB, or straight into a large message's own buffer; only
-        # the bytes that have arrived in order.
-        head_msg = wire.queue[0][0]
-        budget = IN_BATCH_SIZE
-        if head_msg[MSG_WIRE] >= IN_BATCH_SIZE:
-            budget = max(budget, wire.queue[0][1] if self.partial is head_msg else head_msg[MSG_WIRE])
+        # One recv(), of only the bytes that have arrived in order.
+        budget = self._recv_budget(wire.queue)
         if budget > readable:
             budget = readable
         decoded, taken, _freed = self._decode(wire.queue, budget)  # a link wire charges payload only
