@@ -194,23 +194,26 @@ def fanout_sub(endpoint: str, rcvhwm: int, service_s: float, buffers: int) -> No
     say(connected=True)
     count = 0
     first = None
-    slept = 0.0  # how long its own sleeps took (a clock read on each side: ~0.1 us against 0.5 ms)
-    cpu = 0.0  # CPU time of this thread from the first message on (time.sleep uses none)
+    cpu = 0.0  # CPU time of this thread from the first message on
+    clock = time.perf_counter
+    recv_at: list[float] = []  # when each recv() returned (this clock is the publisher's too)
+    slept: list[float] = []  # how long each sleep took (a clock read on each side: ~0.1 us against 0.5 ms)
     while True:
         msg = sock.recv()
         if msg == END:
             break
+        recv_at.append(clock())
         if first is None:
             first = msg.startswith(FIRST)
             cpu = -time.thread_time()
         count += 1
         if service_s > 0:
-            began = time.perf_counter()
+            began = clock()
             time.sleep(service_s)
-            slept += time.perf_counter() - began
+            slept.append(clock() - began)
     cpu += time.thread_time()
-    late = (slept / count - service_s) if count and service_s > 0 else 0.0
-    say(received=count, first_was_first=bool(first), sleep_late_s=late, cpu_per_message_s=cpu / count if count else 0.0)
+    say(received=count, first_was_first=bool(first), cpu_per_message_s=cpu / count if count else 0.0,
+        recv_at=[round(t, 7) for t in recv_at] if service_s > 0 else [], slept=[round(t, 7) for t in slept])
     wait_line()
     sock.close()
     ctx.term()
