@@ -52,7 +52,15 @@ def _fmt(value: Any, width: int = 10) -> str:
 
 
 def _ms(value: float | None) -> str:
-    return "-" if value is None else f"{value * 1000:.3f} ms"
+    return "-" if value is None or math.isnan(value) else f"{value * 1000:.3f} ms"
+
+
+def _bits(value: float) -> str:
+    """A rate in bits per second, in the unit that reads best."""
+    for unit, scale in (("Gb/s", 1e9), ("Mb/s", 1e6), ("kb/s", 1e3)):
+        if value >= scale:
+            return f"{value / scale:.2f} {unit}"
+    return f"{value:.0f} b/s"
 
 
 def _rate(value: float | None) -> str:
@@ -397,6 +405,7 @@ def format_summary(summary: Mapping[str, Any], scenario: Scenario | None = None)
                              f"{carried['queue_drops']:>12,} {carried['loss_drops']:>6,} {carried['retransmits']:>7,}")
         lines.append("(packets: queue drops at the link's full queue, lost on the way, sent again; goodput: payload bytes "
                      "carried, first sends only)")
+        lines += _connection_table(summary)
     for name, proc in summary.get("processes", {}).items():
         if proc["term_blocked"]:
             lines.append(f"process {name}: zmq_ctx_term still blocked at the end (LINGER -1 with messages the peer never took)")
@@ -412,6 +421,30 @@ def format_summary(summary: Mapping[str, Any], scenario: Scenario | None = None)
         for warning in fold_warnings(warnings, scenario) if scenario is not None else warnings:
             lines.append(one_line(f"warning [{warning['code']}] {warning['path']}: {warning['message']}"))
     return "\n".join(lines)
+
+
+def _connection_table(summary: Mapping[str, Any]) -> list[str]:
+    """Per direction of each tcp connection that crosses a link (``zsim.results.CONNECTION_FIELDS``):
+    its rate while it had data to send, round trips, largest congestion window and how long
+    its receiver's window held it back. The members of a big template fold into one line
+    (the slowest rate, the worst round trips, the largest window and window-limited share)."""
+    rows = [(f"{name} ({link} {direction})", tcp) for link, directions in (summary.get("network") or {}).items()
+            for direction, carried in directions.items() for name, tcp in carried["connections"].items() if tcp["bytes"]]
+    if not rows:
+        return []
+    head = (f"{'tcp connection over a link':<40} {'throughput':>12} {'rtt mean':>10} {'rtt max':>10} {'largest cwnd':>13}"
+            f" {'window-limited':>15}")
+    lines = ["", head, "-" * len(head)]
+    folded = _folded(rows, _namer(summary))
+    for name, tcps in folded:
+        limited = max(tcp["window_limited_s"] / tcp["sending_s"] if tcp["sending_s"] > 0 else 0.0 for tcp in tcps)
+        lines.append(f"{one_line(name)[:39]:<40} {_bits(min(tcp['throughput_bps'] for tcp in tcps)):>12} "
+                     f"{_ms(max(tcp['rtt_s'] for tcp in tcps)):>10} {_ms(max(tcp['max_rtt_s'] for tcp in tcps)):>10} "
+                     f"{human_bytes(max(tcp['max_cwnd_bytes'] for tcp in tcps)):>13} {100 * limited:>13.1f} %")
+    note = ("(throughput: payload acknowledged per second while the connection had data to send; rtt: a segment's send "
+            "to its ACK, the link's queue included; window-limited: share of that time the receiver's window held it back")
+    lines.append(note + ("; name xN: N members of a template, the slowest and the worst of them)" if len(folded) < len(rows) else ")"))
+    return lines
 
 
 def _run_command(args: argparse.Namespace, seed: int) -> str:

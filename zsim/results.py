@@ -629,6 +629,9 @@ PIPE_FIELDS = ("dropped", "max_depth", "mean_depth")
 #: Per direction of a [[link]] (``network.<link>.<a>-><b>.<field>``; ``zsim.model.transport.network.Direction.report``).
 NETWORK_FIELDS = ("bytes", "packets", "utilisation", "active_utilisation", "max_queue_bytes", "queue_drops", "loss_drops", "retransmits",
                   "goodput_bps")
+#: Per direction of a tcp connection crossing a [[link]] (``link.<writer>-><reader>.<field>``;
+#: the ``connections`` of ``Direction.report``).
+CONNECTION_FIELDS = ("sending_s", "window_limited_s", "bytes", "throughput_bps", "rtt_s", "max_rtt_s", "max_cwnd_bytes")
 #: Per thread, with [machine] cores (``thread.<name>.<field>``).
 THREAD_FIELDS = ("cpu_s", "waited_s")
 SENDER_FIELDS = ("sent", "again", "requested_rate_per_s", "achieved_rate_per_s", "blocked_s", "finished_at_s")
@@ -842,7 +845,11 @@ def flat_metrics(summary: Mapping[str, Any], result: RunResult | None = None, sc
     - with ``[machine] cores``: ``machine.cores``, ``machine.cpu_s`` (CPU work of every
       thread) and ``thread.<name>.{cpu_s,waited_s}`` (its work, its wait for a core);
     - with ``[[link]]`` tables: ``network.<link>.<a>-><b>.<field>`` per direction of each link
-      for every field of ``NETWORK_FIELDS`` (``summary["network"]``);
+      for every field of ``NETWORK_FIELDS`` (``summary["network"]``), and per direction of
+      each tcp connection crossing one ``link.<writer>-><reader>.<field>`` for every field of
+      ``CONNECTION_FIELDS`` (its sending time, the part of it its receiver's window held it
+      back, the payload acknowledged, its rate while sending, mean and largest round trip,
+      largest congestion window; a reconnection's add up);
     - ``warnings`` (how many) and ``warning.<code>`` for every code of ``WARNING_CODES``;
     - ``random_streams_drawn`` (how many of the model's random streams gave a value) and
       ``seed_independent`` (1 when none did and no app code ran: every seed gives this row);
@@ -940,11 +947,15 @@ def flat_metrics(summary: Mapping[str, Any], result: RunResult | None = None, sc
         for name, thread in machine["threads"].items():
             for key in THREAD_FIELDS:
                 row[f"thread.{name}.{key}"] = thread[key]
-    for link, directions in (summary.get("network") or {}).items():
+    for link, ways in (summary.get("network") or {}).items():
         # [[link]]s: what each direction carried, dropped and retransmitted
-        for direction, carried in directions.items():
+        for direction, way in ways.items():
             for key in NETWORK_FIELDS:
-                row[f"network.{link}.{direction}.{key}"] = carried[key]
+                row[f"network.{link}.{direction}.{key}"] = way[key]
+            # its connections: TCP as it ran them (each crosses one link, in one direction)
+            for name, tcp in way["connections"].items():
+                for key in CONNECTION_FIELDS:
+                    row[f"link.{name}.{key}"] = tcp[key]
     randomness = summary.get("randomness")
     if randomness is not None:
         # 1: the run drew no random value (and ran no app code): every seed gives this row

@@ -30,6 +30,10 @@ def test_run_prints_a_line_per_link_direction(capsys):
     # itself (the PUB's pipes drop), goodput below the rate
     assert "20 Mb/s" in line and "10 ms" in line and " %" in line
     assert any(text.startswith("wan branch->dc") for text in out.splitlines())
+    # and each connection's TCP: the two share the link, each near half of it, 20 ms round trips and more
+    (first,) = [text for text in out.splitlines() if text.startswith("pub->sub1 (wan dc->branch)")]
+    rate, rtt = first.split()[3:5], float(first.split()[5])
+    assert rate[1] == "Mb/s" and 8 < float(rate[0]) < 10.1 and rtt >= 20.0
 
 
 def test_run_json_has_the_contract_keys(capsys):

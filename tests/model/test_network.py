@@ -20,9 +20,9 @@ MSS = 1500 - IP_TCP_HEADER_BYTES  # 1448
 ZMTP_LONG_FRAME = 9  # a message of more than 255 bytes: flags + 8-byte size
 
 
-def push_pull(latency_s: float, count: int, size: int = 1024, bandwidth_bps: float = 1e9, until_s: float | None = None,
-              pull_options: dict[str, Any] | None = None, loss: float = 0.0) -> dict[str, Any]:
-    scenario: dict[str, Any] = {
+def push_pull_raw(latency_s: float = 0.0, count: int = 100, size: int = 1024, bandwidth_bps: float = 1e9,
+                  pull_options: dict[str, Any] | None = None, loss: float = 0.0) -> dict[str, Any]:
+    return {
         "scenario": {"name": "link-arithmetic", "description": "one PUSH -> PULL flow over a link"},
         "host": [{"name": "a"}, {"name": "b"}],
         "link": [{"hosts": ["a", "b"], "bandwidth_bps": bandwidth_bps, "latency_s": latency_s, "loss": loss}],
@@ -34,6 +34,11 @@ def push_pull(latency_s: float, count: int, size: int = 1024, bandwidth_bps: flo
         "send": [{"socket": "push", "count": count, "interval_s": 0, "size_bytes": size}],
         "recv": [{"socket": "pull"}],
     }
+
+
+def push_pull(latency_s: float, count: int, size: int = 1024, bandwidth_bps: float = 1e9, until_s: float | None = None,
+              pull_options: dict[str, Any] | None = None, loss: float = 0.0) -> dict[str, Any]:
+    scenario = push_pull_raw(latency_s, count, size, bandwidth_bps, pull_options, loss)
     if until_s is not None:
         scenario["scenario"]["until_s"] = until_s
     result = zsim.run(scenario, 0, profile="ideal")
@@ -167,3 +172,71 @@ def test_a_connection_the_link_limits_is_not_window_limited():
     summary = push_pull(0.0, 2000, bandwidth_bps=10e6)["summary"]
     assert summary["network"]["a-b"]["a->b"]["connections"]["push->pull"]["window_limited_s"] == 0
     assert link_warnings(summary) == []
+
+
+def test_each_connection_reports_its_rate_round_trips_and_window():
+    # 64 KB of receiver's window over 20 ms round trips on an idle 1 Gbit/s link: the flow
+    # moves a window per round trip (3.3 MB/s), each segment's ACK back one round trip after it
+    # left (20 ms, plus 1.5 KB at 1 Gbit/s), and the congestion window is never the limit
+    window, rtt = 65536, 0.02
+    limited = push_pull(0.01, 4000, pull_options={"rcvbuf": window})
+    tcp = limited["summary"]["network"]["a-b"]["a->b"]["connections"]["push->pull"]
+    assert limited["row"]["link.push->pull.bytes"] == tcp["bytes"]
+    assert 4000 * (1024 + ZMTP_LONG_FRAME) <= tcp["bytes"] <= 4000 * (1024 + ZMTP_LONG_FRAME) + 200  # and ZMTP's greeting
+    assert tcp["throughput_bps"] == pytest.approx(8 * window / rtt, rel=0.1)
+    assert tcp["rtt_s"] == pytest.approx(rtt, rel=0.02) and rtt <= tcp["max_rtt_s"] < 1.05 * rtt
+    # the link's rate, not the window, paces a flow without latency; its round trip is the
+    # serialization of what is queued ahead of the ACKed segment
+    fast = push_pull(0.0, 2000, bandwidth_bps=10e6)["row"]
+    assert fast["link.push->pull.window_limited_s"] == 0
+    goodput = 10e6 * MSS / (MSS + IP_TCP_HEADER_BYTES + 14)
+    assert fast["link.push->pull.throughput_bps"] == pytest.approx(goodput, rel=0.02)
+    assert fast["link.push->pull.max_cwnd_bytes"] > INITIAL_WINDOW_SEGMENTS * MSS  # it grew: slow start
+    assert 0 < fast["link.push->pull.rtt_s"] < 0.01
+
+
+def test_connection_fields_are_metrics_only_where_links_are():
+    from zsim.sweep.plan import known_metrics
+
+    with_link = known_metrics(push_pull_raw())
+    assert with_link is not None and "link.push->pull.rtt_s" in with_link and "link.pull->push.max_cwnd_bytes" in with_link
+    loopback = push_pull_raw()
+    for key in ("host", "link"):
+        del loopback[key]
+    for process in loopback["process"]:
+        del process["host"]
+    loopback["socket"][0]["connect"] = ["tcp://127.0.0.1:5555"]
+    known = known_metrics(loopback)
+    assert known is not None and "link.push->pull.max_kernel_bytes" in known and "link.push->pull.rtt_s" not in known
+
+
+def test_a_longer_round_trip_lets_the_kernel_take_more_of_a_burst():
+    # experiments/wan_sndhwm: a burst the link cannot carry waits in each connection's send
+    # buffer, which Linux autotunes to twice the congestion window (tcp_sndbuf_expand), and
+    # in the PUB's pipe. At 40 ms one way the window grows larger than at 5 ms, so the
+    # kernel holds more of the burst and the pipe less (SNDHWM 2000: nothing dropped)
+    import tomllib
+    from pathlib import Path
+
+    base = tomllib.loads((Path(__file__).resolve().parents[2] / "experiments" / "wan_sndhwm" / "wan.toml").read_text())
+    base["socket"][0]["options"]["sndhwm"] = 2000
+    rows = {}
+    for latency in (0.005, 0.040):
+        base["link"][0]["latency_s"] = latency
+        result = zsim.run(base, 1)
+        rows[latency] = zsim.results.flat_metrics(result.summary, result)
+    desks = range(1, 5)
+    for latency, row in rows.items():
+        assert row["dropped"] == 0 and row["network.wan.dc->branch.queue_drops"] == 0  # TCP small queues: hosts hold it
+        pipe = max(row[f"pipe.pub->sub{i} (tcp send).max_depth"] for i in desks)
+        kernel = max(row[f"link.pub->sub{i}.max_kernel_messages"] for i in desks)
+        assert kernel > 2 * pipe, latency  # most of the burst waits in the kernel
+    def most(latency: float, key: str) -> float:
+        return max(rows[latency][key.format(i=i)] for i in desks)
+
+    assert most(0.040, "link.pub->sub{i}.max_cwnd_bytes") > 2 * most(0.005, "link.pub->sub{i}.max_cwnd_bytes")
+    assert most(0.040, "link.pub->sub{i}.max_kernel_messages") > most(0.005, "link.pub->sub{i}.max_kernel_messages")
+    assert most(0.040, "pipe.pub->sub{i} (tcp send).max_depth") < most(0.005, "pipe.pub->sub{i} (tcp send).max_depth")
+    # the round trips: both propagations, and the queue TCP small queues keep short
+    for latency in rows:
+        assert 2 * latency < most(latency, "link.pub->sub{i}.rtt_s") < 2 * latency + 0.005

@@ -122,6 +122,11 @@ def test_identical_numbers_are_identical_and_pairs_need_two_replications():
     ("pipe.pub->sub.max_depth", "lower"),
     ("socket.slow.queued_at_end", "lower"),
     ("link.a->b.max_kernel_bytes", "lower"),
+    ("link.a->b.rtt_s", "lower"),
+    ("link.a->b.window_limited_s", "lower"),
+    ("link.a->b.throughput_bps", "higher"),
+    ("link.a->b.max_cwnd_bytes", None),  # TCP's state, not a quality
+    ("link.a->b.sending_s", None),
     ("socket.pub.blocked_s", "lower"),
     ("warning.overloaded", "lower"),
     ("warning.cpu_contention", "lower"),  # issue 30: no preferred direction before

@@ -568,7 +568,8 @@ class MetricNames(set):  # type: ignore[type-arg]
     names are made by the model when it connects, so they are matched, not listed)."""
 
     def __init__(self, names: Iterable[str], sockets: Iterable[str] = (),
-                 members: Iterable[tuple[str, re.Pattern[str], tuple[str, ...]]] = (), socket_templates: Iterable[str] = ()) -> None:
+                 members: Iterable[tuple[str, re.Pattern[str], tuple[str, ...]]] = (), socket_templates: Iterable[str] = (),
+                 network: bool = False) -> None:
         super().__init__(names)
         self.sockets = sorted(set(sockets), key=len, reverse=True)
         #: (prefix, member name pattern, fields): a member of a template, whatever the count
@@ -576,6 +577,11 @@ class MetricNames(set):  # type: ignore[type-arg]
         self.members = list(members)
         #: socket templates' names (``rtt.<template>.max_p99_s``)
         self.socket_templates = set(socket_templates)
+        #: the scenario has [[link]]s: its tcp connections have TCP's fields (``link.<a>-><b>.rtt_s``,
+        #: ``zsim.results.CONNECTION_FIELDS``)
+        from .. import results
+
+        self.suffixes = LINK_SUFFIXES + (tuple(f".{key}" for key in results.CONNECTION_FIELDS) if network else ())
 
     def _socket(self, name: str) -> bool:
         """A socket of the scenario, or a member of a socket template at any count."""
@@ -610,7 +616,7 @@ class MetricNames(set):  # type: ignore[type-arg]
                     return True
         if name.startswith(("rtt.", "e2e.")):
             return self._causal(name)
-        if name.startswith("link.") and name.endswith(LINK_SUFFIXES):
+        if name.startswith("link.") and name.endswith(self.suffixes):
             direction = name[len("link."):name.rindex(".")]
             return any(direction.startswith(first + "->") and direction[len(first) + 2:] in self.sockets for first in self.sockets)
         if not name.startswith("pipe.") or not name.endswith(PIPE_SUFFIXES):
@@ -668,7 +674,7 @@ def known_metrics(base: Mapping[str, Any]) -> MetricNames | None:
         pattern = templates.member_pattern(template.pattern)
         if pattern is not None:
             members.append((prefix, pattern, tuple(fields)))
-    return MetricNames(listed, names, members, [t.name for t in found if t.kind == "socket"])
+    return MetricNames(listed, names, members, [t.name for t in found if t.kind == "socket"], network=bool(links))
 
 
 def _check_metric(value: Any, where: str, known: set[str] | None) -> None:
@@ -683,6 +689,7 @@ def _check_metric(value: Any, where: str, known: set[str] | None) -> None:
     main = ", ".join(m for m in sorted(known) if "." not in m)
     raise ScenarioError(where, f"unknown metric {value!r}{hint}; metrics: {main}, socket.<name>.<field>, sender.<name>.<field>, "
                                "pipe.<pipe name>.<dropped|max_depth|mean_depth>, link.<a>-><b>.<max|mean>_<place>_<messages|bytes>, "
+                               "link.<a>-><b>.<tcp field> (over a [[link]]), "
                                "rtt.<socket>.<field>, e2e.<source>-><sink>.<field>, "
                                "warning.<code>, socket.<template>.<sum|min|mean|max>_<field>, a name of [report.derived]")
 

@@ -202,11 +202,25 @@ class Direction:
     def report(self, elapsed: float) -> dict[str, Any]:
         active = self.busy_until - self.first_sent_at if self.first_sent_at >= 0.0 else 0.0
         connections: dict[str, dict[str, float]] = {}
+        samples: dict[str, list[float]] = {}
         for flow in self.flows:  # a reconnection's flows add to the same name
-            entry = connections.setdefault(flow.wire.name, {"sending_s": 0.0, "window_limited_s": 0.0})
+            entry = connections.setdefault(flow.wire.name, {"sending_s": 0.0, "window_limited_s": 0.0, "bytes": 0, "max_rtt_s": 0.0,
+                                                            "max_cwnd_bytes": 0})
             sending, limited = flow.times(elapsed)
             entry["sending_s"] += sending
             entry["window_limited_s"] += limited
+            entry["bytes"] += flow.snd_una
+            entry["max_rtt_s"] = max(entry["max_rtt_s"], flow.max_rtt)
+            entry["max_cwnd_bytes"] = max(entry["max_cwnd_bytes"], int(flow.max_cwnd))
+            total = samples.setdefault(flow.wire.name, [0.0, 0])
+            total[0] += flow.rtt_sum
+            total[1] += flow.rtt_samples
+        for name, entry in connections.items():
+            entry["throughput_bps"] = 8.0 * entry["bytes"] / entry["sending_s"] if entry["sending_s"] > 0 else 0.0
+            rtt_sum, count = samples[name]
+            entry["rtt_s"] = rtt_sum / count if count else math.nan
+            if not count:
+                entry["max_rtt_s"] = math.nan
         return {
             "bandwidth_bps": self.rate * 8.0,
             "latency_s": self.latency,
@@ -222,8 +236,9 @@ class Direction:
             "retransmits": self.retransmits,
             # what the receivers got out of it: payload carried the first time, per second
             "goodput_bps": 8.0 * (self.bytes - self.resent_bytes) / elapsed if elapsed > 0 else 0.0,
-            # per connection sending this way ("pub->sub"): how long it was sending, and how much of that
-            # the receiver's window held it back (``Flow.times``)
+            # per connection sending this way ("pub->sub", ``zsim.results.CONNECTION_FIELDS``): how long it was sending
+            # and how much of that the receiver's window held it back (``Flow.times``), the payload
+            # acknowledged and its rate while sending, its round-trip times, its largest congestion window
             "connections": connections,
         }
 
@@ -252,6 +267,13 @@ class Flow:
         self.cwnd_limited = False
         self.srtt = 0.0
         self.rttvar = 0.0
+        # what the answers show per connection (``Direction.report``): every RTT sample (a train's
+        # send to its ACK: the link's queue and serialization, both propagations, the receiver's
+        # ACK delay; not the wait in the sender's buffer), and the largest congestion window
+        self.rtt_sum = 0.0
+        self.rtt_samples = 0
+        self.max_rtt = 0.0
+        self.max_cwnd = self.cwnd
         # tcp_info's tcpi_rwnd_limited (``tcp_chrono_start(sk, TCP_CHRONO_RWND_LIMITED)`` in
         # tcp_write_xmit, net/ipv4/tcp_output.c): the time the receiver's window, not the congestion
         # window, held back data while the reader kept up (its buffer less than half full: a window
@@ -407,6 +429,10 @@ class Flow:
             self.snd_una = ack
             self.last_ack_at = now
             sample = now - sent_at
+            self.rtt_sum += sample
+            self.rtt_samples += 1
+            if sample > self.max_rtt:
+                self.max_rtt = sample
             if self.srtt == 0.0:
                 self.srtt, self.rttvar = sample, sample / 2
             else:  # RFC 6298 2.3
@@ -417,6 +443,8 @@ class Flow:
                     self.cwnd += newly  # slow start (RFC 5681 3.1)
                 else:
                     self.cwnd += self.mss * newly / self.cwnd  # congestion avoidance
+                if self.cwnd > self.max_cwnd:
+                    self.max_cwnd = self.cwnd
                 self._expand_sndbuf()
             writer = self.wire.writer
             if writer is not None:
