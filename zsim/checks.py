@@ -43,7 +43,8 @@ UTILISATION = 1.0
 #: dropped at its full queue, is reported as saturated (docs/model.md, "Links").
 LINK_SATURATED = 0.9
 #: A connection over a link is reported as window-limited when the receiver's window held
-#: it back at least this share of the time it was sending, on a direction not saturated.
+#: it back at least this share of the time it was sending, on a direction not saturated
+#: (send-buffer-limited likewise, when its own send buffer did).
 WINDOW_LIMITED_SHARE = 0.5
 
 
@@ -238,7 +239,7 @@ def run_warnings(scenario: Scenario, summary: Mapping[str, Any]) -> list[dict[st
 def link_warnings(network: Mapping[str, Any] | None) -> list[dict[str, str]]:
     """With [[link]]s (``summary["network"]``): a direction saturated (busy nearly all the
     time it carried traffic, and its queue dropping), and a connection the receiver's window
-    held back while the link had room (docs/model.md, "Links")."""
+    or its own send buffer held back while the link had room (docs/model.md, "Links")."""
     found: list[dict[str, str]] = []
     for link, directions in (network or {}).items():
         for direction, carried in directions.items():
@@ -253,8 +254,21 @@ def link_warnings(network: Mapping[str, Any] | None) -> list[dict[str, str]]:
                     f"connections crossing it that way offer more than its {rate}; their goodput together is "
                     f"{carried['goodput_bps'] / 1e6:.3g} Mbit/s"))
             for connection, times in carried["connections"].items():
-                sending, limited = times["sending_s"], times["window_limited_s"]
-                if saturated or sending <= 0 or limited < WINDOW_LIMITED_SHARE * sending:
+                sending, limited, by_sndbuf = times["sending_s"], times["window_limited_s"], times["sndbuf_limited_s"]
+                if saturated or sending <= 0:
+                    continue
+                if by_sndbuf >= WINDOW_LIMITED_SHARE * sending:
+                    sndbuf, rtt = times["max_sndbuf_bytes"], times["rtt_s"]
+                    bound = f" = {8 * sndbuf / rtt / 1e6:.3g} Mbit/s" if rtt > 0 else ""
+                    found.append(_warning(
+                        "sndbuf_limited", f"link[{link}]",
+                        f"connection {connection} over link {link!r} {direction} is send-buffer-limited: its send buffer, full "
+                        f"of bytes in flight, held the writer back {100 * by_sndbuf / sending:.0f} % of its {sending:.3g} s of "
+                        f"sending while the link was busy {100 * busy:.0f} % of the time; it carried "
+                        f"{times['throughput_bps'] / 1e6:.3g} Mbit/s, below send buffer / round trip ({sndbuf:,} bytes / "
+                        f"{1000 * rtt:.3g} ms{bound}): the buffer, not the {rate} link, bounds its goodput (a larger sndbuf on "
+                        "the sending socket, or none so that Linux autotunes it, raises it)"))
+                if limited < WINDOW_LIMITED_SHARE * sending:
                     continue
                 found.append(_warning(
                     "window_limited", f"link[{link}]",

@@ -433,16 +433,21 @@ def _connection_table(summary: Mapping[str, Any]) -> list[str]:
     if not rows:
         return []
     head = (f"{'tcp connection over a link':<40} {'throughput':>12} {'rtt mean':>10} {'rtt max':>10} {'largest cwnd':>13}"
-            f" {'window-limited':>15}")
+            f" {'rwnd-limited':>13} {'sndbuf-limited':>15}")
     lines = ["", head, "-" * len(head)]
     folded = _folded(rows, _namer(summary))
+
+    def share(tcps: list[Mapping[str, Any]], key: str) -> float:
+        return max(tcp[key] / tcp["sending_s"] if tcp["sending_s"] > 0 else 0.0 for tcp in tcps)
+
     for name, tcps in folded:
-        limited = max(tcp["window_limited_s"] / tcp["sending_s"] if tcp["sending_s"] > 0 else 0.0 for tcp in tcps)
         lines.append(f"{one_line(name)[:39]:<40} {_bits(min(tcp['throughput_bps'] for tcp in tcps)):>12} "
                      f"{_ms(max(tcp['rtt_s'] for tcp in tcps)):>10} {_ms(max(tcp['max_rtt_s'] for tcp in tcps)):>10} "
-                     f"{human_bytes(max(tcp['max_cwnd_bytes'] for tcp in tcps)):>13} {100 * limited:>13.1f} %")
+                     f"{human_bytes(max(tcp['max_cwnd_bytes'] for tcp in tcps)):>13} "
+                     f"{100 * share(tcps, 'window_limited_s'):>11.1f} % {100 * share(tcps, 'sndbuf_limited_s'):>13.1f} %")
     note = ("(throughput: payload acknowledged per second while the connection had data to send; rtt: a segment's send "
-            "to its ACK, the link's queue included; window-limited: share of that time the receiver's window held it back")
+            "to its ACK, the link's queue included; rwnd- and sndbuf-limited: share of that time the receiver's window, or "
+            "its own send buffer full of bytes in flight, held it back")
     lines.append(note + ("; name xN: N members of a template, the slowest and the worst of them)" if len(folded) < len(rows) else ")"))
     return lines
 

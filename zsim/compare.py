@@ -105,12 +105,12 @@ DEFAULT_MIN_EFFECT = 0.05
 PREFERENCES: tuple[tuple[str, str | None, str], ...] = (
     # what the designer sets or the run's length decides, not a quality
     (r"requested_rate|offered_utilisation|^copies$|^sent$|first_recv|last_recv|finished_at|warmup_end|sim_time|^wall_s$"
-     r"|^seed_independent$|^random_streams_drawn$|^sending_s$|cwnd",
+     r"|^seed_independent$|^random_streams_drawn$|^sending_s$|cwnd|max_sndbuf",
      None, "load, inputs and times of events"),
     (r"drop|loss|lost|discard|unroutable", "lower", "losses and drops"),
     (r"latency|rtt|(^|_)p\d|_wait", "lower", "latency"),
     (r"depth|queued|backlog|_messages$|_bytes$", "lower", "queue depth and backlog"),
-    (r"blocked|again|window_limited", "lower", "blocked time, refused sends, a receiver's window holding TCP back"),
+    (r"blocked|again|window_limited|sndbuf_limited", "lower", "blocked time, refused sends, a window or send buffer holding TCP back"),
     (r"warning|overloaded|not_settled|starts_after|no_subscription|matches_nothing|rate_not_achieved", "lower",
      "warnings"),
     (r"deliver|received|forwarded|achieved|throughput|goodput|_rate_per_s$", "higher", "delivered and throughput"),

@@ -349,7 +349,7 @@ def _links_crossed(ctx: _Context, direction: str) -> list[str]:
     """The network link a tcp connection ``writer->reader`` crosses between two hosts
     ([[link]]), with what it carried over the whole run (the model keeps no record of a
     link over time), and whether it was saturated or the receiver's window held the
-    connection back (the ``link_saturated`` / ``window_limited`` rules of zsim.checks)."""
+    connection back (the ``link_saturated`` / ``window_limited`` / ``sndbuf_limited`` rules of zsim.checks)."""
     from .checks import LINK_SATURATED, WINDOW_LIMITED_SHARE
 
     out = []
@@ -369,6 +369,10 @@ def _links_crossed(ctx: _Context, direction: str) -> list[str]:
             if full:
                 text += (f": the link ran at its capacity{' and its queue overflowed (link_saturated)' if saturated else ''}, "
                          "so it, not the reader, set how fast copies left the sender's buffers.")
+            elif sending > 0 and times["sndbuf_limited_s"] >= WINDOW_LIMITED_SHARE * sending:
+                text += (f"; its own send buffer ({times['max_sndbuf_bytes']:,} bytes), full of bytes in flight, held this "
+                         f"connection back {100 * times['sndbuf_limited_s'] / sending:.0f} % of its sending time (sndbuf_limited): "
+                         "send buffer / round trip, not the link, bounds it.")
             elif sending > 0 and limited >= WINDOW_LIMITED_SHARE * sending:
                 text += (f"; the receiver's window held this connection back {100 * limited / sending:.0f} % of its sending time "
                          "(window_limited): window / round trip, not the link, bounds it.")

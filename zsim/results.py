@@ -612,7 +612,7 @@ POOLED_ALIASES: dict[str, str] = {
 #: row has the same columns whichever warnings its run raised.
 WARNING_CODES = ("no_subscription", "subscription_matches_nothing", "starts_after_horizon", "overloaded", "backlog_at_end",
                  "latency_not_settled", "loss_not_settled", "rate_not_achieved", "cpu_contention", "link_saturated",
-                 "window_limited")
+                 "window_limited", "sndbuf_limited")
 #: run warnings about one socket (``path`` = ``socket[<name>]``), flagged 0/1 per socket
 SOCKET_FLAGS = ("backlog_at_end", "latency_not_settled", "loss_not_settled")
 #: Per receiving socket (``socket.<name>.<field>``): from its ``inbound`` table.
@@ -631,7 +631,8 @@ NETWORK_FIELDS = ("bytes", "packets", "utilisation", "active_utilisation", "max_
                   "goodput_bps")
 #: Per direction of a tcp connection crossing a [[link]] (``link.<writer>-><reader>.<field>``;
 #: the ``connections`` of ``Direction.report``).
-CONNECTION_FIELDS = ("sending_s", "window_limited_s", "bytes", "throughput_bps", "rtt_s", "max_rtt_s", "max_cwnd_bytes")
+CONNECTION_FIELDS = ("sending_s", "window_limited_s", "sndbuf_limited_s", "bytes", "throughput_bps", "rtt_s", "max_rtt_s",
+                     "max_cwnd_bytes", "max_sndbuf_bytes")
 #: Per thread, with [machine] cores (``thread.<name>.<field>``).
 THREAD_FIELDS = ("cpu_s", "waited_s")
 SENDER_FIELDS = ("sent", "again", "requested_rate_per_s", "achieved_rate_per_s", "blocked_s", "finished_at_s")

@@ -21,14 +21,16 @@ ZMTP_LONG_FRAME = 9  # a message of more than 255 bytes: flags + 8-byte size
 
 
 def push_pull_raw(latency_s: float = 0.0, count: int = 100, size: int = 1024, bandwidth_bps: float = 1e9,
-                  pull_options: dict[str, Any] | None = None, loss: float = 0.0) -> dict[str, Any]:
+                  pull_options: dict[str, Any] | None = None, loss: float = 0.0, push_options: dict[str, Any] | None = None,
+                  ) -> dict[str, Any]:
     return {
         "scenario": {"name": "link-arithmetic", "description": "one PUSH -> PULL flow over a link"},
         "host": [{"name": "a"}, {"name": "b"}],
         "link": [{"hosts": ["a", "b"], "bandwidth_bps": bandwidth_bps, "latency_s": latency_s, "loss": loss}],
         "process": [{"name": "src", "host": "a"}, {"name": "dst", "host": "b"}],
         "socket": [
-            {"name": "push", "type": "PUSH", "process": "src", "connect": ["tcp://b:5555"], "options": {"sndhwm": 0}},
+            {"name": "push", "type": "PUSH", "process": "src", "connect": ["tcp://b:5555"],
+             "options": {"sndhwm": 0, **(push_options or {})}},
             {"name": "pull", "type": "PULL", "process": "dst", "bind": ["tcp://*:5555"], "options": pull_options or {}},
         ],
         "send": [{"socket": "push", "count": count, "interval_s": 0, "size_bytes": size}],
@@ -37,8 +39,9 @@ def push_pull_raw(latency_s: float = 0.0, count: int = 100, size: int = 1024, ba
 
 
 def push_pull(latency_s: float, count: int, size: int = 1024, bandwidth_bps: float = 1e9, until_s: float | None = None,
-              pull_options: dict[str, Any] | None = None, loss: float = 0.0) -> dict[str, Any]:
-    scenario = push_pull_raw(latency_s, count, size, bandwidth_bps, pull_options, loss)
+              pull_options: dict[str, Any] | None = None, loss: float = 0.0, push_options: dict[str, Any] | None = None,
+              ) -> dict[str, Any]:
+    scenario = push_pull_raw(latency_s, count, size, bandwidth_bps, pull_options, loss, push_options)
     if until_s is not None:
         scenario["scenario"]["until_s"] = until_s
     result = zsim.run(scenario, 0, profile="ideal")
@@ -134,7 +137,7 @@ def shared_link(queue_bytes: int) -> dict[str, Any]:
 
 
 def link_warnings(summary: dict[str, Any]) -> list[dict[str, str]]:
-    return [w for w in summary["warnings"] if w["code"] in ("link_saturated", "window_limited")]
+    return [w for w in summary["warnings"] if w["code"] in ("link_saturated", "window_limited", "sndbuf_limited")]
 
 
 def test_a_link_whose_queue_drops_while_it_is_busy_is_saturated():
@@ -167,11 +170,32 @@ def test_a_connection_held_back_by_the_receivers_window_is_window_limited():
     assert times["window_limited_s"] > 0.9 * times["sending_s"]
 
 
+def test_a_connection_held_back_by_its_own_send_buffer_is_sndbuf_limited():
+    # SO_SNDBUF = 64 KB on the sender, 20 ms round trips on an idle 1 Gbit/s link: the buffer
+    # fills with bytes in flight, the writer waits for ACKs; the receiver's window is not it
+    summary = push_pull(0.01, 4000, push_options={"sndbuf": 65536})["summary"]
+    (warning,) = link_warnings(summary)
+    assert warning["code"] == "sndbuf_limited" and warning["path"] == "link[a-b]"
+    assert warning["message"].startswith("connection push->pull over link 'a-b' a->b is send-buffer-limited")
+    tcp = summary["network"]["a-b"]["a->b"]["connections"]["push->pull"]
+    assert tcp["sndbuf_limited_s"] > 0.9 * tcp["sending_s"] and tcp["window_limited_s"] == 0
+    assert tcp["max_sndbuf_bytes"] == 65536
+    # a buffer's worth a round trip at most; the writer is woken with a third of it free
+    # (sk_stream_is_writeable), so about two thirds to the whole of it is in flight
+    assert 0.6 * 8 * 65536 / 0.02 < tcp["throughput_bps"] < 8 * 65536 / 0.02
+    # the receiver's window case is not the send buffer's, and an autotuned buffer limits nothing
+    rwnd = push_pull(0.01, 4000, pull_options={"rcvbuf": 65536})["summary"]["network"]["a-b"]["a->b"]["connections"]["push->pull"]
+    assert rwnd["sndbuf_limited_s"] < 0.05 * rwnd["sending_s"]
+    free = push_pull(0.01, 4000)["summary"]
+    assert free["network"]["a-b"]["a->b"]["connections"]["push->pull"]["sndbuf_limited_s"] == 0 and link_warnings(free) == []
+
+
 def test_a_connection_the_link_limits_is_not_window_limited():
     # no latency, 10 Mbit/s: the link's rate is the bound, the window never is
     summary = push_pull(0.0, 2000, bandwidth_bps=10e6)["summary"]
     assert summary["network"]["a-b"]["a->b"]["connections"]["push->pull"]["window_limited_s"] == 0
     assert link_warnings(summary) == []
+    assert summary["network"]["a-b"]["a->b"]["connections"]["push->pull"]["sndbuf_limited_s"] == 0
 
 
 def test_each_connection_reports_its_rate_round_trips_and_window():

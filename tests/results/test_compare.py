@@ -126,6 +126,8 @@ def test_identical_numbers_are_identical_and_pairs_need_two_replications():
     ("link.a->b.window_limited_s", "lower"),
     ("link.a->b.throughput_bps", "higher"),
     ("link.a->b.max_cwnd_bytes", None),  # TCP's state, not a quality
+    ("link.a->b.max_sndbuf_bytes", None),
+    ("link.a->b.sndbuf_limited_s", "lower"),
     ("link.a->b.sending_s", None),
     ("socket.pub.blocked_s", "lower"),
     ("warning.overloaded", "lower"),

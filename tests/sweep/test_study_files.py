@@ -14,7 +14,7 @@ from zsim.sweep import make_plan
 ROOT = Path(__file__).resolve().parents[2] / "experiments"
 
 
-@pytest.mark.parametrize("study, points, runs", [("market_data", 15, 45), ("task_pipeline", 4, 40)])
+@pytest.mark.parametrize("study, points, runs", [("market_data", 15, 45), ("task_pipeline", 4, 40), ("wan_sndhwm", 36, 216)])
 def test_study_sweeps_plan_with_their_report_settings(study, points, runs):
     plan = make_plan(ROOT / study / "study.toml")
     assert len(plan.points) == points and plan.total_runs == runs

@@ -204,11 +204,14 @@ class Direction:
         connections: dict[str, dict[str, float]] = {}
         samples: dict[str, list[float]] = {}
         for flow in self.flows:  # a reconnection's flows add to the same name
-            entry = connections.setdefault(flow.wire.name, {"sending_s": 0.0, "window_limited_s": 0.0, "bytes": 0, "max_rtt_s": 0.0,
-                                                            "max_cwnd_bytes": 0})
-            sending, limited = flow.times(elapsed)
+            entry = connections.setdefault(flow.wire.name, {"sending_s": 0.0, "window_limited_s": 0.0, "sndbuf_limited_s": 0.0,
+                                                            "bytes": 0, "max_rtt_s": 0.0, "max_cwnd_bytes": 0,
+                                                            "max_sndbuf_bytes": 0})
+            sending, limited, by_sndbuf = flow.times(elapsed)
             entry["sending_s"] += sending
             entry["window_limited_s"] += limited
+            entry["sndbuf_limited_s"] += by_sndbuf
+            entry["max_sndbuf_bytes"] = max(entry["max_sndbuf_bytes"], flow.sndbuf)
             entry["bytes"] += flow.snd_una
             entry["max_rtt_s"] = max(entry["max_rtt_s"], flow.max_rtt)
             entry["max_cwnd_bytes"] = max(entry["max_cwnd_bytes"], int(flow.max_cwnd))
@@ -237,8 +240,9 @@ class Direction:
             # what the receivers got out of it: payload carried the first time, per second
             "goodput_bps": 8.0 * (self.bytes - self.resent_bytes) / elapsed if elapsed > 0 else 0.0,
             # per connection sending this way ("pub->sub", ``zsim.results.CONNECTION_FIELDS``): how long it was sending
-            # and how much of that the receiver's window held it back (``Flow.times``), the payload
-            # acknowledged and its rate while sending, its round-trip times, its largest congestion window
+            # and how much of that the receiver's window or its own send buffer held it back (``Flow.times``),
+            # the payload acknowledged and its rate while sending, its round-trip times, its largest
+            # congestion window and send buffer
             "connections": connections,
         }
 
@@ -280,6 +284,12 @@ class Flow:
         # closed by a reader that stopped is the reader's limit, not the window's)
         self.window_limited_s = 0.0
         self.window_limited_since = -1.0
+        # tcpi_sndbuf_limited (TCP_CHRONO_SNDBUF_LIMITED, started in tcp_sendmsg_locked when the
+        # writer waits for space), counted only while everything in the buffer has been sent: the
+        # buffer, full of bytes in flight, not the congestion window or the link, held the writer back
+        self.writer_waiting = False
+        self.sndbuf_limited_s = 0.0
+        self.sndbuf_limited_since = -1.0
         self.first_write_at = -1.0
         self.last_ack_at = 0.0
         # SO_SNDBUF: fixed (Linux doubles the value and about half of that is payload);
@@ -329,6 +339,20 @@ class Flow:
         self.written += nbytes
         self.push()
 
+    def writer_waits(self, waiting: bool) -> None:
+        """The sending engine waits for room in the send buffer (or stopped waiting)."""
+        self.writer_waiting = waiting
+        self._sndbuf_limit()
+
+    def _sndbuf_limit(self) -> None:
+        limited = self.writer_waiting and self.snd_nxt >= self.written and not self.closed
+        if limited:
+            if self.sndbuf_limited_since < 0.0:
+                self.sndbuf_limited_since = self.clock.now
+        elif self.sndbuf_limited_since >= 0.0:
+            self.sndbuf_limited_s += self.clock.now - self.sndbuf_limited_since
+            self.sndbuf_limited_since = -1.0
+
     def push(self) -> None:
         """``tcp_write_xmit``: retransmissions first, then new data as far as the congestion
         window, the receiver's window and TCP small queues allow."""
@@ -376,21 +400,27 @@ class Flow:
             unsent -= allowed
         if self.window_limited_since >= 0.0:
             self._window_limit_ends(now)
+        if self.writer_waiting:
+            self._sndbuf_limit()
 
     def _window_limit_ends(self, now: float) -> None:
         self.window_limited_s += now - self.window_limited_since
         self.window_limited_since = -1.0
 
-    def times(self, now: float) -> tuple[float, float]:
+    def times(self, now: float) -> tuple[float, float, float]:
         """(seconds from its first write to its last ACK, or to ``now`` while data is
-        unacknowledged; of those, seconds the receiver's window held it back)."""
+        unacknowledged; of those, seconds the receiver's window held it back, and seconds its
+        send buffer did)."""
         if self.first_write_at < 0.0:
-            return 0.0, 0.0
+            return 0.0, 0.0, 0.0
         end = now if self.snd_una < self.written else self.last_ack_at
         limited = self.window_limited_s
         if self.window_limited_since >= 0.0:
             limited += now - self.window_limited_since
-        return max(0.0, end - self.first_write_at), limited
+        by_sndbuf = self.sndbuf_limited_s
+        if self.sndbuf_limited_since >= 0.0:
+            by_sndbuf += now - self.sndbuf_limited_since
+        return max(0.0, end - self.first_write_at), limited, by_sndbuf
 
     def lose(self, lo: int, hi: int, found_at: float, by_dupacks: bool) -> None:
         """Bytes ``[lo, hi)`` will not arrive: found by duplicate ACKs one round trip after
@@ -529,6 +559,7 @@ class Flow:
         self.closed = True
         self.small_queue_timer.cancel()
         self.loss_timer.cancel()
+        self._sndbuf_limit()
 
 
 class LinkWire(Wire):
@@ -594,12 +625,17 @@ class LinkEngine(Engine):
         if pipe is not None and pipe.delimited and not self.out_batch and not pipe.queue:
             self.session.delimiter_reached()
 
+    def _wait_for_space(self) -> None:
+        super()._wait_for_space()
+        self.out_wire.flow.writer_waits(True)
+
     def space_freed(self) -> None:
         """ACKed bytes left the send buffer: POLLOUT once ``sk_stream_is_writeable``."""
         if self.out_waiting_space and not self.closed:
             if self.out_batch and not self.out_wire.flow.writable():
                 return
             self.out_waiting_space = False
+            self.out_wire.flow.writer_waits(False)
             if self.out_batch:
                 now = self.clock.now
                 when = max(now, self.out_free_at)
