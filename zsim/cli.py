@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from .errors import ConservationError, EnvironmentFault, ScenarioError, ZsimError
 from .textsafe import one_line, terminal
-from .units import human_bytes
+from .units import human_bits, human_bytes
 
 if TYPE_CHECKING:  # pragma: no cover
     from .spec import Scenario
@@ -53,14 +53,6 @@ def _fmt(value: Any, width: int = 10) -> str:
 
 def _ms(value: float | None) -> str:
     return "-" if value is None or math.isnan(value) else f"{value * 1000:.3f} ms"
-
-
-def _bits(value: float) -> str:
-    """A rate in bits per second, in the unit that reads best."""
-    for unit, scale in (("Gb/s", 1e9), ("Mb/s", 1e6), ("kb/s", 1e3)):
-        if value >= scale:
-            return f"{value / scale:.2f} {unit}"
-    return f"{value:.0f} b/s"
 
 
 def _rate(value: float | None) -> str:
@@ -441,7 +433,7 @@ def _connection_table(summary: Mapping[str, Any]) -> list[str]:
         return max(tcp[key] / tcp["sending_s"] if tcp["sending_s"] > 0 else 0.0 for tcp in tcps)
 
     for name, tcps in folded:
-        lines.append(f"{one_line(name)[:39]:<40} {_bits(min(tcp['throughput_bps'] for tcp in tcps)):>12} "
+        lines.append(f"{one_line(name)[:39]:<40} {human_bits(min(tcp['throughput_bps'] for tcp in tcps)):>12} "
                      f"{_ms(max(tcp['rtt_s'] for tcp in tcps)):>10} {_ms(max(tcp['max_rtt_s'] for tcp in tcps)):>10} "
                      f"{human_bytes(max(tcp['max_cwnd_bytes'] for tcp in tcps)):>13} "
                      f"{100 * share(tcps, 'window_limited_s'):>11.1f} % {100 * share(tcps, 'sndbuf_limited_s'):>13.1f} %")

@@ -21,7 +21,7 @@ import numpy as np
 from .units import human_bytes, human_time, time_unit
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .report_run.data import DepthPanel, Drops, LatencyPanel, Topology
+    from .report_run.data import DepthPanel, Drops, LatencyPanel, NetworkPanel, Topology
 
 
 def plain_text(fig: Any) -> Any:
@@ -553,6 +553,62 @@ def depth_figure(panels: Sequence[DepthPanel], path: str | Path, *, title: str, 
     handles.append(Line2D([0], [0], color="0.3", linestyle=":", linewidth=1))
     labels = [text for _, text in legend] + ["a pipe's HWM (dotted, in its colour)"]
     fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=7.5, frameon=False, bbox_to_anchor=(0.5, 0.0))
+    fig.suptitle(title, fontsize=11)
+    fig.text(0.5, 0.955 if rows > 1 else 0.92, note, fontsize=7.5, color="0.35", ha="center", va="top", wrap=True)
+    plain_text(fig).tight_layout(rect=(0, 0.06 if rows > 1 else 0.12, 1, 0.94 if rows > 1 else 0.88))
+    return _save(fig, path)
+
+
+def network_figure(panels: Sequence[NetworkPanel], path: str | Path, *, title: str, note: str) -> Path:
+    """Per direction of a [[link]]: its busy share per time bucket (left axis, %) and the
+    most bytes its queue held in each (right axis, shaded), drops marked on the time axis."""
+    plt = _pyplot()
+    n = len(panels)
+    cols = 1 if n == 1 else 2
+    rows = math.ceil(n / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(6.4 * cols, 2.5 * rows + 1.2), squeeze=False, sharex=True)
+    end = max((float(panel.times[-1]) + (float(panel.times[1] - panel.times[0]) if len(panel.times) > 1 else 0.0)
+               for panel in panels), default=1.0)
+    scale, unit = time_unit([end])
+    busy_colour, queue_colour, drop_colour = "#1f77b4", "#ff7f0e", "crimson"
+    for index, panel in enumerate(panels):
+        ax = axes[index // cols][index % cols]
+        times = panel.times * scale
+        ax.step(times, 100 * panel.busy, where="post", color=busy_colour, linewidth=1.0)
+        ax.set_ylim(0, 105)
+        ax.grid(True, alpha=0.3)
+        queue = ax.twinx()
+        queue.fill_between(times, 0, panel.queue_bytes / 1e3, step="post", color=queue_colour, alpha=0.25, linewidth=0)
+        queue.step(times, panel.queue_bytes / 1e3, where="post", color=queue_colour, linewidth=0.8)
+        top = max(float(panel.queue_bytes.max()), 1.0) / 1e3
+        queue.set_ylim(0, 1.15 * top)
+        if panel.queue_limit and panel.queue_limit / 1e3 <= 1.6 * top:
+            queue.axhline(panel.queue_limit / 1e3, color=queue_colour, linestyle=":", linewidth=1.0)
+        where = np.flatnonzero(panel.drops)
+        if len(where):
+            ax.plot(times[where], [2.0] * len(where), linestyle="none", marker="|", markersize=9, color=drop_colour)
+        parts = [f"{panel.link} {panel.direction}: {panel.bandwidth_bps / 1e6:.4g} Mbit/s, {human_time(panel.latency_s)} one way",
+                 f"queue peak {human_bytes(int(panel.queue_bytes.max()))}"]
+        if panel.dropped:
+            parts.append(f"{panel.dropped:,} packets dropped or lost")
+        ax.set_title(", ".join(parts), fontsize=9, color=drop_colour if panel.dropped else "black", loc="left")
+        if index % cols == 0:
+            ax.set_ylabel("busy (% of each bucket)", color=busy_colour, fontsize=8)
+        if index % cols == cols - 1 or index == n - 1:
+            queue.set_ylabel("queue (KB, most in each bucket)", color=queue_colour, fontsize=8)
+        if index // cols == rows - 1 or index + cols >= n:
+            ax.set_xlabel(f"simulated time ({unit})")
+            ax.tick_params(labelbottom=True)
+    for index in range(n, rows * cols):
+        axes[index // cols][index % cols].set_visible(False)
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([0], [0], color=busy_colour, linewidth=2), Line2D([0], [0], color=queue_colour, linewidth=6, alpha=0.4),
+               Line2D([0], [0], color=queue_colour, linestyle=":", linewidth=1),
+               Line2D([0], [0], color=drop_colour, marker="|", linestyle="none", markersize=9)]
+    labels = ["busy share (left)", "queue, most bytes in the bucket (right)", "the queue's limit (queue_bytes)",
+              "a bucket with drops or losses"]
+    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=7.5, frameon=False, bbox_to_anchor=(0.5, 0.0))
     fig.suptitle(title, fontsize=11)
     fig.text(0.5, 0.955 if rows > 1 else 0.92, note, fontsize=7.5, color="0.35", ha="center", va="top", wrap=True)
     plain_text(fig).tight_layout(rect=(0, 0.06 if rows > 1 else 0.12, 1, 0.94 if rows > 1 else 0.88))

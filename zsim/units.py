@@ -26,6 +26,15 @@ def human_time(seconds: float) -> str:
     return f"{value * scale:.3g} {unit}"
 
 
+def human_bits(rate_bps: float) -> str:
+    """A rate in bits per second in the unit that reads best: ``9.48 Mb/s``, ``300 b/s``."""
+    value = float(rate_bps)
+    for unit, scale in (("Gb/s", 1e9), ("Mb/s", 1e6), ("kb/s", 1e3)):
+        if value >= scale:
+            return f"{value / scale:.3g} {unit}"
+    return f"{value:.0f} b/s"
+
+
 def human_bytes(size: float) -> str:
     """``200 B``, ``4 KB``, ``64 KB``, ``1 MB`` (1 KB = 1024 bytes)."""
     value = float(size)

@@ -366,8 +366,42 @@ def test_the_page_is_self_contained_and_names_what_it_shows(tmp_path):
     # the figures in the page are the files beside it
     import base64
 
-    for source, figure in zip(sources, FIGURES, strict=True):
+    # (no [[link]]: network.png only says so and the page has no network section)
+    assert "The scenario has no [[link]]" not in text and 'id="network"' not in text
+    for source, figure in zip(sources, [name for name in FIGURES if name != "network.png"], strict=True):
         assert base64.b64decode(source.split(",", 1)[1]) == (folder / figure).read_bytes()
+
+
+def test_link_directions_over_time_add_up_to_the_runs_own_numbers(tmp_path):
+    # two_hosts: a 20 Mbit/s link offered more than it carries. The recorded series of each
+    # direction ends with everything its queue took serialized and its queue empty, and its
+    # largest level and drops are the run's own
+    path = ROOT / "examples" / "two_hosts.toml"
+    result, recorder = _recorded(path)
+    series = recorder.result
+    assert series is not None
+    network = result.summary["network"]["wan"]
+    elapsed = result.summary["sim_time_s"]
+    recorded = {direction: levels for link, direction, levels in series.network if link == "wan"}
+    assert set(recorded) == {"dc->branch", "branch->dc"}
+    for direction, levels in recorded.items():
+        carried = network[direction]
+        assert levels.last[-1, 1] / 1e9 == pytest.approx(carried["utilisation"] * elapsed, rel=1e-9, abs=1e-9)
+        assert levels.last[-1, 2] / 1e9 <= elapsed  # its last frame left before the end
+        assert abs(int(levels.hi[:, 0].max()) - carried["max_queue_bytes"]) <= 1
+        assert levels.last[-1, 3] == carried["queue_drops"] + carried["loss_drops"]
+        assert levels.last[-1, 0] == 0  # drained: the queue does not hold its last level until the end
+    panels = report_data.network_panels(result, series)
+    (busiest,) = panels  # branch->dc carries only subscriptions: left out
+    assert (busiest.link, busiest.direction) == ("wan", "dc->branch") and busiest.peak_busy == pytest.approx(1.0)
+    width = np.diff(np.append(busiest.times, elapsed))
+    # each bucket's share is its serialization, exactly: together, the run's
+    assert float((busiest.busy * width).sum()) == pytest.approx(network["dc->branch"]["utilisation"] * elapsed, rel=1e-6)
+    write_report(result, series, spec.load(path), tmp_path / "report", command="zsim run x --report y")
+    text = (tmp_path / "report" / "report.html").read_text()
+    assert '<h2 id="network">Network links</h2>' in text and 'href="#network"' in text
+    assert len(re.findall(r'\ssrc="data:image/png;base64,', text)) == 5
+    assert "pub-&gt;sub1" in text and "wan dc-&gt;branch" in text
 
 
 def test_warnings_come_first_in_their_box(push_pull, push_pull_page):

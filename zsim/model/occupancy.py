@@ -107,6 +107,11 @@ def recording() -> Iterator[None]:
         _RECORDING.reset(token)
 
 
+def recording_now() -> bool:
+    """Inside ``recording()``: what is created now keeps its levels over time."""
+    return _RECORDING.get()
+
+
 class RecordedOccupancy(Occupancy):
     """An ``Occupancy`` that also appends ``now`` and the six levels (``FIELDS`` order) to
     ``trace`` after every change: the raw series a run report folds (and empties) as the

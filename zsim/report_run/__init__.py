@@ -33,6 +33,7 @@ from ..errors import EnvironmentFault
 from ..files import atomic_write, cleanup_leftovers, prepare_output_dir, shown_path
 from ..results import flat_metrics
 from ..spec import Scenario
+from ..units import human_bits, human_bytes
 from . import data, page
 from .page import Cell, count, esc, percent, rate, seconds
 from .series import MAX_LEVEL_BYTES, RunSeries, SeriesRecorder
@@ -40,7 +41,7 @@ from .series import MAX_LEVEL_BYTES, RunSeries, SeriesRecorder
 __all__ = ["FIGURES", "SeriesRecorder", "write_report"]
 
 #: the figures a report writes, in the order the page shows them
-FIGURES = ("topology.png", "depth.png", "latency.png", "drops.png")
+FIGURES = ("topology.png", "depth.png", "latency.png", "drops.png", "network.png")
 #: panels per figure (directions, receivers): the rest are in the tables
 MAX_PANELS = 12
 
@@ -129,6 +130,21 @@ def write_report(result: Any, series: RunSeries | None, scenario: Scenario, out_
         else:
             shown["latency.png"] = "No copy was delivered to an application during the run."
 
+        links = data.network_panels(result, series) if series is not None else []
+        if links:
+            chosen_links = links[:MAX_PANELS]
+            more = (f"; {len(links) - len(chosen_links)} more directions were less busy (all are in the network table)"
+                    if len(links) > len(chosen_links) else "")
+            width = seconds(series.width_s) if series is not None else "-"
+            note = (f"Per direction of each [[link]] that carried traffic, busiest first{more}: the share of each {width} bucket "
+                    "it spent serializing frames, and the most bytes its queue held in the bucket.")
+            pngs["network.png"] = _render(folder, "network.png", lambda p: plotting.network_figure(
+                chosen_links, p, title=f"Network links over time: {who}", note=note))
+        elif summary.get("network"):
+            shown["network.png"] = "No [[link]] carried a frame during the run."
+        else:
+            shown["network.png"] = "The scenario has no [[link]]: every connection stays on its own host."
+
         drops = data.drops_over_time(result, end_s, bins=100)
         if drops.lines:
             total = sum(line.total for line in drops.lines)
@@ -141,7 +157,7 @@ def write_report(result: Any, series: RunSeries | None, scenario: Scenario, out_
         for name, text in shown.items():
             pngs[name] = _render(folder, name, _empty_figure(f"{who}: {text}"))
     written = [atomic_write(out / name, pngs[name]) for name in FIGURES]
-    html_text = _html(result, scenario, topo, panels, latency, drops, pngs, shown, series, command)
+    html_text = _html(result, scenario, topo, panels, latency, drops, pngs, shown, series, command, links)
     written.append(atomic_write(out / "report.html", html_text))
     return written
 
@@ -454,9 +470,56 @@ def _hosts(summary: dict[str, Any]) -> str:
     return "<h3>Hosts</h3>" + page.table(["host", "cores", "processes", "CPU used", "waited for a core"], rows)
 
 
+def _network_section(summary: Mapping[str, Any], links: Sequence[data.NetworkPanel], series: RunSeries | None,
+                     fig: Callable[[str, str, str, str], str], name: str) -> list[str]:
+    """With [[link]]s: each direction's busy share and queue over time, and a table per direction
+    and per connection (the same numbers as ``zsim run``'s two network tables)."""
+    network = summary.get("network")
+    if not network:
+        return []
+    rows: list[tuple[list[Cell | str], bool]] = []
+    for link, directions in network.items():
+        for direction, carried in directions.items():
+            numbers = [f"{carried['bandwidth_bps'] / 1e6:.4g} Mbit/s", seconds(carried["latency_s"]), percent(carried["utilisation"]),
+                       percent(carried["active_utilisation"]), human_bits(carried["goodput_bps"]),
+                       human_bytes(carried["max_queue_bytes"]), count(carried["queue_drops"]), count(carried["loss_drops"]),
+                       count(carried["retransmits"])]
+            rows.append(([f"{link} {direction}", *(Cell(n, True) for n in numbers)], bool(carried["queue_drops"] or carried["loss_drops"])))
+    connections: list[tuple[list[Cell | str], bool]] = []
+    for link, directions in network.items():
+        for direction, carried in directions.items():
+            for conn, tcp in carried["connections"].items():
+                if not tcp["bytes"]:
+                    continue
+                sending = tcp["sending_s"]
+                numbers = [human_bits(tcp["throughput_bps"]), seconds(tcp["rtt_s"]), seconds(tcp["max_rtt_s"]),
+                           human_bytes(tcp["max_cwnd_bytes"]), human_bytes(tcp["max_sndbuf_bytes"]),
+                           percent(tcp["window_limited_s"] / sending if sending > 0 else 0.0),
+                           percent(tcp["sndbuf_limited_s"] / sending if sending > 0 else 0.0)]
+                connections.append(([conn, f"{link} {direction}", *(Cell(n, True) for n in numbers)],
+                                    sending > 0 and max(tcp["window_limited_s"], tcp["sndbuf_limited_s"]) >= 0.5 * sending))
+    width = seconds(series.width_s) if series is not None else "-"
+    return [
+        '<h2 id="network">Network links</h2>',
+        fig("network.png", f"network links over time, {name}",
+            f"Per direction of each [[link]]: the share of each {width} bucket it spent serializing frames (left axis) and the "
+            "most bytes its queue held in the bucket (right axis, its limit dotted); drops at the queue and packets lost on the "
+            f"way are marked on the time axis. {min(len(links), MAX_PANELS)} of {len(links)} directions that carried traffic, "
+            "busiest first.", "network-figure"),
+        page.table(["link direction", "rate", "one way", "busy (run)", "busy (active)", "goodput", "max queue", "queue drops",
+                    "lost", "resent"], rows),
+        '<p class="note">Busy (active): over the span from its first frame to its last. Red rows dropped or lost packets.</p>',
+        page.table(["tcp connection", "over", "throughput", "rtt mean", "rtt max", "largest cwnd", "send buffer",
+                    "rwnd-limited", "sndbuf-limited"], connections),
+        '<p class="note">Throughput: payload acknowledged per second while the connection had data to send. Rtt: a segment\'s '
+        "send to its ACK, the link's queue included. Send buffer: the most payload it could hold (autotuned unless sndbuf is "
+        "set). Red rows: the receiver's window or the send buffer held the connection back half of its sending time.</p>",
+    ]
+
+
 def _html(result: Any, scenario: Scenario, topo: data.Topology, panels: Sequence[data.DepthPanel],
           latency: Sequence[data.LatencyPanel], drops: data.Drops, pngs: dict[str, bytes], shown: dict[str, str],
-          series: RunSeries | None, command: str | None) -> str:
+          series: RunSeries | None, command: str | None, links: Sequence[data.NetworkPanel] = ()) -> str:
     summary = result.summary
     flags = data.warning_flags(summary)
     load = flat_metrics(summary, scenario=scenario)
@@ -483,7 +546,9 @@ def _html(result: Any, scenario: Scenario, topo: data.Topology, panels: Sequence
         f'<p class="description">{esc(scenario.description)}</p>' if scenario.description else "",
         "<nav>" + "".join(f'<a href="#{anchor}">{label}</a>' for anchor, label in (
             ("answer", "answer"), ("warnings", "warnings"), ("run", "run"), ("explain", "what happened"), ("topology", "topology"),
-            ("receivers", "receivers"), ("depth", "depth"), ("pipes", "pipes"), ("latency", "latency"), ("drops", "drops"))) + "</nav>",
+            ("receivers", "receivers"), ("depth", "depth"), ("pipes", "pipes"),
+            *((("network", "network"),) if summary.get("network") else ()),
+            ("latency", "latency"), ("drops", "drops"))) + "</nav>",
         _answer(summary, scenario),
         _warnings(summary, scenario),
         '<h2 id="run">The run</h2>',
@@ -519,6 +584,7 @@ def _html(result: Any, scenario: Scenario, topo: data.Topology, panels: Sequence
         '<h2 id="pipes">Pipes and link directions</h2>',
         _pipes(result),
         _links(result),
+        *_network_section(summary, links, series, fig, name),
         '<h2 id="latency-section">Latency</h2>',
         fig("latency.png", f"latency against send time per receiver, {name}",
             "Per receiver: median latency (delivery time - send time) of the copies sent in each bin, shaded from the fastest to "

@@ -364,6 +364,62 @@ def depth_panels(result: Any, series: RunSeries) -> list[DepthPanel]:
     return panels
 
 
+@dataclass
+class NetworkPanel:
+    """One direction of a [[link]] over time: per bucket starting at ``times[k]``, the share
+    of it the link spent serializing frames, the most bytes its queue held, and the packets
+    dropped at its queue or lost on the way."""
+
+    link: str
+    direction: str  # "a->b"
+    bandwidth_bps: float
+    latency_s: float
+    times: np.ndarray
+    busy: np.ndarray  # 0..1
+    queue_bytes: np.ndarray
+    drops: np.ndarray
+    queue_limit: int
+    peak_busy: float = 0.0
+
+    @property
+    def dropped(self) -> int:
+        return int(self.drops.sum())
+
+
+def network_panels(result: Any, series: RunSeries) -> list[NetworkPanel]:
+    """One panel per direction of a [[link]] that carried anything, busiest first: its busy
+    share per bucket (the serialization done in the bucket over its length), its largest
+    queue and its drops."""
+    network = result.summary.get("network") or {}
+    end_s = float(result.summary["sim_time_s"])
+    panels = []
+    for link, direction, levels in series.network:
+        carried = (network.get(link) or {}).get(direction)
+        times = levels.times
+        if not len(times) or carried is None:
+            continue
+        # the serialization done by each bucket's end, exactly: the state after the last train
+        # before it (its accepted serialization, and when its queue runs empty) says how much is done
+        ends = np.append(times[1:], max(end_s, float(times[-1])))
+        accepted = levels.last[:, 1].astype(np.float64) / 1e9
+        until = levels.last[:, 2].astype(np.float64) / 1e9
+        done = accepted - np.maximum(0.0, until - ends)
+        busy_s = np.diff(np.concatenate(([0.0], done)))
+        if busy_s.sum() <= 0:
+            continue
+        width = np.diff(np.concatenate((times, ends[-1:])))
+        width[width <= 0] = series.width_s
+        busy = np.clip(busy_s / width, 0.0, 1.0)  # exact: the clip only guards against rounding
+        dropped = np.diff(np.concatenate(([0], levels.last[:, 3])))
+        panels.append(NetworkPanel(link, direction, carried["bandwidth_bps"], carried["latency_s"], times, busy,
+                                   levels.hi[:, 0].copy(), dropped, int(carried["queue_limit_bytes"]), float(busy.max())))
+    panels.sort(key=lambda panel: (-panel.peak_busy, -panel.dropped))
+    # a direction that only carried the other way's ACK-less trickle (subscriptions, replies of a few
+    # bytes) says nothing: keep those busy at least 1 % of some bucket, or that dropped
+    shown = [panel for panel in panels if panel.peak_busy >= 0.01 or panel.dropped]
+    return shown or panels
+
+
 def _transport_of(pipe_name: str) -> str:
     for transport in ("tcp", "ipc"):
         if f"({transport} " in pipe_name:

@@ -1,5 +1,5 @@
-"""Levels over time in bounded memory: pipe depths and link-direction occupancy for a run
-report (``zsim run --report``).
+"""Levels over time in bounded memory: pipe depths, link-direction occupancy and the
+network links' queues and busy time for a run report (``zsim run --report``).
 
 A pipe's depth and a link direction's kernel and engine levels are piecewise constant:
 they change at every write and read, millions of times in a long run. The report needs
@@ -16,7 +16,10 @@ every merge: ``max(hi)`` of a series is exactly the peak the model saw (a pipe's
 Where the points come from: a pipe with a ``trace`` list (``World.trace_depth``) appends
 ``time, depth`` after every write and read (``Pipe.write``/``Pipe.read``); a link direction
 created inside ``zsim.model.occupancy.recording()`` appends ``time`` and its six levels
-(``RecordedOccupancy.update``). ``SeriesRecorder.poll``, called by the run's monitor every
+(``RecordedOccupancy.update``); a [[link]]'s direction created inside it appends ``time``,
+its queue, the serialization done so far and its drops after every train it queues
+(``zsim.model.transport.network.Direction.trace``: cumulative counts, so a bucket's busy
+share is the difference of its last value and the bucket's before). ``SeriesRecorder.poll``, called by the run's monitor every
 few thousand events (``zsim.runner.Guard``), folds those lists into the grid and empties
 them once they hold more than ``pending`` values together, so the raw points in memory are
 bounded too. With ``keep_traces`` (``--out`` also asked for every depth change as Parquet)
@@ -35,6 +38,7 @@ import numpy as np
 
 from ..model.occupancy import FIELDS as OCCUPANCY_FIELDS
 from ..model.occupancy import recording
+from ..model.transport.network import TRACE_FIELDS
 
 #: buckets of a series: a figure 1,000 pixels wide shows each as about two pixels
 BUCKETS = 512
@@ -240,6 +244,9 @@ class RunSeries:
     pipes: dict[int, Levels] = field(default_factory=dict)
     #: (link index in the world's table, direction name "writer->reader", levels)
     directions: list[tuple[int, str, Levels]] = field(default_factory=list)
+    #: per direction of a [[link]]: (link name, direction "a->b", levels of ``TRACE_FIELDS``:
+    #: bytes queued, serialization done so far in ns, packets dropped or lost so far)
+    network: list[tuple[str, str, Levels]] = field(default_factory=list)
 
 
 class SeriesRecorder:
@@ -260,6 +267,7 @@ class SeriesRecorder:
         self.grid = SeriesSet(buckets, max_bytes=max_bytes)
         self.pipe_series: dict[int, Series] = {}
         self.wire_series: dict[tuple[int, int], Series] = {}
+        self.network_series: dict[tuple[str, str], Series] = {}
         self.result: RunSeries | None = None
         self.folds = 0  # how many times the raw points were folded (tests check it is bounded)
 
@@ -278,6 +286,14 @@ class SeriesRecorder:
                 if getattr(wire.occupancy, "trace", None) is not None:
                     yield (index, which), wire
 
+    def _directions(self) -> Iterator[tuple[tuple[str, str], Any]]:
+        """The directions of the scenario's [[link]]s that record (``Direction.trace``)."""
+        network = self.model.world.network
+        for link, directions in (network.links.items() if network is not None else ()):
+            for direction in directions:
+                if direction.trace is not None:
+                    yield (link, direction.name), direction
+
     def _held(self) -> int:
         held = 0
         if not self.keep_traces:
@@ -286,6 +302,8 @@ class SeriesRecorder:
                     held += len(pipe.trace)
         for _key, wire in self._wires():
             held += len(wire.occupancy.trace)
+        for _way, direction in self._directions():
+            held += len(direction.trace)
         return held
 
     def poll(self) -> None:
@@ -322,6 +340,17 @@ class SeriesRecorder:
                 series = self.wire_series[key] = self.grid.new(len(OCCUPANCY_FIELDS))
             chunks.append((series, points))
             latest = max(latest, float(points[-1, 0]))
+        for way, direction in self._directions():
+            trace = direction.trace
+            if not trace:
+                continue
+            points = np.asarray(trace, dtype=np.float64).reshape(-1, 1 + len(TRACE_FIELDS))
+            del trace[:]
+            series = self.network_series.get(way)
+            if series is None:
+                series = self.network_series[way] = self.grid.new(len(TRACE_FIELDS))
+            chunks.append((series, points))
+            latest = max(latest, float(points[-1, 0]))
         self.grid.fit()  # new series this time: the budget may call for fewer buckets
         self.grid.cover(latest)
         width = self.grid.width
@@ -332,6 +361,8 @@ class SeriesRecorder:
         """The run is over at ``now``: fold what is left and make the series dense."""
         if self.model is None:
             return
+        for _way, direction in self._directions():
+            direction.trace_idle(now)
         self._fold(pipes=True)
         self.grid.cover(now)
         buckets = self.grid.count(now)
@@ -344,4 +375,7 @@ class SeriesRecorder:
             wire = (self.model.world.links[link].c2b, self.model.world.links[link].b2c)[which]
             lo, hi, last = series.dense(buckets)
             result.directions.append((link, wire.name, Levels(times, lo, hi, last)))
+        for (link_name, direction_name), series in self.network_series.items():
+            lo, hi, last = series.dense(buckets)
+            result.network.append((link_name, direction_name, Levels(times, lo, hi, last)))
         self.result = result

@@ -24,6 +24,7 @@ from collections import deque
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..occupancy import recording_now
 from .engine import Engine, Wire
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -62,6 +63,12 @@ PACING_SHIFT_S = 1.0 / 1024
 PACING_RATIO = 1.2
 #: the bytes of a 64 KB GSO skb (``GSO_LEGACY_MAX_SIZE``): the largest train
 MAX_TRAIN_BYTES = 65536
+#: What a recording link direction appends after each train (``Direction.trace``, after the
+#: time): the bytes in its queue just after it, the nanoseconds of serialization of every
+#: frame it accepted so far, when (ns) its last queued frame will have left, and the packets
+#: dropped at its queue or lost on the way so far. Both times stay as they are until the
+#: next train, so the serialization done by any time t is ``serialization - max(0, until - t)``
+TRACE_FIELDS = ("queue_bytes", "serialization_ns", "busy_until_ns", "drops")
 #: SO_SNDBUF/SO_RCVBUF: capped at ``wmem_max``/``rmem_max`` (212992), with Linux's floors
 LINUX_MAX_BUF = 212992
 
@@ -102,6 +109,11 @@ class Direction:
         self.max_queue_bytes = 0
         #: the flows of the connections that send this way (their report: ``connections``)
         self.flows: list[Flow] = []
+        #: inside ``zsim.model.occupancy.recording()`` (a run report): after every train queued,
+        #: ``time`` and the ``TRACE_FIELDS`` levels, which the report's recorder folds into a
+        #: bounded series as the run goes on (``zsim.report_run.series``); None otherwise
+        self.trace: list[float] | None = [] if recording_now() else None
+        self.trace_emptied_at = 0.0  # the last time the trace says its queue ran empty
         #: a train: about a millisecond at the pacing rate, at least two segments
         train = max(2 * self.mss, int(PACING_RATIO * self.rate * PACING_SHIFT_S))
         self.train_bytes = min(MAX_TRAIN_BYTES, train // self.mss * self.mss)
@@ -122,6 +134,8 @@ class Direction:
         lost ones are reported to the flow with the time it finds out.
         """
         now = self.clock.now
+        if self.trace is not None:
+            self.trace_idle(now)
         mss, header, rate = self.mss, self.header, self.rate
         nbytes = hi - lo
         segments = (nbytes + mss - 1) // mss
@@ -173,7 +187,20 @@ class Direction:
             self.arrivals.append((arrive, flow, first, last, now))
         if delivered and not self.arrival_timer.armed:
             self.arrival_timer.arm_at(self.arrivals[0][0])
+        trace = self.trace
+        if trace is not None:
+            trace.extend((now, int(self.queued(now)), int(round(self.busy_s * 1e9)), int(round(self.busy_until * 1e9)),
+                          self.queue_drops + self.loss_drops))
         return end
+
+    def trace_idle(self, now: float) -> None:
+        """If the queue ran empty since the trace's last point, say when: a queue drains between
+        trains, and without this point the trace would hold its last level until the next train."""
+        trace = self.trace
+        if trace is not None and self.busy_s > 0.0 and self.trace_emptied_at < self.busy_until <= now:
+            trace.extend((self.busy_until, 0, int(round(self.busy_s * 1e9)), int(round(self.busy_until * 1e9)),
+                          self.queue_drops + self.loss_drops))
+            self.trace_emptied_at = self.busy_until
 
     def _arrive(self) -> None:
         self._deliver_due(self.arrivals, self.arrival_timer, Flow.arrived)
@@ -227,6 +254,7 @@ class Direction:
         return {
             "bandwidth_bps": self.rate * 8.0,
             "latency_s": self.latency,
+            "queue_limit_bytes": self.queue_bytes,
             "bytes": self.bytes,
             "packets": self.packets,
             "utilisation": min(1.0, self.busy_s / elapsed) if elapsed > 0 else 0.0,
