@@ -1105,7 +1105,7 @@ def _summary_markdown(results: SweepResults, points: pd.DataFrame, metrics: Sequ
         lines += [f"## Smallest {md(results.label(minimise))} keeping {md(metric_label(metric))} below "
                   f"{md(_target_text(metric, float(spec['below'])))}", ""]
         answer_columns = ("smallest_by_mean", "smallest_by_upper_ci", "metric_mean_there", "metric_upper_ci_there", "largest_tried",
-                          "not_steady_at", "utilisation", "answer")
+                          "not_steady_at", "utilisation", "refine", "answer")
         by = [c for c in table.columns if c not in answer_columns]
         rows = []
         for _, row in table.iterrows():
@@ -1114,10 +1114,12 @@ def _summary_markdown(results: SweepResults, points: pd.DataFrame, metrics: Sequ
                     return "none tried" if largest is None else f"none up to {axis_value_label(minimise, largest)}"
                 return axis_value_label(minimise, value)
 
-            rows.append([axis_value_label(c, row[c]) for c in by] + [show(row["smallest_by_upper_ci"]), show(row["smallest_by_mean"]),
+            refine = row.get("refine")
+            rows.append([axis_value_label(c, row[c]) for c in by] + [refine if isinstance(refine, str) else "-",
+                                                                     show(row["smallest_by_upper_ci"]), show(row["smallest_by_mean"]),
                         _cell(row["metric_mean_there"], None, metric) if row["metric_mean_there"] is not None else "-",
                         str(row["answer"])])
-        headers = [results.label(c) for c in by] + ["smallest (95 % upper bound)", "smallest (mean)", f"{metric_label(metric)} there",
+        headers = [results.label(c) for c in by] + ["refine", "smallest (95 % upper bound)", "smallest (mean)", f"{metric_label(metric)} there",
                                                     "answer"]
         lines += [_markdown_table(headers, rows), ""]
         order = ("in the order the axis names them" if VALUE_NAMES.get(minimise)
