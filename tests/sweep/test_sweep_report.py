@@ -108,6 +108,10 @@ def test_thresholds_take_the_smallest_value_from_which_on_the_target_holds(resul
     assert "no run lost any at 200 (40,000 copies): the bound there, 0.00749 %, is the rule of three over copies" in answer
     assert answer.endswith("it is the largest value tried: the smallest that keeps drop fraction (pooled) below 0.1 % with 95 % "
                            "confidence lies between 20 and 200 (refine there)")
+    # the page: the refine column is text, '-' where no value answers (it was read as an axis and printed 'nan')
+    text = report._summary_markdown(results, pd.DataFrame(), [], [(spec, report.thresholds(results, spec))], [], results_dir)
+    rows = {line.split(" | ")[0]: line.split(" | ") for line in text.splitlines() if line.startswith(("| 100 B |", "| 64 KB |"))}
+    assert rows["| 100 B"][1] == "between 20 and 200" and rows["| 64 KB"][1] == "-"
     assert table.loc[100, "refine"] == "between 20 and 200"
 
 

@@ -1119,7 +1119,8 @@ def _summary_markdown(results: SweepResults, points: pd.DataFrame, metrics: Sequ
                                                                      show(row["smallest_by_upper_ci"]), show(row["smallest_by_mean"]),
                         _cell(row["metric_mean_there"], None, metric) if row["metric_mean_there"] is not None else "-",
                         str(row["answer"])])
-        headers = [results.label(c) for c in by] + ["refine", "smallest (95 % upper bound)", "smallest (mean)", f"{metric_label(metric)} there",
+        headers = [results.label(c) for c in by] + ["refine", "smallest (95 % upper bound)", "smallest (mean)",
+                                                    f"{metric_label(metric)} there",
                                                     "answer"]
         lines += [_markdown_table(headers, rows), ""]
         order = ("in the order the axis names them" if VALUE_NAMES.get(minimise)
