@@ -63,6 +63,12 @@ def zero_upper(n: float, confidence: float = 0.95) -> float:
     return -math.expm1(math.log1p(-confidence) / n)
 
 
+def runs_to_bound(share: float, confidence: float = 0.95) -> int:
+    """How many runs without the event it takes for ``zero_upper`` to fall to ``share``: the
+    smallest ``n`` with ``1 - (1 - confidence)^(1/n) <= share`` (59 for 5 % at 95 %)."""
+    return math.ceil(math.log1p(-confidence) / math.log1p(-share))
+
+
 def proportion_upper(k: float, n: float, confidence: float = 0.95) -> float:
     """The one-sided ``confidence`` upper bound (Clopper-Pearson) of a proportion of which
     ``k`` of ``n`` trials succeeded; 1 when ``k >= n``."""

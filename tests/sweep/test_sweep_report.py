@@ -105,7 +105,10 @@ def test_thresholds_take_the_smallest_value_from_which_on_the_target_holds(resul
     # HWM 200 lost nothing in 4 runs of 10,000 copies: not 0 +- 0 but 1 - 0.05^(1/40,000)
     assert table.loc[100, "metric_upper_ci_there"] == pytest.approx(7.489e-5, rel=1e-3)
     answer = table.loc[100, "answer"]
-    assert "no run lost any at 200 (40,000 copies): the bound there, 0.00749 %, is the rule of three over copies" in answer
+    assert "no run lost any at 200 (40,000 copies in 4 runs): the bound there, 0.00749 %, is the rule of three over copies" in answer
+    # over runs, the independent unit: 0 in 4 leaves up to 1 - 0.05^(1/4) = 53 % of runs with some
+    assert ("and over runs, which are independent, none in 4 says only that a run loses some in up to 53 % of runs (95 %; 59 "
+            "runs would bound that at 5 %)") in answer
     assert answer.endswith("it is the largest value tried: the smallest that keeps drop fraction (pooled) below 0.1 % with 95 % "
                            "confidence lies between 20 and 200 (refine there)")
     # the page: the refine column is text, '-' where no value answers (it was read as an axis and printed 'nan')

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from .. import files
 from ..errors import EnvironmentFault, ScenarioError, ZsimError
 from ..files import shown_path
-from ..stats import mean_half_width, zero_upper
+from ..stats import mean_half_width, runs_to_bound, zero_upper
 from ..textsafe import Code, md, md_code, md_table, md_url
 from ..units import human_bytes, human_time, time_unit
 from . import store
@@ -685,9 +685,15 @@ def thresholds(results: SweepResults, spec: Mapping[str, Any]) -> pd.DataFrame:
                 runs = int(at.get(f"{metric}_count", 0) or at.get("runs", 0) or 0) or None
                 offered = at.get(f"{metric}_offered")
                 if offered is not None and offered == offered:
-                    text += (f"; no run lost any at {axis_value_label(x, found)} ({offered:,.0f} copies): the bound there, "
-                             f"{100 * float(at[f'{metric}_hi']):.3g} %, is the rule of three over copies, which assumes they are "
-                             "lost one by one; losses come in bursts, so confirm with longer or more runs")
+                    text += (f"; no run lost any at {axis_value_label(x, found)} ({offered:,.0f} copies"
+                             f"{f' in {runs} runs' if runs else ''}): the bound there, {100 * float(at[f'{metric}_hi']):.3g} %, is "
+                             "the rule of three over copies, which assumes they are lost one by one; losses come in bursts")
+                    if runs:
+                        text += (f", and over runs, which are independent, none in {runs} says only that a run loses some in up "
+                                 f"to {100 * zero_upper(runs):.0f} % of runs (95 %; {runs_to_bound(0.05)} runs would bound "
+                                 "that at 5 %)")
+                    else:
+                        text += ", so confirm with longer or more runs"
                 else:
                     text += (f"; no run lost any at {axis_value_label(x, found)}{f' ({runs} runs)' if runs else ''}: zeros from "
                              "runs give no bound without the copies they offered")
