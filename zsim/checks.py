@@ -254,29 +254,48 @@ def link_warnings(network: Mapping[str, Any] | None) -> list[dict[str, str]]:
                     f"connections crossing it that way offer more than its {rate}; their goodput together is "
                     f"{carried['goodput_bps'] / 1e6:.3g} Mbit/s"))
             for connection, times in carried["connections"].items():
-                sending, limited, by_sndbuf = times["sending_s"], times["window_limited_s"], times["sndbuf_limited_s"]
-                if saturated or sending <= 0:
+                held = connection_limit(carried, times)
+                if held is None:
                     continue
-                if by_sndbuf >= WINDOW_LIMITED_SHARE * sending:
+                code, share = held
+                sending = times["sending_s"]
+                if code == "sndbuf_limited":
                     sndbuf, rtt = times["max_sndbuf_bytes"], times["rtt_s"]
                     bound = f" = {8 * sndbuf / rtt / 1e6:.3g} Mbit/s" if rtt > 0 else ""
+                    raise_it = ("a larger sndbuf on the sending socket, or none so that Linux autotunes it, raises it"
+                                if times["sndbuf_fixed"] else "it is autotuned, up to tcp_wmem's maximum: raising "
+                                "net.ipv4.tcp_wmem's third value raises it")
                     found.append(_warning(
                         "sndbuf_limited", f"link[{link}]",
                         f"connection {connection} over link {link!r} {direction} is send-buffer-limited: its send buffer, full "
-                        f"of bytes in flight, held the writer back {100 * by_sndbuf / sending:.0f} % of its {sending:.3g} s of "
-                        f"sending while the link was busy {100 * busy:.0f} % of the time; it carried "
+                        f"of bytes in flight, held the writer back {100 * share:.0f} % of the {sending:.3g} s it had data to "
+                        f"send while the link was busy {100 * busy:.0f} % of the time; it carried "
                         f"{times['throughput_bps'] / 1e6:.3g} Mbit/s, below send buffer / round trip ({sndbuf:,} bytes / "
-                        f"{1000 * rtt:.3g} ms{bound}): the buffer, not the {rate} link, bounds its goodput (a larger sndbuf on "
-                        "the sending socket, or none so that Linux autotunes it, raises it)"))
-                if limited < WINDOW_LIMITED_SHARE * sending:
-                    continue
-                found.append(_warning(
-                    "window_limited", f"link[{link}]",
-                    f"connection {connection} over link {link!r} {direction} is window-limited: the receiver's window held it "
-                    f"back {100 * limited / sending:.0f} % of its {sending:.3g} s of sending while the reader kept up and the "
-                    f"link was busy {100 * busy:.0f} % of the time: window / round trip, not the {rate} link, bounds its "
-                    "goodput (a larger rcvbuf on the receiving socket, or none so that Linux autotunes it, raises it)"))
+                        f"{1000 * rtt:.3g} ms{bound}): the buffer, not the {rate} link, bounds its goodput ({raise_it})"))
+                else:
+                    found.append(_warning(
+                        "window_limited", f"link[{link}]",
+                        f"connection {connection} over link {link!r} {direction} is window-limited: the receiver's window held "
+                        f"it back {100 * share:.0f} % of the {sending:.3g} s it had data to send while the reader kept up and "
+                        f"the link was busy {100 * busy:.0f} % of the time: window / round trip, not the {rate} link, bounds its "
+                        "goodput (a larger rcvbuf on the receiving socket, or none so that Linux autotunes it, raises it)"))
     return found
+
+
+def connection_limit(carried: Mapping[str, Any], times: Mapping[str, Any]) -> tuple[str, float] | None:
+    """What held a tcp connection over a link back (one of ``carried["connections"]``, its
+    direction's report ``carried``): ``("sndbuf_limited", share)`` when its own send buffer,
+    full of bytes in flight, did for at least ``WINDOW_LIMITED_SHARE`` of the time it had data
+    to send, ``("window_limited", share)`` when the receiver's window did; None otherwise, and
+    when the direction ran at its capacity whenever it had traffic (``LINK_SATURATED``): then
+    the link, not a buffer, set the pace, and a larger buffer would only lengthen its queue.
+    The rule of the warnings, ``zsim explain`` and the run page alike."""
+    sending = times["sending_s"]
+    if sending <= 0 or carried["active_utilisation"] >= LINK_SATURATED:
+        return None
+    shares = [(times["sndbuf_limited_s"] / sending, "sndbuf_limited"), (times["window_limited_s"] / sending, "window_limited")]
+    share, code = max(shares)
+    return (code, share) if share >= WINDOW_LIMITED_SHARE else None
 
 
 def cpu_warnings(machine: dict[str, Any] | None) -> list[dict[str, str]]:

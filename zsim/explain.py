@@ -351,7 +351,7 @@ def _links_crossed(ctx: _Context, direction: str) -> list[str]:
     explanation without one has only the totals: the model keeps no record of a
     link over time), and whether it was saturated or the receiver's window held the
     connection back (the ``link_saturated`` / ``window_limited`` / ``sndbuf_limited`` rules of zsim.checks)."""
-    from .checks import LINK_SATURATED, WINDOW_LIMITED_SHARE
+    from .checks import LINK_SATURATED, connection_limit
 
     out = []
     for link, ways in (ctx.summary.get("network") or {}).items():
@@ -366,17 +366,17 @@ def _links_crossed(ctx: _Context, direction: str) -> list[str]:
                     f"{human_time(carried['latency_s'])} one way). Over the whole run that direction was busy "
                     f"{100 * busy:.0f} % of the time it carried traffic, its queue held up to {human_bytes(carried['max_queue_bytes'])}"
                     f" and dropped {carried['queue_drops']:,} packets ({carried['retransmits']:,} segments sent again)")
-            sending, limited = times["sending_s"], times["window_limited_s"]
+            held = connection_limit(carried, times)
             if full:
                 text += (f": the link ran at its capacity{' and its queue overflowed (link_saturated)' if saturated else ''}, "
                          "so it, not the reader, set how fast copies left the sender's buffers.")
-            elif sending > 0 and times["sndbuf_limited_s"] >= WINDOW_LIMITED_SHARE * sending:
+            elif held is not None and held[0] == "sndbuf_limited":
                 text += (f"; its own send buffer ({times['max_sndbuf_bytes']:,} bytes), full of bytes in flight, held this "
-                         f"connection back {100 * times['sndbuf_limited_s'] / sending:.0f} % of its sending time (sndbuf_limited): "
+                         f"connection back {100 * held[1]:.0f} % of the time it had data to send (sndbuf_limited): "
                          "send buffer / round trip, not the link, bounds it.")
-            elif sending > 0 and limited >= WINDOW_LIMITED_SHARE * sending:
-                text += (f"; the receiver's window held this connection back {100 * limited / sending:.0f} % of its sending time "
-                         "(window_limited): window / round trip, not the link, bounds it.")
+            elif held is not None:
+                text += (f"; the receiver's window held this connection back {100 * held[1]:.0f} % of the time it had data to "
+                         "send (window_limited): window / round trip, not the link, bounds it.")
             else:
                 text += "."
             out.append(text)

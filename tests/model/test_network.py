@@ -236,8 +236,8 @@ def test_connection_fields_are_metrics_only_where_links_are():
 
 def test_a_longer_round_trip_lets_the_kernel_take_more_of_a_burst():
     # experiments/wan_sndhwm: a burst the link cannot carry waits in each connection's send
-    # buffer, which Linux autotunes to twice the congestion window (tcp_sndbuf_expand), and
-    # in the PUB's pipe. At 40 ms one way the window grows larger than at 5 ms, so the
+    # buffer, which Linux autotunes with the congestion window (tcp_sndbuf_expand: twice its
+    # segments, each charged 4 KB), and in the PUB's pipe. At 40 ms one way the window grows larger than at 5 ms, so the
     # kernel holds more of the burst and the pipe less (SNDHWM 2000: nothing dropped)
     import tomllib
     from pathlib import Path
@@ -264,3 +264,39 @@ def test_a_longer_round_trip_lets_the_kernel_take_more_of_a_burst():
     # the round trips: both propagations, and the queue TCP small queues keep short
     for latency in rows:
         assert 2 * latency < most(latency, "link.pub->sub{i}.rtt_s") < 2 * latency + 0.005
+
+
+def test_idle_time_between_bursts_is_not_sending():
+    # one small message at 0.1 s, then 4,000 at 3 s through a 64 KB send buffer over 20 ms round
+    # trips: the rate and the limited share are over the time it had data in flight or waiting
+    # (tcpi_busy_time), so the idle 2.9 s change neither
+    def connection(early: bool) -> dict[str, Any]:
+        raw = push_pull_raw(0.01, 4000, push_options={"sndbuf": 65536})
+        raw["send"][0]["start_s"] = 3.0
+        if early:
+            raw["send"].insert(0, {"socket": "push", "count": 1, "size_bytes": 100, "start_s": 0.1})
+        summary = zsim.run(raw, 0, profile="ideal").summary
+        return summary["network"]["a-b"]["a->b"]["connections"]["push->pull"] | {"warnings": link_warnings(summary)}
+
+    alone, after = connection(False), connection(True)
+    assert after["sending_s"] == pytest.approx(alone["sending_s"] + 0.02, abs=0.005)  # + the small one's round trip
+    assert after["sndbuf_limited_s"] / after["sending_s"] > 0.9
+    assert after["throughput_bps"] == pytest.approx(alone["throughput_bps"], rel=0.02)
+    assert [w["code"] for w in after["warnings"]] == ["sndbuf_limited"]
+
+
+def test_a_link_running_at_its_capacity_is_the_limit_not_the_buffers():
+    # eight subscribers through 8 KB send buffers share a 20 Mbit/s link that runs full (TCP small
+    # queues keep its queue from dropping): each connection's buffer is full of bytes in flight,
+    # but a larger one would only lengthen the link's queue, so no buffer is named
+    import tomllib
+    from pathlib import Path
+
+    raw = tomllib.loads((Path(__file__).resolve().parents[2] / "examples" / "two_hosts.toml").read_text())
+    raw["process"][1]["count"] = 8
+    raw["socket"][0]["options"] = {"sndbuf": 8192}
+    summary = zsim.run(raw, 0).summary
+    direction = summary["network"]["wan"]["dc->branch"]
+    assert direction["active_utilisation"] > 0.9 and direction["queue_drops"] == 0
+    assert any(tcp["sndbuf_limited_s"] > 0.5 * tcp["sending_s"] for tcp in direction["connections"].values())
+    assert link_warnings(summary) == []

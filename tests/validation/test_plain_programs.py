@@ -675,6 +675,7 @@ def real_fanout() -> Fanout:
         wall = sent["stop"] - sent["start"]
         intervals = [b - a for a, b in zip(times, times[1:], strict=False)] + [wall - times[-1]]
         slow = results[-1]
+        assert len(slow["recv_at"]) > 2, f"the slow subscriber read {len(slow['recv_at'])} messages: no cycle to measure"
         within = max(1, sum(1 for t in slow["recv_at"] if t <= sent["stop"]) - 1)  # full cycles before the last send
         cycle = (slow["recv_at"][within] - slow["recv_at"][0]) / within
         asleep = sum(slow["slept"][:within]) / within
@@ -788,7 +789,7 @@ def test_fanout_with_one_slow_subscriber():
         # pipes' low-water mark (a PUB pipe takes messages again once its reader has reported
         # taking LWM = 50), so a quiet machine ends up to a step above or below the model.
         # Load can only leave the pipes part empty at the stop (I/O threads kept from a CPU
-        # fall behind), by at most what the two pipes hold.
+        # fall behind): by up to 100 messages with four busy loops beside the test, and a step.
         slow, held = real.received[-1], both.received[-1]
         assert slow <= (1 + SLOW_TOLERANCE) * paced.received[-1], detail
-        assert held - 2 * FANOUT_HWM <= slow <= held + FANOUT_HWM // 2, detail
+        assert held - FANOUT_HWM - FANOUT_HWM // 2 <= slow <= held + FANOUT_HWM // 2, detail

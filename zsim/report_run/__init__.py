@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from .. import plotting
+from ..checks import connection_limit
 from ..errors import EnvironmentFault
 from ..files import atomic_write, cleanup_leftovers, prepare_output_dir, shown_path
 from ..results import flat_metrics
@@ -497,7 +498,7 @@ def _network_section(summary: Mapping[str, Any], links: Sequence[data.NetworkPan
                            percent(tcp["window_limited_s"] / sending if sending > 0 else 0.0),
                            percent(tcp["sndbuf_limited_s"] / sending if sending > 0 else 0.0)]
                 connections.append(([conn, f"{link} {direction}", *(Cell(n, True) for n in numbers)],
-                                    sending > 0 and max(tcp["window_limited_s"], tcp["sndbuf_limited_s"]) >= 0.5 * sending))
+                                    connection_limit(carried, tcp) is not None))
     width = seconds(series.width_s) if series is not None else "-"
     return [
         '<h2 id="network">Network links</h2>',
@@ -513,7 +514,8 @@ def _network_section(summary: Mapping[str, Any], links: Sequence[data.NetworkPan
                     "rwnd-limited", "sndbuf-limited"], connections),
         '<p class="note">Throughput: payload acknowledged per second while the connection had data to send. Rtt: a segment\'s '
         "send to its ACK, the link's queue included. Send buffer: the most payload it could hold (autotuned unless sndbuf is "
-        "set). Red rows: the receiver's window or the send buffer held the connection back half of its sending time.</p>",
+        "set). Red rows: the receiver's window or the send buffer held the connection back half the time it had data to "
+        "send, on a link that did not run at its capacity (the sndbuf_limited and window_limited warnings).</p>",
     ]
 
 

@@ -239,6 +239,7 @@ class Direction:
             entry["window_limited_s"] += limited
             entry["sndbuf_limited_s"] += by_sndbuf
             entry["max_sndbuf_bytes"] = max(entry["max_sndbuf_bytes"], flow.sndbuf)
+            entry["sndbuf_fixed"] = 1 if flow.sndbuf_fixed else 0  # SO_SNDBUF set (else autotuned)
             entry["bytes"] += flow.snd_una
             entry["max_rtt_s"] = max(entry["max_rtt_s"], flow.max_rtt)
             entry["max_cwnd_bytes"] = max(entry["max_cwnd_bytes"], int(flow.max_cwnd))
@@ -313,13 +314,17 @@ class Flow:
         self.window_limited_s = 0.0
         self.window_limited_since = -1.0
         # tcpi_sndbuf_limited (TCP_CHRONO_SNDBUF_LIMITED, started in tcp_sendmsg_locked when the
-        # writer waits for space), counted only while everything in the buffer has been sent: the
-        # buffer, full of bytes in flight, not the congestion window or the link, held the writer back
+        # writer waits for space), counted only while everything in the buffer has been sent and
+        # no loss is being recovered: the buffer, full of bytes in flight, not the congestion
+        # window, the link or a retransmission, held the writer back
         self.writer_waiting = False
         self.sndbuf_limited_s = 0.0
         self.sndbuf_limited_since = -1.0
-        self.first_write_at = -1.0
-        self.last_ack_at = 0.0
+        # tcpi_busy_time (TCP_CHRONO_BUSY): the time it had data written and not yet acknowledged,
+        # the denominator of its rate and of the limited shares (idle gaps between bursts are not
+        # sending)
+        self.busy_s = 0.0
+        self.busy_since = -1.0
         # SO_SNDBUF: fixed (Linux doubles the value and about half of that is payload);
         # else autotuned with the window (tcp_sndbuf_expand), up to tcp_wmem's maximum
         self.sndbuf_fixed = sndbuf >= 0
@@ -362,8 +367,6 @@ class Flow:
         return self.sndbuf - queued >= queued // 2
 
     def write(self, nbytes: int) -> None:
-        if self.first_write_at < 0.0:
-            self.first_write_at = self.clock.now
         self.written += nbytes
         self.push()
 
@@ -373,7 +376,9 @@ class Flow:
         self._sndbuf_limit()
 
     def _sndbuf_limit(self) -> None:
-        limited = self.writer_waiting and self.snd_nxt >= self.written and not self.closed
+        # not while it recovers a loss: then the retransmission, not the buffer, holds it back
+        limited = (self.writer_waiting and self.snd_nxt >= self.written and not self.closed and not self.losses
+                   and not self.retransmit_queue and self.snd_una >= self.recovery_point)
         if limited:
             if self.sndbuf_limited_since < 0.0:
                 self.sndbuf_limited_since = self.clock.now
@@ -388,6 +393,8 @@ class Flow:
             return
         direction = self.direction
         now = self.clock.now
+        if self.busy_since < 0.0 and self.written > self.snd_una:
+            self.busy_since = now
         trains = self.trains
         while trains and trains[0][0] <= now:
             trains.popleft()
@@ -436,19 +443,18 @@ class Flow:
         self.window_limited_since = -1.0
 
     def times(self, now: float) -> tuple[float, float, float]:
-        """(seconds from its first write to its last ACK, or to ``now`` while data is
-        unacknowledged; of those, seconds the receiver's window held it back, and seconds its
-        send buffer did)."""
-        if self.first_write_at < 0.0:
-            return 0.0, 0.0, 0.0
-        end = now if self.snd_una < self.written else self.last_ack_at
+        """(seconds it had data written and not yet acknowledged, up to ``now``; of those,
+        seconds the receiver's window held it back, and seconds its send buffer did)."""
+        busy = self.busy_s
+        if self.busy_since >= 0.0:
+            busy += now - self.busy_since
         limited = self.window_limited_s
         if self.window_limited_since >= 0.0:
             limited += now - self.window_limited_since
         by_sndbuf = self.sndbuf_limited_s
         if self.sndbuf_limited_since >= 0.0:
             by_sndbuf += now - self.sndbuf_limited_since
-        return max(0.0, end - self.first_write_at), limited, by_sndbuf
+        return busy, limited, by_sndbuf
 
     def lose(self, lo: int, hi: int, found_at: float, by_dupacks: bool) -> None:
         """Bytes ``[lo, hi)`` will not arrive: found by duplicate ACKs one round trip after
@@ -485,7 +491,9 @@ class Flow:
         if ack > self.snd_una:
             newly = ack - self.snd_una
             self.snd_una = ack
-            self.last_ack_at = now
+            if ack >= self.written and self.busy_since >= 0.0:
+                self.busy_s += now - self.busy_since
+                self.busy_since = -1.0
             sample = now - sent_at
             self.rtt_sum += sample
             self.rtt_samples += 1
