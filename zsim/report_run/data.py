@@ -411,8 +411,17 @@ def network_panels(result: Any, series: RunSeries) -> list[NetworkPanel]:
         width[width <= 0] = series.width_s
         busy = np.clip(busy_s / width, 0.0, 1.0)  # exact: the clip only guards against rounding
         dropped = np.diff(np.concatenate(([0], levels.last[:, 3])))
+        # the queue drains between trains; a bucket's highest level carries the last train's
+        # level in from before it (the series holds levels, not slopes): what was still queued at
+        # the bucket's start is (the last frame's departure - the start) x the rate, and a bucket
+        # whose highest level is that carried value held no more than that and its own last train
+        before_until = np.concatenate(([0.0], until[:-1]))
+        at_start = np.maximum(0.0, before_until - times) * carried["bandwidth_bps"] / 8.0
+        carried_in = np.concatenate(([0], levels.last[:-1, 0]))
+        stale = levels.hi[:, 0] == carried_in
+        queue = np.where(stale, np.maximum(at_start, levels.last[:, 0]), levels.hi[:, 0]).astype(np.int64)
         panels.append(NetworkPanel(link, direction, carried["bandwidth_bps"], carried["latency_s"], times, busy,
-                                   levels.hi[:, 0].copy(), dropped, int(carried["queue_limit_bytes"]), float(busy.max())))
+                                   queue, dropped, int(carried["queue_limit_bytes"]), float(busy.max())))
     panels.sort(key=lambda panel: (-panel.peak_busy, -panel.dropped))
     # a direction that only carried the other way's ACK-less trickle (subscriptions, replies of a few
     # bytes) says nothing: keep those busy at least 1 % of some bucket, or that dropped
