@@ -43,8 +43,9 @@ UTILISATION = 1.0
 #: dropped at its full queue, is reported as saturated (docs/model.md, "Links").
 LINK_SATURATED = 0.9
 #: A connection over a link is reported as window-limited when the receiver's window held
-#: it back at least this share of the time it was sending, on a direction not saturated
-#: (send-buffer-limited likewise, when its own send buffer did).
+#: it back at least this share of the time it had data to send, on a direction that did not
+#: run at its capacity (``connection_limit``; send-buffer-limited likewise, when its own send
+#: buffer did).
 WINDOW_LIMITED_SHARE = 0.5
 
 

@@ -347,10 +347,10 @@ def _pipe_chain(ctx: _Context, pipe_index: int, start: float, end: float) -> lis
 
 def _links_crossed(ctx: _Context, direction: str) -> list[str]:
     """The network link a tcp connection ``writer->reader`` crosses between two hosts
-    ([[link]]), with what it carried over the whole run (a run report draws it over time; an
-    explanation without one has only the totals: the model keeps no record of a
-    link over time), and whether it was saturated or the receiver's window held the
-    connection back (the ``link_saturated`` / ``window_limited`` / ``sndbuf_limited`` rules of zsim.checks)."""
+    ([[link]]), with what it carried over the whole run (explain reads the run's totals; a run
+    report also draws each link over time), and whether it was saturated or the receiver's
+    window or its own send buffer held the connection back (the ``link_saturated`` rule and
+    ``connection_limit`` of zsim.checks)."""
     from .checks import LINK_SATURATED, connection_limit
 
     out = []

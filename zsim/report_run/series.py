@@ -17,9 +17,10 @@ Where the points come from: a pipe with a ``trace`` list (``World.trace_depth``)
 ``time, depth`` after every write and read (``Pipe.write``/``Pipe.read``); a link direction
 created inside ``zsim.model.occupancy.recording()`` appends ``time`` and its six levels
 (``RecordedOccupancy.update``); a [[link]]'s direction created inside it appends ``time``,
-its queue, the serialization done so far and its drops after every train it queues
-(``zsim.model.transport.network.Direction.trace``: cumulative counts, so a bucket's busy
-share is the difference of its last value and the bucket's before). ``SeriesRecorder.poll``, called by the run's monitor every
+its queue, the serialization of every frame it accepted so far, when its last frame leaves
+and its drops after every train it queues, and a point where its queue ran empty
+(``zsim.model.transport.network.Direction.trace``: the serialization done by a bucket's end
+is the accepted serialization less what was still queued then, exactly). ``SeriesRecorder.poll``, called by the run's monitor every
 few thousand events (``zsim.runner.Guard``), folds those lists into the grid and empties
 them once they hold more than ``pending`` values together, so the raw points in memory are
 bounded too. With ``keep_traces`` (``--out`` also asked for every depth change as Parquet)
@@ -245,7 +246,8 @@ class RunSeries:
     #: (link index in the world's table, direction name "writer->reader", levels)
     directions: list[tuple[int, str, Levels]] = field(default_factory=list)
     #: per direction of a [[link]]: (link name, direction "a->b", levels of ``TRACE_FIELDS``:
-    #: bytes queued, serialization done so far in ns, packets dropped or lost so far)
+    #: bytes queued after each train, serialization accepted so far in ns, when its last frame
+    #: leaves in ns, packets dropped or lost so far)
     network: list[tuple[str, str, Levels]] = field(default_factory=list)
 
 
