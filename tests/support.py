@@ -30,6 +30,16 @@ def scenario(*sockets: dict[str, Any], sends: list[dict[str, Any]] | None = None
     return raw
 
 
+def on_one_host(raw: dict[str, Any]) -> dict[str, Any]:
+    """``raw`` without its [[host]]s and [[link]]s and its processes' ``host``: the same design
+    on one machine's loopback (its tcp endpoints still name hosts; the caller rewrites them)."""
+    for key in ("host", "link"):
+        del raw[key]
+    for process in raw["process"]:
+        del process["host"]
+    return raw
+
+
 def run(raw: dict[str, Any], seed: int = 1) -> dict[str, Any]:
     return zsim.run(raw, seed).summary
 

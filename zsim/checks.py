@@ -291,12 +291,20 @@ def connection_limit(carried: Mapping[str, Any], times: Mapping[str, Any]) -> tu
     when the direction ran at its capacity whenever it had traffic (``LINK_SATURATED``): then
     the link, not a buffer, set the pace, and a larger buffer would only lengthen its queue.
     The rule of the warnings, ``zsim explain`` and the run page alike."""
-    sending = times["sending_s"]
-    if sending <= 0 or carried["active_utilisation"] >= LINK_SATURATED:
+    if times["sending_s"] <= 0 or carried["active_utilisation"] >= LINK_SATURATED:
         return None
-    shares = [(times["sndbuf_limited_s"] / sending, "sndbuf_limited"), (times["window_limited_s"] / sending, "window_limited")]
-    share, code = max(shares)
+    window, sndbuf = limited_shares(times)
+    share, code = max((sndbuf, "sndbuf_limited"), (window, "window_limited"))
     return (code, share) if share >= WINDOW_LIMITED_SHARE else None
+
+
+def limited_shares(times: Mapping[str, Any]) -> tuple[float, float]:
+    """The shares of the time a connection over a link had data to send that the receiver's
+    window and its own send buffer held it back (0 for a connection that sent nothing)."""
+    sending = times["sending_s"]
+    if sending <= 0:
+        return 0.0, 0.0
+    return times["window_limited_s"] / sending, times["sndbuf_limited_s"] / sending
 
 
 def cpu_warnings(machine: dict[str, Any] | None) -> list[dict[str, str]]:

@@ -418,8 +418,11 @@ def format_summary(summary: Mapping[str, Any], scenario: Scenario | None = None)
 def _connection_table(summary: Mapping[str, Any]) -> list[str]:
     """Per direction of each tcp connection that crosses a link (``zsim.results.CONNECTION_FIELDS``):
     its rate while it had data to send, round trips, largest congestion window and how long
-    its receiver's window held it back. The members of a big template fold into one line
-    (the slowest rate, the worst round trips, the largest window and window-limited share)."""
+    its receiver's window or its own send buffer held it back. The members of a big template
+    fold into one line (the slowest rate, the worst round trips, the largest window and
+    limited shares)."""
+    from .checks import limited_shares
+
     rows = [(f"{name} ({link} {direction})", tcp) for link, directions in (summary.get("network") or {}).items()
             for direction, carried in directions.items() for name, tcp in carried["connections"].items() if tcp["bytes"]]
     if not rows:
@@ -429,14 +432,12 @@ def _connection_table(summary: Mapping[str, Any]) -> list[str]:
     lines = ["", head, "-" * len(head)]
     folded = _folded(rows, _namer(summary))
 
-    def share(tcps: list[Mapping[str, Any]], key: str) -> float:
-        return max(tcp[key] / tcp["sending_s"] if tcp["sending_s"] > 0 else 0.0 for tcp in tcps)
-
     for name, tcps in folded:
+        shares = [limited_shares(tcp) for tcp in tcps]
         lines.append(f"{one_line(name)[:39]:<40} {human_bits(min(tcp['throughput_bps'] for tcp in tcps)):>12} "
                      f"{_ms(max(tcp['rtt_s'] for tcp in tcps)):>10} {_ms(max(tcp['max_rtt_s'] for tcp in tcps)):>10} "
                      f"{human_bytes(max(tcp['max_cwnd_bytes'] for tcp in tcps)):>13} "
-                     f"{100 * share(tcps, 'window_limited_s'):>11.1f} % {100 * share(tcps, 'sndbuf_limited_s'):>13.1f} %")
+                     f"{100 * max(w for w, _ in shares):>11.1f} % {100 * max(b for _, b in shares):>13.1f} %")
     note = ("(throughput: payload acknowledged per second while the connection had data to send; rtt: a segment's send "
             "to its ACK, the link's queue included; rwnd- and sndbuf-limited: share of that time the receiver's window, or "
             "its own send buffer full of bytes in flight, held it back")

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 import zsim
+from support import on_one_host
 from zsim.model.transport.network import INITIAL_WINDOW_SEGMENTS, IP_TCP_HEADER_BYTES
 
 MSS = 1500 - IP_TCP_HEADER_BYTES  # 1448
@@ -136,6 +137,11 @@ def shared_link(queue_bytes: int) -> dict[str, Any]:
     }
 
 
+def tcp_of(summary: dict[str, Any]) -> dict[str, Any]:
+    """push_pull's one connection over its link, push -> pull."""
+    return summary["network"]["a-b"]["a->b"]["connections"]["push->pull"]
+
+
 def link_warnings(summary: dict[str, Any]) -> list[dict[str, str]]:
     return [w for w in summary["warnings"] if w["code"] in ("link_saturated", "window_limited", "sndbuf_limited")]
 
@@ -166,7 +172,7 @@ def test_a_connection_held_back_by_the_receivers_window_is_window_limited():
     (warning,) = link_warnings(summary)
     assert warning["code"] == "window_limited" and warning["path"] == "link[a-b]"
     assert warning["message"].startswith("connection push->pull over link 'a-b' a->b is window-limited")
-    times = summary["network"]["a-b"]["a->b"]["connections"]["push->pull"]
+    times = tcp_of(summary)
     assert times["window_limited_s"] > 0.9 * times["sending_s"]
 
 
@@ -177,25 +183,25 @@ def test_a_connection_held_back_by_its_own_send_buffer_is_sndbuf_limited():
     (warning,) = link_warnings(summary)
     assert warning["code"] == "sndbuf_limited" and warning["path"] == "link[a-b]"
     assert warning["message"].startswith("connection push->pull over link 'a-b' a->b is send-buffer-limited")
-    tcp = summary["network"]["a-b"]["a->b"]["connections"]["push->pull"]
+    tcp = tcp_of(summary)
     assert tcp["sndbuf_limited_s"] > 0.9 * tcp["sending_s"] and tcp["window_limited_s"] == 0
     assert tcp["max_sndbuf_bytes"] == 65536
     # a buffer's worth a round trip at most; the writer is woken with a third of it free
     # (sk_stream_is_writeable), so about two thirds to the whole of it is in flight
     assert 0.6 * 8 * 65536 / 0.02 < tcp["throughput_bps"] < 8 * 65536 / 0.02
     # the receiver's window case is not the send buffer's, and an autotuned buffer limits nothing
-    rwnd = push_pull(0.01, 4000, pull_options={"rcvbuf": 65536})["summary"]["network"]["a-b"]["a->b"]["connections"]["push->pull"]
+    rwnd = tcp_of(push_pull(0.01, 4000, pull_options={"rcvbuf": 65536})["summary"])
     assert rwnd["sndbuf_limited_s"] < 0.05 * rwnd["sending_s"]
     free = push_pull(0.01, 4000)["summary"]
-    assert free["network"]["a-b"]["a->b"]["connections"]["push->pull"]["sndbuf_limited_s"] == 0 and link_warnings(free) == []
+    assert tcp_of(free)["sndbuf_limited_s"] == 0 and link_warnings(free) == []
 
 
 def test_a_connection_the_link_limits_is_not_window_limited():
     # no latency, 10 Mbit/s: the link's rate is the bound, the window never is
     summary = push_pull(0.0, 2000, bandwidth_bps=10e6)["summary"]
-    assert summary["network"]["a-b"]["a->b"]["connections"]["push->pull"]["window_limited_s"] == 0
+    assert tcp_of(summary)["window_limited_s"] == 0
     assert link_warnings(summary) == []
-    assert summary["network"]["a-b"]["a->b"]["connections"]["push->pull"]["sndbuf_limited_s"] == 0
+    assert tcp_of(summary)["sndbuf_limited_s"] == 0
 
 
 def test_each_connection_reports_its_rate_round_trips_and_window():
@@ -204,7 +210,7 @@ def test_each_connection_reports_its_rate_round_trips_and_window():
     # left (20 ms, plus 1.5 KB at 1 Gbit/s), and the congestion window is never the limit
     window, rtt = 65536, 0.02
     limited = push_pull(0.01, 4000, pull_options={"rcvbuf": window})
-    tcp = limited["summary"]["network"]["a-b"]["a->b"]["connections"]["push->pull"]
+    tcp = tcp_of(limited["summary"])
     assert limited["row"]["link.push->pull.bytes"] == tcp["bytes"]
     assert 4000 * (1024 + ZMTP_LONG_FRAME) <= tcp["bytes"] <= 4000 * (1024 + ZMTP_LONG_FRAME) + 200  # and ZMTP's greeting
     assert tcp["throughput_bps"] == pytest.approx(8 * window / rtt, rel=0.1)
@@ -224,11 +230,7 @@ def test_connection_fields_are_metrics_only_where_links_are():
 
     with_link = known_metrics(push_pull_raw())
     assert with_link is not None and "link.push->pull.rtt_s" in with_link and "link.pull->push.max_cwnd_bytes" in with_link
-    loopback = push_pull_raw()
-    for key in ("host", "link"):
-        del loopback[key]
-    for process in loopback["process"]:
-        del process["host"]
+    loopback = on_one_host(push_pull_raw())
     loopback["socket"][0]["connect"] = ["tcp://127.0.0.1:5555"]
     known = known_metrics(loopback)
     assert known is not None and "link.push->pull.max_kernel_bytes" in known and "link.push->pull.rtt_s" not in known
@@ -276,7 +278,7 @@ def test_idle_time_between_bursts_is_not_sending():
         if early:
             raw["send"].insert(0, {"socket": "push", "count": 1, "size_bytes": 100, "start_s": 0.1})
         summary = zsim.run(raw, 0, profile="ideal").summary
-        return summary["network"]["a-b"]["a->b"]["connections"]["push->pull"] | {"warnings": link_warnings(summary)}
+        return tcp_of(summary) | {"warnings": link_warnings(summary)}
 
     alone, after = connection(False), connection(True)
     assert after["sending_s"] == pytest.approx(alone["sending_s"] + 0.02, abs=0.005)  # + the small one's round trip

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 import zsim
+from support import on_one_host
 from zsim import spec
 from zsim.build import build
 from zsim.errors import ScenarioError
@@ -49,11 +50,7 @@ def test_endpoints_resolve_to_the_host_they_live_on():
 
 
 def test_a_scenario_without_hosts_keeps_its_keys_and_machine():
-    raw = deployment()
-    for key in ("host", "link"):
-        del raw[key]
-    for proc in raw["process"]:
-        del proc["host"]
+    raw = on_one_host(deployment())
     raw["socket"][1]["connect"] = ["tcp://localhost:5556"]
     scenario = spec.from_dict(raw)
     assert scenario.hosts == () and scenario.links == ()
@@ -108,11 +105,7 @@ def test_ipc_and_inproc_do_not_cross_hosts():
 
 
 def test_a_scenario_without_links_still_refuses_other_hosts_in_one_line():
-    raw = deployment()
-    for key in ("host", "link"):
-        del raw[key]
-    for proc in raw["process"]:
-        del proc["host"]
+    raw = on_one_host(deployment())
     assert "tcp host 'a' names no [[host]]; zsim models the machine's loopback unless the scenario declares [[host]]s" in error_of(raw)
 
 

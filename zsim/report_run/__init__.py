@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from .. import plotting
-from ..checks import connection_limit
+from ..checks import connection_limit, limited_shares
 from ..errors import EnvironmentFault
 from ..files import atomic_write, cleanup_leftovers, prepare_output_dir, shown_path
 from ..results import flat_metrics
@@ -479,6 +479,7 @@ def _network_section(summary: Mapping[str, Any], links: Sequence[data.NetworkPan
     if not network:
         return []
     rows: list[tuple[list[Cell | str], bool]] = []
+    connections: list[tuple[list[Cell | str], bool]] = []
     for link, directions in network.items():
         for direction, carried in directions.items():
             numbers = [f"{carried['bandwidth_bps'] / 1e6:.4g} Mbit/s", seconds(carried["latency_s"]), percent(carried["utilisation"]),
@@ -486,17 +487,12 @@ def _network_section(summary: Mapping[str, Any], links: Sequence[data.NetworkPan
                        human_bytes(carried["max_queue_bytes"]), count(carried["queue_drops"]), count(carried["loss_drops"]),
                        count(carried["retransmits"])]
             rows.append(([f"{link} {direction}", *(Cell(n, True) for n in numbers)], bool(carried["queue_drops"] or carried["loss_drops"])))
-    connections: list[tuple[list[Cell | str], bool]] = []
-    for link, directions in network.items():
-        for direction, carried in directions.items():
             for conn, tcp in carried["connections"].items():
                 if not tcp["bytes"]:
                     continue
-                sending = tcp["sending_s"]
                 numbers = [human_bits(tcp["throughput_bps"]), seconds(tcp["rtt_s"]), seconds(tcp["max_rtt_s"]),
                            human_bytes(tcp["max_cwnd_bytes"]), human_bytes(tcp["max_sndbuf_bytes"]),
-                           percent(tcp["window_limited_s"] / sending if sending > 0 else 0.0),
-                           percent(tcp["sndbuf_limited_s"] / sending if sending > 0 else 0.0)]
+                           *(percent(share) for share in limited_shares(tcp))]
                 connections.append(([conn, f"{link} {direction}", *(Cell(n, True) for n in numbers)],
                                     connection_limit(carried, tcp) is not None))
     width = seconds(series.width_s) if series is not None else "-"

@@ -313,46 +313,32 @@ class SeriesRecorder:
         if self.model is not None and self._held() >= self.pending:
             self._fold(pipes=not self.keep_traces)
 
+    def _take(self, chunks: list[tuple[Series, np.ndarray]], trace: list[float] | None, table: dict[Any, Series], key: Any,
+              channels: int, keep: bool = False) -> None:
+        """Add a raw trace (``time`` and ``channels`` levels per point) to ``chunks`` with the
+        series it folds into (``table[key]``, made on first use), emptying it unless ``keep``."""
+        if not trace:
+            return
+        points = np.asarray(trace, dtype=np.float64).reshape(-1, 1 + channels)
+        if not keep:
+            del trace[:]
+        series = table.get(key)
+        if series is None:
+            series = table[key] = self.grid.new(channels)
+        chunks.append((series, points))
+
     def _fold(self, pipes: bool) -> None:
         """Fold the link directions' points, and the pipes' if ``pipes`` (emptying their
         lists unless they are kept whole for ``--out``)."""
         self.folds += 1
         chunks: list[tuple[Series, np.ndarray]] = []
-        latest = 0.0
         for pipe in self.model.world.pipes if pipes else ():
-            trace = pipe.trace
-            if not trace:
-                continue
-            points = np.asarray(trace, dtype=np.float64).reshape(-1, 2)
-            if not self.keep_traces:
-                del trace[:]
-            series = self.pipe_series.get(pipe.index)
-            if series is None:
-                series = self.pipe_series[pipe.index] = self.grid.new(1)
-            chunks.append((series, points))
-            latest = max(latest, float(points[-1, 0]))
+            self._take(chunks, pipe.trace, self.pipe_series, pipe.index, 1, keep=self.keep_traces)
         for key, wire in self._wires():
-            trace = wire.occupancy.trace
-            if not trace:
-                continue
-            points = np.asarray(trace, dtype=np.float64).reshape(-1, 1 + len(OCCUPANCY_FIELDS))
-            del trace[:]
-            series = self.wire_series.get(key)
-            if series is None:
-                series = self.wire_series[key] = self.grid.new(len(OCCUPANCY_FIELDS))
-            chunks.append((series, points))
-            latest = max(latest, float(points[-1, 0]))
+            self._take(chunks, wire.occupancy.trace, self.wire_series, key, len(OCCUPANCY_FIELDS))
         for way, direction in self._directions():
-            trace = direction.trace
-            if not trace:
-                continue
-            points = np.asarray(trace, dtype=np.float64).reshape(-1, 1 + len(TRACE_FIELDS))
-            del trace[:]
-            series = self.network_series.get(way)
-            if series is None:
-                series = self.network_series[way] = self.grid.new(len(TRACE_FIELDS))
-            chunks.append((series, points))
-            latest = max(latest, float(points[-1, 0]))
+            self._take(chunks, direction.trace, self.network_series, way, len(TRACE_FIELDS))
+        latest = max((float(points[-1, 0]) for _series, points in chunks), default=0.0)
         self.grid.fit()  # new series this time: the budget may call for fewer buckets
         self.grid.cover(latest)
         width = self.grid.width
