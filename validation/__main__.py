@@ -32,6 +32,7 @@ def catalogue(fast: bool = False, only: Sequence[str] = ()) -> list[Path]:
     from zsim import spec
 
     from .compare import parse_validation
+    from .netns import available
 
     chosen = []
     for path in sorted(SCENARIOS.glob("*.toml")):
@@ -39,6 +40,11 @@ def catalogue(fast: bool = False, only: Sequence[str] = ()) -> list[Path]:
         if only and scenario.name not in only and path.stem not in only:
             continue
         if fast and not only and not parse_validation(scenario).fast:
+            continue
+        if scenario.hosts and (reason := available()) is not None:
+            # its real side runs in network namespaces (harness.run_real)
+            print(f"skipped {path.name}: it has [[host]]s and this machine cannot make network namespaces: {reason}",
+                  file=sys.stderr)
             continue
         chosen.append(path)
     return chosen

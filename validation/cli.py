@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from zsim.errors import ScenarioError
+from zsim.errors import EnvironmentFault, ScenarioError
 from zsim.files import check_input_file, prepare_output_dir
 from zsim.results import json_default
 from zsim.textsafe import terminal
@@ -57,6 +57,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
     # [validation] table (metric paths included), the report folder
     scenario = spec.load(check_input_file(path, "scenario file"))
     parse_validation(scenario)
+    if scenario.hosts:  # the real side runs in network namespaces: can this machine make them?
+        from .harness import check_deployment
+        from .netns import available
+
+        check_deployment(scenario)
+        reason = available()
+        if reason is not None:
+            raise EnvironmentFault("zsim validate", f"a scenario with [[host]]s runs its real side in network namespaces: {reason}")
     if args.report:
         prepare_output_dir(args.report, "report folder")
 

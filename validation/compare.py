@@ -253,6 +253,10 @@ _PERCENTILES = tuple(Percentiles.__annotations__)
 _EXTRAS: dict[str, tuple[str, ...]] = {"sockets": ("first_recv_s", "last_recv_s", "first_sent_s", "first_index", "last_index")}
 _FIELDS: dict[str, tuple[str, ...]] = {kind: scalar_fields(entry, both_sides=True) + _EXTRAS.get(kind, ())
                                        for kind, entry in ENTITIES.items()}
+#: what both sides count per link direction (the real side from its qdisc,
+#: ``harness.link_counters``): payload bytes and packets dropped at the full queue (the
+#: real packet count holds ACKs, the model's does not, so packets are not compared)
+LINK_FIELDS = ("bytes", "queue_drops")
 _LEDGER = scalar_fields(LedgerSummary)
 _LEDGER_TABLES = tuple(name for name in LedgerSummary.__annotations__ if name not in _LEDGER)
 
@@ -273,6 +277,9 @@ def metric_paths(scenario: Scenario, derived: Mapping[str, str] | None = None) -
     paths = ["sim_time_s", "wall_s", *(f"ledger.{k}" for k in _LEDGER), *(f"latency_s.{p}" for p in _PERCENTILES)]
     for kind, names in _entities(scenario).items():
         paths.extend(f"{kind}.{name}.{fld}" for name in names for fld in _FIELDS[kind])
+    for link in scenario.links:
+        for a, b in (link.hosts, tuple(reversed(link.hosts))):
+            paths.extend(f"network.{link.name}.{a}->{b}.{fld}" for fld in LINK_FIELDS)
     paths.extend(derived or ())
     return paths
 
@@ -306,7 +313,13 @@ def check_metric_path(path: str, scenario: Scenario, derived: Mapping[str, str],
         return f"unknown metric {path!r} (did you mean {', '.join(repr(c) for c in close)}?)"
     return (f"unknown metric {path!r}; metrics are sockets.<socket>.<counter>, senders.<sender>.<field>, "
             "receivers.<receiver>.<field>, proxies.<proxy>.forwarded, processes.<process>.<field>, ledger.<field>, "
-            "latency_s.<p50|p95|...>, a name of [validation.derived] or, with a ks tolerance, latency[.<socket>] / rtt.<sender>")
+            "network.<link>.<a>-><b>.<bytes|queue_drops>, latency_s.<p50|p95|...>, a name of [validation.derived] or, "
+            "with a ks tolerance, latency[.<socket>] / rtt.<sender>")
+
+
+#: what one direction of a link carries in the real run beyond the model's payload: ZMTP's
+#: greeting and handshake (64 + about 50 bytes a connection), with room for a few connections
+LINK_HANDSHAKE_BYTES = 4096
 
 
 def default_metrics(scenario: Scenario) -> dict[str, Tolerance]:
@@ -324,6 +337,12 @@ def default_metrics(scenario: Scenario) -> dict[str, Tolerance]:
     for proc in scenario.processes:
         if proc.exit_at_s is not None or proc.exit_after_sends:
             metrics[f"processes.{proc.name}.term_blocked"] = Tolerance("proportion", value=0.34)
+    for link in scenario.links:
+        # the payload each direction carried (the real side: its qdisc's count less the
+        # headers, harness.link_counters); a few KB either way for what only the real side
+        # carries over the link (ZMTP greetings and handshakes)
+        for a, b in (link.hosts, tuple(reversed(link.hosts))):
+            metrics[f"network.{link.name}.{a}->{b}.bytes"] = Tolerance("relative", rel=0.1, abs=LINK_HANDSHAKE_BYTES)
     return metrics
 
 
@@ -976,6 +995,10 @@ def validate(source: str | Path | Scenario, replications: int | None = None, see
         raise ScenarioError(f"app[{scenario.apps[0].name}].function",
                             "the real-pyzmq harness runs the scenario's [[send]]/[[recv]] workloads only, not SimPy app code "
                             "(simulation only; zsim validate runs no app code)")
+    if scenario.hosts:  # what cannot be built is refused before anything runs
+        from .harness import check_deployment
+
+        check_deployment(scenario)
     n = replications if replications is not None else vspec.replications
     if n < 1:
         raise ScenarioError("--replications", f"must be >= 1, got {n}")
@@ -1048,6 +1071,9 @@ def validate(source: str | Path | Scenario, replications: int | None = None, see
             late = (f", slowest paced sender at {behind['worst_rate_fraction'] * 100:.0f} % of its requested rate "
                     f"({behind['worst']['behind_s'] * 1000:.1f} ms behind schedule)")
         say(f"  real run seed {run_seed}: {summary['wall_s']:.1f} s{late}")
+        if run_seed == seeds[0]:
+            for note in summary.get("real", {}).get("notes", []):
+                say(f"  note: {note}")
     wall_real = _pc() - started
     machine_after = machine_load()
     schedule = schedule_check(real_summaries, seeds)

@@ -30,6 +30,7 @@ errors and on Ctrl-C.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import platform
@@ -41,7 +42,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,7 @@ import numpy as np
 
 from zsim import spec
 from zsim.errors import ScenarioError
+from zsim.model.transport.network import ETHERNET_HEADER_BYTES, IP_TCP_HEADER_BYTES
 from zsim.socket_types import TYPES
 from zsim.spec import Endpoint, Scenario
 from zsim.summary import (
@@ -64,6 +66,8 @@ from zsim.summary import (
     sender_rates,
 )
 
+from . import netns
+
 __all__ = ["run_real", "RealRunError", "build_plans", "EndpointMap", "real_defaults"]
 
 _pc = time.perf_counter
@@ -74,6 +78,11 @@ START_MARGIN_S = 0.25
 DEFAULT_QUIET_S = 0.5
 #: extra time after the horizon for children to write their results
 RESULT_GRACE_S = 5.0
+#: what a TCP packet over a link carries besides payload, as a qdisc counts it (IPv4, TCP
+#: with timestamps, Ethernet): the model's per-packet overhead
+PACKET_HEADER_BYTES = IP_TCP_HEADER_BYTES + ETHERNET_HEADER_BYTES
+#: tbf's ``limit`` is a 32-bit count of bytes
+TBF_MAX_LIMIT_BYTES = 2**32 - 1
 
 
 class RealRunError(RuntimeError):
@@ -86,14 +95,21 @@ class RealRunError(RuntimeError):
 
 @dataclass
 class EndpointMap:
-    """Scenario endpoints -> real endpoints for one run (free ports, temporary ipc paths)."""
+    """Scenario endpoints -> real endpoints for one run (free ports, temporary ipc paths).
+
+    With [[host]]s (``where`` given: ``netns.Deployment.address``) every host is a network
+    namespace of its own, so a tcp endpoint keeps the port the file gives it; a bind listens
+    on all the host's addresses (``zsim.spec.resolve_endpoint``: a socket on another host
+    reaches it whatever address the bind wrote) and a connect goes to 127.0.0.1 on its own
+    host, else to the bound host's address on the link between them."""
 
     tmpdir: str
     mapping: dict[tuple[str, str, str], str] = field(default_factory=dict)
+    where: Callable[[str, str], str] | None = None
 
     @classmethod
-    def allocate(cls, scenario: Scenario, tmpdir: str) -> EndpointMap:
-        result = cls(tmpdir)
+    def allocate(cls, scenario: Scenario, tmpdir: str, where: Callable[[str, str], str] | None = None) -> EndpointMap:
+        result = cls(tmpdir, where=where)
         keys: list[Endpoint] = []
         seen: set[tuple[str, str, str]] = set()
         for sock in scenario.sockets:
@@ -102,9 +118,13 @@ class EndpointMap:
                     seen.add(endpoint.key)
                     keys.append(endpoint)
         tcp = [e for e in keys if e.transport == "tcp"]
-        ports = free_tcp_ports(len(tcp))
-        for endpoint, port in zip(tcp, ports, strict=True):
-            result.mapping[endpoint.key] = f"tcp://127.0.0.1:{port}"
+        if where is None:
+            ports = free_tcp_ports(len(tcp))
+            for endpoint, port in zip(tcp, ports, strict=True):
+                result.mapping[endpoint.key] = f"tcp://127.0.0.1:{port}"
+        else:
+            for endpoint in tcp:
+                result.mapping[endpoint.key] = f"tcp://0.0.0.0:{endpoint.address}"
         ipc_index = 0
         for endpoint in keys:
             if endpoint.transport == "ipc":
@@ -114,7 +134,11 @@ class EndpointMap:
                 result.mapping[endpoint.key] = f"inproc://{endpoint.address}"
         return result
 
-    def real(self, endpoint: Endpoint) -> str:
+    def real(self, endpoint: Endpoint, connect_from: str | None = None) -> str:
+        """The real endpoint a socket binds (``connect_from`` None) or connects to from
+        host ``connect_from``."""
+        if self.where is not None and endpoint.transport == "tcp" and connect_from is not None:
+            return f"tcp://{self.where(endpoint.node, connect_from)}:{endpoint.address}"
         return self.mapping[endpoint.key]
 
 
@@ -208,15 +232,13 @@ def build_plans(scenario: Scenario, endpoints: EndpointMap, seed: int, results_d
     recv_index = {recv.name: i for i, recv in enumerate(scenario.recvs)}
     multipart = any(send.parts > 1 for send in scenario.sends)
     by_name = {s.name: s for s in scenario.sockets}
+    host_of = {proc.name: proc.host for proc in scenario.processes}
     plans: dict[str, dict[str, Any]] = {}
     if scenario.apps:
         raise ScenarioError(f"app[{scenario.apps[0].name}]",
                             "the real-pyzmq harness runs the scenario's [[send]]/[[recv]] workloads only, not SimPy app code "
                             "(simulation only)")
-    if scenario.hosts:
-        raise ScenarioError(f"host[{scenario.hosts[0].name}]",
-                            "the real-pyzmq harness runs every process on this machine's loopback; a deployment of [[host]]s and "
-                            "[[link]]s is validated over real links in network namespaces (docs/validation.md, \"Links\")")
+    check_deployment(scenario)
     cpus = real_cpus(scenario)
     late = _expected_wait_lateness(scenario)
     for proc in scenario.processes:
@@ -246,7 +268,7 @@ def build_plans(scenario: Scenario, endpoints: EndpointMap, seed: int, results_d
             "name": sock.name,
             "type": sock.type,
             "bind": [endpoints.real(e) for e in sock.bind],
-            "connect": [endpoints.real(e) for e in sock.connect],
+            "connect": [endpoints.real(e, host_of[sock.process]) for e in sock.connect],
             "open_at_s": sock.open_at_s,
             "close_at_s": sock.close_at_s,
             "routing_id": sock.routing_id,
@@ -343,6 +365,8 @@ def real_cpus(scenario: Scenario, available: set[int] | None = None) -> dict[str
     with 0) nothing is pinned except processes with an ``affinity``, pinned to those CPUs.
     """
     usable = sorted(available if available is not None else os.sched_getaffinity(0))
+    if scenario.hosts:
+        return _host_cpus(scenario, usable)
     cores = scenario.machine.cores or 0
     if cores > len(usable):
         raise ScenarioError("machine.cores", f"the real harness runs on this machine's CPUs, and it may use {len(usable)} "
@@ -361,19 +385,73 @@ def real_cpus(scenario: Scenario, available: set[int] | None = None) -> dict[str
     return found
 
 
+def host_slices(scenario: Scenario, usable: list[int]) -> dict[str, list[int]] | None:
+    """With [[host]]s: the CPUs of this machine each host gets to itself (its cores as the
+    model counts them, ``zsim.build.host_cores``, taken in turn from ``usable``), or None when
+    they do not fit (a host without a core count, or more cores in all than there are here):
+    then the hosts share this machine's CPUs, which only a CPU-bound result shows."""
+    from zsim import profile as profile_module
+    from zsim.build import host_cores, model_params
+
+    cores = host_cores(scenario, model_params(profile_module.load(scenario.profile, scenario.base_dir)).scheduler)
+    if any(count <= 0 for count in cores.values()) or sum(cores.values()) > len(usable):
+        return None
+    slices: dict[str, list[int]] = {}
+    taken = 0
+    for host in sorted(cores):
+        slices[host] = usable[taken:taken + cores[host]]
+        taken += cores[host]
+    return slices
+
+
+def _host_cpus(scenario: Scenario, usable: list[int]) -> dict[str, list[int] | None]:
+    """``real_cpus`` with [[host]]s: each process on its host's CPUs (``host_slices``), a
+    process's ``affinity`` picking among them; when the hosts share this machine, a process
+    with an ``affinity`` is pinned to those CPUs of this machine and the others are not pinned."""
+    slices = host_slices(scenario, usable)
+    found: dict[str, list[int] | None] = {}
+    for proc in scenario.processes:
+        machine = slices[proc.host] if slices is not None else usable
+        if proc.affinity is None:
+            found[proc.name] = list(machine) if slices is not None else None
+            continue
+        for index, core in enumerate(proc.affinity):
+            if core >= len(machine):
+                raise ScenarioError(f"process[{proc.name}].affinity[{index}]",
+                                    f"core {core} does not exist here: the real harness may use {len(machine)} CPUs for "
+                                    f"host {proc.host or 'default'!r}")
+        found[proc.name] = [machine[core] for core in proc.affinity]
+    return found
+
+
+def check_deployment(scenario: Scenario) -> None:
+    """What the real harness cannot build of a deployment, refused in one line: it makes a
+    link's rate, MTU and queue (``validation.netns``: tbf), not its delay or its loss."""
+    for link in scenario.links:
+        if link.queue_bytes > TBF_MAX_LIMIT_BYTES:
+            raise ScenarioError(f"link[{link.name}].queue_bytes", f"the real harness's tbf holds at most {TBF_MAX_LIMIT_BYTES:,} "
+                                                                  f"bytes a queue, not {link.queue_bytes:,}")
+        for name, value in (("latency_s", link.latency_s), ("loss", link.loss)):
+            if value > 0:
+                raise ScenarioError(f"link[{link.name}].{name}",
+                                    f"the real harness emulates a link's rate, MTU and queue with tbf, not its delay or loss "
+                                    f"(no netem): validate the deployment with {name} = 0 (docs/validation.md, \"Links\")")
+
+
 # --------------------------------------------------------------------------------------
 # Children
 
 
 class _Child:
-    def __init__(self, name: str, plan_path: Path, log_path: Path) -> None:
+    def __init__(self, name: str, plan_path: Path, log_path: Path, prefix: Callable[[list[str]], list[str]] | None = None) -> None:
         self.name = name
         self.log = open(log_path, "wb")
         env = dict(os.environ)
         root = str(Path(__file__).resolve().parent.parent)
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        argv = [sys.executable, "-m", "validation.child", str(plan_path)]
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "validation.child", str(plan_path)],
+            prefix(argv) if prefix is not None else argv,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
             start_new_session=True, env=env, cwd=root,
         )
@@ -446,18 +524,23 @@ def run_real(scenario: Scenario | str | Path | Mapping[str, Any], seed: int = 0,
     tmpdir = tempfile.mkdtemp(prefix="zsim-val-")
     children: dict[str, _Child] = {}
     previous_handler = None
+    network = contextlib.ExitStack()
     try:
         # SIGTERM -> KeyboardInterrupt, so that the finally below cleans up
         if _in_main_thread():
             previous_handler = signal.signal(signal.SIGTERM, _raise_interrupt)
-        endpoints = EndpointMap.allocate(scen, tmpdir)
+        check_deployment(scen)
+        deployment = network.enter_context(_deployment(scen)) if scen.hosts else None
+        endpoints = EndpointMap.allocate(scen, tmpdir, deployment.address if deployment is not None else None)
         results_dir = Path(tmpdir) / "results"
         results_dir.mkdir()
         plans = build_plans(scen, endpoints, seed, str(results_dir), horizon, limit)
+        host_of = {proc.name: proc.host for proc in scen.processes}
         for name, plan in plans.items():
             plan_path = Path(tmpdir) / f"plan-{name}.json"
             plan_path.write_text(json.dumps(plan))
-            children[name] = _Child(name, plan_path, Path(tmpdir) / f"stderr-{name}.txt")
+            prefix = functools.partial(deployment.argv, host_of[name]) if deployment is not None else None
+            children[name] = _Child(name, plan_path, Path(tmpdir) / f"stderr-{name}.txt", prefix)
         selector = selectors.DefaultSelector()
         for child in children.values():
             assert child.proc.stdout is not None
@@ -539,6 +622,11 @@ def run_real(scenario: Scenario | str | Path | Mapping[str, Any], seed: int = 0,
         if failures:
             raise RealRunError("\n".join(failures))
         summary = merge_results(scen, child_results, results_dir, seed=seed, wall_s=wall, t0=t0, samples=samples)
+        if deployment is not None:
+            summary["network"] = link_counters(scen, deployment)
+            if host_slices(scen, sorted(os.sched_getaffinity(0))) is None:
+                summary["real"]["notes"] = [f"the hosts share this machine's {len(os.sched_getaffinity(0))} CPUs (the model gives "
+                                            "each its own cores): a CPU-bound result differs"]
         summary["real"]["end_reason"] = end_reason
         summary["real"]["endpoints"] = {f"{k[0]}://{k[1]}": v for k, v in endpoints.mapping.items()}
         summary["timed_out"] = timed_out
@@ -550,10 +638,49 @@ def run_real(scenario: Scenario | str | Path | Mapping[str, Any], seed: int = 0,
     finally:
         for child in children.values():
             child.kill()
+        network.close()  # the namespaces, their links and qdiscs (after the processes in them)
         shutil.rmtree(tmpdir, ignore_errors=True)
         if previous_handler is not None:
             with contextlib.suppress(Exception):
                 signal.signal(signal.SIGTERM, previous_handler)
+
+
+@contextlib.contextmanager
+def _deployment(scenario: Scenario) -> Iterator[netns.Deployment]:
+    """The scenario's hosts as network namespaces joined by its links (``validation.netns``):
+    one namespace per host that runs a process (the default host too), one shaped veth pair
+    per link; removed on exit. A machine that cannot make them: ``RealRunError``, one line."""
+    used = {proc.host for proc in scenario.processes}
+    hosts = [""] if "" in used else []
+    hosts += [host.name for host in scenario.hosts]
+    links = [(*link.hosts, netns.LinkSpec(rate_bps=link.bandwidth_bps, queue_bytes=link.queue_bytes, mtu_bytes=link.mtu_bytes))
+             for link in scenario.links]
+    try:
+        with netns.deployment(hosts, links) as made:
+            yield made
+    except netns.LinkUnavailable as exc:
+        raise RealRunError(f"cannot build the scenario's hosts and links: {exc}") from None
+
+
+def link_counters(scenario: Scenario, deployment: netns.Deployment) -> dict[str, dict[str, dict[str, Any]]]:
+    """Per link direction, what its qdisc counted over the run (``tc -s qdisc``), by the
+    names of ``zsim run``'s ``network`` table: ``packets`` (every IP packet, ACKs included),
+    ``wire_bytes`` (as tbf counts: IP packets plus the Ethernet header), ``bytes`` (TCP
+    payload: less 66 bytes a packet, IPv4 + TCP + timestamps + Ethernet) and ``queue_drops``
+    (tbf's queue overflowing). Counted until the processes left, linger included."""
+    found: dict[str, dict[str, dict[str, Any]]] = {}
+    for link in scenario.links:
+        directions: dict[str, dict[str, Any]] = {}
+        for a, b in (link.hosts, tuple(reversed(link.hosts))):
+            stats = deployment.qdisc_stats(a, b)
+            directions[f"{a}->{b}"] = {
+                "packets": stats["packets"],
+                "wire_bytes": stats["bytes"],
+                "bytes": max(0, stats["bytes"] - PACKET_HEADER_BYTES * stats["packets"]),
+                "queue_drops": stats["drops"],
+            }
+        found[link.name] = directions
+    return found
 
 
 def _in_main_thread() -> bool:

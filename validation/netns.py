@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -125,37 +126,123 @@ def remove(names: Sequence[str]) -> None:
         _run(["ip", "netns", "del", name], check=False)
 
 
+def _prepare() -> int:
+    """Check the machine can make links, clear leftovers, and return this run's number."""
+    reason = available()
+    if reason is not None:
+        raise LinkUnavailable(reason)
+    remove(leftovers())
+    return next(_COUNTER)
+
+
+def _addresses(number: int) -> tuple[str, str]:
+    """The two ends' addresses of link ``number``: its own /30 of 10.254.0.0/16."""
+    subnet = 4 * (number % 16000)
+    return f"10.254.{subnet // 256}.{subnet % 256 + 1}", f"10.254.{subnet // 256}.{subnet % 256 + 2}"
+
+
+def _add_namespace(name: str, made: list[str]) -> None:
+    _run(["ip", "netns", "add", name])
+    made.append(name)
+    _run(["ip", "-n", name, "link", "set", "lo", "up"])
+
+
+def _join(ends: Sequence[tuple[str, str, str]], spec: LinkSpec) -> None:
+    """A veth pair between two namespaces: ``ends`` is (namespace, device, address) for each
+    side; each end gets the MTU, its /30 address and its own tbf (the direction it sends)."""
+    (a, dev_a, _), (b, dev_b, _) = ends
+    # the pair is created inside a, its peer moved to b: nothing ever sits in the root namespace
+    _run(["ip", "-n", a, "link", "add", dev_a, "type", "veth", "peer", "name", dev_b, "netns", b])
+    for name, device, address in ends:
+        _run(["ip", "-n", name, "link", "set", device, "mtu", str(spec.mtu_bytes)])
+        _run(["ip", "-n", name, "addr", "add", f"{address}/30", "dev", device])
+        _run(["ip", "-n", name, "link", "set", device, "up"])
+        _run(["ip", "-n", name, "link", "set", device, "txqueuelen", "1000"])
+        _run(["ip", "netns", "exec", name, "tc", "qdisc", "add", "dev", device, "root", "tbf",
+              "rate", f"{int(spec.rate_bps)}bit", "burst", str(spec.burst_bytes), "limit", str(spec.queue_bytes)])
+
+
 @contextmanager
 def link(spec: LinkSpec) -> Iterator[Link]:
     """Two namespaces joined by a shaped veth pair, removed on exit whatever happens.
 
     Raises ``LinkUnavailable`` (one line) when the machine cannot make it.
     """
-    reason = available()
-    if reason is not None:
-        raise LinkUnavailable(reason)
-    remove(leftovers())
-    number = next(_COUNTER)
+    number = _prepare()
     a, b = f"{PREFIX}{os.getpid()}x{number}a", f"{PREFIX}{os.getpid()}x{number}b"
-    subnet = 4 * (number % 16000)
-    a_address = f"10.254.{subnet // 256}.{subnet % 256 + 1}"
-    b_address = f"10.254.{subnet // 256}.{subnet % 256 + 2}"
+    a_address, b_address = _addresses(number)
     made: list[str] = []
     try:
         for name in (a, b):
-            _run(["ip", "netns", "add", name])
-            made.append(name)
-            _run(["ip", "-n", name, "link", "set", "lo", "up"])
-        # the pair is created inside a, its peer moved to b: nothing ever sits in the root namespace
-        _run(["ip", "-n", a, "link", "add", "za", "type", "veth", "peer", "name", "zb", "netns", b])
-        for name, device, address in ((a, "za", a_address), (b, "zb", b_address)):
-            _run(["ip", "-n", name, "link", "set", device, "mtu", str(spec.mtu_bytes)])
-            _run(["ip", "-n", name, "addr", "add", f"{address}/30", "dev", device])
-            _run(["ip", "-n", name, "link", "set", device, "up"])
-            _run(["ip", "-n", name, "link", "set", device, "txqueuelen", "1000"])
-            _run(["ip", "netns", "exec", name, "tc", "qdisc", "add", "dev", device, "root", "tbf",
-                  "rate", f"{int(spec.rate_bps)}bit", "burst", str(spec.burst_bytes), "limit", str(spec.queue_bytes)])
+            _add_namespace(name, made)
+        _join(((a, "za", a_address), (b, "zb", b_address)), spec)
         yield Link(a, b, a_address, b_address, spec)
+    finally:
+        remove(made)
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """Hosts made by ``deployment()``: a namespace per host, and per link each end's address
+    and device (a host reaches a linked host at the peer's address on their link, and
+    itself at 127.0.0.1)."""
+
+    namespaces: Mapping[str, str]
+    #: (host, peer) -> host's address on the link to peer
+    addresses: Mapping[tuple[str, str], str]
+    #: (host, peer) -> host's device on the link to peer (its qdisc shapes host -> peer)
+    devices: Mapping[tuple[str, str], str]
+
+    def address(self, host: str, seen_from: str) -> str:
+        """Where a process on ``seen_from`` reaches ``host``."""
+        return "127.0.0.1" if host == seen_from else self.addresses[(host, seen_from)]
+
+    def argv(self, host: str, argv: Sequence[str]) -> list[str]:
+        """``argv`` run inside ``host``'s namespace."""
+        return ["ip", "netns", "exec", self.namespaces[host], *argv]
+
+    def qdisc_stats(self, host: str, peer: str) -> dict[str, int]:
+        """What ``host``'s end of its link to ``peer`` sent and dropped (``tc -s qdisc``):
+        ``bytes`` (as tbf counts them: IP packets plus the Ethernet header), ``packets``,
+        ``drops`` (tbf's queue overflowing)."""
+        text = _run(["ip", "netns", "exec", self.namespaces[host], "tc", "-s", "qdisc", "show", "dev",
+                     self.devices[(host, peer)]]).stdout
+        return parse_qdisc_stats(text)
+
+
+def parse_qdisc_stats(text: str) -> dict[str, int]:
+    """``Sent 1234 bytes 56 pkt (dropped 7, overlimits ...`` -> bytes, packets, drops (the
+    first qdisc listed: the root)."""
+    found = re.search(r"Sent (\d+) bytes (\d+) pkt \(dropped (\d+)", text)
+    if found is None:
+        raise LinkUnavailable(f"tc -s qdisc: no statistics in {text.strip()[:80]!r}")
+    return {"bytes": int(found.group(1)), "packets": int(found.group(2)), "drops": int(found.group(3))}
+
+
+@contextmanager
+def deployment(hosts: Sequence[str], links: Sequence[tuple[str, str, LinkSpec]]) -> Iterator[Deployment]:
+    """A namespace per host and a shaped veth pair per link (``(host, host, spec)``), removed
+    on exit whatever happens. Hosts are joined only by their links: nothing routes.
+
+    Raises ``LinkUnavailable`` (one line) when the machine cannot make them.
+    """
+    number = _prepare()
+    namespaces = {host: f"{PREFIX}{os.getpid()}x{number}h{index}" for index, host in enumerate(hosts)}
+    addresses: dict[tuple[str, str], str] = {}
+    devices: dict[tuple[str, str], str] = {}
+    made: list[str] = []
+    try:
+        for name in namespaces.values():
+            _add_namespace(name, made)
+        for index, (a, b, spec) in enumerate(links):
+            a_address, b_address = _addresses(next(_COUNTER))
+            # device names stay under IFNAMSIZ (15 characters) for any number of links
+            ends = ((a, f"zl{index}a", a_address), (b, f"zl{index}b", b_address))
+            for (host, device, address), (peer, _, _) in zip(ends, reversed(ends), strict=True):
+                addresses[(host, peer)] = address
+                devices[(host, peer)] = device
+            _join(tuple((namespaces[host], device, address) for host, device, address in ends), spec)
+        yield Deployment(namespaces, addresses, devices)
     finally:
         remove(made)
 

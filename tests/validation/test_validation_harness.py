@@ -397,3 +397,109 @@ def test_the_harness_draws_what_the_simulator_draws(tmp_path):
         drawn = [sim.next() for _ in range(50)]
         assert len(set(drawn)) > 40  # random, not a constant
         assert drawn == [real.next() for _ in range(50)]
+
+
+# --------------------------------------------------------------------------------------
+# A deployment of [[host]]s: what the harness builds without building it (the real runs over
+# namespaces are in test_links.py)
+
+
+def _deployment(**link: object) -> dict:
+    return {
+        "scenario": {"name": "hosts", "until_s": 1.0},
+        "host": [{"name": "a", "cores": 1}, {"name": "b", "cores": 1}],
+        "link": [{"name": "wire", "hosts": ["a", "b"], "bandwidth_bps": 20e6, **link}],
+        "process": [{"name": "src", "host": "a"}, {"name": "dst", "host": "b"}, {"name": "near", "host": "a"}],
+        "socket": [
+            {"name": "pub", "type": "PUB", "process": "src", "bind": "tcp://127.0.0.1:5556"},
+            {"name": "far", "type": "SUB", "process": "dst", "connect": "tcp://a:5556", "options": {"subscribe": [""]}},
+            {"name": "local", "type": "SUB", "process": "near", "connect": "tcp://localhost:5556", "options": {"subscribe": [""]}},
+        ],
+        "send": [{"socket": "pub", "count": 10}],
+        "recv": [{"socket": "far"}, {"socket": "local"}],
+    }
+
+
+def test_on_hosts_a_bind_listens_on_every_address_and_a_connect_goes_to_the_link_or_loopback(tmp_path):
+    scenario = spec.from_dict(_deployment())
+    seen: list[tuple[str, str]] = []
+
+    def where(host: str, seen_from: str) -> str:
+        seen.append((host, seen_from))
+        return "127.0.0.1" if host == seen_from else f"10.9.9.{'ab'.index(host) + 1}"
+
+    endpoints = EndpointMap.allocate(scenario, str(tmp_path), where)
+    plans = build_plans(scenario, endpoints, seed=1, results_dir=str(tmp_path), horizon_s=1.0, hard_limit_s=10.0)
+    # each host is a namespace of its own: the file's port, on every address of the host
+    assert plans["src"]["sockets"][0]["bind"] == ["tcp://0.0.0.0:5556"]
+    assert plans["dst"]["sockets"][0]["connect"] == ["tcp://10.9.9.1:5556"]  # a's end of the link
+    assert plans["near"]["sockets"][0]["connect"] == ["tcp://127.0.0.1:5556"]
+    assert sorted(seen) == [("a", "a"), ("a", "b")]
+
+
+@pytest.mark.parametrize(("field", "value"), [("latency_s", 0.01), ("loss", 0.001)])
+def test_the_harness_refuses_what_tbf_cannot_emulate_before_anything_runs(field, value):
+    from validation.compare import validate
+    from validation.harness import check_deployment
+
+    scenario = spec.from_dict(_deployment(**{field: value}))
+    with pytest.raises(ScenarioError, match=rf"link\[wire\]\.{field}: the real harness emulates a link's rate, MTU and queue "
+                                            rf"with tbf, not its delay or loss"):
+        check_deployment(scenario)
+    with pytest.raises(ScenarioError, match=rf"link\[wire\]\.{field}"):
+        validate(scenario, replications=1)
+    check_deployment(spec.from_dict(_deployment()))  # rate, MTU and queue: built
+    with pytest.raises(ScenarioError, match=r"link\[wire\]\.queue_bytes: the real harness's tbf holds at most"):
+        check_deployment(spec.from_dict(_deployment(queue_bytes=2**32)))
+
+
+def test_zsim_validate_of_a_deployment_says_in_one_line_what_it_cannot_do(tmp_path, monkeypatch, capsys):
+    from validation import netns
+    from zsim import tomlw
+
+    path = tmp_path / "d.toml"
+    path.write_text(tomlw.to_toml(_deployment(latency_s=0.01)))
+    assert zsim_main(["validate", str(path)]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "zsim: link[wire].latency_s: the real harness emulates a link's rate, MTU and queue with tbf, not its delay or loss "
+        "(no netem): validate the deployment with latency_s = 0 (docs/validation.md, \"Links\")"]
+    path.write_text(tomlw.to_toml(_deployment()))
+    monkeypatch.setattr(netns, "available", lambda: "network namespaces need root")
+    assert zsim_main(["validate", str(path)]) == 1
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "zsim: zsim validate: a scenario with [[host]]s runs its real side in network namespaces: network namespaces need root"]
+
+
+def test_each_host_gets_its_own_cpus_when_they_fit_and_shares_them_otherwise():
+    from validation.harness import host_slices
+
+    fits = spec.from_dict(_deployment())
+    assert host_slices(fits, [4, 6]) == {"a": [4], "b": [6]}
+    assert real_cpus(fits, {4, 6}) == {"src": [4], "dst": [6], "near": [4]}
+    raw = _deployment()
+    raw["host"][1]["cores"] = 2  # 1 + 2 cores: more than the two this machine may use
+    raw["process"][2]["affinity"] = [0]
+    shared = spec.from_dict(raw)
+    assert host_slices(shared, [4, 6]) is None
+    assert real_cpus(shared, {4, 6}) == {"src": None, "dst": None, "near": [4]}
+    assert host_slices(shared, [1, 2, 3]) == {"a": [1], "b": [2, 3]}
+
+
+def test_a_links_qdisc_counters_are_read_from_tc():
+    from validation.netns import LinkUnavailable, parse_qdisc_stats
+
+    text = ("qdisc tbf 8001: root refcnt 2 rate 20Mbit burst 3028b lat 104.9ms \n"
+            " Sent 5276658 bytes 3507 pkt (dropped 12, overlimits 2848 requeues 0) \n backlog 0b 0p requeues 0\n")
+    assert parse_qdisc_stats(text) == {"bytes": 5276658, "packets": 3507, "drops": 12}
+    with pytest.raises(LinkUnavailable, match="no statistics"):
+        parse_qdisc_stats("qdisc noqueue 0: root refcnt 2")
+
+
+def test_a_deployments_default_metrics_compare_what_each_link_direction_carried():
+    from validation.compare import check_metric_path, default_metrics
+
+    scenario = spec.from_dict(_deployment())
+    metrics = default_metrics(scenario)
+    assert {name for name in metrics if name.startswith("network.")} == {"network.wire.a->b.bytes", "network.wire.b->a.bytes"}
+    assert check_metric_path("network.wire.a->b.queue_drops", scenario, {}) is None
+    assert "did you mean 'network.wire.a->b.bytes'" in check_metric_path("network.wire.a->b.byte", scenario, {})
