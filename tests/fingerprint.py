@@ -18,6 +18,7 @@ import hashlib
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -38,7 +39,11 @@ SEEDED = sorted((ROOT / "examples").glob("*.toml")) + [
 def fingerprint(path: Path, seed: int = 0) -> str:
     import zsim
 
-    result = zsim.run(path, seed, allow_apps=True)  # the repository's own files (examples/apps)
+    return fingerprint_of(zsim.run(path, seed, allow_apps=True))  # the repository's own files (examples/apps)
+
+
+def fingerprint_of(result: Any) -> str:
+    """The fingerprint of one run's result (``zsim.run``)."""
     table = result.messages
     digest = hashlib.sha256()
     order = np.lexsort((table["socket"], table["msg_id"]))

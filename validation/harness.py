@@ -390,10 +390,9 @@ def host_slices(scenario: Scenario, usable: list[int]) -> dict[str, list[int]] |
     model counts them, ``zsim.build.host_cores``, taken in turn from ``usable``), or None when
     they do not fit (a host without a core count, or more cores in all than there are here):
     then the hosts share this machine's CPUs, which only a CPU-bound result shows."""
-    from zsim import profile as profile_module
-    from zsim.build import host_cores, model_params
+    from zsim.build import host_cores, host_params
 
-    cores = host_cores(scenario, model_params(profile_module.load(scenario.profile, scenario.base_dir)).scheduler)
+    cores = host_cores(scenario, host_params(scenario))
     if any(count <= 0 for count in cores.values()) or sum(cores.values()) > len(usable):
         return None
     slices: dict[str, list[int]] = {}
@@ -426,7 +425,13 @@ def _host_cpus(scenario: Scenario, usable: list[int]) -> dict[str, list[int] | N
 
 def check_deployment(scenario: Scenario) -> None:
     """What the real harness cannot build of a deployment, refused in one line: it makes a
-    link's rate, MTU and queue (``validation.netns``: tbf), not its delay or its loss."""
+    link's rate, MTU and queue (``validation.netns``: tbf), not its delay or its loss, and
+    every host is this machine (no host with a profile of its own)."""
+    for host in scenario.hosts:
+        if host.profile is not None and host.profile != scenario.profile:
+            raise ScenarioError(f"host[{host.name}].profile", "the real harness runs every host on this machine: a host that is "
+                                                              "another kind of machine cannot be validated here (give it the "
+                                                              "scenario's profile)")
     for link in scenario.links:
         if link.queue_bytes > TBF_MAX_LIMIT_BYTES:
             raise ScenarioError(f"link[{link.name}].queue_bytes", f"the real harness's tbf holds at most {TBF_MAX_LIMIT_BYTES:,} "

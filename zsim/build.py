@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -216,15 +216,37 @@ def scheduler_params(profile: Profile, scenario: Scenario) -> SchedulerParams:
     )
 
 
+def host_params(scenario: Scenario, profile: Profile | None = None) -> dict[str, ModelParams]:
+    """Each host's model parameters ("" the default host): the scenario's profile (or
+    ``profile``, a caller's override), and for a [[host]] with a ``profile`` of its own that
+    profile's (its call costs, wake-ups, sleep lateness, transports and scheduler); hosts
+    without one share the default host's object."""
+    if profile is None:
+        profile = profile_module.load(scenario.profile, scenario.base_dir)
+    default = model_params(profile)
+    default.scheduler = scheduler_params(profile, scenario)
+    found = {"": default}
+    for host in scenario.hosts:
+        if host.profile is None:
+            found[host.name] = default
+            continue
+        own = profile_module.load(host.profile, scenario.base_dir, f"host[{host.name}].profile")
+        params = model_params(own)
+        params.scheduler = scheduler_params(own, scenario)
+        found[host.name] = params
+    return found
+
+
 def build(scenario: Scenario, seed: int, profile: Profile | None = None, trace_depth: bool = False) -> Model:
     if profile is None:
         profile = profile_module.load(scenario.profile, scenario.base_dir)
-    params = model_params(profile)
-    params.scheduler = scheduler_params(profile, scenario)
+    by_host = host_params(scenario, profile)
+    params = by_host[""]
     env = Environment()
     ledger = Ledger()
     streams = stream_factory(seed)
     world = World(env, params, ledger, streams)
+    world.host_params = by_host
     world.trace_depth = trace_depth
     world.until_s = scenario.until_s
     model = Model(scenario, seed, profile, env, world, ledger)
@@ -232,6 +254,9 @@ def build(scenario: Scenario, seed: int, profile: Profile | None = None, trace_d
     for proc_spec in scenario.processes:
         process = world.add_process(proc_spec.name)
         process.exit_after_sends = proc_spec.exit_after_sends
+        # its host, and with it the machine's costs every socket and workload of it takes
+        process.host = proc_spec.host
+        process.params = by_host[proc_spec.host]
         model.processes[proc_spec.name] = process
 
     for sock_spec in scenario.sockets:
@@ -278,38 +303,38 @@ def build(scenario: Scenario, seed: int, profile: Profile | None = None, trace_d
         front.process.workloads.append(proxy)
         model.proxies.append(proxy)
 
-    for proc_spec in scenario.processes:
-        model.processes[proc_spec.name].host = proc_spec.host
     if scenario.links:  # TCP over the links between hosts (docs/model.md, "Links")
         from .model.transport.network import Network  # only with links: a scenario without never loads it
 
         world.network = Network(world, [LinkParams(link.name, link.hosts, link.bandwidth_bps, link.latency_s, link.mtu_bytes,
                                                    link.queue_bytes, link.loss) for link in scenario.links])
-    _build_machines(model, params.scheduler)
+    _build_machines(model)
     _schedule_timeline(model)
     return model
 
 
-def host_cores(scenario: Scenario, scheduler: SchedulerParams) -> dict[str, int]:
+def host_cores(scenario: Scenario, by_host: Mapping[str, ModelParams]) -> dict[str, int]:
     """The cores of each host that runs a process ("" the default host): a [[host]]'s
-    ``cores``, else ``[machine] cores``, else the profile's (``scheduler.cores``)."""
+    ``cores``, else ``[machine] cores``, else its profile's (``host_params``: the
+    scheduler's ``cores``)."""
     declared = {host.name: host.cores for host in scenario.hosts}
     cores: dict[str, int] = {}
     for proc_spec in scenario.processes:
         own = declared.get(proc_spec.host)
-        cores[proc_spec.host] = own if own is not None else scheduler.cores
+        cores[proc_spec.host] = own if own is not None else by_host[proc_spec.host].scheduler.cores
     return cores
 
 
-def _build_machines(model: Model, scheduler: SchedulerParams) -> None:
+def _build_machines(model: Model) -> None:
     """Each host's cores (a host with none gives each of its threads a core of its own)
     and a thread for each thread of the real program: one per socket with workloads (the
     harness runs a socket's [[send]]/[[recv]] in one thread), one per [[proxy]], and each
     process's I/O threads, on the machine of the process's host."""
     scenario, world = model.scenario, model.world
-    for host, cores in host_cores(scenario, scheduler).items():
+    by_host = world.host_params
+    for host, cores in host_cores(scenario, by_host).items():
         if cores > 0:
-            model.machines[host] = Machine(model.env, dataclasses.replace(scheduler, cores=cores), host)
+            model.machines[host] = Machine(model.env, dataclasses.replace(by_host[host].scheduler, cores=cores), host)
     if not model.machines:
         return
     if not scenario.hosts:

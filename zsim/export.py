@@ -1252,6 +1252,10 @@ class _Writer:
                          f"({placed}), with HOSTS giving each host's address, on a network that provides the links ({links}); "
                          "this program cannot emulate their bandwidth, latency, queue or loss (Linux's tc can: "
                          "docs/validation.md, section Links).")
+            other = [f"{host.name} ({host.profile})" for host in s.hosts if host.profile is not None and host.profile != s.profile]
+            if other:
+                notes.append(f"[[host]] profile: the simulator modelled {', '.join(other)} as another kind of machine; here every "
+                             "host is this one, with this machine's costs.")
         if s.machine.cores or any(p.affinity is not None for p in s.processes):
             notes.append(f"[machine] cores = {s.machine.cores or 0} and affinity: each process is pinned to its CPUs "
                          "(os.sched_setaffinity, Linux; core k is the k-th CPU this program may use), so its threads share "

@@ -327,8 +327,9 @@ def from_dict(raw: Mapping[str, Any], source: str = "<dict>") -> Profile:
 _CACHE: dict[str, Profile] = {}
 
 
-def load(name_or_path: str | None, base_dir: str = ".") -> Profile:
-    """A built-in profile by name, or a TOML file (relative paths from ``base_dir``)."""
+def load(name_or_path: str | None, base_dir: str = ".", field: str = "scenario.profile") -> Profile:
+    """A built-in profile by name, or a TOML file (relative paths from ``base_dir``); an error
+    names ``field``, where the name was given."""
     key = name_or_path or "default"
     if key in ("default", "ideal"):
         cache_key = "builtin:default"
@@ -347,11 +348,11 @@ def load(name_or_path: str | None, base_dir: str = ".") -> Profile:
     if cache_key in _CACHE:
         return _CACHE[cache_key]
     if not path.exists():
-        raise ScenarioError("scenario.profile", f"no such profile file {str(path)!r} (built in: {', '.join(BUILTIN)})")
+        raise ScenarioError(field, f"no such profile file {str(path)!r} (built in: {', '.join(BUILTIN)})")
     try:
         raw = files.load_toml(path, "profile file")
     except ScenarioError as exc:
-        raise ScenarioError("scenario.profile", str(exc)) from None
+        raise ScenarioError(field, str(exc)) from None
     try:
         profile = from_dict(raw, str(path))
     except ScenarioError as exc:

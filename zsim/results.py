@@ -651,10 +651,12 @@ _ZERO_WHEN_ABSENT = frozenset(INBOUND_FIELDS) - {"loss_fraction"}
 
 def host_reports(model: Model) -> dict[str, dict[str, Any]]:
     """``summary["hosts"]``: per host ("default" for processes that name none), the
-    processes it runs, its cores and, when it has cores, its machine's report."""
+    processes it runs, its cores, its profile's name and, when it has cores, its machine's
+    report."""
     from .build import host_cores
 
-    cores = host_cores(model.scenario, model.world.params.scheduler)
+    by_host = model.world.host_params
+    cores = host_cores(model.scenario, by_host)
     reports: dict[str, dict[str, Any]] = {}
     names = [host.name for host in model.scenario.hosts]
     if "" in cores:
@@ -664,6 +666,7 @@ def host_reports(model: Model) -> dict[str, dict[str, Any]]:
         reports[host or "default"] = {
             "processes": [proc.name for proc in model.scenario.processes if proc.host == host],
             "cores": cores.get(host, 0),
+            "profile": by_host[host].profile_name,  # the machine it is (its [[host]]'s profile)
             "machine": machine.report() if machine is not None else None,
         }
     return reports

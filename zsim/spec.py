@@ -198,12 +198,16 @@ class ProcessSpec:
 
 @dataclass(frozen=True)
 class HostSpec:
-    """``[[host]]``: a machine of the deployment with its own cores (``zsim.model.cpu``).
+    """``[[host]]``: a machine of the deployment with its own cores (``zsim.model.cpu``) and,
+    optionally, a profile of its own (another kind of machine: its call costs, wake-ups,
+    scheduler and kernel buffers).
 
-    ``cores = None``: the ``[machine]`` table's cores, else the profile's."""
+    ``cores = None``: the ``[machine]`` table's cores, else the host's profile's.
+    ``profile = None``: the scenario's profile."""
 
     name: str
     cores: int | None = None
+    profile: str | None = None
 
 
 @dataclass(frozen=True)
@@ -421,7 +425,7 @@ def parse_endpoint(text: str, path: str) -> Endpoint:
 _SCENARIO_KEYS = {"name", "description", "until_s", "profile", "seed"}
 _TOP_KEYS = {"scenario", "machine", "host", "link", "process", "socket", "send", "recv", "proxy", "app", "validation", "sweep",
              "limits"}
-_HOST_KEYS = {"name", "cores"}
+_HOST_KEYS = {"name", "cores", "profile"}
 _LINK_KEYS = {"name", "hosts", "bandwidth_bps", "latency_s", "mtu_bytes", "queue_bytes", "loss"}
 #: The addresses a tcp endpoint may use for its own host (libzmq's wildcard and loopback).
 LOCAL_HOSTS = ("*", "0.0.0.0", "127.0.0.1", "localhost", "::1", "::")
@@ -775,7 +779,10 @@ def _parse_hosts(raw: Any) -> tuple[HostSpec, ...]:
             raise ScenarioError(f"{path}.name", f"duplicate host name {name!r}")
         seen.add(name)
         cores = _int(table["cores"], f"{path}.cores", 0, MAX_CORES) if "cores" in table else None
-        hosts.append(HostSpec(name, cores))
+        # a built-in profile's name or a profile file (relative to the scenario's folder),
+        # read when the run is built (zsim.build.host_params), as scenario.profile is
+        profile = _str(table["profile"], f"{path}.profile") if "profile" in table else None
+        hosts.append(HostSpec(name, cores, profile))
     return tuple(hosts)
 
 

@@ -137,7 +137,7 @@ def test_every_scenario_field_is_one_the_exporter_knows():
     assert {"top": spec._TOP_KEYS, "process": spec._PROCESS_KEYS, "socket": spec._SOCKET_KEYS, "send": spec._SEND_KEYS,
             "recv": spec._RECV_KEYS, "proxy": spec._PROXY_KEYS, "machine": spec._MACHINE_KEYS,
             "options": set(OPTION_DEFAULTS)} == known
-    assert spec._HOST_KEYS == {"name", "cores"}
+    assert spec._HOST_KEYS == {"name", "cores", "profile"}
     assert spec._LINK_KEYS == {"name", "hosts", "bandwidth_bps", "latency_s", "mtu_bytes", "queue_bytes", "loss"}
 
 # -- bad input ------------------------------------------------------------------------------

@@ -227,3 +227,77 @@ def test_export_maps_hosts_to_addresses_and_says_what_a_deployment_needs():
     namespace: dict[str, Any] = {"HOSTS": {"a": "10.0.0.5"}}
     exec(on_host, namespace)
     assert namespace["on_host"]("tcp://a:5556") == "tcp://10.0.0.5:5556"
+
+
+# -- a host that is another kind of machine ---------------------------------------------------
+
+
+def _slow_profile(tmp_path: Any, factor: float = 20.0, cores: int = 4) -> str:
+    """The default profile as another machine: every send call ``factor`` times as dear, and
+    ``cores`` cores."""
+    from zsim.profile import PROFILE_DIR
+
+    text = (PROFILE_DIR / "default.toml").read_text()
+    default = 1.86435e-06
+    assert f"send_call_s = {default}" in text and "[scheduler]\ncores = 2" in text
+    text = text.replace(f"send_call_s = {default}", f"send_call_s = {default * factor}", 1)
+    text = text.replace('name = "linux-x86_64-loopback-intel-xeon-processor-2cores"', 'name = "small-board"', 1)
+    text = text.replace("[scheduler]\ncores = 2", f"[scheduler]\ncores = {cores}", 1)
+    (tmp_path / "board.toml").write_text(text)
+    return "board.toml"
+
+
+def _burst(host_profile: str | None, base_dir: Any) -> dict[str, Any]:
+    """PUSH -> PULL across the link, 3,000 sends back to back from host a."""
+    raw = {
+        "scenario": {"name": "burst", "until_s": 1.0},
+        "host": [{"name": "a"}, {"name": "b", "cores": 1}],
+        "link": [{"hosts": ["a", "b"], "bandwidth_bps": 1e9}],
+        "process": [{"name": "src", "host": "a"}, {"name": "dst", "host": "b"}],
+        "socket": [{"name": "push", "type": "PUSH", "process": "src", "connect": ["tcp://b:5557"]},
+                   {"name": "pull", "type": "PULL", "process": "dst", "bind": ["tcp://*:5557"]}],
+        "send": [{"socket": "push", "count": 3000, "size_bytes": 100}],
+        "recv": [{"socket": "pull"}],
+    }
+    if host_profile is not None:
+        raw["host"][0]["profile"] = host_profile
+    return spec.from_dict(raw, base_dir=str(base_dir))
+
+
+def test_a_host_with_a_profile_of_its_own_is_that_machine(tmp_path):
+    slow = zsim.run(_burst(_slow_profile(tmp_path), tmp_path), 0).summary
+    same = zsim.run(_burst(None, tmp_path), 0).summary
+    hosts = slow["hosts"]
+    # the host's profile gives its costs and, without a core count of its own, its cores
+    assert (hosts["a"]["profile"], hosts["a"]["cores"]) == ("small-board", 4)
+    assert (hosts["b"]["profile"], hosts["b"]["cores"]) == (same["profile"], 1)
+    assert same["hosts"]["a"]["cores"] == 2
+    # 3,000 sends at 20x the call cost: the sender on the small board takes about 20x as long
+    fast_s = same["senders"]["send.push"]["finished_at_s"]
+    slow_s = slow["senders"]["send.push"]["finished_at_s"]
+    assert slow_s > 3000 * 1.86435e-06 * 20 * 0.9 and slow_s > 10 * fast_s
+    assert slow["sockets"]["pull"]["received"] == same["sockets"]["pull"]["received"] == 3000
+    # the run page says which machine each host is, only when one is another kind
+    from zsim.report_run import _hosts
+
+    assert "small-board" in _hosts(slow) and "machine (profile)" in _hosts(slow)
+    assert "machine (profile)" not in _hosts(same)
+
+
+def test_a_host_that_names_the_scenarios_profile_runs_as_one_without(tmp_path):
+    from fingerprint import fingerprint_of
+
+    named = _burst("default", tmp_path)
+    plain = _burst(None, tmp_path)
+    assert fingerprint_of(zsim.run(named, 3)) == fingerprint_of(zsim.run(plain, 3))
+
+
+def test_a_hosts_profile_is_checked_in_one_line_naming_it(tmp_path):
+    with pytest.raises(ScenarioError, match=r"^host\[a\]\.profile: no such profile file .*nope\.toml"):
+        zsim.run(_burst("nope.toml", tmp_path), 0)
+    raw = deployment()
+    raw["host"][0]["profile"] = 3
+    assert error_of(raw).startswith("host[a].profile: must be a string")
+    raw = deployment()
+    spec.set_path(raw, "host.a.profile", "default")  # a sweep axis and a compare --vary path, as every host field
+    assert spec.from_dict(raw).hosts[0].profile == "default"

@@ -77,13 +77,15 @@ class Context:
         # thread reads share its sleep state (see Pipe.wake_group):
         # an inproc pipe is read by its reading socket's thread, a "send" pipe by the
         # writer's process's I/O thread (one per context, libzmq's default io_threads=1)
+        # the cost is the writing thread's machine's (its process's host's profile)
+        params = getattr(getattr(writer, "process", None), "params", None) or self.params
         if kind == "inproc":
-            pipe.wake_cost = self.params.transport("inproc").wake_cost
+            pipe.wake_cost = params.transport("inproc").wake_cost
             group_key: Any = ("app", id(reader))
         elif kind == "send":
             transport = getattr(owner, "transport", None)
             if transport in ("tcp", "ipc"):
-                pipe.wake_cost = self.params.transport(transport).wake_cost
+                pipe.wake_cost = params.transport(transport).wake_cost
             group_key = ("io", getattr(writer, "process", None))
         if pipe.wake_cost is not None:
             pipe.debt = self

@@ -137,9 +137,11 @@ class Socket(SendOwner):
         self.blocked_s = 0.0
         self.blocked_count = 0
         self.last_pipe_index = -1
-        self.throttle_s = ctx.params.command_throttle_s
+        # the costs of the machine its process runs on (its host's profile)
+        params = getattr(process, "params", None) or ctx.params
+        self.throttle_s = params.command_throttle_s
         self.ledger = ctx.ledger
-        wake = ctx.params.app_wake
+        wake = params.app_wake
         self.wake_sampler = wake.sampler(None if wake.is_constant else ctx.stream(f"wake.{name}")) if wake is not None else None
 
     def xinit(self) -> None:

@@ -33,6 +33,7 @@ from .sockets import XSub
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..sampler import Sampler
+    from .params import ModelParams
     from .world import Process, World
 
 #: wire bytes of one routing-id frame (5-byte generated id + header) or REQ delimiter
@@ -62,12 +63,17 @@ def message_wire_bytes(size: int, topic: str, parts: int) -> tuple[int, int]:
     return topic_len + size, wire
 
 
-def _jitter_sampler(world: World, name: str, wait_spin_s: float, typical_wait_s: float) -> Sampler | None:
+def _params(world: World, process: Any) -> ModelParams:
+    """The costs of the machine ``process`` runs on (its host's profile: ``Process.params``)."""
+    return getattr(process, "params", None) or world.params
+
+
+def _jitter_sampler(world: World, name: str, wait_spin_s: float, typical_wait_s: float, params: ModelParams) -> Sampler | None:
     """How late the program's waits end: the machine's ``time.sleep`` (profile
     ``api.sleep_late_s``, for sleeps of about ``typical_wait_s``) for a program that sleeps,
     its precise wait (``api.timer_jitter_s``) for one that spins the end of its waits
     (``wait_spin_s`` > 0)."""
-    jitter = world.params.wait_lateness(wait_spin_s, typical_wait_s)
+    jitter = params.wait_lateness(wait_spin_s, typical_wait_s)
     if jitter is None or (jitter.is_constant and jitter.value == 0):
         return None
     return jitter.sampler(None if jitter.is_constant else world.stream(f"jitter.{name}"))
@@ -133,7 +139,7 @@ class Sender:
         self.awaiting_reply = False
         self.request_sent_at = 0.0
         self.rtt = array("d")
-        params = world.params
+        params = _params(world, process)
         # an attempt costs the send call plus the program's own work around it
         self.send_cost = params.send_call_s + loop_cpu_s
         # a send that queues nothing (a PUB dropping to every subscriber) is cheaper
@@ -141,7 +147,7 @@ class Sender:
         self.drop_cost = drop_call + loop_cpu_s
         self.recv_cost = params.recv_call_s  # a REQ's reply: part of the same iteration
         self.wait_spin_s = wait_spin_s
-        self.jitter = _jitter_sampler(world, name, wait_spin_s, interval.mean)
+        self.jitter = _jitter_sampler(world, name, wait_spin_s, interval.mean, params)
         self.ledger = world.ledger
         self.is_request = socket.traits.request
         self._topic_index = 0
@@ -385,12 +391,13 @@ class Receiver:
         self.done = False
         self.waiting = False
         # a message costs the recv call plus the program's own work around it
-        self.recv_cost = world.params.recv_call_s + loop_cpu_s
-        self.send_cost = world.params.send_call_s
+        params = _params(world, process)
+        self.recv_cost = params.recv_call_s + loop_cpu_s
+        self.send_cost = params.send_call_s
         self.wait_spin_s = wait_spin_s
-        self.jitter = _jitter_sampler(world, name, wait_spin_s, service.mean)
+        self.jitter = _jitter_sampler(world, name, wait_spin_s, service.mean, params)
         # a pause (a GC stall) is a sleep of its own length: late as a sleep of that length
-        self.pause_jitter = _jitter_sampler(world, f"{name}.pause", wait_spin_s, pause.mean) if pause is not None else None
+        self.pause_jitter = _jitter_sampler(world, f"{name}.pause", wait_spin_s, pause.mean, params) if pause is not None else None
         self.ledger = world.ledger
         self.next_pause_at = float("inf")
         self.paused_s = 0.0
@@ -591,7 +598,8 @@ class Proxy:
         self.waiting = False
         self.pending: tuple[Message, Socket] | None = None
         self.forwarded = 0
-        self.cost = world.params.recv_call_s + world.params.send_call_s
+        params = _params(world, process)
+        self.cost = params.recv_call_s + params.send_call_s
         self.ledger = world.ledger
         self.thread = AppThread(world)  # its calls, their counters and its CPU
 

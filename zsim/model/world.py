@@ -36,6 +36,8 @@ class Process:
         self.name = name
         self.index = index
         self.host = ""  # the [[host]] it runs on ("" the default host)
+        #: its host's machine costs (``zsim.build.host_params``): its sockets' and workloads'
+        self.params = world.params
         self.sockets: list[Socket] = []
         self.workloads: list[Workload] = []
         self.alive = True
@@ -100,6 +102,8 @@ class World(Context):
         self.connections: list[Connection] = []
         self.socket_connections: dict[Socket, list[Connection]] = {}
         self.socket_endpoints: dict[Socket, tuple[tuple[Any, ...], tuple[Any, ...]]] = {}
+        #: each host's parameters ("" the default host: ``params``), by ``zsim.build``
+        self.host_params: dict[str, ModelParams] = {"": params}
 
     # -- construction ---------------------------------------------------------------------
 

@@ -460,15 +460,19 @@ def _hosts(summary: dict[str, Any]) -> str:
     hosts = summary.get("hosts") or {}
     if not hosts:
         return ""
+    # which machine each host is, when one is not the run's profile ([[host]] profile)
+    kinds = any(host.get("profile", summary.get("profile")) != summary.get("profile") for host in hosts.values())
     rows = []
     for name, host in hosts.items():
         machine = host.get("machine")
         threads = (machine or {}).get("threads", {}).values()
         used = sum(t["cpu_s"] for t in threads)
         waited = sum(t["waited_s"] for t in threads)
-        rows.append(([name, f"{host['cores']}" if host["cores"] else "a core per thread", ", ".join(host["processes"]),
+        kind = [str(host.get("profile", ""))] if kinds else []
+        rows.append(([name, *kind, f"{host['cores']}" if host["cores"] else "a core per thread", ", ".join(host["processes"]),
                       seconds(used) if machine else "", seconds(waited) if machine else ""], bool(waited and waited > 0.1 * used)))
-    return "<h3>Hosts</h3>" + page.table(["host", "cores", "processes", "CPU used", "waited for a core"], rows)
+    return "<h3>Hosts</h3>" + page.table(["host", *(["machine (profile)"] if kinds else []), "cores", "processes", "CPU used",
+                                          "waited for a core"], rows)
 
 
 def _network_section(summary: Mapping[str, Any], links: Sequence[data.NetworkPanel], series: RunSeries | None,

@@ -50,6 +50,7 @@ class EngineLink(Protocol):
     ctx: Context
     params: TransportParams
     latency_sampler: Any
+    transport: str  # "tcp" or "ipc": which of a host's transport costs its engines take
 
     def engine_error(self, engine: Engine, reason: str) -> None: ...
 
@@ -130,7 +131,11 @@ class Engine:
         self.ctx = link.ctx
         self.env = link.ctx.env
         self.clock = link.ctx.clock  # the time: see kernel.Clock
-        self.params: TransportParams = link.params
+        # its own host's costs (a link between hosts with different profiles); the link's
+        # when its process has none of its own
+        own = getattr(getattr(getattr(session, "socket", None), "process", None), "params", None)
+        transport = getattr(link, "transport", None)
+        self.params: TransportParams = own.transport(transport) if own is not None and transport else link.params
         self.out_wire = out_wire
         self.in_wire = in_wire
         out_wire.writer = self

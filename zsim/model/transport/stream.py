@@ -98,7 +98,7 @@ class Link:
         c_sock, b_sock = c_session.socket, b_session.socket
         name = f"{c_sock.name}<->{b_sock.name}"
         fn = self.params.kernel_capacity
-        transport = conn.transport
+        self.transport = transport = conn.transport
         c_snd = c_sock.options.sndbuf if transport == "tcp" else -1
         c_rcv = c_sock.options.rcvbuf if transport == "tcp" else -1
         b_snd = b_sock.options.sndbuf if transport == "tcp" else -1
@@ -139,7 +139,10 @@ class StreamConnection(Connection):
         self.clock = ctx.clock  # the time: see kernel.Clock
         self.endpoint = endpoint
         self.transport = endpoint.transport
-        self.params = ctx.params.transport(self.transport)
+        # the connection's handshake, hop latency and I/O wake-up: the connecting host's
+        # (a connection on one host has one; across a link each engine takes its own
+        # host's costs, Engine.params)
+        self.params = (getattr(connector.process, "params", None) or ctx.params).transport(self.transport)
         self.connector = connector
         self.index = index
         # one random stream per drawn quantity, named after the connection: a reconnect or
