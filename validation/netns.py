@@ -38,6 +38,8 @@ _COUNTER = itertools.count(1)
 #: Ethernet's framing beyond the IP packet that a veth's qdisc sees (the 14-byte header;
 #: no preamble, FCS or inter-frame gap on a veth): tbf counts this per packet.
 ETHERNET_HEADER_BYTES = 14
+#: the congestion control every connection over a made link uses (per route: ``congctl``)
+CONGESTION_CONTROL = "cubic"
 
 
 class LinkUnavailable(RuntimeError):
@@ -141,6 +143,12 @@ def _addresses(number: int) -> tuple[str, str]:
     return f"10.254.{subnet // 256}.{subnet % 256 + 1}", f"10.254.{subnet // 256}.{subnet % 256 + 2}"
 
 
+def _subnet(address: str) -> str:
+    """The /30 an end's address is in (``10.254.0.5`` -> ``10.254.0.4/30``)."""
+    *head, last = address.split(".")
+    return ".".join([*head, str(int(last) & ~3)]) + "/30"
+
+
 def _add_namespace(name: str, made: list[str]) -> None:
     _run(["ip", "netns", "add", name])
     made.append(name)
@@ -158,6 +166,10 @@ def _join(ends: Sequence[tuple[str, str, str]], spec: LinkSpec) -> None:
         _run(["ip", "-n", name, "addr", "add", f"{address}/30", "dev", device])
         _run(["ip", "-n", name, "link", "set", device, "up"])
         _run(["ip", "-n", name, "link", "set", device, "txqueuelen", "1000"])
+        # CUBIC, Linux's default and what zsim's model of a link follows, whatever this
+        # kernel's default (bbr on the project's machine; a namespace may not pick an
+        # algorithm outside tcp_allowed_congestion_control, a route may)
+        _run(["ip", "-n", name, "route", "replace", _subnet(address), "dev", device, "congctl", CONGESTION_CONTROL])
         _run(["ip", "netns", "exec", name, "tc", "qdisc", "add", "dev", device, "root", "tbf",
               "rate", f"{int(spec.rate_bps)}bit", "burst", str(spec.burst_bytes), "limit", str(spec.queue_bytes)])
 

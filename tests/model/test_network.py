@@ -177,9 +177,10 @@ def test_a_connection_held_back_by_the_receivers_window_is_window_limited():
 
 
 def test_a_connection_held_back_by_its_own_send_buffer_is_sndbuf_limited():
-    # SO_SNDBUF = 64 KB on the sender, 20 ms round trips on an idle 1 Gbit/s link: the buffer
-    # fills with bytes in flight, the writer waits for ACKs; the receiver's window is not it
-    summary = push_pull(0.01, 4000, push_options={"sndbuf": 65536})["summary"]
+    # SO_SNDBUF = 32 KB on the sender, which Linux doubles to a 64 KB buffer, 20 ms round trips
+    # on an idle 1 Gbit/s link: the buffer fills with bytes in flight, the writer waits for
+    # ACKs; the receiver's window is not it
+    summary = push_pull(0.01, 4000, push_options={"sndbuf": 32768})["summary"]
     (warning,) = link_warnings(summary)
     assert warning["code"] == "sndbuf_limited" and warning["path"] == "link[a-b]"
     assert warning["message"].startswith("connection push->pull over link 'a-b' a->b is send-buffer-limited")
@@ -269,11 +270,11 @@ def test_a_longer_round_trip_lets_the_kernel_take_more_of_a_burst():
 
 
 def test_idle_time_between_bursts_is_not_sending():
-    # one small message at 0.1 s, then 4,000 at 3 s through a 64 KB send buffer over 20 ms round
-    # trips: the rate and the limited share are over the time it had data in flight or waiting
-    # (tcpi_busy_time), so the idle 2.9 s change neither
+    # one small message at 0.1 s, then 4,000 at 3 s through a 64 KB send buffer (SO_SNDBUF 32 KB,
+    # doubled) over 20 ms round trips: the rate and the limited share are over the time it had
+    # data in flight or waiting (tcpi_busy_time), so the idle 2.9 s change neither
     def connection(early: bool) -> dict[str, Any]:
-        raw = push_pull_raw(0.01, 4000, push_options={"sndbuf": 65536})
+        raw = push_pull_raw(0.01, 4000, push_options={"sndbuf": 32768})
         raw["send"][0]["start_s"] = 3.0
         if early:
             raw["send"].insert(0, {"socket": "push", "count": 1, "size_bytes": 100, "start_s": 0.1})
@@ -288,7 +289,7 @@ def test_idle_time_between_bursts_is_not_sending():
 
 
 def test_a_link_running_at_its_capacity_is_the_limit_not_the_buffers():
-    # eight subscribers through 8 KB send buffers share a 20 Mbit/s link that runs full (TCP small
+    # eight subscribers through 8 KB send buffers (SO_SNDBUF 4 KB, doubled) share a 20 Mbit/s link that runs full (TCP small
     # queues keep its queue from dropping): each connection's buffer is full of bytes in flight,
     # but a larger one would only lengthen the link's queue, so no buffer is named
     import tomllib
@@ -296,7 +297,7 @@ def test_a_link_running_at_its_capacity_is_the_limit_not_the_buffers():
 
     raw = tomllib.loads((Path(__file__).resolve().parents[2] / "examples" / "two_hosts.toml").read_text())
     raw["process"][1]["count"] = 8
-    raw["socket"][0]["options"] = {"sndbuf": 8192}
+    raw["socket"][0]["options"] = {"sndbuf": 4096}
     summary = zsim.run(raw, 0).summary
     direction = summary["network"]["wan"]["dc->branch"]
     assert direction["active_utilisation"] > 0.9 and direction["queue_drops"] == 0
