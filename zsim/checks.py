@@ -298,6 +298,18 @@ def connection_limit(carried: Mapping[str, Any], times: Mapping[str, Any]) -> tu
     return (code, share) if share >= WINDOW_LIMITED_SHARE else None
 
 
+#: the payload a connection must carry before its bytes per second are a rate: Linux's initial
+#: window of 10 full segments (RFC 6928). Less goes out in a round trip or two, which is a
+#: latency, not a rate: a SUB's subscriptions, a REQ's small requests.
+RATE_MIN_BYTES = 10 * 1448
+
+
+def carries_a_rate(times: Mapping[str, Any]) -> bool:
+    """Whether a connection over a link carried enough for its throughput and its limited
+    shares to say anything (``RATE_MIN_BYTES``)."""
+    return bool(times["bytes"] >= RATE_MIN_BYTES)
+
+
 def limited_shares(times: Mapping[str, Any]) -> tuple[float, float]:
     """The shares of the time a connection over a link had data to send that the receiver's
     window and its own send buffer held it back (0 for a connection that sent nothing)."""

@@ -421,7 +421,7 @@ def _connection_table(summary: Mapping[str, Any]) -> list[str]:
     its receiver's window or its own send buffer held it back. The members of a big template
     fold into one line (the slowest rate, the worst round trips, the largest window and
     limited shares)."""
-    from .checks import limited_shares
+    from .checks import RATE_MIN_BYTES, carries_a_rate, limited_shares
 
     rows = [(f"{name} ({link} {direction})", tcp) for link, directions in (summary.get("network") or {}).items()
             for direction, carried in directions.items() for name, tcp in carried["connections"].items() if tcp["bytes"]]
@@ -433,14 +433,20 @@ def _connection_table(summary: Mapping[str, Any]) -> list[str]:
     folded = _folded(rows, _namer(summary))
 
     for name, tcps in folded:
-        shares = [limited_shares(tcp) for tcp in tcps]
-        lines.append(f"{one_line(name)[:39]:<40} {human_bits(min(tcp['throughput_bps'] for tcp in tcps)):>12} "
-                     f"{_ms(max(tcp['rtt_s'] for tcp in tcps)):>10} {_ms(max(tcp['max_rtt_s'] for tcp in tcps)):>10} "
-                     f"{human_bytes(max(tcp['max_cwnd_bytes'] for tcp in tcps)):>13} "
+        rated = [tcp for tcp in tcps if carries_a_rate(tcp)]
+        rtts = f"{_ms(max(tcp['rtt_s'] for tcp in tcps)):>10} {_ms(max(tcp['max_rtt_s'] for tcp in tcps)):>10} "
+        cwnd = f"{human_bytes(max(tcp['max_cwnd_bytes'] for tcp in tcps)):>13} "
+        if not rated:  # a few bytes (subscriptions): no rate to show, nor a share of its time
+            carried = f"{human_bytes(max(tcp['bytes'] for tcp in tcps))} only"
+            lines.append(f"{one_line(name)[:39]:<40} {carried:>12} {rtts}{cwnd}{'-':>13} {'-':>15}")
+            continue
+        shares = [limited_shares(tcp) for tcp in rated]
+        lines.append(f"{one_line(name)[:39]:<40} {human_bits(min(tcp['throughput_bps'] for tcp in rated)):>12} {rtts}{cwnd}"
                      f"{100 * max(w for w, _ in shares):>11.1f} % {100 * max(b for _, b in shares):>13.1f} %")
-    note = ("(throughput: payload acknowledged per second while the connection had data to send; rtt: a segment's send "
-            "to its ACK, the link's queue included; rwnd- and sndbuf-limited: share of that time the receiver's window, or "
-            "its own send buffer full of bytes in flight, held it back")
+    note = ("(throughput: payload acknowledged per second while the connection had data to send, for one that carried "
+            f"at least an initial window, {RATE_MIN_BYTES:,} bytes; less is shown as the bytes it carried; rtt: a segment's "
+            "send to its ACK, the link's queue included; rwnd- and sndbuf-limited: share of that time the receiver's "
+            "window, or its own send buffer full of bytes in flight, held it back")
     lines.append(note + ("; name xN: N members of a template, the slowest and the worst of them)" if len(folded) < len(rows) else ")"))
     return lines
 

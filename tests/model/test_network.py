@@ -303,3 +303,21 @@ def test_a_link_running_at_its_capacity_is_the_limit_not_the_buffers():
     assert direction["active_utilisation"] > 0.9 and direction["queue_drops"] == 0
     assert any(tcp["sndbuf_limited_s"] > 0.5 * tcp["sending_s"] for tcp in direction["connections"].values())
     assert link_warnings(summary) == []
+
+
+def test_a_connection_that_carried_a_few_bytes_shows_them_not_a_rate(capsys):
+    # the SUBs' subscriptions back over the WAN: 3 bytes each, whose "throughput" over one
+    # round trip (about 1 kbit/s) would read as an answer; the tables show the bytes instead
+    from pathlib import Path
+
+    from zsim.cli import main
+    from zsim.report_run import _network_section
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "two_hosts.toml"
+    assert main(["run", str(example)]) == 0
+    rows = {line.split(" (")[0]: line for line in capsys.readouterr().out.splitlines() if "(wan " in line}
+    assert "3 B only" in rows["sub1->pub"] and rows["sub1->pub"].rstrip().endswith("-")
+    assert "Mb/s" in rows["pub->sub1"] and "3 B only" not in rows["pub->sub1"]
+    summary = zsim.run(example, 0).summary
+    page = "".join(_network_section(summary, [], None, lambda *_: "", "two-hosts"))
+    assert "3 B only" in page and "Mb/s" in page

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from .. import plotting
-from ..checks import connection_limit, limited_shares
+from ..checks import RATE_MIN_BYTES, carries_a_rate, connection_limit, limited_shares
 from ..errors import EnvironmentFault
 from ..files import atomic_write, cleanup_leftovers, prepare_output_dir, shown_path
 from ..results import flat_metrics
@@ -494,9 +494,12 @@ def _network_section(summary: Mapping[str, Any], links: Sequence[data.NetworkPan
             for conn, tcp in carried["connections"].items():
                 if not tcp["bytes"]:
                     continue
-                numbers = [human_bits(tcp["throughput_bps"]), seconds(tcp["rtt_s"]), seconds(tcp["max_rtt_s"]),
+                # a few bytes (subscriptions) have no rate: the bytes carried, no share of its time
+                rated = carries_a_rate(tcp)
+                numbers = [human_bits(tcp["throughput_bps"]) if rated else f"{human_bytes(tcp['bytes'])} only",
+                           seconds(tcp["rtt_s"]), seconds(tcp["max_rtt_s"]),
                            human_bytes(tcp["max_cwnd_bytes"]), human_bytes(tcp["max_sndbuf_bytes"]),
-                           *(percent(share) for share in limited_shares(tcp))]
+                           *((percent(share) for share in limited_shares(tcp)) if rated else ("-", "-"))]
                 connections.append(([conn, f"{link} {direction}", *(Cell(n, True) for n in numbers)],
                                     connection_limit(carried, tcp) is not None))
     width = seconds(series.width_s) if series is not None else "-"
@@ -512,7 +515,9 @@ def _network_section(summary: Mapping[str, Any], links: Sequence[data.NetworkPan
         '<p class="note">Busy (active): over the span from its first frame to its last. Red rows dropped or lost packets.</p>',
         page.table(["tcp connection", "over", "throughput", "rtt mean", "rtt max", "largest cwnd", "send buffer",
                     "rwnd-limited", "sndbuf-limited"], connections),
-        '<p class="note">Throughput: payload acknowledged per second while the connection had data to send. Rtt: a segment\'s '
+        '<p class="note">Throughput: payload acknowledged per second while the connection had data to send; a connection '
+        f"that carried less than an initial window ({RATE_MIN_BYTES:,} bytes: subscriptions, a few small requests) shows "
+        "the bytes it carried instead, and no share of its time. Rtt: a segment\'s "
         "send to its ACK, the link's queue included. Send buffer: the most payload it could hold (autotuned unless sndbuf is "
         "set). Red rows: the receiver's window or the send buffer held the connection back half the time it had data to "
         "send, on a link that did not run at its capacity (the sndbuf_limited and window_limited warnings).</p>",
