@@ -24,9 +24,8 @@ Stalls: senders blocked in send (for how long, on which pipes and readers) and R
 lockstep waits (each request waits for its reply: the round trip bounds the rate).
 
 Every statement is read off the run: the ledger (when and where each copy ended), the
-summary (counters, utilisation) and the recorded levels. Where the model keeps no record
-(when exactly a reader paused), the paragraph says what the scenario asked for instead
-and says so.
+summary (counters, utilisation, when each reader paused: the first
+``zsim.model.workload.MAX_PAUSE_RECORDS`` pauses) and the recorded levels.
 """
 
 from __future__ import annotations
@@ -269,8 +268,10 @@ class _Context:
                 found[field_name] = max(found.get(field_name, 0), int(levels.hi[lo:hi, channel].max()))
         return found or None
 
-    def reader(self, name: str, start: float) -> list[str]:
-        """What the model knows about socket ``name`` as a reader."""
+    def reader(self, name: str, start: float, end: float | None = None) -> list[str]:
+        """What the model knows about socket ``name`` as a reader, around an episode from
+        ``start`` to ``end``."""
+        end = start if end is None else end
         sock = self.sockets.get(name)
         kind = sock.type if sock else "?"
         out = []
@@ -290,10 +291,9 @@ class _Context:
             for recv in recvs:
                 label = workload_label("recv", recv.name)
                 if recv.pause_every is not None and recv.pause is not None:
-                    paused = (self.receivers.get(recv.name) or {}).get("paused_s")
-                    was = f"; it was paused {human_time(paused)} in all during the run" if paused else ""
-                    out.append(f"{label} pauses for {human_time(recv.pause.expected())} about every "
-                               f"{human_time(recv.pause_every.expected())} (the model keeps no record of when{was}).")
+                    asked = (f"{label} pauses for {human_time(recv.pause.expected())} about every "
+                             f"{human_time(recv.pause_every.expected())}")
+                    out.append(_pauses(asked, self.receivers.get(recv.name) or {}, start, end))
                 begin = max(recv.start_s, sock.open_at_s if sock else 0.0)
                 if begin > start:
                     out.append(f"{label} had not started reading yet: it starts at {human_time(begin)} (start_s).")
@@ -404,6 +404,29 @@ def _stale_or_full(ctx: _Context, pipe_index: int, start: float, end: float) -> 
             f"{kind} drops a copy for a full pipe rather than wait (its mute state is 'drop').")
 
 
+def _pauses(asked: str, receiver: dict[str, Any], start: float, end: float) -> str:
+    """When the reader paused around an episode from ``start`` to ``end`` (its recorded
+    pauses, ``summary["receivers"][name]["pauses"]``), after what the scenario asked for."""
+    record = receiver.get("pauses")
+    if record is None:  # a summary of a version that kept no record
+        return f"{asked}."
+    count = int(receiver.get("pause_count", len(record)))
+    during = [(a, b) for a, b in record if a <= end and b >= start]
+    if during:
+        a, b = during[0]
+        into = (f"the episode began {human_time(start - a)} into it" if a <= start
+                else f"{human_time(a - start)} after the episode began")
+        text = f"{asked}: it was paused from {human_time(a)} to {human_time(b)}, {into}"
+        if len(during) > 1:
+            text += f", and {len(during) - 1:,} more time{'s' if len(during) > 2 else ''} before the episode ended"
+        return text + "."
+    before = [b for a, b in record if b < start]
+    if len(record) < count and (not record or record[-1][1] < start):  # past what was recorded
+        return f"{asked} ({count:,} pauses in all; the model records the first {len(record):,}, all before this episode)."
+    last = f"; its last pause before ended at {human_time(before[-1])}" if before else ""
+    return f"{asked}, but it was not paused during the episode{last}."
+
+
 def _slow_joiner(ctx: _Context, reader: str, writer: str) -> list[str]:
     sock = ctx.sockets.get(reader)
     first = ctx.first_delivery.get(reader)
@@ -424,7 +447,7 @@ def _explain_episode(ctx: _Context, state: int, where: int, rule: int, owner: in
         writer = pipe["from"]
         causes = episode.causes
         if state == DROPPED and rule_name == "hwm":
-            causes += ctx.reader(reader, start)
+            causes += ctx.reader(reader, start, end)
             causes += _pipe_chain(ctx, where, start, end)
             causes.append(_stale_or_full(ctx, where, start, end))
         elif state == DROPPED and rule_name in ("not_subscribed_yet", "not_connected"):

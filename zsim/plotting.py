@@ -496,6 +496,10 @@ def topology_figure(topo: Topology, path: str | Path, *, title: str) -> Path:
     return _save(fig, path)
 
 
+#: the shade of a reader's pauses on the depth figure
+PAUSE_COLOUR = "#7a5195"
+
+
 def depth_figure(panels: Sequence[DepthPanel], path: str | Path, *, title: str, note: str) -> Path:
     """Per direction of data, where its messages wait over time: pipes, engines, kernel
     (messages), each as the highest level per time bucket with a band down to the lowest."""
@@ -521,6 +525,8 @@ def depth_figure(panels: Sequence[DepthPanel], path: str | Path, *, title: str, 
             ax.step(times, hi, where="post", color=colour, linewidth=1.0)
             top = max(top, int(hi.max()))
             peaks.append(f"{line.label}: {int(hi.max()):,}")
+        for start, stop in panel.pauses:  # when the reader paused
+            ax.axvspan(start * scale, min(stop, end) * scale, color=PAUSE_COLOUR, alpha=0.18, linewidth=0)
         ax.text(0.005, 0.97, "peaks:\n" + "\n".join(peaks), transform=ax.transAxes, ha="left", va="top", fontsize=6.3, color="0.2",
                 bbox={"boxstyle": "round,pad=0.2", "facecolor": "white", "edgecolor": "0.8", "alpha": 0.85})
         for line in panel.lines:
@@ -549,9 +555,14 @@ def depth_figure(panels: Sequence[DepthPanel], path: str | Path, *, title: str, 
     drawn = {"send pipe" if line.place == "pipe" else line.place for panel in panels for line in panel.lines
              if line.levels.hi[:, line.channel].any()}
     legend = [(place, text) for place, text in PLACE_LEGEND if place in drawn]
-    handles = [Line2D([0], [0], color=PLACE_COLOURS[place], linewidth=2) for place, _ in legend]
+    handles: list[Any] = [Line2D([0], [0], color=PLACE_COLOURS[place], linewidth=2) for place, _ in legend]
     handles.append(Line2D([0], [0], color="0.3", linestyle=":", linewidth=1))
     labels = [text for _, text in legend] + ["a pipe's HWM (dotted, in its colour)"]
+    if any(panel.pauses for panel in panels):
+        from matplotlib.patches import Patch
+
+        handles.append(Patch(color=PAUSE_COLOUR, alpha=0.18, linewidth=0))
+        labels.append("the reader paused (shaded)")
     fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=7.5, frameon=False, bbox_to_anchor=(0.5, 0.0))
     fig.suptitle(title, fontsize=11)
     fig.text(0.5, 0.955 if rows > 1 else 0.92, note, fontsize=7.5, color="0.35", ha="center", va="top", wrap=True)

@@ -506,8 +506,14 @@ def summarise(model: Model, wall_s: float) -> RunResult:
         if len(sender.rtt):
             sender_entry["rtt_s"] = percentiles(np.frombuffer(sender.rtt, dtype=np.float64))
         senders[sender.name] = sender_entry
-    receivers: dict[str, ReceiverSummary] = {
-        r.name: {"socket": r.socket.name, "received": r.received, "paused_s": r.paused_s} for r in model.receivers}
+    receivers: dict[str, ReceiverSummary] = {}
+    for r in model.receivers:
+        reading: ReceiverSummary = {"socket": r.socket.name, "received": r.received, "paused_s": r.paused_s}
+        if r.pause_every is not None:  # a receiver that pauses: when (the first MAX_PAUSE_RECORDS) and how often
+            record = np.frombuffer(r.pauses, dtype=np.float64).reshape(-1, 2)
+            reading["pause_count"] = r.pause_count
+            reading["pauses"] = [[float(start), float(end)] for start, end in record]
+        receivers[r.name] = reading
     proxies: dict[str, ProxySummary] = {
         p.name: {"frontend": p.frontend.name, "backend": p.backend.name, "forwarded": p.forwarded} for p in model.proxies}
     # with a machine (``[machine] cores``), the CPU each process's threads used: the same

@@ -157,6 +157,10 @@ class ReceiverSummary(TypedDict):
     socket: str
     received: int
     paused_s: float
+    #: a receiver with ``pause_every_s``: how many pauses it took, and [start, end] of the
+    #: first ``zsim.model.workload.MAX_PAUSE_RECORDS`` of them (an end may lie past the run's)
+    pause_count: NotRequired[Annotated[int, SIM_ONLY]]
+    pauses: NotRequired[Annotated[list[list[float]], SIM_ONLY]]
 
 
 class ProxySummary(TypedDict):

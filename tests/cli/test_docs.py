@@ -168,8 +168,12 @@ def test_the_tutorial_runs_as_written(tmp_path: Path) -> None:
     assert "warning" not in run.lower()
     assert "121 copies dropped at pub->slow (tcp send) (rule hwm)" in explained
     assert "held up to 389 messages (2.98 MB)" in explained and "stale view of the pipe" in explained
+    # when the reader paused, which the model records (a defect of issue 30: "the model keeps no record")
+    assert ("recv[slow] pauses for 300 ms about every 1 s: it was paused from 143 ms to 444 ms, the episode began 254 ms "
+            "into it.") in explained
     episode_2 = ("Loss episode 3: from 3.14 s to 3.21 s, 136 copies dropped at pub->slow (tcp send) (rule hwm). As episode 1, except: "
-                 "pub's engine held up to 1 message (3.46 KB) written from its pipe but not yet into the kernel.")
+                 "recv[slow] pauses for 300 ms about every 1 s: it was paused from 2.89 s to 3.19 s, the episode began 259 ms into "
+                 "it. pub's engine held up to 1 message (3.46 KB) written from its pipe but not yet into the kernel.")
     assert episode_2 in explained
     assert " ".join(episode_2.split(" (rule hwm). ")[1].split()) in " ".join(text.split())
     loss = f"{100 * COMPARED_LOSS_AT_100:.4g} %"  # the command prints 4 significant digits, trailing zeros dropped

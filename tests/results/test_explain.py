@@ -262,3 +262,35 @@ def test_a_member_that_lost_again_is_counted_as_an_episode_not_as_another_member
     (first, *_) = story.paragraphs()
     assert "more members" not in first
     assert "The same happened 9 more times at the same place, at 2 members of the same template (sub1, sub2): " in first
+
+
+# -- when a reader paused ----------------------------------------------------------------------
+
+
+def test_a_pausing_reader_records_when_and_explain_says_where_an_episode_fell():
+    from zsim.explain import _pauses
+    from zsim.model.workload import MAX_PAUSE_RECORDS
+
+    raw = {
+        "scenario": {"name": "pauses", "until_s": 20.0},
+        "process": [{"name": "a"}, {"name": "b"}],
+        "socket": [{"name": "pub", "type": "PUB", "process": "a", "bind": "inproc://p"},
+                   {"name": "sub", "type": "SUB", "process": "a", "connect": "inproc://p", "options": {"subscribe": [""]}}],
+        "send": [{"socket": "pub", "rate_per_s": 2000}],
+        "recv": [{"socket": "sub", "pause_every_s": 0.01, "pause_s": 0.001}],
+    }
+    receiver = run(raw, 0).summary["receivers"]["recv.sub"]
+    # more than a thousand pauses in 20 s: the first 1,000 recorded, in order, each as long as asked
+    assert receiver["pause_count"] > MAX_PAUSE_RECORDS == len(receiver["pauses"])
+    starts = [a for a, _ in receiver["pauses"]]
+    assert starts == sorted(starts) and all(0.001 <= b - a < 0.002 for a, b in receiver["pauses"])
+    assert receiver["paused_s"] >= receiver["pause_count"] * 0.001
+    asked = "recv[sub] pauses for 1 ms about every 10 ms"
+    record = {"pause_count": 3, "pauses": [[1.0, 1.5], [3.0, 3.5], [6.0, 6.5]]}
+    assert _pauses(asked, record, 1.2, 1.3) == f"{asked}: it was paused from 1 s to 1.5 s, the episode began 200 ms into it."
+    assert _pauses(asked, record, 2.9, 6.2).endswith("100 ms after the episode began, and 1 more time before the episode ended.")
+    assert _pauses(asked, record, 4.0, 5.0) == f"{asked}, but it was not paused during the episode; its last pause before ended at 3.5 s."
+    capped = {"pause_count": 5000, "pauses": [[1.0, 1.5]]}
+    assert _pauses(asked, capped, 9.0, 9.5) == (f"{asked} (5,000 pauses in all; the model records the first 1, all before this "
+                                               "episode).")
+    assert _pauses(asked, {}, 1.0, 2.0) == f"{asked}."

@@ -640,3 +640,26 @@ def test_a_link_queue_drawn_drains_between_trains_and_is_empty_after_the_last():
     ((_, _, levels),) = recorder.result.network[:1]
     recorded = levels.hi[:, 0]
     assert (panel.queue_bytes <= recorded).all() and (panel.queue_bytes < recorded).any()
+
+
+def test_the_readers_pauses_are_shaded_on_its_depth_panel(tmp_path):
+    # a subscriber that pauses 50 ms about every 200 ms: its panel carries each recorded pause
+    # (the run's summary), the other subscriber's none, and the figure's legend says what the shade is
+    raw = {
+        "scenario": {"name": "pausing", "until_s": 2.0},
+        "process": [{"name": "a"}, {"name": "b"}, {"name": "c"}],
+        "socket": [{"name": "pub", "type": "PUB", "process": "a", "bind": "tcp://*:5556"},
+                   {"name": "slow", "type": "SUB", "process": "b", "connect": "tcp://localhost:5556", "options": {"subscribe": [""]}},
+                   {"name": "fast", "type": "SUB", "process": "c", "connect": "tcp://localhost:5556", "options": {"subscribe": [""]}}],
+        "send": [{"socket": "pub", "rate_per_s": 2000, "size_bytes": 100}],
+        "recv": [{"socket": "slow", "pause_every_s": 0.2, "pause_s": 0.05}, {"socket": "fast"}],
+    }
+    result, recorder = _recorded(raw)
+    panels = {p.direction: p for p in report_data.depth_panels(result, recorder.result)}
+    recorded = [tuple(p) for p in result.summary["receivers"]["recv.slow"]["pauses"]]
+    assert len(recorded) >= 5 and panels["pub->slow"].pauses == recorded
+    assert panels.get("pub->fast") is None or panels["pub->fast"].pauses == []
+    from zsim.plotting import depth_figure
+
+    path = depth_figure(list(panels.values()), tmp_path / "depth.png", title="t", note="n")
+    assert path.stat().st_size > 0

@@ -110,6 +110,8 @@ cdef class Receiver:
     cdef public double wait_spin_s
     cdef public object ledger
     cdef public double paused_s
+    cdef public object pauses
+    cdef public long pause_count
     cdef public object pending_reply
     cdef public object forwarding
     cdef public double forward_blocked_since

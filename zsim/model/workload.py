@@ -36,6 +36,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from .params import ModelParams
     from .world import Process, World
 
+#: pauses a receiver records (start and end) before it only counts them: a long run with a
+#: pause a second would otherwise keep millions
+MAX_PAUSE_RECORDS = 1000
 #: wire bytes of one routing-id frame (5-byte generated id + header) or REQ delimiter
 ENVELOPE_FRAME_BYTES = 7
 
@@ -401,6 +404,10 @@ class Receiver:
         self.ledger = world.ledger
         self.next_pause_at = float("inf")
         self.paused_s = 0.0
+        # when it paused: (start, end) of the first MAX_PAUSE_RECORDS pauses, flat, and how many
+        # there were (zsim explain and the run page say when a stall began)
+        self.pauses = array("d")
+        self.pause_count = 0
         self.pending_reply: Message | None = None
         self.forward_to = forward_to
         self.forwarding: Message | None = None
@@ -451,6 +458,10 @@ class Receiver:
             if length > 0 and self.pause_jitter is not None:
                 length += self.pause_jitter.next()
             self.paused_s += length
+            self.pause_count += 1
+            if self.pause_count <= MAX_PAUSE_RECORDS:
+                self.pauses.append(now)
+                self.pauses.append(now + length)
             self.next_pause_at = now + length + self.pause_every.next()  # type: ignore[union-attr]
             self.timer.arm(length)
             return

@@ -17,6 +17,7 @@ PAIR) has a head at both ends.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -294,6 +295,19 @@ class DepthPanel:
     dropped: int
     copies: int = 0  # message copies whose fate the ledger recorded on its pipes
     flags: list[str] = field(default_factory=list)
+    #: when the reader paused ([start, end] of its receivers' recorded pauses), drawn shaded
+    pauses: list[tuple[float, float]] = field(default_factory=list)
+
+
+#: pauses a depth panel shades (the first ones: more would be a grey wall)
+MAX_PAUSES_DRAWN = 200
+
+
+def reader_pauses(summary: Mapping[str, Any], socket: str) -> list[tuple[float, float]]:
+    """The recorded pauses of the receivers reading socket ``socket``, in time order."""
+    found = [(float(a), float(b)) for receiver in (summary.get("receivers") or {}).values()
+             if receiver.get("socket") == socket for a, b in receiver.get("pauses", ())]
+    return sorted(found)[:MAX_PAUSES_DRAWN]
 
 
 def depth_panels(result: Any, series: RunSeries) -> list[DepthPanel]:
@@ -358,6 +372,7 @@ def depth_panels(result: Any, series: RunSeries) -> list[DepthPanel]:
         target.peak_total = sum(line.peak for line in target.lines)
         writer, _, reader = direction.partition("->")
         target.flags = sorted(set(flags.get(reader, [])))
+        target.pauses = reader_pauses(summary, reader)
         if target.peak_total > 0 and target.copies > 0:
             panels.append(target)
     panels.sort(key=lambda p: (-p.peak_total, p.direction))
