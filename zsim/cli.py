@@ -340,7 +340,7 @@ def format_summary(summary: Mapping[str, Any], scenario: Scenario | None = None)
     lines += _socket_rows(summary)
     lines += _receiver_table(summary) + _template_table(summary) + _sender_table(summary)
     lines.append("")
-    head = f"{'pipe':<44}{'hwm':>7}{'max depth':>11}{'mean depth':>12}{'dropped':>9}{'at end':>8}"
+    head = f"{'pipe':<44}{'hwm':>7}{'max depth':>11}{'mean depth':>12}{'p99 depth':>11}{'max bytes':>11}{'dropped':>9}{'at end':>8}"
     lines.append(head)
     lines.append("-" * len(head))
     namer = _namer(summary)
@@ -351,11 +351,15 @@ def format_summary(summary: Mapping[str, Any], scenario: Scenario | None = None)
         hwms = sorted({"inf" if pipe["hwm"] <= 0 else str(pipe["hwm"]) for pipe in pipes})
         hwm = hwms[0] if len(hwms) == 1 else "mixed"
         mean_depth = sum(pipe["mean_depth"] for pipe in pipes) / len(pipes)
-        lines.append(f"{name[:43]:<44}{hwm:>7}{max(pipe['max_depth'] for pipe in pipes):>11}{_fmt(mean_depth, 12)}"
-                     f"{sum(pipe['dropped'] for pipe in pipes):>9}{sum(pipe['depth_at_end'] for pipe in pipes):>8}")
+        p99 = max(pipe.get("p99_depth", 0) for pipe in pipes)
+        max_bytes = human_bytes(max(pipe.get("max_bytes", 0) for pipe in pipes))
+        lines.append(f"{name[:43]:<44}{hwm:>7}{max(pipe['max_depth'] for pipe in pipes):>11}{_fmt(mean_depth, 12)}{p99:>11}"
+                     f"{max_bytes:>11}{sum(pipe['dropped'] for pipe in pipes):>9}{sum(pipe['depth_at_end'] for pipe in pipes):>8}")
+    lines.append("(depths in messages; p99 depth: the level it held at most for 99 % of the run's time; max bytes: the most "
+                 "payload it held at once)")
     if len(shown_pipes) > len(folded_pipes):
-        lines.append("(name xN: the pipes of N members of a template: the deepest max, the mean of their means, drops and "
-                     "at end summed)")
+        lines.append("(name xN: the pipes of N members of a template: the deepest max and p99, the mean of their means, drops "
+                     "and at end summed)")
     lines += _link_table(summary)
     lines += _thread_table(summary)
     lines.append("")

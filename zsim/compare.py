@@ -108,8 +108,8 @@ PREFERENCES: tuple[tuple[str, str | None, str], ...] = (
      r"|^seed_independent$|^random_streams_drawn$|^sending_s$|cwnd|max_sndbuf",
      None, "load, inputs and times of events"),
     (r"drop|loss|lost|discard|unroutable", "lower", "losses and drops"),
+    (r"depth|queued|backlog|_messages$|_bytes$", "lower", "queue depth and backlog"),  # before latency: p99_depth is a depth
     (r"latency|rtt|(^|_)p\d|_wait", "lower", "latency"),
-    (r"depth|queued|backlog|_messages$|_bytes$", "lower", "queue depth and backlog"),
     (r"blocked|again|window_limited|sndbuf_limited", "lower", "blocked time, refused sends, a window or send buffer holding TCP back"),
     (r"warning|overloaded|not_settled|starts_after|no_subscription|matches_nothing|rate_not_achieved", "lower",
      "warnings"),

@@ -466,6 +466,12 @@ def summarise(model: Model, wall_s: float) -> RunResult:
                 "read": pipe.read_count,
                 "max_depth": pipe.max_depth,
                 "mean_depth": pipe.mean_depth(now),
+                # the level it held for half and for 99 % of the time (time-weighted), and its
+                # payload in bytes at most and on average: what sizing a buffer needs
+                "p50_depth": pipe.level_percentile(now, 0.5),
+                "p99_depth": pipe.level_percentile(now, 0.99),
+                "max_bytes": pipe.max_bytes,
+                "mean_bytes": pipe.mean_bytes(now),
                 "depth_at_end": len(pipe.queue),
                 "dropped": pipe.dropped,
                 "dropped_by_rule": pipe_drops.get(pipe.index, {}),
@@ -631,7 +637,7 @@ SOCKET_FIELDS = ("sent", "send_again", "received", "blocked_s", "dropped_sending
 LOAD_FIELDS = ("offered_utilisation", "overloaded", "backlog_at_end", "latency_not_settled", "loss_not_settled")
 #: Per receiving socket, with the run's message table (``flat_metrics(..., result=)``).
 TIME_FIELDS = ("first_recv_s", "last_recv_s")
-PIPE_FIELDS = ("dropped", "max_depth", "mean_depth")
+PIPE_FIELDS = ("dropped", "max_depth", "mean_depth", "p50_depth", "p99_depth", "max_bytes", "mean_bytes")
 #: Per direction of a [[link]] (``network.<link>.<a>-><b>.<field>``; ``zsim.model.transport.network.Direction.report``).
 NETWORK_FIELDS = ("bytes", "packets", "utilisation", "active_utilisation", "max_queue_bytes", "queue_drops", "loss_drops", "retransmits",
                   "goodput_bps")
@@ -891,11 +897,16 @@ def flat_metrics(summary: Mapping[str, Any], result: RunResult | None = None, sc
     row["pooled_delivered_rate_per_s"] = ledger["delivered"] / summary["sim_time_s"] if summary["sim_time_s"] > 0 else 0.0
     pipes: dict[str, dict[str, float]] = {}
     for pipe in summary["pipes"]:
-        entry = pipes.setdefault(pipe["name"], {"dropped": 0, "max_depth": 0, "mean_depth": 0.0})
+        entry = pipes.setdefault(pipe["name"], {"dropped": 0, "max_depth": 0, "mean_depth": 0.0, "p50_depth": 0, "p99_depth": 0,
+                                                "max_bytes": 0, "mean_bytes": 0.0})
         by_rule = pipe.get("dropped_by_rule")
         entry["dropped"] += sum(by_rule.values()) if by_rule is not None else pipe.get("dropped", 0)
-        entry["max_depth"] = max(entry["max_depth"], pipe["max_depth"])
+        # a pipe made again (a reconnect) under the same name: the deepest of them, the
+        # means added (each over the whole run)
+        for key in ("max_depth", "p50_depth", "p99_depth", "max_bytes"):
+            entry[key] = max(entry[key], pipe.get(key, 0))
         entry["mean_depth"] += pipe.get("mean_depth", 0.0)
+        entry["mean_bytes"] += pipe.get("mean_bytes", 0.0)
     row["pooled_max_pipe_depth"] = max((p["max_depth"] for p in pipes.values()), default=0)
     for alias, pooled in POOLED_ALIASES.items():
         row[alias] = row[pooled]

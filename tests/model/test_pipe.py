@@ -133,3 +133,36 @@ def test_depth_statistics_are_time_weighted():
     assert pipe.max_depth == 2
     assert pipe.mean_depth(4.0) == pytest.approx((1 * 1 + 2 * 2 + 1 * 1) / 4)
     assert [m[0] for m in pipe.drain()] == [1] and pipe.depth == 0
+
+
+def test_the_level_it_held_is_known_by_time_and_its_payload_in_bytes():
+    # depth 1 for 1 s, 2 for 2 s, 1 for 1 s, then 0 for 6 s: half the time empty, 90 % at most 1
+    pipe, clock, _trace = make(hwm=0)
+    pipe.write((0, 0.0, 100, 103, "", None, 0))
+    clock.now = 1.0
+    pipe.write((1, 0.0, 300, 303, "", None, 0))
+    clock.now = 3.0
+    pipe.read()
+    clock.now = 4.0
+    pipe.read()
+    assert (pipe.level_percentile(10.0, 0.5), pipe.level_percentile(10.0, 0.6)) == (0, 0)
+    assert (pipe.level_percentile(10.0, 0.61), pipe.level_percentile(10.0, 0.8), pipe.level_percentile(10.0, 0.81)) == (1, 1, 2)
+    assert pipe.level_percentile(10.0, 1.0) == 2 == pipe.max_depth
+    # payload: 100 B for 1 s, 400 B for 2 s, 300 B for 1 s
+    assert pipe.max_bytes == 400 and pipe.bytes == 0
+    assert pipe.mean_bytes(10.0) == pytest.approx((100 + 800 + 300) / 10)
+
+
+def test_deep_levels_are_known_to_an_eighth_of_an_octave_and_never_understated():
+    from zsim.model.pipe import bucket_floor, level_bucket
+
+    assert [level_bucket(d) for d in (0, 63, 64, 71, 72, 127, 128, 143, 144)] == [0, 63, 64, 64, 65, 71, 72, 72, 73]
+    assert all(bucket_floor(level_bucket(d)) <= d < bucket_floor(level_bucket(d) + 1) for d in range(1, 5000))
+    pipe, clock, _trace = make(hwm=0)
+    for i in range(1000):  # 1,000 for 1 s, then 100 for 9 s
+        pipe.write(msg(i))
+    clock.now = 1.0
+    for _ in range(900):
+        pipe.read()
+    assert pipe.level_percentile(10.0, 0.5) == bucket_floor(level_bucket(100) + 1) - 1 >= 100  # 100-103: 103
+    assert pipe.level_percentile(10.0, 0.95) == 1000 == pipe.max_depth  # the bucket's top, capped at the deepest

@@ -4,6 +4,9 @@ cimport cython
 from zsim.model.kernel cimport Clock
 
 
+cpdef Py_ssize_t level_bucket(Py_ssize_t depth)
+
+
 cdef class WakeGroup:
     cdef public long awake
     cdef public double asleep_since
@@ -33,6 +36,10 @@ cdef class Pipe:
     cdef public long max_depth
     cdef public double area
     cdef public double last_change
+    cdef public double[::1] levels
+    cdef public long bytes
+    cdef public long max_bytes
+    cdef public double area_bytes
     cdef public object queue
     cdef public Clock clock
     cdef public object trace
@@ -54,10 +61,13 @@ cdef class Pipe:
 
     cpdef bint check_hwm(self)
     cpdef bint check_write(self)
-    @cython.locals(now=double, depth=Py_ssize_t, group=WakeGroup, asleep=double)
+    @cython.locals(now=double, depth=Py_ssize_t, group=WakeGroup, asleep=double, dt=double, size=long)
     cpdef write(self, msg)
     cpdef bint apply_activate_write(self, long read_count)
-    @cython.locals(now=double, depth=Py_ssize_t, count=long, lwm=long)
+    @cython.locals(now=double, depth=Py_ssize_t, count=long, lwm=long, dt=double)
     cpdef read(self)
+    @cython.locals(bucket=Py_ssize_t)
+    cdef _dwell(self, Py_ssize_t depth, double dt)
+    cpdef _grow(self, Py_ssize_t bucket)
     cpdef fall_asleep(self)
     cpdef reader_idle(self)

@@ -23,6 +23,7 @@ size buffers by; they cost two additions per operation.
 
 from __future__ import annotations
 
+from array import array
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +33,26 @@ if TYPE_CHECKING:  # pragma: no cover
     from .kernel import Environment
 
 Message = tuple[Any, ...]  # (id, t0, size, wire, topic, envelope, origin socket index, cause id)
+
+#: depths counted one by one in a pipe's time-at-level record; above, 8 buckets an octave
+LEVEL_EXACT = 64
+
+
+def level_bucket(depth: int) -> int:
+    """The bucket of a depth in ``Pipe.levels``: the depth itself below ``LEVEL_EXACT``,
+    then eight buckets an octave (64-71 is bucket 64, 72-79 bucket 65, ... 128-143 bucket 72)."""
+    if depth < LEVEL_EXACT:
+        return depth
+    octave = depth.bit_length() - 1
+    return LEVEL_EXACT + (octave - 6) * 8 + ((depth >> (octave - 3)) & 7)
+
+
+def bucket_floor(bucket: int) -> int:
+    """The smallest depth of a bucket (``level_bucket``'s inverse)."""
+    if bucket < LEVEL_EXACT:
+        return bucket
+    octave, sub = divmod(bucket - LEVEL_EXACT, 8)
+    return (8 + sub) << (octave + 3)
 
 MSG_ID = 0
 MSG_T0 = 1
@@ -107,6 +128,10 @@ class Pipe:
         "max_depth",
         "area",
         "last_change",
+        "levels",
+        "bytes",
+        "max_bytes",
+        "area_bytes",
         "dropped",
         "index",
         "trace",
@@ -152,6 +177,13 @@ class Pipe:
         self.max_depth = 0
         self.area = 0.0
         self.last_change = env.now
+        # the time it spent at each depth (``level_bucket``; grown as deeper levels are
+        # reached), for the time-weighted percentiles of its level (``level_percentile``)
+        self.levels = array("d", bytes(8 * LEVEL_EXACT // 4))  # depths 0-15, grown when deeper
+        # the payload bytes it holds now, at most, and their time integral (the mean)
+        self.bytes = 0
+        self.max_bytes = 0
+        self.area_bytes = 0.0
         self.dropped = 0
         self.index = index  # position in the world's pipe table (for records)
         self.trace: list[float] | None = None  # flat (time, depth) pairs when tracing
@@ -206,11 +238,16 @@ class Pipe:
         queue = self.queue
         now = self.clock.now
         depth = len(queue)
-        self.area += depth * (now - self.last_change)
+        dt = now - self.last_change
+        if dt > 0.0:
+            self.area += depth * dt
+            self.area_bytes += self.bytes * dt
+            self._dwell(depth, dt)
         self.last_change = now
         if self.conflate and depth:
             displaced = queue.popleft()
             depth -= 1
+            self.bytes -= displaced[2]  # MSG_SIZE (a literal: a module constant is a dict lookup when compiled)
             if self.on_displace is not None:
                 self.on_displace(displaced)
         queue.append(msg)
@@ -218,6 +255,10 @@ class Pipe:
         depth += 1
         if depth > self.max_depth:
             self.max_depth = depth
+        size = self.bytes + msg[2]  # MSG_SIZE
+        self.bytes = size
+        if size > self.max_bytes:
+            self.max_bytes = size
         if self.trace is not None:
             self.trace.append(now)
             self.trace.append(depth)
@@ -254,9 +295,14 @@ class Pipe:
             return None
         now = self.clock.now
         depth = len(queue)
-        self.area += depth * (now - self.last_change)
+        dt = now - self.last_change
+        if dt > 0.0:
+            self.area += depth * dt
+            self.area_bytes += self.bytes * dt
+            self._dwell(depth, dt)
         self.last_change = now
         msg = queue.popleft()
+        self.bytes -= msg[2]  # MSG_SIZE
         if self.trace is not None:
             self.trace.append(now)
             self.trace.append(depth - 1)
@@ -302,10 +348,15 @@ class Pipe:
         now = self.clock.now
         if self.wake_counted:
             self.reader_idle()
-        self.area += len(self.queue) * (now - self.last_change)
+        dt = now - self.last_change
+        if dt > 0.0:
+            self.area += len(self.queue) * dt
+            self.area_bytes += self.bytes * dt
+            self._dwell(len(self.queue), dt)
         self.last_change = now
         items = list(self.queue)
         self.queue.clear()
+        self.bytes = 0
         if self.trace is not None and items:
             self.trace.append(now)
             self.trace.append(0)
@@ -317,6 +368,47 @@ class Pipe:
         if span <= 0:
             return float(len(self.queue))
         return (self.area + len(self.queue) * (now - self.last_change)) / span
+
+    def mean_bytes(self, now: float, since: float = 0.0) -> float:
+        """The payload bytes it held, averaged over time."""
+        span = now - since
+        if span <= 0:
+            return float(self.bytes)
+        return (self.area_bytes + self.bytes * (now - self.last_change)) / span
+
+    def _dwell(self, depth: int, dt: float) -> None:
+        """``dt`` seconds spent at ``depth`` messages (a C array of doubles when compiled)."""
+        bucket = depth if depth < 64 else level_bucket(depth)  # LEVEL_EXACT
+        if bucket >= len(self.levels):
+            self._grow(bucket)
+        self.levels[bucket] += dt
+
+    def _grow(self, bucket: int) -> None:
+        """Room for ``bucket`` in ``levels`` (twice the buckets, at least: rarely called)."""
+        grown = array("d", bytes(8 * max(bucket + 1, 2 * len(self.levels))))
+        grown[:len(self.levels)] = array("d", self.levels)
+        self.levels = grown
+
+    def level_percentile(self, now: float, q: float) -> int:
+        """The time-weighted ``q`` quantile of its depth (0 < q <= 1): the least level L such
+        that it held at most L messages for at least ``q`` of the time since it was made; a
+        level of 64 or more is known to its bucket (an eighth of an octave) and answered by
+        the bucket's top, never below the truth, at most its ``max_depth``."""
+        levels = list(self.levels)
+        depth = len(self.queue)
+        bucket = depth if depth < LEVEL_EXACT else level_bucket(depth)
+        if bucket >= len(levels):
+            levels.extend([0.0] * (bucket + 1 - len(levels)))
+        levels[bucket] += max(0.0, now - self.last_change)
+        total = sum(levels)
+        if total <= 0.0:
+            return depth
+        running = 0.0
+        for index, seconds in enumerate(levels):
+            running += seconds
+            if running >= q * total * (1.0 - 1e-12):
+                return index if index < LEVEL_EXACT else min(self.max_depth, bucket_floor(index + 1) - 1)
+        return self.max_depth  # pragma: no cover - the sum reaches q * total
 
     def __repr__(self) -> str:
         return f"<Pipe {self.name} depth={len(self.queue)} hwm={self.hwm} W={self.written} R={self.read_count} P={self.peers_read}>"

@@ -390,15 +390,19 @@ def _pipes(result: Any) -> str:
             Cell(pipe["name"]), Cell(pipe["kind"]), Cell("none" if pipe["hwm"] <= 0 else count(pipe["hwm"]), True),
             Cell(count(pipe["written"]), True), Cell(count(pipe["read"]), True), Cell(count(pipe["max_depth"]), True,
                                                                                    0 < pipe["hwm"] <= pipe["max_depth"]),
-            Cell(f"{pipe['mean_depth']:.3g}", True), Cell(count(pipe["dropped"]), True, pipe["dropped"] > 0), Cell(by_rule or "-"),
+            Cell(f"{pipe['mean_depth']:.3g}", True), Cell(count(pipe.get("p99_depth", 0)), True),
+            Cell(human_bytes(pipe.get("max_bytes", 0)), True),
+            Cell(count(pipe["dropped"]), True, pipe["dropped"] > 0), Cell(by_rule or "-"),
             Cell(count(pipe["depth_at_end"]), True),
         ], pipe["dropped"] > 0))
     note = (f'<p class="note">Sorted by direction (writer->reader). Left out: {idle} pipe{"s" if idle != 1 else ""} that carried no '
             "message copy (the subscriber->publisher pipes of PUB/SUB carry only subscriptions). Written and read count "
             "subscriptions too; kind: "
             "send = the writer's pipe to its engine, recv = the reader's pipe from its engine.</p>") if idle else ""
-    return page.table(["pipe", "kind", "HWM", "written", "read", "max depth", "mean depth", "dropped", "dropped by rule", "at end"],
-                      rows) + note
+    note += ('<p class="note">Depths in messages. p99 depth: the level the pipe held at most for 99 % of the run\'s time '
+             "(time-weighted: what a buffer sized to it holds almost always); max bytes: the most payload it held at once.</p>")
+    return page.table(["pipe", "kind", "HWM", "written", "read", "max depth", "mean depth", "p99 depth", "max bytes", "dropped",
+                       "dropped by rule", "at end"], rows) + note
 
 
 def _links(result: Any) -> str:

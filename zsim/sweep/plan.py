@@ -629,7 +629,7 @@ class MetricNames(set):  # type: ignore[type-arg]
         return False
 
 
-PIPE_SUFFIXES = (".dropped", ".max_depth", ".mean_depth")
+PIPE_SUFFIXES = (".dropped", ".max_depth", ".mean_depth", ".p50_depth", ".p99_depth", ".max_bytes", ".mean_bytes")
 #: ``link.<writer>-><reader>.<suffix>`` (``zsim.results.flat_metrics``)
 LINK_SUFFIXES = tuple(f".{stat}_{place}_{unit}" for stat in ("max", "mean")
                       for place in ("kernel", "sender_engine", "receiver_engine") for unit in ("messages", "bytes"))
@@ -688,7 +688,8 @@ def _check_metric(value: Any, where: str, known: set[str] | None) -> None:
     hint = f" (did you mean {close[0]!r}?)" if close else ""
     main = ", ".join(m for m in sorted(known) if "." not in m)
     raise ScenarioError(where, f"unknown metric {value!r}{hint}; metrics: {main}, socket.<name>.<field>, sender.<name>.<field>, "
-                               "pipe.<pipe name>.<dropped|max_depth|mean_depth>, link.<a>-><b>.<max|mean>_<place>_<messages|bytes>, "
+                               "pipe.<pipe name>.<dropped|max_depth|mean_depth|p50_depth|p99_depth|max_bytes|mean_bytes>, "
+                               "link.<a>-><b>.<max|mean>_<place>_<messages|bytes>, "
                                "link.<a>-><b>.<tcp field> (over a [[link]]), "
                                "rtt.<socket>.<field>, e2e.<source>-><sink>.<field>, "
                                "warning.<code>, socket.<template>.<sum|min|mean|max>_<field>, a name of [report.derived]")
