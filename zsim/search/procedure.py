@@ -9,7 +9,9 @@ resumes from the stored rows takes exactly the same path.
 What it does (``docs/search.md`` explains it for designers):
 
 1. Designs are taken in order of cost (ties: grid order).
-2. Each design is screened constraint by constraint with the sequential feasibility test
+2. Each design's first run is a probe: a run that drew no random value (``seed_independent``)
+   is the design's exact value, decided at once; otherwise it is the first of ``n0``.
+   Each design is screened constraint by constraint with the sequential feasibility test
    of ``zsim.search.feasibility`` (Batur & Kim 2010), at error ``beta = (1 - confidence)
    / (designs x constraints)`` per test (Bonferroni over every test the search could run,
    so the bound holds whichever designs the data lead it to). Replication ``r`` runs with
@@ -180,11 +182,13 @@ class Procedure:
         state.spent = sum(state.available)
         for d in range(k):
             n = state.available[d]
-            if n < self.n0:
+            # runs that drew no random value give the design's exact value: one is enough
+            exact = n >= 1 and data.exact(d, n)
+            if n < self.n0 and not exact:
                 continue
             state.status[d] = OPEN
             for j, constraint in enumerate(self.constraints):
-                share = float(np.mean(data.unsteady(d, j, self.n0)))
+                share = float(np.mean(data.unsteady(d, j, min(n, self.n0))))
                 if share >= UNSTEADY_SHARE:
                     state.status[d] = NOT_STEADY
                     state.reason[d] = (f"{constraint.metric}: {share:.0%} of the first {self.n0} runs were not in steady state "
@@ -197,7 +201,7 @@ class Procedure:
                     state.reason[d] = f"{constraint.metric}: no value in replication {int(missing[0])} (the run failed or measured nothing)"
                     break
                 test = decide(values, constraint.target, constraint.sense, constraint.eps, self.beta, self.n0,
-                              constraint.bounds, exact=data.exact(d, n))
+                              constraint.bounds, exact=exact)
                 state.tests[d][j] = test
                 if test.verdict is not None:
                     state.known[d][j] = Verdict(test.verdict, d, test.used)
@@ -251,7 +255,7 @@ class Procedure:
             if id(chain) in seen:
                 continue
             seen.add(id(chain))
-            tried = [e for e in chain if state.available[e] >= self.n0 and state.status[e] == OPEN]
+            tried = [e for e in chain if state.status[e] == OPEN]  # a first stage made, or an exact run
             for j, constraint in enumerate(self.constraints):
                 better = self.better(mono, constraint)
                 # verdicts in the wrong order: meets at a value, fails where it is easier
@@ -265,6 +269,8 @@ class Procedure:
                 # paired differences of neighbours that move the wrong way
                 for a, b in zip(tried, tried[1:], strict=False):
                     n = min(state.available[a], state.available[b])
+                    if n < self.n0 and not (data.exact(a, state.available[a]) and data.exact(b, state.available[b])):
+                        continue  # one run of a design that draws at random says nothing against an exact one
                     ya, yb = data.values(a, j, n), data.values(b, j, n)
                     if not (np.all(np.isfinite(ya)) and np.all(np.isfinite(yb))):
                         continue
@@ -291,6 +297,11 @@ class Procedure:
         return Outcome("none", None, state, ())
 
     def _target(self, state: State, d: int) -> int:
+        if state.available[d] == 0:
+            # a probe: one run says whether the design draws anything random; if not, that
+            # run is its exact value and the first stage's other n0 - 1 runs are not needed
+            # (a design that does draw uses the probe as its first replication)
+            return 1
         if state.available[d] < self.n0:
             return self.n0
         wanted = [test.predicted for j, test in enumerate(state.tests[d]) if test is not None and state.known[d][j] is None]
@@ -366,8 +377,8 @@ class Procedure:
         batch: dict[int, int] = {}
         for e, target in wanted.items():  # cheapest first: the budget goes where the answer is
             extra = min(target - state.available[e], room)
-            if state.available[e] < self.n0 and state.available[e] + extra < self.n0:
-                continue  # a first stage that does not fit tells nothing
+            if target > 1 and state.available[e] < self.n0 and state.available[e] + extra < self.n0:
+                continue  # a first stage that does not fit tells nothing (a probe of one run does)
             if extra > 0:
                 batch[e] = state.available[e] + extra
                 room -= extra
