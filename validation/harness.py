@@ -406,7 +406,8 @@ def host_slices(scenario: Scenario, usable: list[int]) -> dict[str, list[int]] |
 def _host_cpus(scenario: Scenario, usable: list[int]) -> dict[str, list[int] | None]:
     """``real_cpus`` with [[host]]s: each process on its host's CPUs (``host_slices``), a
     process's ``affinity`` picking among them; when the hosts share this machine, a process
-    with an ``affinity`` is pinned to those CPUs of this machine and the others are not pinned."""
+    with an ``affinity`` is pinned to those CPUs of this machine (so core 0 of two hosts is
+    one real CPU: the run's note says the hosts share) and the others are not pinned."""
     slices = host_slices(scenario, usable)
     found: dict[str, list[int] | None] = {}
     for proc in scenario.processes:
@@ -427,8 +428,13 @@ def check_deployment(scenario: Scenario) -> None:
     """What the real harness cannot build of a deployment, refused in one line: it makes a
     link's rate, MTU and queue (``validation.netns``: tbf), not its delay or its loss, and
     every host is this machine (no host with a profile of its own)."""
+    from zsim import profile as profile_module
+
+    machine = profile_module.load(scenario.profile, scenario.base_dir)
     for host in scenario.hosts:
-        if host.profile is not None and host.profile != scenario.profile:
+        # the same machine however it is named (no name, "default", one file by two paths)
+        own = profile_module.load(host.profile, scenario.base_dir, f"host[{host.name}].profile") if host.profile is not None else machine
+        if (own.name, own.source) != (machine.name, machine.source):
             raise ScenarioError(f"host[{host.name}].profile", "the real harness runs every host on this machine: a host that is "
                                                               "another kind of machine cannot be validated here (give it the "
                                                               "scenario's profile)")

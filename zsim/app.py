@@ -107,8 +107,10 @@ class AppSocket(Workload):
         world = app.model.world
         self._world = world
         self._env = world.env
-        self._send_cost = world.params.send_call_s
-        self._recv_cost = world.params.recv_call_s
+        # the call costs of the machine its process runs on (its [[host]]'s profile)
+        params = getattr(sock.process, "params", None) or world.params
+        self._send_cost = params.send_call_s
+        self._recv_cost = params.recv_call_s
         # its calls into the model (zsim.model.appthread): a blocked send has its own
         # AppThread, as the SimPy process making it is a thread of the application
         self._thread = self._new_thread()

@@ -291,8 +291,8 @@ def connection_limit(carried: Mapping[str, Any], times: Mapping[str, Any]) -> tu
     when the direction ran at its capacity whenever it had traffic (``LINK_SATURATED``): then
     the link, not a buffer, set the pace, and a larger buffer would only lengthen its queue.
     The rule of the warnings, ``zsim explain`` and the run page alike."""
-    if times["sending_s"] <= 0 or carried["active_utilisation"] >= LINK_SATURATED:
-        return None
+    if times["sending_s"] <= 0 or carried["active_utilisation"] >= LINK_SATURATED or not carries_a_rate(times):
+        return None  # (a few bytes, subscriptions: no rate that a buffer could have held back)
     window, sndbuf = limited_shares(times)
     share, code = max((sndbuf, "sndbuf_limited"), (window, "window_limited"))
     return (code, share) if share >= WINDOW_LIMITED_SHARE else None

@@ -562,7 +562,9 @@ def depth_figure(panels: Sequence[DepthPanel], path: str | Path, *, title: str, 
         from matplotlib.patches import Patch
 
         handles.append(Patch(color=PAUSE_COLOUR, alpha=0.18, linewidth=0))
-        labels.append("the reader paused (shaded)")
+        cut = [panel for panel in panels if panel.pause_count > len(panel.pauses)]
+        labels.append("the reader paused (shaded" + (f"; the first {len(cut[0].pauses):,} of {cut[0].pause_count:,} pauses recorded)"
+                                                     if cut else ")"))
     fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=7.5, frameon=False, bbox_to_anchor=(0.5, 0.0))
     fig.suptitle(title, fontsize=11)
     fig.text(0.5, 0.955 if rows > 1 else 0.92, note, fontsize=7.5, color="0.35", ha="center", va="top", wrap=True)

@@ -843,8 +843,10 @@ def flat_metrics(summary: Mapping[str, Any], result: RunResult | None = None, sc
       MSER-5's warm-up (``zsim.steady``; NaN below 100 deliveries) and
       ``socket.<name>.warmup_end_s``, the send time where that warm-up ends;
     - with ``result`` (the run's message table): ``socket.<name>.{first,last}_recv_s``;
-    - ``pipe.<pipe name>.{dropped,max_depth,mean_depth}`` (drops of the ledger, by any
-      rule; pipes of the same name, after reconnects, are summed / maxed / summed);
+    - ``pipe.<pipe name>.{dropped,max_depth,mean_depth,p50_depth,p99_depth,max_bytes,mean_bytes}``
+      (drops of the ledger, by any rule; the depth held for half and 99 % of the run's time;
+      payload bytes; pipes of the same name, after reconnects, are summed, maxed, or for the
+      means summed);
     - ``link.<writer>-><reader>.{max,mean}_{kernel,sender_engine,receiver_engine}_{messages,bytes}``
       per direction of a tcp/ipc link: the kernel's buffers, the sending engine's unwritten
       batch, the receiving engine's decoded messages its pipe refused (links of the same

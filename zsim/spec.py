@@ -199,8 +199,9 @@ class ProcessSpec:
 @dataclass(frozen=True)
 class HostSpec:
     """``[[host]]``: a machine of the deployment with its own cores (``zsim.model.cpu``) and,
-    optionally, a profile of its own (another kind of machine: its call costs, wake-ups,
-    scheduler and kernel buffers).
+    optionally, a profile of its own (another kind of machine: its processes' call costs,
+    wake-ups and sleep lateness, its engines' costs and its scheduler; a connection's
+    handshake, hop latency and loopback kernel buffers are the connecting side's host's).
 
     ``cores = None``: the ``[machine]`` table's cores, else the host's profile's.
     ``profile = None``: the scenario's profile."""
@@ -406,8 +407,8 @@ def parse_endpoint(text: str, path: str) -> Endpoint:
         if not sep or not host:
             raise ScenarioError(path, f"tcp endpoint {text!r} needs host:port")
         if port == "*" or not (port.isascii() and port.isdigit()) or not 0 < int(port) < 65536:
-            raise ScenarioError(path, f"tcp endpoint {text!r} needs a fixed port number 1-65535 (the validation harness maps it to a free "
-                                      "port)")
+            raise ScenarioError(path, f"tcp endpoint {text!r} needs a fixed port number 1-65535 (on one machine the validation harness "
+                                      "maps it to a free port)")
         host = host.strip("[]")
         if host not in LOCAL_HOSTS and not _NAME_RE.match(host):
             raise ScenarioError(path, f"tcp host {host!r}: name a [[host]] of the scenario, or use 127.0.0.1, localhost or * for "

@@ -314,3 +314,39 @@ def test_profile_by_name_and_run_safe_take_apps():
     raw["scenario"].pop("profile")
     assert zsim.run(raw, 0, profile="ideal", apps=[app]).summary["profile"] == "ideal"
     assert zsim.run_safe(raw, 0, profile="ideal", apps=[app])["ledger"]["sent"] == 1
+
+
+def test_an_apps_calls_cost_what_its_hosts_machine_charges(tmp_path):
+    # the same app on a host whose profile makes a send call 20x as dear: its sends take longer
+    from zsim.profile import PROFILE_DIR
+
+    text = (PROFILE_DIR / "default.toml").read_text()
+    (tmp_path / "board.toml").write_text(text.replace("send_call_s = 1.86435e-06", "send_call_s = 3.7287e-05", 1))
+    done = {}
+
+    def app(app):
+        env, push = app.env, app.socket("push")
+
+        def sender():
+            for _ in range(100):
+                yield push.send(10)
+            done[app.socket("push")._sock.process.host or "default"] = env.now
+
+        app.process(sender())
+
+    def on_host(profile):
+        raw = push_pull(sndhwm=0, rcvhwm=0)
+        raw["scenario"].pop("profile", None)
+        raw["host"] = [{"name": "a", **({"profile": profile} if profile else {})}]
+        for process in raw.get("process", []):
+            process["host"] = "a"
+        if "process" not in raw:
+            raw["process"] = [{"name": "p", "host": "a"}]
+            for sock in raw["socket"]:
+                sock["process"] = "p"
+        return zsim.spec.from_dict(raw, base_dir=str(tmp_path))
+
+    zsim.run(on_host(None), 0, apps=[app])
+    plain = done.pop("a")
+    zsim.run(on_host("board.toml"), 0, apps=[app])
+    assert done["a"] > 10 * plain > 0

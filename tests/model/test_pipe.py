@@ -166,3 +166,16 @@ def test_deep_levels_are_known_to_an_eighth_of_an_octave_and_never_understated()
         pipe.read()
     assert pipe.level_percentile(10.0, 0.5) == bucket_floor(level_bucket(100) + 1) - 1 >= 100  # 100-103: 103
     assert pipe.level_percentile(10.0, 0.95) == 1000 == pipe.max_depth  # the bucket's top, capped at the deepest
+
+
+def test_a_pipe_made_late_counts_the_time_before_as_empty():
+    # made at 9 s of a 10 s run, 100 messages for its last second: held nothing for 90 % of the
+    # run, as its mean (over the run) says
+    clock = Clock()
+    clock.now = 9.0
+    trace: list = []
+    pipe = Pipe(clock, "late", 0, writer=End(clock, trace), reader=End(clock, trace))  # type: ignore[arg-type]
+    for i in range(100):
+        pipe.write(msg(i))
+    assert pipe.mean_depth(10.0) == pytest.approx(10.0)
+    assert (pipe.level_percentile(10.0, 0.9), pipe.level_percentile(10.0, 0.95)) == (0, 100)

@@ -656,10 +656,25 @@ def test_the_readers_pauses_are_shaded_on_its_depth_panel(tmp_path):
     }
     result, recorder = _recorded(raw)
     panels = {p.direction: p for p in report_data.depth_panels(result, recorder.result)}
-    recorded = [tuple(p) for p in result.summary["receivers"]["recv.slow"]["pauses"]]
+    slow = result.summary["receivers"]["recv.slow"]
+    recorded = [tuple(p) for p in slow["pauses"]]
     assert len(recorded) >= 5 and panels["pub->slow"].pauses == recorded
-    assert panels.get("pub->fast") is None or panels["pub->fast"].pauses == []
-    from zsim.plotting import depth_figure
+    assert panels["pub->slow"].pause_count == slow["pause_count"] == len(recorded)
+    assert all(panel.pauses == [] for direction, panel in panels.items() if direction != "pub->slow")
+    # the figure shades them and says so in its legend (and how many, when the record ended)
+    from zsim import plotting
 
-    path = depth_figure(list(panels.values()), tmp_path / "depth.png", title="t", note="n")
-    assert path.stat().st_size > 0
+    drawn: list = []
+    monkeypatch_save = plotting._save
+    try:
+        plotting._save = lambda fig, path: drawn.append(fig) or path  # type: ignore[assignment]
+        plotting.depth_figure(list(panels.values()), tmp_path / "depth.png", title="t", note="n")
+        panels["pub->slow"].pause_count = 5000
+        plotting.depth_figure(list(panels.values()), tmp_path / "depth.png", title="t", note="n")
+    finally:
+        plotting._save = monkeypatch_save
+    legends = [[t.get_text() for t in fig.legends[0].get_texts()] for fig in drawn]
+    assert "the reader paused (shaded)" in legends[0]
+    assert f"the reader paused (shaded; the first {len(recorded)} of 5,000 pauses recorded)" in legends[1]
+    spans = [p for p in drawn[0].axes[0].patches if p.get_facecolor()[:3] != (1.0, 1.0, 1.0)]
+    assert len(spans) >= len(recorded)

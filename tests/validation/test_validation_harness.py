@@ -503,3 +503,16 @@ def test_a_deployments_default_metrics_compare_what_each_link_direction_carried(
     assert {name for name in metrics if name.startswith("network.")} == {"network.wire.a->b.bytes", "network.wire.b->a.bytes"}
     assert check_metric_path("network.wire.a->b.queue_drops", scenario, {}) is None
     assert "did you mean 'network.wire.a->b.bytes'" in check_metric_path("network.wire.a->b.byte", scenario, {})
+
+
+def test_a_host_naming_the_scenarios_machine_is_this_machine(tmp_path):
+    from validation.harness import check_deployment
+
+    raw = _deployment()
+    raw["host"][0]["profile"] = "default"  # the scenario names none: the same machine
+    check_deployment(spec.from_dict(raw))
+    (tmp_path / "other.toml").write_text((profile_module.PROFILE_DIR / "default.toml").read_text().replace(
+        'name = "linux-x86_64-loopback-intel-xeon-processor-2cores"', 'name = "small-board"', 1))
+    raw["host"][0]["profile"] = "other.toml"
+    with pytest.raises(ScenarioError, match=r"^host\[a\]\.profile: the real harness runs every host on this machine"):
+        check_deployment(spec.from_dict(raw, base_dir=str(tmp_path)))

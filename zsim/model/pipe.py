@@ -17,8 +17,9 @@ negative id. The envelope is the routing ids in front of the body, first frame f
 ROUTER pushes the sender's on receive and routes by, and strips, the first one on send),
 followed by ``BOTTOM`` when the message carries an empty delimiter frame.
 
-Depth statistics (max and time integral) are kept here because they are the numbers users
-size buffers by; they cost two additions per operation.
+Depth statistics (max, time integral, time at each level, payload bytes) are kept here
+because they are the numbers users size buffers by; they cost a few hundred instructions a
+message (README, benchmarks).
 """
 
 from __future__ import annotations
@@ -180,6 +181,8 @@ class Pipe:
         # the time it spent at each depth (``level_bucket``; grown as deeper levels are
         # reached), for the time-weighted percentiles of its level (``level_percentile``)
         self.levels = array("d", bytes(8 * LEVEL_EXACT // 4))  # depths 0-15, grown when deeper
+        # the time before it existed counts as empty, as in mean_depth (over the whole run)
+        self.levels[0] = env.now
         # the payload bytes it holds now, at most, and their time integral (the mean)
         self.bytes = 0
         self.max_bytes = 0
@@ -391,7 +394,8 @@ class Pipe:
 
     def level_percentile(self, now: float, q: float) -> int:
         """The time-weighted ``q`` quantile of its depth (0 < q <= 1): the least level L such
-        that it held at most L messages for at least ``q`` of the time since it was made; a
+        that it held at most L messages for at least ``q`` of the run's time (before it was
+        made it held nothing, as ``mean_depth`` counts); a
         level of 64 or more is known to its bucket (an eighth of an octave) and answered by
         the bucket's top, never below the truth, at most its ``max_depth``."""
         levels = list(self.levels)

@@ -37,8 +37,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from .world import Process, World
 
 #: pauses a receiver records (start and end) before it only counts them: a long run with a
-#: pause a second would otherwise keep millions
-MAX_PAUSE_RECORDS = 1000
+#: pause a second would otherwise keep millions, and a template of a thousand receivers
+#: a thousand times that in its summary
+MAX_PAUSE_RECORDS = 200
 #: wire bytes of one routing-id frame (5-byte generated id + header) or REQ delimiter
 ENVELOPE_FRAME_BYTES = 7
 

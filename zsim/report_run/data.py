@@ -297,17 +297,17 @@ class DepthPanel:
     flags: list[str] = field(default_factory=list)
     #: when the reader paused ([start, end] of its receivers' recorded pauses), drawn shaded
     pauses: list[tuple[float, float]] = field(default_factory=list)
+    #: how many pauses its receivers took in all (more than ``pauses`` when the record ended)
+    pause_count: int = 0
 
 
-#: pauses a depth panel shades (the first ones: more would be a grey wall)
-MAX_PAUSES_DRAWN = 200
-
-
-def reader_pauses(summary: Mapping[str, Any], socket: str) -> list[tuple[float, float]]:
-    """The recorded pauses of the receivers reading socket ``socket``, in time order."""
-    found = [(float(a), float(b)) for receiver in (summary.get("receivers") or {}).values()
-             if receiver.get("socket") == socket for a, b in receiver.get("pauses", ())]
-    return sorted(found)[:MAX_PAUSES_DRAWN]
+def reader_pauses(summary: Mapping[str, Any], socket: str) -> tuple[list[tuple[float, float]], int]:
+    """The recorded pauses of the receivers reading socket ``socket``, in time order (each
+    receiver records its first ``zsim.model.workload.MAX_PAUSE_RECORDS``), and how many
+    pauses they took in all."""
+    readers = [receiver for receiver in (summary.get("receivers") or {}).values() if receiver.get("socket") == socket]
+    found = sorted((float(a), float(b)) for receiver in readers for a, b in receiver.get("pauses", ()))
+    return found, sum(int(receiver.get("pause_count", 0)) for receiver in readers)
 
 
 def depth_panels(result: Any, series: RunSeries) -> list[DepthPanel]:
@@ -372,7 +372,7 @@ def depth_panels(result: Any, series: RunSeries) -> list[DepthPanel]:
         target.peak_total = sum(line.peak for line in target.lines)
         writer, _, reader = direction.partition("->")
         target.flags = sorted(set(flags.get(reader, [])))
-        target.pauses = reader_pauses(summary, reader)
+        target.pauses, target.pause_count = reader_pauses(summary, reader)
         if target.peak_total > 0 and target.copies > 0:
             panels.append(target)
     panels.sort(key=lambda p: (-p.peak_total, p.direction))

@@ -158,7 +158,7 @@ def display_unit(metric: str, values: Iterable[float] = ()) -> tuple[float, str 
         return 1.0, "msg/s"
     if kind == "bytes":
         return 1.0, "bytes"
-    if metric.endswith(("max_depth", "mean_depth", "max_pipe_depth", "_messages")):
+    if metric.endswith(("_depth", "max_pipe_depth", "_messages")):
         return 1.0, "messages"
     return 1.0, None
 
