@@ -107,7 +107,8 @@ class AppSocket(Workload):
         world = app.model.world
         self._world = world
         self._env = world.env
-        # the call costs of the machine its process runs on (its [[host]]'s profile)
+        # the call costs of the machine its process runs on (its [[host]]'s profile; the rule
+        # of zsim.model.params.params_of, which the application API may not import)
         params = getattr(sock.process, "params", None) or world.params
         self._send_cost = params.send_call_s
         self._recv_cost = params.recv_call_s

@@ -221,19 +221,18 @@ def host_params(scenario: Scenario, profile: Profile | None = None) -> dict[str,
     ``profile``, a caller's override), and for a [[host]] with a ``profile`` of its own that
     profile's (its call costs, wake-ups, sleep lateness, transports and scheduler); hosts
     without one share the default host's object."""
+    def machine(of: Profile) -> ModelParams:
+        params = model_params(of)
+        params.scheduler = scheduler_params(of, scenario)
+        return params
+
     if profile is None:
         profile = profile_module.load(scenario.profile, scenario.base_dir)
-    default = model_params(profile)
-    default.scheduler = scheduler_params(profile, scenario)
+    default = machine(profile)
     found = {"": default}
     for host in scenario.hosts:
-        if host.profile is None:
-            found[host.name] = default
-            continue
-        own = profile_module.load(host.profile, scenario.base_dir, f"host[{host.name}].profile")
-        params = model_params(own)
-        params.scheduler = scheduler_params(own, scenario)
-        found[host.name] = params
+        found[host.name] = default if host.profile is None else machine(
+            profile_module.load(host.profile, scenario.base_dir, f"host[{host.name}].profile"))
     return found
 
 

@@ -454,6 +454,7 @@ def summarise(model: Model, wall_s: float) -> RunResult:
     pipes = []
     for info in world.pipe_info:
         pipe = info.pipe
+        p50, p99 = pipe.level_percentiles(now, (0.5, 0.99))
         pipes.append(
             {
                 "name": info.name,
@@ -468,8 +469,8 @@ def summarise(model: Model, wall_s: float) -> RunResult:
                 "mean_depth": pipe.mean_depth(now),
                 # the level it held for half and for 99 % of the time (time-weighted), and its
                 # payload in bytes at most and on average: what sizing a buffer needs
-                "p50_depth": pipe.level_percentile(now, 0.5),
-                "p99_depth": pipe.level_percentile(now, 0.99),
+                "p50_depth": p50,
+                "p99_depth": p99,
                 "max_bytes": pipe.max_bytes,
                 "mean_bytes": pipe.mean_bytes(now),
                 "depth_at_end": len(pipe.queue),

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from .kernel import Environment
-from .params import ModelParams
+from .params import ModelParams, params_of
 from .pipe import Pipe, WakeGroup
 from .sink import LedgerSink
 
@@ -78,7 +78,7 @@ class Context:
         # an inproc pipe is read by its reading socket's thread, a "send" pipe by the
         # writer's process's I/O thread (one per context, libzmq's default io_threads=1)
         # the cost is the writing thread's machine's (its process's host's profile)
-        params = getattr(getattr(writer, "process", None), "params", None) or self.params
+        params = params_of(getattr(writer, "process", None), self.params)
         if kind == "inproc":
             pipe.wake_cost = params.transport("inproc").wake_cost
             group_key: Any = ("app", id(reader))

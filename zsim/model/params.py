@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..distributions import Distribution
 
@@ -112,6 +113,13 @@ class ModelParams:
             params = TransportParams(hup_loses_kernel_data=(name == "ipc"), pollout_free_fraction=0.75 if name == "ipc" else 1.0 / 3.0)
             self.transports[name] = params
         return params
+
+
+def params_of(process: Any, fallback: ModelParams) -> ModelParams:
+    """The costs of the machine ``process`` runs on (its [[host]]'s profile: ``Process.params``,
+    set by ``zsim.build``), or ``fallback`` (the run's) for an owner without a process or one
+    built without hosts (a test's stub)."""
+    return getattr(process, "params", None) or fallback
 
 
 def unix_skb_truesize(nbytes: int) -> int:

@@ -393,11 +393,15 @@ class Pipe:
         self.levels = grown
 
     def level_percentile(self, now: float, q: float) -> int:
-        """The time-weighted ``q`` quantile of its depth (0 < q <= 1): the least level L such
-        that it held at most L messages for at least ``q`` of the run's time (before it was
-        made it held nothing, as ``mean_depth`` counts); a
-        level of 64 or more is known to its bucket (an eighth of an octave) and answered by
-        the bucket's top, never below the truth, at most its ``max_depth``."""
+        """The time-weighted ``q`` quantile of its depth (``level_percentiles``)."""
+        return self.level_percentiles(now, (q,))[0]
+
+    def level_percentiles(self, now: float, qs: tuple[float, ...]) -> list[int]:
+        """The time-weighted quantiles ``qs`` of its depth (each 0 < q <= 1, ascending), in
+        one pass: for each, the least level L such that it held at most L messages for at
+        least ``q`` of the run's time (before it was made it held nothing, as ``mean_depth``
+        counts); a level of 64 or more is known to its bucket (an eighth of an octave) and
+        answered by the bucket's top, never below the truth, at most its ``max_depth``."""
         levels = list(self.levels)
         depth = len(self.queue)
         bucket = depth if depth < LEVEL_EXACT else level_bucket(depth)
@@ -406,13 +410,16 @@ class Pipe:
         levels[bucket] += max(0.0, now - self.last_change)
         total = sum(levels)
         if total <= 0.0:
-            return depth
+            return [depth] * len(qs)
+        found: list[int] = []
         running = 0.0
         for index, seconds in enumerate(levels):
             running += seconds
-            if running >= q * total * (1.0 - 1e-12):
-                return index if index < LEVEL_EXACT else min(self.max_depth, bucket_floor(index + 1) - 1)
-        return self.max_depth  # pragma: no cover - the sum reaches q * total
+            while len(found) < len(qs) and running >= qs[len(found)] * total * (1.0 - 1e-12):
+                found.append(index if index < LEVEL_EXACT else min(self.max_depth, bucket_floor(index + 1) - 1))
+            if len(found) == len(qs):
+                return found
+        return found + [self.max_depth] * (len(qs) - len(found))  # pragma: no cover - the sum reaches q * total
 
     def __repr__(self) -> str:
         return f"<Pipe {self.name} depth={len(self.queue)} hwm={self.hwm} W={self.written} R={self.read_count} P={self.peers_read}>"

@@ -27,6 +27,7 @@ from typing import Any, Protocol
 from ..constants import INBOUND_POLL_RATE
 from ..socket_types import TYPES, SocketType
 from .context import Context
+from .params import params_of
 from .peer import Peer, Subscriptions
 from .pipe import SUBSCRIBE_ID, UNSUBSCRIBE_ID, Message, Pipe
 from .routing import SendOwner
@@ -138,7 +139,7 @@ class Socket(SendOwner):
         self.blocked_count = 0
         self.last_pipe_index = -1
         # the costs of the machine its process runs on (its host's profile)
-        params = getattr(process, "params", None) or ctx.params
+        params = params_of(process, ctx.params)
         self.throttle_s = params.command_throttle_s
         self.ledger = ctx.ledger
         wake = params.app_wake

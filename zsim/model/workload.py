@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from ..constants import frame_wire_bytes
 from .appthread import BLOCKED, CLOSED, AppThread
 from .fates import AGAIN, SENT
+from .params import params_of
 from .pipe import BOTTOM, MSG_ENVELOPE, MSG_ID, MSG_TOPIC, SUBSCRIBE_ID, Message
 from .socket import OPEN, Socket
 from .sockets import XSub
@@ -65,11 +66,6 @@ def message_wire_bytes(size: int, topic: str, parts: int) -> tuple[int, int]:
     base, extra = divmod(size, payload_frames)
     wire += extra * frame_wire_bytes(base + 1) + (payload_frames - extra) * frame_wire_bytes(base)
     return topic_len + size, wire
-
-
-def _params(world: World, process: Any) -> ModelParams:
-    """The costs of the machine ``process`` runs on (its host's profile: ``Process.params``)."""
-    return getattr(process, "params", None) or world.params
 
 
 def _jitter_sampler(world: World, name: str, wait_spin_s: float, typical_wait_s: float, params: ModelParams) -> Sampler | None:
@@ -143,7 +139,7 @@ class Sender:
         self.awaiting_reply = False
         self.request_sent_at = 0.0
         self.rtt = array("d")
-        params = _params(world, process)
+        params = params_of(process, world.params)
         # an attempt costs the send call plus the program's own work around it
         self.send_cost = params.send_call_s + loop_cpu_s
         # a send that queues nothing (a PUB dropping to every subscriber) is cheaper
@@ -395,7 +391,7 @@ class Receiver:
         self.done = False
         self.waiting = False
         # a message costs the recv call plus the program's own work around it
-        params = _params(world, process)
+        params = params_of(process, world.params)
         self.recv_cost = params.recv_call_s + loop_cpu_s
         self.send_cost = params.send_call_s
         self.wait_spin_s = wait_spin_s
@@ -610,7 +606,7 @@ class Proxy:
         self.waiting = False
         self.pending: tuple[Message, Socket] | None = None
         self.forwarded = 0
-        params = _params(world, process)
+        params = params_of(process, world.params)
         self.cost = params.recv_call_s + params.send_call_s
         self.ledger = world.ledger
         self.thread = AppThread(world)  # its calls, their counters and its CPU

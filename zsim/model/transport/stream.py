@@ -22,6 +22,7 @@ from ..fates import (
     RULE_LINGER,
     WHERE_KERNEL,
 )
+from ..params import params_of
 from ..peer import Peer, UnboundEnd
 from ..pipe import MSG_ID, Message, Pipe, PipeEndpoint
 from ..socket import Socket
@@ -142,7 +143,7 @@ class StreamConnection(Connection):
         # the connection's handshake, hop latency and I/O wake-up: the connecting host's
         # (a connection on one host has one; across a link each engine takes its own
         # host's costs, Engine.params)
-        self.params = (getattr(connector.process, "params", None) or ctx.params).transport(self.transport)
+        self.params = params_of(connector.process, ctx.params).transport(self.transport)
         self.connector = connector
         self.index = index
         # one random stream per drawn quantity, named after the connection: a reconnect or
