@@ -76,12 +76,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, TypeGuard
 
-from . import __version__, files, trust
-from . import spec as scenario_spec
-from .errors import EnvironmentFault, ScenarioError, ZsimError
-from .stats import fdr_adjust, t975, t_quantile, t_test_p, zero_upper
-from .textsafe import Code, md, md_code, md_table, md_url, one_line, terminal
-from .units import time_unit
+from .. import __version__, files, trust
+from .. import spec as scenario_spec
+from ..errors import EnvironmentFault, ScenarioError, ZsimError
+from ..stats import fdr_adjust, t975, t_quantile, t_test_p, zero_upper
+from ..textsafe import Code, md, md_code, md_table, md_url, one_line, terminal
+from ..units import time_unit
 
 #: Replications per design unless ``-n`` (or a sweep file) says otherwise.
 DEFAULT_REPLICATIONS = 10
@@ -204,7 +204,7 @@ def _check_design_count(count: int, where: str) -> None:
 
 def _validated(raw: Mapping[str, Any], base_dir: str, source: str) -> str:
     """Validate a scenario (and its profile) as a run would; its digest."""
-    from . import profile as profile_module
+    from .. import profile as profile_module
 
     scenario = scenario_spec.from_dict(copy.deepcopy(dict(raw)), base_dir=base_dir, source=source)
     profile_module.load(scenario.profile, base_dir)
@@ -295,7 +295,7 @@ def _flag_error(exc: ScenarioError) -> ScenarioError:
 
 
 def _from_plan(plan: Any, name_of: Callable[[Any], str]) -> list[Design]:
-    from .sweep.plan import _canonical
+    from ..sweep.plan import _canonical
 
     sweep = plan.sweep
     fixed = json.loads(_canonical(dict(sweep.fixed)))
@@ -312,7 +312,7 @@ def _from_plan(plan: Any, name_of: Callable[[Any], str]) -> list[Design]:
 
 def _from_variants(source: Source, varies: Sequence[tuple[str, list[Any]]], links: Sequence[tuple[str, str]],
                    sets: Sequence[tuple[str, Any]], replications: int) -> list[Design]:
-    from .sweep import plan as sweep_plan
+    from ..sweep import plan as sweep_plan
 
     found = _load_source(source, 0, "scenario file")
     raw, path = found.raw, found.shown
@@ -340,7 +340,7 @@ def _from_variants(source: Source, varies: Sequence[tuple[str, list[Any]]], link
 
 
 def _from_sweep(source: Source, replications: int | None, seed: int | None) -> tuple[list[Design], Any]:
-    from .sweep import plan as sweep_plan
+    from ..sweep import plan as sweep_plan
 
     sweep = sweep_plan.parse(source)
     path = "<dict 1>" if isinstance(source, Mapping) else files.shown_path(source)
@@ -434,7 +434,7 @@ def make_designs(sources: Sequence[Source], *, vary: Sequence[str] = (), link: S
     if names:
         if len(names) != len(designs):
             raise ScenarioError("--name", f"give one name per design: {len(designs)} designs, {len(names)} names")
-        from .limits import check_text
+        from ..limits import check_text
 
         names = [one_line(check_text(name, "--name")) for name in names]
         if len(set(names)) != len(names) or not all(name.strip() for name in names):
@@ -449,7 +449,7 @@ def make_designs(sources: Sequence[Source], *, vary: Sequence[str] = (), link: S
 
 def seeds(root_seed: int, replications: int) -> list[int]:
     """The seed of each replication, the same for every design (common random numbers)."""
-    from .sweep.plan import seed_for
+    from ..sweep.plan import seed_for
 
     return [seed_for(root_seed, "", rep, True) for rep in range(replications)]
 
@@ -471,7 +471,7 @@ def payload(designs: Sequence[Design], run_timeout_s: float | None, apps: Mappin
     """What a sweep worker needs to run any run of the comparison: each design is a point
     ``d<i>`` carrying its whole scenario and folder (``zsim.sweep.worker``); ``apps``, the
     code the workers may run (``check_apps``; None: none)."""
-    from .sweep.plan import _digest
+    from ..sweep.plan import _digest
 
     body: dict[str, Any] = {
         "base": {},
@@ -497,15 +497,15 @@ def run_designs(designs: Sequence[Design], replications: int, root_seed: int, *,
     worker processes; ``spark``). Replication r has the same seed whatever ``start`` is, so
     more replications extend a comparison exactly. A batch an engine loses (a worker
     killed) is run once more; lost again, it is an ``EnvironmentFault``."""
-    from .sweep.execute import ENGINES, make_engine
-    from .sweep.plan import DEFAULT_RUN_TIMEOUT_S, Task, batches
+    from ..sweep.execute import ENGINES, make_engine
+    from ..sweep.plan import DEFAULT_RUN_TIMEOUT_S, Task, batches
 
     if engine not in ENGINES:
         raise ScenarioError("--engine", f"must be one of {', '.join(ENGINES)}, got {engine!r}")
     if master is not None and engine != "spark":
         raise ScenarioError("--master", "is for --engine spark")
     if engine == "spark":
-        from .sweep.spark import preflight
+        from ..sweep.spark import preflight
 
         if master is None and jobs is not None:
             master = f"local[{jobs}]"
@@ -859,7 +859,7 @@ class Comparison:
         baseline ``diff_mean``, ``diff_ci_low``, ``diff_ci_high``, its ``verdict`` (empty
         for the baseline), ``prefers`` (lower, higher or empty) and ``warned`` (the warnings
         that question this design's number: code -> runs that raised it; ``{}`` if none). Numbers in SI units, as in ``to_json``."""
-        from .results import _pandas
+        from ..results import _pandas
 
         pd = _pandas()
         records = []
@@ -894,8 +894,8 @@ def _add_derived(rows: list[list[dict[str, Any]]], derived: Mapping[str, str]) -
     """``[report.derived]`` of a sweep file: one more number per run."""
     if not derived:
         return
-    from . import expressions
-    from .sweep.plan import check_derived
+    from .. import expressions
+    from ..sweep.plan import check_derived
 
     order = check_derived(derived, None)
     parsed = {name: expressions.parse(derived[name]) for name in order}
@@ -995,7 +995,7 @@ def check_metric_names(wanted: Sequence[str], designs: DesignSet) -> None:
     """Before any run: every ``--metric`` must be a metric some design's runs can have
     (``zsim.sweep.plan.known_metrics``) or a derived one; pipe and link names, made by the
     model, and globs over them are checked after the runs."""
-    from .sweep.plan import known_metrics
+    from ..sweep.plan import known_metrics
 
     sets = [known_metrics(d.raw) for d in designs.designs]
     listed = sorted({name for known in sets if known is not None for name in known} | set(designs.derived))
@@ -1013,7 +1013,7 @@ def metric_result(name: str, rows: Sequence[Sequence[Mapping[str, Any]]], result
                   prefer: Mapping[str, str | None] | None = None) -> MetricResult:
     """One metric compared: every design's sample, every design's paired difference from the
     first, verdicts and the warnings that concern it."""
-    from .sweep.report import metric_label
+    from ..sweep.report import metric_label
 
     prefers, family = preference(name, prefer)
     label = metric_label(name)
@@ -1033,7 +1033,7 @@ def metric_result(name: str, rows: Sequence[Sequence[Mapping[str, Any]]], result
         label = f"{field_name.replace('_', ' ')} of link {link_name} {direction}"
     values = [[_number(row.get(name)) if row.get("ok") else None for row in design_rows] for design_rows in rows]
     samples = [describe(v) for v in values]
-    from .sweep.report import metric_kind
+    from ..sweep.report import metric_kind
 
     if metric_kind(name) == "fraction":  # a share lies in [0, 1]: so does its interval (differences may be negative)
         samples = [s if s.low is None or s.high is None else dataclasses.replace(s, low=max(0.0, s.low), high=min(1.0, s.high))
@@ -1048,7 +1048,7 @@ def metric_result(name: str, rows: Sequence[Sequence[Mapping[str, Any]]], result
 
 def _select(all_results: list[MetricResult], wanted: Sequence[str], max_metrics: int,
             candidates: Sequence[str] = ()) -> tuple[list[MetricResult], Selection]:
-    from .results import POOLED_ALIASES
+    from ..results import POOLED_ALIASES
 
     by_name = {m.name: m for m in all_results}
     if wanted:
@@ -1079,7 +1079,7 @@ def _select(all_results: list[MetricResult], wanted: Sequence[str], max_metrics:
 def _with_derived(design_set: DesignSet, derive: Sequence[str]) -> DesignSet:
     """``--derive NAME=EXPR`` added to the designs' derived metrics, checked as a sweep
     file's ``[report.derived]`` (names, expressions, no cycle) before any run."""
-    from .sweep.plan import check_derived
+    from ..sweep.plan import check_derived
 
     derived = dict(design_set.derived)
     for text in derive:
@@ -1117,7 +1117,7 @@ def _group(metric: MetricResult) -> tuple[str, str]:
 
 
 def _pooled_names() -> set[str]:
-    from .results import POOLED_ALIASES
+    from ..results import POOLED_ALIASES
 
     return {"sent", "copies", "delivered", "forwarded", "dropped", "discarded", "lost_on_close", "queued_at_end", "warnings",
             *POOLED_ALIASES, *POOLED_ALIASES.values()}
@@ -1322,7 +1322,7 @@ class Unit:
 def unit_for(metric: str, values: Sequence[float], differences: Sequence[float] = ()) -> Unit:
     """Units of a metric's values and differences: ``zsim.units`` for times (differences
     in their own unit: 2.8 s against -73 ms), % and percentage points for fractions."""
-    from .sweep.report import metric_kind
+    from ..sweep.report import metric_kind
 
     kind = metric_kind(metric)
     if kind == "fraction":
@@ -1650,8 +1650,8 @@ def figure(metric: MetricResult, comparison: Comparison, path: Path) -> Path:
     """One metric side by side: per design its replications as points (a thin grey line
     joins the runs of one replication, which share a seed), its mean and 95 % interval; the
     verdicts against the baseline under the title."""
-    from . import plotting
-    from .plotting import _pyplot, colour_for
+    from .. import plotting
+    from ..plotting import _pyplot, colour_for
 
     plt = _pyplot()
     unit = _metric_unit(metric)
