@@ -520,7 +520,7 @@ def load_scenario(args: argparse.Namespace) -> Scenario:
     ``compare --vary``: ``zsim.spec.set_path``), validated; a bad path or value is one
     ``ScenarioError`` naming the ``--set`` path."""
     from . import files, spec
-    from .compare import assignment, toml_value
+    from .compare.designs import assignment, toml_value
 
     sets = [assignment(text, "--set", "PATH=VALUE (e.g. socket.pub.options.sndhwm=5000)") for text in args.set or ()]
     if not sets:
@@ -630,7 +630,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 def _worst_of_sweep(args: argparse.Namespace) -> Any:
     """``--sweep DIR --worst METRIC``: the run to explain (``zsim.sweep.replay``)."""
-    from .compare import preference
+    from .compare.verdicts import preference
     from .sweep.replay import worst_run
 
     if args.worst is None:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import zsim
-from zsim.compare import preference
+from zsim.compare.verdicts import preference
 from zsim.sweep.report import metric_label
 
 

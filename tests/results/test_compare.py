@@ -16,6 +16,9 @@ import pytest
 import zsim
 from zsim import compare as cmp
 from zsim.cli import main
+from zsim.compare.designs import make_designs, parse_values
+from zsim.compare.runs import DesignResult, run_designs
+from zsim.compare.verdicts import MetricResult, best_design, control, describe, metric_result, paired, preference
 from zsim.sweep.plan import seed_for
 
 MM1K = """\
@@ -66,7 +69,7 @@ def designs(tmp_path: Path) -> dict[str, str]:
 
 
 def test_describe_is_the_student_t_interval():
-    sample = cmp.describe([1.0, 2.0, 3.0, 4.0, 5.0])
+    sample = describe([1.0, 2.0, 3.0, 4.0, 5.0])
     half = 2.7764451051977934 * math.sqrt(2.5) / math.sqrt(5)  # t(0.975, 4) * sd / sqrt(n)
     assert (sample.n, sample.missing, sample.mean) == (5, 0, 3.0)
     assert sample.sd == pytest.approx(math.sqrt(2.5), rel=1e-15)
@@ -75,15 +78,15 @@ def test_describe_is_the_student_t_interval():
 
 
 def test_describe_leaves_out_missing_values_and_has_no_interval_for_one_value():
-    sample = cmp.describe([None, 4.0, math.nan])
+    sample = describe([None, 4.0, math.nan])
     assert (sample.n, sample.missing, sample.mean, sample.low, sample.high) == (1, 2, 4.0, None, None)
-    empty = cmp.describe([None, math.nan])
+    empty = describe([None, math.nan])
     assert (empty.n, empty.mean) == (0, None)
 
 
 def test_paired_difference_interval_and_verdicts():
     # differences 1, 0.5, 2: mean 7/6, sd sqrt(7/12), t(0.975, 2) = 4.302652729749462
-    difference = cmp.paired([10.0, 12.0, 14.0], [11.0, 12.5, 16.0], prefers="higher")
+    difference = paired([10.0, 12.0, 14.0], [11.0, 12.5, 16.0], prefers="higher")
     half = 4.302652729749462 * math.sqrt(7 / 12) / math.sqrt(3)
     assert difference.sample.mean == pytest.approx(7 / 6, rel=1e-15)
     assert difference.sample.low == pytest.approx(7 / 6 - half, rel=1e-12)
@@ -92,26 +95,26 @@ def test_paired_difference_interval_and_verdicts():
     # differences 1.0, 1.1, 0.9, 1.0: clearly above 0
     clear = [10.0, 20.0, 30.0, 40.0]
     up = [11.0, 21.1, 30.9, 41.0]
-    assert cmp.paired(clear, up, "higher").verdict == "better"
-    assert cmp.paired(clear, up, "lower").verdict == "worse"
-    assert cmp.paired(clear, up, None).verdict == "higher"
-    assert cmp.paired(up, clear, None).verdict == "lower"
-    assert cmp.paired(up, clear, "lower").verdict == "better"
+    assert paired(clear, up, "higher").verdict == "better"
+    assert paired(clear, up, "lower").verdict == "worse"
+    assert paired(clear, up, None).verdict == "higher"
+    assert paired(up, clear, None).verdict == "lower"
+    assert paired(up, clear, "lower").verdict == "better"
 
 
 def test_the_same_difference_in_every_replication_is_a_difference_not_noise():
-    difference = cmp.paired([1.0, 5.0, 9.0], [3.0, 7.0, 11.0], prefers="lower")
+    difference = paired([1.0, 5.0, 9.0], [3.0, 7.0, 11.0], prefers="lower")
     assert (difference.sample.mean, difference.sample.low, difference.sample.high) == (2.0, 2.0, 2.0)
     assert difference.sample.constant and not difference.identical
     assert difference.verdict == "worse"
 
 
 def test_identical_numbers_are_identical_and_pairs_need_two_replications():
-    same = cmp.paired([1.0, 5.0, 9.0], [1.0, 5.0, 9.0], prefers="lower")
+    same = paired([1.0, 5.0, 9.0], [1.0, 5.0, 9.0], prefers="lower")
     assert same.identical and same.verdict == "identical" and same.sample.mean == 0.0
-    assert cmp.paired([1.0, None, 3.0], [2.0, 5.0, math.nan], None).verdict == "too few replications"
+    assert paired([1.0, None, 3.0], [2.0, 5.0, math.nan], None).verdict == "too few replications"
     # a value in one design only is not "identical"
-    assert not cmp.paired([None, None], [1.0, 1.0], None).identical
+    assert not paired([None, None], [1.0, 1.0], None).identical
 
 
 @pytest.mark.parametrize(("metric", "prefers"), [
@@ -145,19 +148,19 @@ def test_identical_numbers_are_identical_and_pairs_need_two_replications():
     ("socket.pub.sent", None),
 ])
 def test_preferred_direction_by_metric_family(metric, prefers):
-    assert cmp.preference(metric)[0] == prefers
+    assert preference(metric)[0] == prefers
 
 
 def test_prefer_overrides_the_table():
-    assert cmp.preference("batch_s", {"batch_s": "lower"}) == ("lower", "--prefer")
+    assert preference("batch_s", {"batch_s": "lower"}) == ("lower", "--prefer")
 
 
 # -- common random numbers, a known answer ---------------------------------------------------
 
 
 def test_replication_r_has_the_same_seed_in_every_design(designs):
-    set_ = cmp.make_designs([designs["hwm1"], designs["hwm100"]], replications=3, seed=11)
-    rows = cmp.run_designs(set_.designs, 3, 11, engine="serial")
+    set_ = make_designs([designs["hwm1"], designs["hwm100"]], replications=3, seed=11)
+    rows = run_designs(set_.designs, 3, 11, engine="serial")
     expected = [seed_for(11, "", r, True) for r in range(3)]
     assert [row["seed"] for row in rows[0]] == expected == [row["seed"] for row in rows[1]]
     assert len(set(expected)) == 3
@@ -323,19 +326,19 @@ def test_vary_makes_the_designs_with_path_value_names(designs, capsys):
     assert [d["name"] for d in data["designs"]] == ["socket.pub.options.sndhwm=1", "socket.pub.options.sndhwm=100"]
     assert data["designs"][1]["overrides"] == {"socket.pub.options.sndhwm": 100, "socket.sub.options.rcvhwm": 100}
     # the variant with HWM 100 on both sides is the file hwm100.toml: the same scenario digest
-    files = cmp.make_designs([designs["hwm1"], designs["hwm100"]])
+    files = make_designs([designs["hwm1"], designs["hwm100"]])
     assert data["designs"][1]["scenario_digest"] == files.designs[1].digest
     assert data["designs"][0]["scenario_digest"] == files.designs[0].digest
     assert data["metrics"][0]["designs"][1]["difference"]["verdict"] == "better"
 
 
 def test_set_changes_every_design_and_is_shown(designs):
-    plain = cmp.make_designs([designs["hwm1"], designs["hwm100"]])
-    longer = cmp.make_designs([designs["hwm1"], designs["hwm100"]], set_=["scenario.until_s=5"])
+    plain = make_designs([designs["hwm1"], designs["hwm100"]])
+    longer = make_designs([designs["hwm1"], designs["hwm100"]], set_=["scenario.until_s=5"])
     assert [d.raw["scenario"]["until_s"] for d in longer.designs] == [5, 5]
     assert [d.digest for d in longer.designs] != [d.digest for d in plain.designs]
     assert longer.designs[0].describe().endswith("hwm1.toml; set scenario.until_s = 5")
-    variants = cmp.make_designs([designs["hwm1"]], vary=["socket.pub.options.sndhwm=1,100"], set_=["scenario.until_s=5"],
+    variants = make_designs([designs["hwm1"]], vary=["socket.pub.options.sndhwm=1,100"], set_=["scenario.until_s=5"],
                                 link=["socket.sub.options.rcvhwm=socket.pub.options.sndhwm"])
     assert variants.designs[1].describe().endswith(
         "hwm1.toml with socket.pub.options.sndhwm = 100 (and 1 linked path); set scenario.until_s = 5")
@@ -344,9 +347,9 @@ def test_set_changes_every_design_and_is_shown(designs):
 
 
 def test_vary_values_are_toml(designs):
-    assert cmp.parse_values('1, 2.5, true, "a,b", { dist = "exponential", mean_s = 0.001 }', "--vary x") == [
+    assert parse_values('1, 2.5, true, "a,b", { dist = "exponential", mean_s = 0.001 }', "--vary x") == [
         1, 2.5, True, "a,b", {"dist": "exponential", "mean_s": 0.001}]
-    assert cmp.parse_values("PUB,XPUB", "--vary x") == ["PUB", "XPUB"]
+    assert parse_values("PUB,XPUB", "--vary x") == ["PUB", "XPUB"]
 
 
 def test_a_sweep_file_s_points_are_the_designs(designs, tmp_path):
@@ -374,7 +377,7 @@ kept = "socket.sub.delivered / socket.sub.copies"
     assert kept.prefers is None and kept.differences[1].verdict == "higher"
     assert kept.values[1] == [1.0, 1.0]
     # -n and --seed override the sweep's
-    assert cmp.make_designs([str(sweep)], replications=3, seed=9).replications == 3
+    assert make_designs([str(sweep)], replications=3, seed=9).replications == 3
 
 
 # -- engines ----------------------------------------------------------------------------------
@@ -503,17 +506,17 @@ def test_report_folder_is_checked_before_the_runs(designs, tmp_path, capsys):
 # -- which differences count, and which design is best (issue 30 item 3) ---------------------
 
 
-def _noise_metrics(count: int, replications: int, seed: int) -> list[cmp.MetricResult]:
+def _noise_metrics(count: int, replications: int, seed: int) -> list[MetricResult]:
     """``count`` metrics on which two designs behave the same: every number is noise."""
     import numpy as np
 
     rng = np.random.default_rng(seed)
-    design = cmp.DesignResult(None, replications, 0, [], {}, {})  # type: ignore[arg-type]
+    design = DesignResult(None, replications, 0, [], {}, {})  # type: ignore[arg-type]
     metrics = []
     for index in range(count):
         rows = [[{"ok": True, f"socket.r{index}.latency_p99_s": float(x)} for x in rng.normal(1.0, 0.1, replications)]
                 for _ in range(2)]
-        metrics.append(cmp.metric_result(f"socket.r{index}.latency_p99_s", rows, [design, design]))
+        metrics.append(metric_result(f"socket.r{index}.latency_p99_s", rows, [design, design]))
     return metrics
 
 
@@ -524,7 +527,7 @@ def test_noise_over_hundreds_of_metrics_is_not_reported_as_findings():
     metrics = _noise_metrics(300, 10, seed=7)
     uncorrected = sum(m.detectable for m in metrics)
     assert uncorrected >= 5
-    decided = cmp.control(metrics, min_effect=0.0)
+    decided = control(metrics, min_effect=0.0)
     assert decided.tests == 300 and decided.fdr == 0.05
     assert sum(m.detectable for m in metrics) == 0
     assert all(d.q is not None and d.q > 0.05 for m in metrics for d in m.differences[1:] if d is not None)
@@ -532,39 +535,39 @@ def test_noise_over_hundreds_of_metrics_is_not_reported_as_findings():
 
 def test_a_real_difference_survives_the_control_and_a_small_one_is_negligible():
     metrics = _noise_metrics(50, 10, seed=3)
-    design = cmp.DesignResult(None, 10, 0, [], {}, {})  # type: ignore[arg-type]
+    design = DesignResult(None, 10, 0, [], {}, {})  # type: ignore[arg-type]
     big = [[{"ok": True, "socket.x.dropped": base + r} for r in range(10)] for base in (100.0, 50.0)]
     small = [[{"ok": True, "socket.y.dropped": base + r} for r in range(10)] for base in (100.0, 102.0)]
-    metrics += [cmp.metric_result("socket.x.dropped", big, [design, design]),
-                cmp.metric_result("socket.y.dropped", small, [design, design])]
-    cmp.control(metrics, min_effect=0.05)
+    metrics += [metric_result("socket.x.dropped", big, [design, design]),
+                metric_result("socket.y.dropped", small, [design, design])]
+    control(metrics, min_effect=0.05)
     x, y = metrics[-2:]
     assert x.differences[1].verdict == "better" and x.differences[1].q == 0.0
     # 2 more drops in every replication: beyond noise, but 2 % of the larger mean
     assert y.differences[1].verdict == "negligible" and not y.detectable
-    cmp.control(metrics, min_effect=0.0)
+    control(metrics, min_effect=0.0)
     assert y.differences[1].verdict == "worse"
 
 
 def test_the_best_design_is_named_and_every_other_tested_against_it():
     # four designs of one metric that prefers lower: C is best, A within noise of it, B and D worse
-    design = cmp.DesignResult(None, 8, 0, [], {}, {})  # type: ignore[arg-type]
+    design = DesignResult(None, 8, 0, [], {}, {})  # type: ignore[arg-type]
     jitter = [0.3, -0.2, 0.1, -0.4, 0.25, 0.0, -0.1, 0.05]
     means = {"A": 10.05, "B": 13.0, "C": 10.0, "D": 20.0}
     rows = [[{"ok": True, "socket.s.latency_p99_s": mean + j + (0.2 * (-1) ** r if name == "A" else 0.0)}
              for r, j in enumerate(jitter)] for name, mean in means.items()]
-    metric = cmp.metric_result("socket.s.latency_p99_s", rows, [design] * 4)
-    best = cmp.best_design(metric, min_effect=0.05)
+    metric = metric_result("socket.s.latency_p99_s", rows, [design] * 4)
+    best = best_design(metric, min_effect=0.05)
     assert best is not None
     assert best.design == 2 and best.ties == [0] and [i for i, _ in best.worse] == [1, 3] and best.comparisons == 3
     assert [round(d, 6) for _, d in best.worse] == [3.0, 10.0]
     # with a practical effect of 40 %, B (30 % worse) is as good as C for the designer
-    assert cmp.best_design(metric, min_effect=0.4).ties == [0, 1]
+    assert best_design(metric, min_effect=0.4).ties == [0, 1]
     # a design whose runs warned is not named best while one that did not warn exists
     metric.warned[2] = {"overloaded": 8}
-    assert cmp.best_design(metric).design == 0
+    assert best_design(metric).design == 0
     # no preferred direction, or two designs: no best line
-    assert cmp.best_design(cmp.metric_result("socket.s.latency_p99_s", rows[:2], [design] * 2)) is None
+    assert best_design(metric_result("socket.s.latency_p99_s", rows[:2], [design] * 2)) is None
 
 
 def test_compare_names_the_best_of_several_designs(designs, capsys):
@@ -644,13 +647,13 @@ def test_a_fraction_s_interval_stays_in_zero_to_one_and_its_difference_does_not(
     # a loss fraction of 0, 0, 0, 5 %: the t interval reaches below 0; a loss cannot
     rows = [[{"ok": True, "socket.sub.loss_fraction": v} for v in (0.0, 0.0, 0.0, 0.05)],
             [{"ok": True, "socket.sub.loss_fraction": v} for v in (0.0, 0.0, 0.0, 0.0)]]
-    raw = cmp.describe([0.0, 0.0, 0.0, 0.05])
+    raw = describe([0.0, 0.0, 0.0, 0.05])
     assert raw.low is not None and raw.low < 0
-    designs = [cmp.DesignResult(design=None, runs=4, failed=0, errors=[], warnings={}, socket_flags={}) for _ in range(2)]  # type: ignore[arg-type]
-    metric = cmp.metric_result("socket.sub.loss_fraction", rows, designs)
+    designs = [DesignResult(design=None, runs=4, failed=0, errors=[], warnings={}, socket_flags={}) for _ in range(2)]  # type: ignore[arg-type]
+    metric = metric_result("socket.sub.loss_fraction", rows, designs)
     assert metric.samples[0].low == 0.0 and metric.samples[0].high == raw.high
     assert metric.differences[1] is not None and metric.differences[1].sample.low is not None
     assert metric.differences[1].sample.low < 0  # 0 - 5 %: a difference may be negative
     # a metric that is not a fraction keeps its t interval
     rows = [[{"ok": True, "socket.sub.latency_p99_s": v} for v in (0.0, 0.0, 0.0, 0.05)]] * 2
-    assert cmp.metric_result("socket.sub.latency_p99_s", rows, designs).samples[0].low == raw.low
+    assert metric_result("socket.sub.latency_p99_s", rows, designs).samples[0].low == raw.low
