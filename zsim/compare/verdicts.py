@@ -56,7 +56,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any, TypeGuard
 
 from ..errors import ScenarioError
-from ..stats import fdr_adjust, t975, t_quantile, t_test_p
+from ..stats import fdr_adjust, mean_half_width, t_quantile, t_test_p
 from ..textsafe import terminal
 from .designs import DesignSet, assignment
 from .runs import DesignResult, _number
@@ -135,7 +135,7 @@ def describe(values: Sequence[float | None]) -> Sample:
     if n < 2:
         return Sample(n, len(values) - n, mean, None, None, None, constant)
     sd = 0.0 if constant else statistics.stdev(finite)
-    half = t975(n - 1) * sd / math.sqrt(n)
+    half = mean_half_width(n, sd)
     return Sample(n, len(values) - n, mean, sd, mean - half, mean + half, constant)
 
 
