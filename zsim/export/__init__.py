@@ -18,7 +18,7 @@ ordinary process, come out as one function with the member index ``i`` when thei
 differs only in strings and numbers that are linear in ``i`` (``"w{i+1}_in"`` ->
 ``f"w{i + 1}_in"``), checked for every member; otherwise each member is written out.
 
-Nothing here imports zmq: the output is text. ``zsim.export_plumbing`` holds the fixed
+Nothing here imports zmq: the output is text. ``zsim.export.plumbing`` holds the fixed
 part of every program (the clock, the end of the run, the counts).
 """
 
@@ -35,12 +35,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import __version__, export_plumbing, files, spec
-from .distributions import Distribution
-from .errors import ScenarioError
-from .socket_types import DIST, ROUTE, TYPES
-from .spec import LOCAL_HOSTS, RecvSpec, Scenario, SendSpec, SocketSpec
-from .templates import Template
+from .. import __version__, files, spec
+from ..distributions import Distribution
+from ..errors import ScenarioError
+from ..socket_types import DIST, ROUTE, TYPES
+from ..spec import LOCAL_HOSTS, RecvSpec, Scenario, SendSpec, SocketSpec
+from ..templates import Template
+from . import plumbing
 
 #: Names the generated code uses itself: a socket or loop never gets one of them.
 _RESERVED = frozenset(
@@ -1068,16 +1069,16 @@ class _Writer:
         threads_only = len(s.processes) == 1 and s.processes[0].crash_at_s is None
         main = self.main(threads_only)
         self._notes()
-        plumbing = export_plumbing.CORE.strip("\n")
+        fixed = plumbing.CORE.strip("\n")
         if "rng" in self.needs:
-            plumbing += "\n" + export_plumbing.RNG.rstrip("\n")
+            fixed += "\n" + plumbing.RNG.rstrip("\n")
         if "frames" in self.needs:
-            plumbing += "\n" + export_plumbing.FRAMES.rstrip("\n")
+            fixed += "\n" + plumbing.FRAMES.rstrip("\n")
         parts = [self.header(threads_only), self.imports() + "\n\n" + self.constants()]
         parts += sections
         parts.append(_section("main: start the processes, end the run, print the counts") + "\n\n\n" + main)
         parts.append(_section("plumbing: the run's clock, its end and the counts (the same in every exported program)") + "\n\n\n"
-                     + plumbing)
+                     + fixed)
         parts.append('if __name__ == "__main__":\n    sys.exit(main())')
         return "\n\n\n".join(part.strip("\n") for part in parts) + "\n"
 
@@ -1463,7 +1464,7 @@ def export_pyzmq(scenario: Scenario, source: str | None = None, program: str = "
     ``ScenarioError`` for what a program cannot be written for (an ``[[app]]``, a socket a
     forwarding stage writes to that has loops of its own).
     """
-    from .limits import MAX_EXPORT_BYTES
+    from ..limits import MAX_EXPORT_BYTES
 
     text = _Writer(scenario, source if source is not None else scenario.source, program).program()
     if MAX_EXPORT_BYTES is not None and len(text) > MAX_EXPORT_BYTES:
