@@ -25,12 +25,10 @@ part of every program (the clock, the end of the run, the counts).
 from __future__ import annotations
 
 import builtins
-import io
 import keyword
 import re
 import textwrap
-import tokenize
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,6 +40,8 @@ from ..socket_types import DIST, ROUTE, TYPES
 from ..spec import LOCAL_HOSTS, RecvSpec, Scenario, SendSpec, SocketSpec
 from ..templates import Template
 from . import plumbing
+from .fold import fold, fstring_literal, infer
+from .literals import describe, doc_safe, docstring, draw, num, quoted, quoted_bytes, seconds, section, value_lists, wrap
 
 #: Names the generated code uses itself: a socket or loop never gets one of them.
 _RESERVED = frozenset(
@@ -58,229 +58,6 @@ _RESERVED = frozenset(
 )
 
 _SOCKET_CONSTANT = {name: f"zmq.{name}" for name in TYPES}
-
-
-# --------------------------------------------------------------------------------------
-# Literals and descriptions
-
-
-def _escaped(text: str) -> str:
-    """The inside of a double-quoted Python literal of ``text``: each character as Python's
-    own ``repr`` escapes it (backslashes, newlines, NUL, every control and unprintable
-    character), a double quote as ``\\"``."""
-    return "".join('\\"' if ch == '"' else "'" if ch == "'" else repr(ch)[1:-1] for ch in text)
-
-
-def _str(text: str) -> str:
-    """A double-quoted Python literal of ``text`` (``_escaped``): it reads back as ``text``,
-    whatever it holds, and nothing in it can end the literal."""
-    return f'"{_escaped(str(text))}"'
-
-
-def _bytes(text: str) -> str:
-    """A bytes literal of ``text`` (UTF-8): ``b"weather."``, or ``"é".encode()``."""
-    if text.isascii():
-        return "b" + _str(text)  # ASCII: a bytes literal escapes as a str literal does
-    return f"{_str(text)}.encode()"
-
-
-_DOC_ESCAPES = {ord("\\"): "\\\\", ord('"'): '\\"',
-                **{code: f"\\\\x{code:02x}" for code in (*range(32), *range(0x7F, 0xA0))},
-                **{code: f"\\\\u{code:04x}" for code in (0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A))}}
-
-
-def _doc_safe(text: str) -> str:
-    """``text`` for inside a docstring or a comment: backslashes and double quotes escaped
-    (no ``\"\"\"`` can end the docstring, no trailing quote can join its end), control
-    characters, line separators and bidirectional overrides as visible escapes (no NUL in
-    the source, no line break that would end a comment, nothing that reorders the text)."""
-    return text.translate(_DOC_ESCAPES)
-
-
-def _num(value: float) -> str:
-    """A float literal as Python writes it (``0.001``, ``1e-05``, ``4.0``)."""
-    return repr(float(value))
-
-
-def _seconds(value: float) -> str:
-    """``0.1 ms``, ``2.5 s``: for comments and docstrings."""
-    if value == 0:
-        return "0 s"
-    if value < 1:
-        return f"{value * 1000:.6g} ms"
-    return f"{value:.6g} s"
-
-
-def _size(value: float) -> str:
-    return f"{value:,.0f} B"
-
-
-def _describe(dist: Distribution) -> str:
-    """A distribution in words, for docstrings."""
-    unit = _seconds if dist.unit == "s" else _size
-    if dist.kind == "constant":
-        return unit(dist.value)
-    if dist.kind == "exponential":
-        return f"exponential, mean {unit(dist.mean)}"
-    if dist.kind == "uniform":
-        return f"uniform over {unit(dist.low)} to {unit(dist.high)}"
-    if dist.kind == "lognormal":
-        return f"lognormal, mean {unit(dist.mean)}, sigma {dist.sigma:g}"
-    return "one of " + ", ".join(unit(v) for v in dist.values)
-
-
-def _draw(dist: Distribution, name: str, integer: bool = False) -> str:
-    """A Python expression of one draw of ``dist`` from the loop's ``rng``; an empirical
-    distribution draws from the list ``name`` (``_values`` writes it)."""
-    if dist.kind == "constant":
-        return str(int(round(dist.value))) if integer else _num(dist.value)
-    if dist.kind == "exponential":
-        expression = f"rng.exponential({_num(dist.mean)})" if dist.mean > 0 else "0.0"
-    elif dist.kind == "uniform":
-        expression = f"rng.uniform({_num(dist.low)}, {_num(dist.high)})"
-    elif dist.kind == "lognormal":
-        # numpy's lognormal takes the mean of the logarithm; the scenario gives the mean
-        expression = f"rng.lognormal(math.log({_num(dist.mean)}) - {dist.sigma!r} ** 2 / 2, {dist.sigma!r})"
-    else:
-        expression = f"rng.choice({name})"
-    return f"max(0, int(round({expression})))" if integer else expression
-
-
-def _values(dists: Iterable[tuple[Distribution | None, str]]) -> list[str]:
-    """``name = [...]`` for each empirical distribution, wrapped (a loop function's prelude)."""
-    lines = []
-    for dist, name in dists:
-        if dist is not None and dist.kind == "empirical":
-            items = ", ".join(_num(v) for v in dist.values)
-            wrapped = textwrap.wrap(items, 100)
-            if len(wrapped) == 1:
-                lines.append(f"    {name} = [{items}]  # equally likely")
-            else:
-                lines += [f"    {name} = [  # equally likely", *(f"        {line}" for line in wrapped), "    ]"]
-    return lines
-
-
-def _linear(a: int, b: int) -> str:
-    """``a*i + b`` as Python, written as one would: ``i + 1``, ``5600 + i``, ``5600 + 2 * i``, ``7 - i``."""
-    term = "i" if abs(a) == 1 else f"{abs(a)} * i"
-    if b == 0:
-        return term if a > 0 else f"-{term}"
-    if a < 0:
-        return f"{b} - {term}" if b > 0 else f"-{term} - {-b}"
-    if b > 99:  # a base number (a port): first
-        return f"{b} + {term}"
-    return f"{term} + {b}" if b > 0 else f"{term} - {-b}"
-
-
-# --------------------------------------------------------------------------------------
-# Folding the members of a template into one function of ``i``
-
-
-_RUN = re.compile(r"(\d+)")
-
-
-def infer(values: Sequence[str]) -> list[str | tuple[int, int]] | None:
-    """The pattern behind the strings of members 0, 1, ...: literal pieces and ``(a, b)``
-    for a number ``a*i + b``; None unless it reproduces every value exactly."""
-    if len(values) < 2:
-        return None
-    pieces = [_RUN.split(value) for value in values]
-    if any(len(p) != len(pieces[0]) for p in pieces):
-        return None
-    pattern: list[str | tuple[int, int]] = []
-    for k, first in enumerate(pieces[0]):
-        column = [p[k] for p in pieces]
-        if all(item == first for item in column):
-            pattern.append(first)
-            continue
-        if k % 2 == 0:  # text between the numbers differs
-            return None
-        b = int(column[0])
-        a = int(column[1]) - b
-        if any(str(a * i + b) != item for i, item in enumerate(column)):
-            return None
-        pattern.append((a, b))
-    merged: list[str | tuple[int, int]] = []
-    for part in pattern:  # one literal between two numbers
-        if isinstance(part, str) and merged and isinstance(merged[-1], str):
-            merged[-1] += part
-        else:
-            merged.append(part)
-    return merged
-
-
-def _render(pattern: Sequence[str | tuple[int, int]]) -> str:
-    """A pattern as text, its numbers as ``{a*i + b}`` (for docstrings and comments)."""
-    return "".join(part if isinstance(part, str) else "{" + _linear(*part) + "}" for part in pattern)
-
-
-def _fstring(pattern: Sequence[str | tuple[int, int]]) -> str:
-    """A pattern of literal source text as an f-string (``"w1_in"`` -> ``f"w{i + 1}_in"``)."""
-    return "f" + "".join(part.replace("{", "{{").replace("}", "}}") if isinstance(part, str) else "{" + _linear(*part) + "}"
-                         for part in pattern)
-
-
-def fold(texts: Sequence[str]) -> str | None:
-    """One text for the members' texts when they differ only in string, number and comment
-    tokens linear in the member index ``i``, else None. Docstrings and comments get the
-    pattern as text (``w{i + 1}_in``), strings become f-strings, numbers expressions."""
-    if len(texts) < 2:
-        return None
-    try:
-        streams = [list(tokenize.generate_tokens(io.StringIO(text).readline)) for text in texts]
-    except (tokenize.TokenError, SyntaxError):
-        return None
-    first = streams[0]
-    if any(len(s) != len(first) for s in streams):
-        return None
-    lines = texts[0].splitlines(keepends=True)
-    edits: list[tuple[tuple[int, int], tuple[int, int], str]] = []
-    previous = None
-    for k, token in enumerate(first):
-        column = [s[k] for s in streams]
-        if any(t.type != token.type for t in column):
-            return None
-        if all(t.string == token.string for t in column):
-            if token.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT):
-                previous = token
-            continue
-        if token.type not in (tokenize.STRING, tokenize.NUMBER, tokenize.COMMENT):
-            return None
-        pattern = infer([t.string for t in column])
-        if pattern is None:
-            return None
-        if token.type == tokenize.COMMENT or (previous is not None and previous.type == tokenize.INDENT):
-            replacement = _render(pattern)  # a comment or a docstring: the pattern, as text
-        elif token.type == tokenize.NUMBER:
-            if len(pattern) != 3 or pattern[0] or pattern[2] or isinstance(pattern[1], str):
-                return None  # only whole integers fold
-            replacement = f"({_linear(*pattern[1])})"
-        else:
-            folded = _string_fstring(token.string, pattern)
-            if folded is None:
-                return None
-            replacement = folded
-        edits.append((token.start, token.end, replacement))
-        if token.type != tokenize.COMMENT:
-            previous = token
-    for start, end, replacement in reversed(edits):
-        (row1, col1), (row2, col2) = start, end
-        head = lines[row1 - 1][:col1]
-        tail = lines[row2 - 1][col2:]
-        lines[row1 - 1:row2] = [head + replacement + tail]
-    return "".join(lines)
-
-
-def _string_fstring(source: str, pattern: Sequence[str | tuple[int, int]]) -> str | None:
-    """A string token's source (``"w1_in"``, ``b"w1"``) as an f-string of its pattern, or None
-    for a token that cannot become one (a triple-quoted or raw string)."""
-    match = re.match(r"[A-Za-z]*", source)
-    head = match.group(0) if match else ""
-    first = pattern[0]
-    if head.lower() not in ("", "b") or source[len(head):].startswith(('"""', "'''")) or not isinstance(first, str):
-        return None
-    text = _fstring([first[len(head):], *pattern[1:]])
-    return text + ".encode()" if head else text
 
 
 # --------------------------------------------------------------------------------------
@@ -438,7 +215,7 @@ class _Writer:
                 self.notes.append(
                     f"socket {sock.name}: its loops {before.name} and {after.name} run one after the other in the thread that owns "
                     f"the socket (a ZeroMQ socket belongs to one thread); the simulator runs them side by side from "
-                    f"t = {_seconds(self.s.starts_at(before))} and {_seconds(self.s.starts_at(after))}"
+                    f"t = {seconds(self.s.starts_at(before))} and {seconds(self.s.starts_at(after))}"
                 )
 
     # -- code: sockets -----------------------------------------------------------------
@@ -450,7 +227,7 @@ class _Writer:
         params = "ctx: zmq.Context" + (", i: int" if member else "")
         where = [f"binds {e.text}" for e in sock.bind] + [f"connects {e.text}" for e in sock.connect]
         lines = [f"def {fn}({params}) -> zmq.Socket:",
-                 f'    """[[socket]] {sock.name}: {sock.type}, {_doc_safe(", then ".join(where))}."""',
+                 f'    """[[socket]] {sock.name}: {sock.type}, {doc_safe(", then ".join(where))}."""',
                  f"    sock = ctx.socket({_SOCKET_CONSTANT[sock.type]})"]
         lines.append(f"    sock.setsockopt(zmq.SNDHWM, {opts.sndhwm})" + ("  # 0: no limit" if opts.sndhwm == 0 else ""))
         lines.append(f"    sock.setsockopt(zmq.RCVHWM, {opts.rcvhwm})" + ("  # 0: no limit" if opts.rcvhwm == 0 else ""))
@@ -459,7 +236,7 @@ class _Writer:
         lines.append(f"    sock.setsockopt(zmq.LINGER, {opts.linger}){linger_note}")
         if traits.has_routing_id:
             note = "  # the name ROUTER peers address it by" if sock.options.routing_id is None else ""
-            lines.append(f"    sock.setsockopt(zmq.ROUTING_ID, {_bytes(sock.routing_id)}){note}")
+            lines.append(f"    sock.setsockopt(zmq.ROUTING_ID, {quoted_bytes(sock.routing_id)}){note}")
         for name, constant, default in (("sndtimeo", "SNDTIMEO", -1), ("rcvtimeo", "RCVTIMEO", -1), ("sndbuf", "SNDBUF", -1),
                                         ("rcvbuf", "RCVBUF", -1), ("reconnect_ivl", "RECONNECT_IVL", 100),
                                         ("reconnect_ivl_max", "RECONNECT_IVL_MAX", 0)):
@@ -472,28 +249,28 @@ class _Writer:
                 lines.append(f"    sock.setsockopt(zmq.{constant}, 1)")
         if traits.filters_on_recv:
             for prefix in opts.subscribe:
-                lines.append(f"    sock.setsockopt(zmq.SUBSCRIBE, {_bytes(prefix)})" + ("  # everything" if prefix == "" else ""))
+                lines.append(f"    sock.setsockopt(zmq.SUBSCRIBE, {quoted_bytes(prefix)})" + ("  # everything" if prefix == "" else ""))
         for endpoint in sock.bind:
-            lines.append(f"    sock.bind({_str(endpoint.text)})")
+            lines.append(f"    sock.bind({quoted(endpoint.text)})")
         for endpoint in sock.connect:
             if endpoint.transport == "tcp" and endpoint.host not in LOCAL_HOSTS:
-                lines.append(f"    sock.connect(on_host({_str(endpoint.text)}))  # a [[host]]'s name: its address in HOSTS")
+                lines.append(f"    sock.connect(on_host({quoted(endpoint.text)}))  # a [[host]]'s name: its address in HOSTS")
             else:
-                lines.append(f"    sock.connect({_str(endpoint.text)})")
+                lines.append(f"    sock.connect({quoted(endpoint.text)})")
         if traits.sends_subscriptions and not traits.filters_on_recv:
             for prefix in opts.subscribe:
-                lines.append(f'    sock.send(b"\\x01" + {_bytes(prefix)})  # an XSUB subscribes by sending \\x01 + prefix')
+                lines.append(f'    sock.send(b"\\x01" + {quoted_bytes(prefix)})  # an XSUB subscribes by sending \\x01 + prefix')
         lines.append("    return sock")
         return lines
 
     def _open_call(self, sock: SocketSpec, member: bool) -> str:
         fn = self.ident("socket", sock.name, member, prefix="open_")
         args = ", i" if member else ""
-        close = f", close_at_s={_num(sock.close_at_s)}" if sock.close_at_s is not None else ""
+        close = f", close_at_s={num(sock.close_at_s)}" if sock.close_at_s is not None else ""
         after = self.waits.get(sock.name, [])
         if after:
-            close += f", after=({', '.join(_str(name) for name in after)},)"
-        return f"proc.open({_str(sock.name)}, {fn}{args}, at_s={_num(sock.open_at_s)}{close})"
+            close += f", after=({', '.join(quoted(name) for name in after)},)"
+        return f"proc.open({quoted(sock.name)}, {fn}{args}, at_s={num(sock.open_at_s)}{close})"
 
     def socket_thread(self, unit: _SocketUnit, exit_after_sends: bool, member: bool) -> list[str]:
         sock = unit.sock
@@ -502,12 +279,12 @@ class _Writer:
         i_param = ", i: int" if member else ""
         i_arg = ", i" if member else ""
         owned = f"socket {sock.name}" + (f" and socket {unit.forward.name} (its results go there)" if unit.forward else "")
-        held = f"until t = {_seconds(sock.close_at_s)}" if sock.close_at_s is not None else "until the process leaves"
+        held = f"until t = {seconds(sock.close_at_s)}" if sock.close_at_s is not None else "until the process leaves"
         runs = ", then ".join(w.name for w in unit.loops) if unit.loops else "no loop"
         if unit.interleaved:
             runs = " and ".join(w.name for w in unit.loops) + " in one poll loop"
-        doc = f"The thread that owns {owned}: opened at t = {_seconds(sock.open_at_s)}, runs {runs}, held open {held}."
-        lines = [f"def {fn}(proc: Proc{i_param}) -> None:", *_docstring(doc, 4),
+        doc = f"The thread that owns {owned}: opened at t = {seconds(sock.open_at_s)}, runs {runs}, held open {held}."
+        lines = [f"def {fn}(proc: Proc{i_param}) -> None:", *docstring(doc, 4),
                  f"    with {self._open_call(sock, member)} as {var}:" if unit.loops else f"    with {self._open_call(sock, member)}:"]
         indent = "        "
         forward_var = None
@@ -537,17 +314,17 @@ class _Writer:
         """The loop statement and its end check; its counter is ``n`` when ``need_n``."""
         counter = "n" if need_n else "_"
         if count is not None:
-            iterate = f"proc.attempts({_str(loop)}, {count})" if resumable else f"range({count})"
+            iterate = f"proc.attempts({quoted(loop)}, {count})" if resumable else f"range({count})"
             head = [f"    for {counter} in {iterate}:"]
         elif end_s is not None and not need_n:
-            return [f"    while proc.now() < {_num(end_s)}:"]
+            return [f"    while proc.now() < {num(end_s)}:"]
         elif need_n:
             self.needs.add("itertools")
             head = [f"    for {counter} in itertools.count():"]
         else:
             head = ["    while True:"]
         if end_s is not None:
-            head += [f"        if proc.now() >= {_num(end_s)}:", "            return"]
+            head += [f"        if proc.now() >= {num(end_s)}:", "            return"]
         return head
 
     def send_loop(self, send: SendSpec, member: bool, resumable: bool) -> list[str]:
@@ -561,30 +338,30 @@ class _Writer:
         if traits.request:
             doc += " Each request waits for its reply (REQ)."
         params = f"proc: Proc, {var}: zmq.Socket" + (", i: int" if member else "")
-        lines = [f"def {fn}({params}) -> None:", *_docstring(doc, 4)]
+        lines = [f"def {fn}({params}) -> None:", *docstring(doc, 4)]
         schedule = send.pacing == "schedule" and not (send.interval.is_constant and send.interval.value == 0)
         prelude, message = self._send_prelude(send)
         lines += prelude[:self._rng_lines(send)]
         if schedule:
-            lines += [f"    due = {_num(start)}", "    if not proc.sleep_until(due):", "        return"]
+            lines += [f"    due = {num(start)}", "    if not proc.sleep_until(due):", "        return"]
         else:
-            lines += [f"    if not proc.sleep_until({_num(start)}):", "        return"]
+            lines += [f"    if not proc.sleep_until({num(start)}):", "        return"]
         lines += prelude[self._rng_lines(send):]
         need_n = len(send.topics or ("",)) > 1 or len(send.to) > 1
         lines += self._header(send.count, end_s, need_n, send.name, resumable)
         body = "        "
         if sock.close_at_s is not None and not send.dontwait and sock.options.sndtimeo < 0 and traits.mute == "block":
             # a send that could block for ever must give up when the socket closes (SNDTIMEO bounds the others)
-            lines += [f"{body}if not {var}.poll(proc.ms_until({_num(sock.close_at_s)}), zmq.POLLOUT):",
+            lines += [f"{body}if not {var}.poll(proc.ms_until({num(sock.close_at_s)}), zmq.POLLOUT):",
                       f"{body}    return  # still no room when the socket closes"]
         lines += self._send_one(send, var, body, message, "return")
         if not (send.interval.is_constant and send.interval.value == 0):
             if schedule:
-                lines += [f"{body}due += {_draw(send.interval, 'intervals')}",
+                lines += [f"{body}due += {draw(send.interval, 'intervals')}",
                           f"{body}if not proc.sleep_until(due):  # behind schedule: at once, until caught up",
                           f"{body}    return"]
             else:
-                lines += [f"{body}if not proc.sleep({_draw(send.interval, 'intervals')}):", f"{body}    return"]
+                lines += [f"{body}if not proc.sleep({draw(send.interval, 'intervals')}):", f"{body}    return"]
         return lines
 
     def _send_end(self, send: SendSpec) -> float | None:
@@ -599,25 +376,25 @@ class _Writer:
         """``5,000 messages of 100 B from t = 100 ms; back to back``: a [[send]] for its docstring."""
         bound = f"{send.count:,} messages" if send.count is not None else "messages"
         if send.duration_s is not None:
-            bound += f" for {_seconds(send.duration_s)}"
+            bound += f" for {seconds(send.duration_s)}"
         elif send.count is None:
             bound += " until the run ends"
-        what = f"of {_describe(send.size)}" + (f", topic {', '.join(repr(t) for t in send.topics)}" if send.topics else "")
+        what = f"of {describe(send.size)}" + (f", topic {', '.join(repr(t) for t in send.topics)}" if send.topics else "")
         if send.parts > 1:
             what += f", {send.parts} frames"
         if send.pacing == "schedule":
-            pace = f"attempts due every {_describe(send.interval)} (a schedule: a late send does not delay the next)"
+            pace = f"attempts due every {describe(send.interval)} (a schedule: a late send does not delay the next)"
         elif send.interval.is_constant and send.interval.value == 0:
             pace = "back to back"
         else:
-            pace = f"send(), then wait {_describe(send.interval)}"
-        return f"{bound} {what} from t = {_seconds(self.s.starts_at(send))}; {pace}"
+            pace = f"send(), then wait {describe(send.interval)}"
+        return f"{bound} {what} from t = {seconds(self.s.starts_at(send))}; {pace}"
 
     def _rng_lines(self, send: SendSpec) -> int:
         """How many lines of ``_send_prelude`` draw random numbers (they come before the first wait)."""
         if send.interval.is_constant and send.size.is_constant:
             return 0
-        return 1 + len(_values([(send.interval, "intervals"), (send.size, "sizes")]))
+        return 1 + len(value_lists([(send.interval, "intervals"), (send.size, "sizes")]))
 
     def _send_prelude(self, send: SendSpec) -> tuple[list[str], tuple[str | None, str]]:
         """The lines before a [[send]]'s loop (its random generator, its topics, routing ids and
@@ -626,15 +403,15 @@ class _Writer:
         lines = []
         if not send.interval.is_constant or not send.size.is_constant:
             self.needs.add("rng")
-            lines.append(f"    rng = proc.rng({_str(send.name)})  # numpy: not the simulator's draws")
-            lines += _values([(send.interval, "intervals"), (send.size, "sizes")])
+            lines.append(f"    rng = proc.rng({quoted(send.name)})  # numpy: not the simulator's draws")
+            lines += value_lists([(send.interval, "intervals"), (send.size, "sizes")])
         # the message: topic + payload in one frame, or frames
         topics = send.topics or ("",)
-        topic_exprs = [_bytes(t) if t else 'b""' for t in topics]
+        topic_exprs = [quoted_bytes(t) if t else 'b""' for t in topics]
         if len(topics) > 1:
             lines.append(f"    topics = [{', '.join(topic_exprs)}]")
         if len(send.to) > 1:
-            lines.append(f"    peers = [{', '.join(_bytes(t) for t in send.to)}]  # routing ids, in turn")
+            lines.append(f"    peers = [{', '.join(quoted_bytes(t) for t in send.to)}]  # routing ids, in turn")
         topic_expr = "topics[n % len(topics)]" if len(topics) > 1 else topic_exprs[0]
         message = self._message(send, topic_expr, topic_exprs[0] if len(topics) == 1 else None)
         if message[0] is not None:
@@ -649,12 +426,12 @@ class _Writer:
         lines = []
         if message[0] is None:
             if not send.size.is_constant:
-                lines.append(f"{body}size = {_draw(send.size, 'sizes', integer=True)}")
+                lines.append(f"{body}size = {draw(send.size, 'sizes', integer=True)}")
             lines.append(f"{body}message = {message[1]}")
         multi = send.parts > 1 or bool(send.to)
         body_expr = "proc.stamp(message)" if _stampable(send, traits) else "message"
         if send.to:
-            peer = "peers[n % len(peers)]" if len(send.to) > 1 else _bytes(send.to[0])
+            peer = "peers[n % len(peers)]" if len(send.to) > 1 else quoted_bytes(send.to[0])
             frames_expr = f"[{peer}, {body_expr}]" if send.parts <= 1 else f"[{peer}, *{body_expr}]"
         else:
             frames_expr = body_expr
@@ -666,7 +443,7 @@ class _Writer:
         if traits.request:
             reply = [f"reply = {var}.recv_multipart()"]
             if sock.close_at_s is not None and sock.options.rcvtimeo < 0:
-                reply = [f"if not {var}.poll(proc.ms_until({_num(sock.close_at_s)})):",
+                reply = [f"if not {var}.poll(proc.ms_until({num(sock.close_at_s)})):",
                          "    return  # no reply before the socket closes", *reply]
             elif sock.options.rcvtimeo >= 0:
                 reply = ["try:", f"    reply = {var}.recv_multipart()",
@@ -705,31 +482,31 @@ class _Writer:
         doc = (f"{send.name} and {recv.name} on {sock.name}, in one poll loop: a ZeroMQ socket belongs to one thread, and the "
                f"simulator runs the two side by side. [[send]] {send.name}: {self._send_words(send)}. [[recv]] {recv.name}: "
                f"{f'{recv.count:,} messages' if recv.count is not None else 'every message'} from t = "
-               f"{_seconds(self.s.starts_at(recv))}.")
-        lines = [f"def {fn}(proc: Proc, {var}: zmq.Socket{', i: int' if member else ''}) -> None:", *_docstring(doc, 4)]
+               f"{seconds(self.s.starts_at(recv))}.")
+        lines = [f"def {fn}(proc: Proc, {var}: zmq.Socket{', i: int' if member else ''}) -> None:", *docstring(doc, 4)]
         prelude, message = self._send_prelude(send)
         lines += prelude
         blocks = TYPES[sock.type].mute == "block" and not send.dontwait
         send_end, recv_end = self._send_end(send), self.s.ends_at(recv)
         if sock.close_at_s is not None:
             recv_end = sock.close_at_s if recv_end is None else min(recv_end, sock.close_at_s)
-        lines += [f"    if not proc.sleep_until({_num(self.s.starts_at(recv))}):", "        return",
+        lines += [f"    if not proc.sleep_until({num(self.s.starts_at(recv))}):", "        return",
                   "    poller = zmq.Poller()", f"    poller.register({var}, zmq.POLLIN)",
-                  f"    due = {_num(self.s.starts_at(send))}  # when {send.name} sends next"]
+                  f"    due = {num(self.s.starts_at(send))}  # when {send.name} sends next"]
         counted = send.count is not None or len(send.topics) > 1 or len(send.to) > 1
         if counted:
-            lines.append(f"    n = {'proc.loops.get(' + _str(send.name) + ', 0)' if resumable else '0'}  # sends so far")
+            lines.append(f"    n = {'proc.loops.get(' + quoted(send.name) + ', 0)' if resumable else '0'}  # sends so far")
         if recv.count is not None:
-            lines.append(f"    received = {'proc.loops.get(' + _str(recv.name) + ', 0)' if resumable else '0'}")
+            lines.append(f"    received = {'proc.loops.get(' + quoted(recv.name) + ', 0)' if resumable else '0'}")
         sending = "True" if send.count is None else f"n < {send.count}"
         receiving = "True" if recv.count is None else f"received < {recv.count}"
         lines += [f"    sending, receiving = {sending}, {receiving}", "    while sending or receiving:"]
         body = "        "
         if recv_end is not None:
-            lines += [f"{body}if receiving and proc.now() >= {_num(recv_end)}:  # {recv.name} ends",
+            lines += [f"{body}if receiving and proc.now() >= {num(recv_end)}:  # {recv.name} ends",
                       f"{body}    receiving = False", f"{body}    poller.unregister({var})"]
         if send_end is not None:
-            lines += [f"{body}if sending and due >= {_num(send_end)}:  # {send.name} ends", f"{body}    sending = False"]
+            lines += [f"{body}if sending and due >= {num(send_end)}:  # {send.name} ends", f"{body}    sending = False"]
         if blocks:  # a send waits for room (POLLOUT), as the simulator's send loop blocks, while receives go on
             lines += [f"{body}ready = sending and proc.now() >= due",
                       f"{body}poller.register({var}, (zmq.POLLIN if receiving else 0) | (zmq.POLLOUT if ready else 0))",
@@ -743,7 +520,7 @@ class _Writer:
         if recv.count is not None:
             lines += [f"{body}    received += 1"]
             if resumable:
-                lines.append(f"{body}    proc.loops[{_str(recv.name)}] = received")
+                lines.append(f"{body}    proc.loops[{quoted(recv.name)}] = received")
             lines += [f"{body}    if received == {recv.count}:", f"{body}        receiving = False",
                       f"{body}        poller.unregister({var})", f"{body}        {self._finished(recv)[0].strip()}"]
         if blocks:
@@ -755,10 +532,10 @@ class _Writer:
         if counted:
             lines.append(f"{inner}n += 1")
             if resumable:
-                lines.append(f"{inner}proc.loops[{_str(send.name)}] = n")
+                lines.append(f"{inner}proc.loops[{quoted(send.name)}] = n")
             if send.count is not None:
                 lines.append(f"{inner}sending = sending and n < {send.count}")
-        gap = _draw(send.interval, "intervals")
+        gap = draw(send.interval, "intervals")
         if send.pacing == "schedule":
             lines.append(f"{inner}due += {gap}  # a schedule: behind it, the next is due at once")
         else:
@@ -798,12 +575,12 @@ class _Writer:
         random = any(d is not None and not d.is_constant for d in (recv.service, recv.reply_size, recv.pause_every, recv.pause))
         bound = f"{recv.count:,} messages" if recv.count is not None else "every message"
         if recv.duration_s is not None:
-            bound += f" for {_seconds(recv.duration_s)}"
+            bound += f" for {seconds(recv.duration_s)}"
         work = "no work between receives" if recv.service.is_constant and recv.service.value == 0 else \
-            f"{_describe(recv.service)} of work each"
-        doc = f"[[recv]] {recv.name} on {sock.name}: {bound} from t = {_seconds(start)}, {work}"
+            f"{describe(recv.service)} of work each"
+        doc = f"[[recv]] {recv.name} on {sock.name}: {bound} from t = {seconds(start)}, {work}"
         if recv.pause_every is not None and recv.pause is not None:
-            doc += f"; stalls of {_describe(recv.pause)} every {_describe(recv.pause_every)}"
+            doc += f"; stalls of {describe(recv.pause)} every {describe(recv.pause_every)}"
         if forward is not None:
             doc += f"; the result goes out on {forward.name}"
         elif recv.reply:
@@ -811,33 +588,33 @@ class _Writer:
         doc += "."
         params = f"proc: Proc, {var}: zmq.Socket" + (f", {self.var(forward, member)}: zmq.Socket" if forward else "")
         params += ", i: int" if member else ""
-        lines = [f"def {fn}({params}) -> None:", *_docstring(doc, 4)]
+        lines = [f"def {fn}({params}) -> None:", *docstring(doc, 4)]
         if random:
             self.needs.add("rng")
-            lines.append(f"    rng = proc.rng({_str(recv.name)})  # numpy: not the simulator's draws")
-            lines += _values([(recv.service, "service_times"), (recv.reply_size, "reply_sizes"), (recv.pause_every, "pause_gaps"),
+            lines.append(f"    rng = proc.rng({quoted(recv.name)})  # numpy: not the simulator's draws")
+            lines += value_lists([(recv.service, "service_times"), (recv.reply_size, "reply_sizes"), (recv.pause_every, "pause_gaps"),
                               (recv.pause, "pause_lengths")])
-        lines += [f"    if not proc.sleep_until({_num(start)}):", "        return"]
+        lines += [f"    if not proc.sleep_until({num(start)}):", "        return"]
         pauses = recv.pause_every is not None and recv.pause is not None
         timeout = sock.options.rcvtimeo >= 0
         if pauses:
             assert recv.pause_every is not None
-            lines.append(f"    next_pause = proc.now() + {_draw(recv.pause_every, 'pause_gaps')}")
+            lines.append(f"    next_pause = proc.now() + {draw(recv.pause_every, 'pause_gaps')}")
         body = "        "
         if recv.count is not None and timeout and not resumable:
             lines += ["    received = 0", f"    while received < {recv.count}:"]
             if end_s is not None:
-                lines += [f"        if proc.now() >= {_num(end_s)}:", "            return"]
+                lines += [f"        if proc.now() >= {num(end_s)}:", "            return"]
         else:
             lines += self._header(recv.count, end_s, False, recv.name, resumable)
         if pauses:
             assert recv.pause is not None and recv.pause_every is not None
             lines += [f"{body}if proc.now() >= next_pause:  # a stall (a GC pause): no recv meanwhile",
-                      f"{body}    pause = {_draw(recv.pause, 'pause_lengths')}",
-                      f"{body}    next_pause = proc.now() + pause + {_draw(recv.pause_every, 'pause_gaps')}",
+                      f"{body}    pause = {draw(recv.pause, 'pause_lengths')}",
+                      f"{body}    next_pause = proc.now() + pause + {draw(recv.pause_every, 'pause_gaps')}",
                       f"{body}    if not proc.sleep(pause):", f"{body}        return"]
         if close is not None and not timeout:  # (RCVTIMEO bounds the wait otherwise)
-            lines += [f"{body}if not {var}.poll(proc.ms_until({_num(close)})):",
+            lines += [f"{body}if not {var}.poll(proc.ms_until({num(close)})):",
                       f"{body}    return  # nothing more before the socket closes"]
         take = f"message = {var}.recv_multipart()"
         if timeout:
@@ -852,15 +629,15 @@ class _Writer:
             lines.append(f"{body}received += 1")
         if not (recv.service.is_constant and recv.service.value == 0):
             if recv.busy:
-                lines += [f"{body}if not proc.busy({_draw(recv.service, 'service_times')}):  # the work, on the CPU (busy = true)",
+                lines += [f"{body}if not proc.busy({draw(recv.service, 'service_times')}):  # the work, on the CPU (busy = true)",
                           f"{body}    return"]
             else:
-                lines += [f"{body}if not proc.sleep({_draw(recv.service, 'service_times')}):  # the work", f"{body}    return"]
+                lines += [f"{body}if not proc.sleep({draw(recv.service, 'service_times')}):  # the work", f"{body}    return"]
         if forward is not None:
             out = self.var(forward, member)
             size = "sum(len(frame) for frame in message)"
             if recv.reply_size is not None:
-                size = _draw(recv.reply_size, "reply_sizes", integer=True)
+                size = draw(recv.reply_size, "reply_sizes", integer=True)
             lines.append(f"{body}{out}.send(proc.carry(message, {size}))  # blocks while {forward.name} has no room")
             lines.append(f"{body}proc.count({out}, \"sent\")")
         elif recv.reply:
@@ -874,9 +651,9 @@ class _Writer:
         [[send]] started, if there is one)."""
         senders = [w for w in self.s.sends if w.count is not None]
         if not senders:
-            return [f"    proc.finished({_str(recv.name)})  # every message it waited for"]
+            return [f"    proc.finished({quoted(recv.name)})  # every message it waited for"]
         first = min(senders, key=self.s.starts_at)
-        return [f"    proc.finished({_str(recv.name)}, since_s={_num(self.s.starts_at(first))})  # the batch, since {first.name} "
+        return [f"    proc.finished({quoted(recv.name)}, since_s={num(self.s.starts_at(first))})  # the batch, since {first.name} "
                 "began"]
 
     def _reply(self, recv: RecvSpec, sock: SocketSpec, var: str, body: str) -> list[str]:
@@ -899,7 +676,7 @@ class _Writer:
             frames = "message[len(envelope):]"
         size = f"sum(len(frame) for frame in {frames})"
         if recv.reply_size is not None:
-            size = _draw(recv.reply_size, "reply_sizes", integer=True)
+            size = draw(recv.reply_size, "reply_sizes", integer=True)
         lines.append(f"{body}reply = proc.carry(message, {size})  # the request's stamp, if it has one")
         if traits.reply:
             return lines + [f"{body}{var}.send(reply)", f"{body}proc.count({var}, \"sent\")"]
@@ -925,7 +702,7 @@ class _Writer:
         closes = [t for t in (front.close_at_s, back.close_at_s) if t is not None]
         doc = (f"[[proxy]] {proxy.name}: zmq.proxy({fv}, {bv}) written out as its poll loop, so that what it forwards is counted: "
                f"every message that arrives on one side is sent on the other (a blocking send).")
-        lines = [f"def {fn}(proc: Proc) -> None:", *_docstring(doc, 4)]
+        lines = [f"def {fn}(proc: Proc) -> None:", *docstring(doc, 4)]
         first, second = sorted((front, back), key=lambda sock: sock.open_at_s)
         lines.append(f"    with {self._open_call(first, False)} as {self.var(first, False)}:")
         lines.append(f"        with {self._open_call(second, False)} as {self.var(second, False)}:")
@@ -933,8 +710,8 @@ class _Writer:
         lines += [f"{body}poller = zmq.Poller()", f"{body}poller.register({fv}, zmq.POLLIN)", f"{body}poller.register({bv}, zmq.POLLIN)"]
         if closes:
             end = min(closes)
-            lines += [f"{body}while proc.now() < {_num(end)}:  # the proxy ends when one of its sockets closes",
-                      f"{body}    for sock, _ in poller.poll(proc.ms_until({_num(end)})):"]
+            lines += [f"{body}while proc.now() < {num(end)}:  # the proxy ends when one of its sockets closes",
+                      f"{body}    for sock, _ in poller.poll(proc.ms_until({num(end)})):"]
         else:
             lines += [f"{body}while True:", f"{body}    for sock, _ in poller.poll():"]
         lines += [f"{body}        other = {bv} if sock is {fv} else {fv}",
@@ -957,18 +734,18 @@ class _Writer:
         parts += [f"proxy {p.name} ({p.frontend}, {p.backend})" for p in proxies]
         timeline = []
         if proc.exit_at_s is not None:
-            timeline.append(f"exits at t = {_seconds(proc.exit_at_s)}")
+            timeline.append(f"exits at t = {seconds(proc.exit_at_s)}")
         if proc.exit_after_sends:
             timeline.append("exits once its sends are done")
         if proc.crash_at_s is not None:
-            timeline.append(f"crashes at t = {_seconds(proc.crash_at_s)}")
+            timeline.append(f"crashes at t = {seconds(proc.crash_at_s)}")
         if restart:
             assert proc.restart_at_s is not None
-            timeline.append(f"starts again at t = {_seconds(proc.restart_at_s)} (main() does that)")
+            timeline.append(f"starts again at t = {seconds(proc.restart_at_s)} (main() does that)")
         doc = f"[[process]] {proc.name}: {'; '.join(p for p in parts if p) or 'no sockets'}"
         doc += f"; {', '.join(timeline)}" if timeline else ""
         doc += ". One zmq.Context; each thread owns its sockets."
-        args = [_str(proc.name)]
+        args = [quoted(proc.name)]
         if proc.exit_after_sends:
             args.append(f"senders={senders}")
         if restart:
@@ -1014,12 +791,12 @@ class _Writer:
                        "\n".join(self.proxy(proxy))]
         live = []
         if proc.exit_at_s is not None:
-            live.append(f"exit_at_s={_num(proc.exit_at_s)}")
+            live.append(f"exit_at_s={num(proc.exit_at_s)}")
         if proc.exit_after_sends:
             live.append("exit_after_sends=True")
         if proc.crash_at_s is not None:
-            live.append(f"crash_at_s={_num(proc.crash_at_s)}")
-        lines = [f"def {fn}({params}) -> None:", *_docstring(doc, 4), f"    proc = Proc(run, {', '.join(args)})", *starts,
+            live.append(f"crash_at_s={num(proc.crash_at_s)}")
+        lines = [f"def {fn}({params}) -> None:", *docstring(doc, 4), f"    proc = Proc(run, {', '.join(args)})", *starts,
                  f"    proc.live({', '.join(live)})"]
         return "\n\n\n".join(["\n".join(lines), *blocks])
 
@@ -1065,7 +842,7 @@ class _Writer:
         groups = self._process_groups()
         sections: list[str] = []
         for title, code in groups:
-            sections.append(_section(title) + "\n\n\n" + code)
+            sections.append(section(title) + "\n\n\n" + code)
         threads_only = len(s.processes) == 1 and s.processes[0].crash_at_s is None
         main = self.main(threads_only)
         self._notes()
@@ -1076,8 +853,8 @@ class _Writer:
             fixed += "\n" + plumbing.FRAMES.rstrip("\n")
         parts = [self.header(threads_only), self.imports() + "\n\n" + self.constants()]
         parts += sections
-        parts.append(_section("main: start the processes, end the run, print the counts") + "\n\n\n" + main)
-        parts.append(_section("plumbing: the run's clock, its end and the counts (the same in every exported program)") + "\n\n\n"
+        parts.append(section("main: start the processes, end the run, print the counts") + "\n\n\n" + main)
+        parts.append(section("plumbing: the run's clock, its end and the counts (the same in every exported program)") + "\n\n\n"
                      + fixed)
         parts.append('if __name__ == "__main__":\n    sys.exit(main())')
         return "\n\n\n".join(part.strip("\n") for part in parts) + "\n"
@@ -1130,7 +907,7 @@ class _Writer:
         if threads_only:
             proc = s.processes[0]
             fn = self.names[("process_process", proc.name)]
-            lines += [f"    thread = threading.Thread(target={fn}, args=(run,), name={_str(proc.name)}, daemon=True)",
+            lines += [f"    thread = threading.Thread(target={fn}, args=(run,), name={quoted(proc.name)}, daemon=True)",
                       "    thread.start()",
                       "    run.begin(1)",
                       "    run.wait_for_end(args.until_s, args.quiet_s)",
@@ -1145,11 +922,11 @@ class _Writer:
             for proc in restarts:
                 assert proc.restart_at_s is not None and proc.crash_at_s is not None
                 fn = self.names[("process_process", proc.name)]
-                lines += [f"    # {proc.name} crashes at t = {_seconds(proc.crash_at_s)} and starts again at "
-                          f"t = {_seconds(proc.restart_at_s)}, with what its loops had left",
-                          f"    if run.sleep_until({_num(proc.restart_at_s)}, args.until_s):",
-                          f"        process = mp.Process(target={fn}, args=(run, run.resume({_str(proc.name)})), "
-                          f"name={_str(proc.name)})",
+                lines += [f"    # {proc.name} crashes at t = {seconds(proc.crash_at_s)} and starts again at "
+                          f"t = {seconds(proc.restart_at_s)}, with what its loops had left",
+                          f"    if run.sleep_until({num(proc.restart_at_s)}, args.until_s):",
+                          f"        process = mp.Process(target={fn}, args=(run, run.resume({quoted(proc.name)})), "
+                          f"name={quoted(proc.name)})",
                           "        process.start()",
                           "        processes.append(process)"]
             lines += ["    run.wait_for_end(args.until_s, args.quiet_s)",
@@ -1183,13 +960,13 @@ class _Writer:
                 flush()
                 fn = self.names[("process_process", template.name)]
                 pattern = infer(list(template.members))
-                name = _fstring_literal(pattern) if pattern else _str(template.name)
+                name = fstring_literal(pattern) if pattern else quoted(template.name)
                 head = "processes = " if not lines else "processes += "
                 lines.append(f"    {head}[mp.Process(target={fn}, args=(run, i), name={name}) for i in range({template.count})]")
                 continue
             done.add(proc.name)
             fn = self.names[("process_process", proc.name)]
-            plain.append(f"        mp.Process(target={fn}, args=(run,), name={_str(proc.name)}),")
+            plain.append(f"        mp.Process(target={fn}, args=(run,), name={quoted(proc.name)}),")
         flush()
         return lines
 
@@ -1206,7 +983,7 @@ class _Writer:
             about.append(f"{len(s.processes)} processes: each runs as an OS process of its own (multiprocessing), with one "
                          "zmq.Context and one thread per socket.")
         about.append("Times are seconds from the start of the run (t = 0, once every process has its context).")
-        lines += _wrap(" ".join(about), 88)
+        lines += wrap(" ".join(about), 88)
         lines += ["",
                   f"Run it: python {self.program_name} [--seed N] [--until-s S] [--quiet-s S]",
                   "At the end it prints one JSON object: per socket the messages sent and received (and",
@@ -1218,8 +995,8 @@ class _Writer:
             "until_s), loops (count, duration_s, pacing, sizes, topics, frames, routing ids, dontwait, on_again, service "
             "times, busy, replies, forward_to, pauses, on_timeout) and proxies. Not carried over, or only approximately:", 88)
         for note in self.notes:
-            lines += _wrap(note, 86, "- ", "  ")
-        text = "\n".join(_doc_safe(line) for line in lines)  # the name and the description are the file's text
+            lines += wrap(note, 86, "- ", "  ")
+        text = "\n".join(doc_safe(line) for line in lines)  # the name and the description are the file's text
         return f'"""{text}\n"""'
 
     def _notes(self) -> None:
@@ -1231,10 +1008,10 @@ class _Writer:
                          "each loop's name: the same distributions as the simulator's, not the same values.")
         if s.until_s is None:
             notes.append("the end: the simulation ends when nothing can move any more; this program ends when no message has "
-                         f"moved for --quiet-s seconds (0.5) after the timeline's last event (at {_seconds(self.last_event())}) "
+                         f"moved for --quiet-s seconds (0.5) after the timeline's last event (at {seconds(self.last_event())}) "
                          "and after every planned wait.")
         else:
-            notes.append(f"the end: at until_s = {_seconds(s.until_s)} every process takes its counts and leaves at once "
+            notes.append(f"the end: at until_s = {seconds(s.until_s)} every process takes its counts and leaves at once "
                          "(LINGER 0), as the simulation stops there.")
         workloads: list[SendSpec | RecvSpec] = [*s.sends, *s.recvs]
         short = [w.name for w in workloads if _short_wait(w)]
@@ -1246,7 +1023,7 @@ class _Writer:
         if s.hosts:
             placed = "; ".join(f"{host.name}: {', '.join(p.name for p in s.processes if p.host == host.name) or 'none'}"
                                for host in s.hosts)
-            links = "; ".join(f"{link.name} {link.bandwidth_bps / 1e6:g} Mbit/s, {_seconds(link.latency_s)} one way"
+            links = "; ".join(f"{link.name} {link.bandwidth_bps / 1e6:g} Mbit/s, {seconds(link.latency_s)} one way"
                               for link in s.links)
             notes.append(f"[[host]]s and [[link]]s: every process runs on this machine and every host's name is 127.0.0.1 in "
                          f"HOSTS, so nothing here crosses a network. A real deployment runs each host's processes on that host "
@@ -1284,9 +1061,9 @@ class _Writer:
         for proc in s.processes:
             if proc.crash_at_s is not None:
                 notes.append(f"process {proc.name} crash_at_s: the OS process is killed (SIGKILL) at "
-                             f"t = {_seconds(proc.crash_at_s)}, right after it reported its counts.")
+                             f"t = {seconds(proc.crash_at_s)}, right after it reported its counts.")
             if proc.restart_at_s is not None:
-                notes.append(f"process {proc.name} restart_at_s: main() starts it again at t = {_seconds(proc.restart_at_s)} as a "
+                notes.append(f"process {proc.name} restart_at_s: main() starts it again at t = {seconds(proc.restart_at_s)} as a "
                              "new OS process; its sockets open at once, count-bounded loops carry on with the attempts they had "
                              "left, loops bounded by time keep their times (the simulator resumes every loop at once).")
         if self.folded:
@@ -1363,26 +1140,15 @@ class _Writer:
     def constants(self) -> str:
         s = self.s
         return "\n".join([
-            f"SCENARIO = {_str(s.name)}",
+            f"SCENARIO = {quoted(s.name)}",
             f"SEED = {s.seed if s.seed is not None else 0}  # scenario.seed (or 0); --seed changes it",
-            f"UNTIL_S = {_num(s.until_s) if s.until_s is not None else None}  # scenario.until_s, the horizon; --until-s changes it",
+            f"UNTIL_S = {num(s.until_s) if s.until_s is not None else None}  # scenario.until_s, the horizon; --until-s changes it",
             "QUIET_S = 0.5  # without a horizon the run ends when no message has moved for this long ...",
-            f"LAST_EVENT_S = {_num(self.last_event())}  # ... after the timeline's last event (open, close, start, exit)",
+            f"LAST_EVENT_S = {num(self.last_event())}  # ... after the timeline's last event (open, close, start, exit)",
             *_binders(self.binders),
             *_hosts(s),
         ])
 
-
-def _fstring_literal(pattern: Sequence[str | tuple[int, int]]) -> str:
-    """``f"worker{i + 1}"`` for a pattern of plain text and numbers."""
-    pieces = []
-    for part in pattern:
-        if isinstance(part, str):
-            # Python's own escaping of the text (backslashes, quotes, controls), braces doubled for the f-string
-            pieces.append(_escaped(part).replace("{", "{{").replace("}", "}}"))
-        else:
-            pieces.append("{" + _linear(*part) + "}")
-    return 'f"' + "".join(pieces) + '"'
 
 
 def _hosts(s: Scenario) -> list[str]:
@@ -1392,7 +1158,7 @@ def _hosts(s: Scenario) -> list[str]:
         return []
     lines = ["# the address each [[host]] is reached at: every one is this machine until you give real addresses",
              "HOSTS = {"]
-    lines += [f"    {_str(host.name)}: \"127.0.0.1\"," for host in s.hosts]
+    lines += [f"    {quoted(host.name)}: \"127.0.0.1\"," for host in s.hosts]
     lines += ["}", "", "",
               "def on_host(endpoint):",
               '    """tcp://NAME:PORT with NAME a [[host]] -> tcp://ADDRESS:PORT (HOSTS)."""',
@@ -1406,7 +1172,7 @@ def _binders(names: list[str]) -> list[str]:
     comment = "  # sockets that others connecting at the same instant wait for: binds come first"
     if not names:
         return ["BINDERS: tuple[str, ...] = ()" + comment]
-    items = ", ".join(_str(name) for name in names) + ("," if len(names) == 1 else "")
+    items = ", ".join(quoted(name) for name in names) + ("," if len(names) == 1 else "")
     wrapped = textwrap.wrap(items, 100)
     if len(wrapped) == 1:
         return [f"BINDERS = ({items})" + comment]
@@ -1429,27 +1195,6 @@ def _stampable(send: SendSpec, traits: Any) -> bool:
 def _short_wait(workload: SendSpec | RecvSpec) -> bool:
     dist = workload.interval if isinstance(workload, SendSpec) else workload.service
     return 0 < dist.expected() < 0.001
-
-
-def _section(title: str) -> str:
-    rule = "# " + "-" * 98
-    return f"{rule}\n# {_doc_safe(title)}\n{rule}"
-
-
-def _wrap(text: str, width: int, first: str = "", rest: str = "") -> list[str]:
-    """``textwrap.wrap``, keeping "t = 10 ms" and "2,000 B" on one line (no break at a NUL)."""
-    glued = re.sub(r"(?<=\d) (?=(ms|s|B)\b)", "\x00", text.replace("t = ", "t\x00=\x00"))
-    return [line.replace("\x00", " ") for line in textwrap.wrap(glued, width, initial_indent=first, subsequent_indent=rest)]
-
-
-def _docstring(text: str, indent: int) -> list[str]:
-    pad = " " * indent
-    text = _doc_safe(text)
-    # narrower than the lines: a template's docstring grows when its members fold ("w1" -> "w{i + 1}")
-    wrapped = _wrap(text, 104 - indent)
-    if len(wrapped) <= 1:
-        return [f'{pad}"""{text}"""']
-    return [f'{pad}"""{wrapped[0]}'] + [f"{pad}{line}" for line in wrapped[1:]] + [f'{pad}"""']
 
 
 # --------------------------------------------------------------------------------------
@@ -1484,4 +1229,4 @@ def write_pyzmq(scenario_path: str | Path, out: str | Path) -> Path:
     return files.atomic_write(out, text)
 
 
-__all__ = ["export_pyzmq", "fold", "infer", "write_pyzmq"]
+__all__ = ["export_pyzmq", "write_pyzmq"]
