@@ -14,7 +14,7 @@ shows such text goes through the escaping of its medium:
 * matplotlib: ``zsim.plotting.save`` makes every text artist plain text (no mathtext, no
   TeX) before a figure is written;
 * HTML: ``zsim.report_run.page.esc`` (``html.escape``);
-* Python source: ``repr`` (``zsim.export``).
+* Python source: ``repr`` (``zsim.export.literals``).
 """
 
 from __future__ import annotations

@@ -23,7 +23,8 @@ from support import dealer_worker_behind_broker
 from topologies import proxied, topologies  # every socket family, transport, close, crash, restart
 from zsim import spec
 from zsim.cli import main
-from zsim.export import export_pyzmq, fold, infer
+from zsim.export import export_pyzmq
+from zsim.export.fold import fold, infer
 from zsim.files import load_toml
 from zsim.tomlw import to_toml
 

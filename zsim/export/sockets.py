@@ -1,0 +1,150 @@
+"""The sockets of a program ``zsim export`` writes: per socket an opener, and the thread
+that owns it.
+
+An opener (``open_<socket>``) makes the socket, sets every option explicitly (the
+scenario's value or ZeroMQ's default, so the program says what it runs with) and binds and
+connects as written. A socket's thread opens it when the timeline says (after the binds it
+waits for: ``plan.Plan.waits``), calls its loops (``loops``) and holds it open until its
+close; a [[proxy]]'s thread owns both its sockets and forwards between them.
+"""
+
+from __future__ import annotations
+
+from .. import spec
+from ..socket_types import TYPES
+from ..spec import LOCAL_HOSTS, RecvSpec, Scenario, SendSpec, SocketSpec
+from .literals import doc_safe, docstring, num, quoted, quoted_bytes, seconds
+from .naming import Namespace
+from .plan import SocketUnit
+
+_SOCKET_CONSTANT = {name: f"zmq.{name}" for name in TYPES}
+
+
+class Sockets:
+    """Writes openers, socket threads and proxies, naming them in ``names``."""
+
+    def __init__(self, scenario: Scenario, names: Namespace, waits: dict[str, list[str]]) -> None:
+        self.s = scenario
+        self.names = names
+        #: per socket, the sockets whose bind it waits for before it connects (``plan.Plan.waits``)
+        self.waits = waits
+
+    def opener(self, sock: SocketSpec, member: bool) -> list[str]:
+        """``open_<socket>(ctx)``: makes the socket, sets its options, binds and connects."""
+        traits = TYPES[sock.type]
+        opts = sock.options
+        fn = self.names.ident("socket", sock.name, member, prefix="open_")
+        params = "ctx: zmq.Context" + (", i: int" if member else "")
+        where = [f"binds {e.text}" for e in sock.bind] + [f"connects {e.text}" for e in sock.connect]
+        lines = [f"def {fn}({params}) -> zmq.Socket:",
+                 f'    """[[socket]] {sock.name}: {sock.type}, {doc_safe(", then ".join(where))}."""',
+                 f"    sock = ctx.socket({_SOCKET_CONSTANT[sock.type]})"]
+        lines.append(f"    sock.setsockopt(zmq.SNDHWM, {opts.sndhwm})" + ("  # 0: no limit" if opts.sndhwm == 0 else ""))
+        lines.append(f"    sock.setsockopt(zmq.RCVHWM, {opts.rcvhwm})" + ("  # 0: no limit" if opts.rcvhwm == 0 else ""))
+        linger_note = {-1: "  # close and zmq_ctx_term wait until every queued message is sent",
+                       0: "  # close drops what is queued"}.get(opts.linger, "  # ms")
+        lines.append(f"    sock.setsockopt(zmq.LINGER, {opts.linger}){linger_note}")
+        if traits.has_routing_id:
+            note = "  # the name ROUTER peers address it by" if sock.options.routing_id is None else ""
+            lines.append(f"    sock.setsockopt(zmq.ROUTING_ID, {quoted_bytes(sock.routing_id)}){note}")
+        for name, constant, default in (("sndtimeo", "SNDTIMEO", -1), ("rcvtimeo", "RCVTIMEO", -1), ("sndbuf", "SNDBUF", -1),
+                                        ("rcvbuf", "RCVBUF", -1), ("reconnect_ivl", "RECONNECT_IVL", 100),
+                                        ("reconnect_ivl_max", "RECONNECT_IVL_MAX", 0)):
+            value = getattr(opts, name)
+            if value != default:
+                lines.append(f"    sock.setsockopt(zmq.{constant}, {value})")
+        for name, constant in (("immediate", "IMMEDIATE"), ("conflate", "CONFLATE"), ("router_mandatory", "ROUTER_MANDATORY"),
+                               ("xpub_nodrop", "XPUB_NODROP")):
+            if getattr(opts, name):
+                lines.append(f"    sock.setsockopt(zmq.{constant}, 1)")
+        if traits.filters_on_recv:
+            for prefix in opts.subscribe:
+                lines.append(f"    sock.setsockopt(zmq.SUBSCRIBE, {quoted_bytes(prefix)})" + ("  # everything" if prefix == "" else ""))
+        for endpoint in sock.bind:
+            lines.append(f"    sock.bind({quoted(endpoint.text)})")
+        for endpoint in sock.connect:
+            if endpoint.transport == "tcp" and endpoint.host not in LOCAL_HOSTS:
+                lines.append(f"    sock.connect(on_host({quoted(endpoint.text)}))  # a [[host]]'s name: its address in HOSTS")
+            else:
+                lines.append(f"    sock.connect({quoted(endpoint.text)})")
+        if traits.sends_subscriptions and not traits.filters_on_recv:
+            for prefix in opts.subscribe:
+                lines.append(f'    sock.send(b"\\x01" + {quoted_bytes(prefix)})  # an XSUB subscribes by sending \\x01 + prefix')
+        lines.append("    return sock")
+        return lines
+
+    def _open_call(self, sock: SocketSpec, member: bool) -> str:
+        """``proc.open(...)``: the socket from its open_at_s (after the binds it waits for) to its close."""
+        fn = self.names.ident("socket", sock.name, member, prefix="open_")
+        args = ", i" if member else ""
+        close = f", close_at_s={num(sock.close_at_s)}" if sock.close_at_s is not None else ""
+        after = self.waits.get(sock.name, [])
+        if after:
+            close += f", after=({', '.join(quoted(name) for name in after)},)"
+        return f"proc.open({quoted(sock.name)}, {fn}{args}, at_s={num(sock.open_at_s)}{close})"
+
+    def thread(self, unit: SocketUnit, exit_after_sends: bool, member: bool) -> list[str]:
+        """``<socket>_thread(proc)``: opens the socket (and the one its results go to) and
+        calls its loops in turn, or its poll loop."""
+        sock = unit.sock
+        var = self.names.var(sock, member)
+        fn = self.names.ident("socket", sock.name, member, suffix="_thread")
+        i_param = ", i: int" if member else ""
+        i_arg = ", i" if member else ""
+        owned = f"socket {sock.name}" + (f" and socket {unit.forward.name} (its results go there)" if unit.forward else "")
+        held = f"until t = {seconds(sock.close_at_s)}" if sock.close_at_s is not None else "until the process leaves"
+        runs = ", then ".join(w.name for w in unit.loops) if unit.loops else "no loop"
+        if unit.interleaved:
+            runs = " and ".join(w.name for w in unit.loops) + " in one poll loop"
+        doc = f"The thread that owns {owned}: opened at t = {seconds(sock.open_at_s)}, runs {runs}, held open {held}."
+        lines = [f"def {fn}(proc: Proc{i_param}) -> None:", *docstring(doc, 4),
+                 f"    with {self._open_call(sock, member)} as {var}:" if unit.loops else f"    with {self._open_call(sock, member)}:"]
+        indent = "        "
+        forward_var = None
+        if unit.forward is not None:
+            forward_var = self.names.var(unit.forward, member)
+            lines.append(f"{indent}with {self._open_call(unit.forward, member)} as {forward_var}:")
+            indent += "    "
+        if not unit.loops:
+            lines.append(f"{indent}pass  # no [[send]] or [[recv]] uses it: it is open, and its queues fill")
+        if unit.interleaved:
+            lines.append(f"{indent}{self.names.ident('socket', sock.name, member, suffix='_loop')}(proc, {var}{i_arg})")
+            if exit_after_sends:
+                lines.append(f"{indent}proc.sender_done()")
+            return lines
+        for workload in unit.loops:
+            kind = "send" if isinstance(workload, SendSpec) else "recv"
+            loop_fn = self.names.ident(kind, workload.name, member, prefix=f"{kind}_")
+            extra = f", {forward_var}" if isinstance(workload, RecvSpec) and workload.forward_to is not None else ""
+            lines.append(f"{indent}{loop_fn}(proc, {var}{extra}{i_arg})")
+            if kind == "send" and exit_after_sends:
+                lines.append(f"{indent}proc.sender_done()")
+        return lines
+
+    def proxy(self, proxy: spec.ProxySpec) -> list[str]:
+        """``<proxy>_proxy(proc)``: opens the proxy's two sockets and forwards between them
+        until one of them closes."""
+        front, back = self.s.socket(proxy.frontend), self.s.socket(proxy.backend)
+        fn = self.names.ident("proxy", proxy.name, False, suffix="_proxy")
+        fv, bv = self.names.var(front, False), self.names.var(back, False)
+        closes = [t for t in (front.close_at_s, back.close_at_s) if t is not None]
+        doc = (f"[[proxy]] {proxy.name}: zmq.proxy({fv}, {bv}) written out as its poll loop, so that what it forwards is counted: "
+               f"every message that arrives on one side is sent on the other (a blocking send).")
+        lines = [f"def {fn}(proc: Proc) -> None:", *docstring(doc, 4)]
+        first, second = sorted((front, back), key=lambda sock: sock.open_at_s)
+        lines.append(f"    with {self._open_call(first, False)} as {self.names.var(first, False)}:")
+        lines.append(f"        with {self._open_call(second, False)} as {self.names.var(second, False)}:")
+        body = "            "
+        lines += [f"{body}poller = zmq.Poller()", f"{body}poller.register({fv}, zmq.POLLIN)", f"{body}poller.register({bv}, zmq.POLLIN)"]
+        if closes:
+            end = min(closes)
+            lines += [f"{body}while proc.now() < {num(end)}:  # the proxy ends when one of its sockets closes",
+                      f"{body}    for sock, _ in poller.poll(proc.ms_until({num(end)})):"]
+        else:
+            lines += [f"{body}while True:", f"{body}    for sock, _ in poller.poll():"]
+        lines += [f"{body}        other = {bv} if sock is {fv} else {fv}",
+                  f"{body}        message = sock.recv_multipart()",
+                  f"{body}        proc.count(sock, \"received\")",
+                  f"{body}        other.send_multipart(message)",
+                  f"{body}        proc.count(other, \"sent\")"]
+        return lines
