@@ -27,9 +27,12 @@ ACHIEVED_RATE_SHARE = 0.95
 #: A receiver with at least this share of its copies still queued at the end is reported.
 BACKLOG_SHARE = 0.10
 #: A thread is reported when it waited for a core at least this share of its own CPU
-#: time (and at least ``CPU_WAIT_MIN_S``): below that, sharing cores changed little (with
-#: the shipped profile every run shares 2 cores, and a few us of waiting in a quiet design
-#: would be noise, not an answer).
+#: time, and on average at least the machine's wake-up latency (the profile's
+#: ``io_wake_s``; at least ``CPU_WAIT_MIN_S``) each time it ran: below the share, sharing
+#: cores changed little; below the wake-up, each wait is shorter than what waking a
+#: blocked thread costs on an idle machine, so it is within the machine's own scheduling
+#: noise (with the shipped profile every run shares 2 cores, and a sender that waited
+#: 3 us a message for a core in a quiet design is not an answer).
 CPU_WAIT_SHARE = 0.05
 CPU_WAIT_MIN_S = 1e-6
 #: A ``cpu_contention`` warning says how much of the CPU was spin when at least this share
@@ -66,9 +69,11 @@ def _thread_name(kind: str, name: str) -> str:
 
 def fold_warnings(warnings: Sequence[Mapping[str, Any]], scenario: Scenario) -> list[dict[str, Any]]:
     """The warnings as a reader takes them: those of one code about members of one template
-    become one entry (``members``: how many warned, of how many; ``names``: which), with the
-    first member's message standing for them. ``summary["warnings"]`` keeps one per member
-    (machine-readable, counted by sweeps); ``zsim run`` and the run report show these."""
+    become one entry (``members``: how many warned, of how many; ``names``: which) whose
+    message is the members' messages merged (``merge_messages``: "waited 5.16 ms .. 5.78 ms
+    for a core"), or, where they differ in more than their numbers, the first member's, named.
+    ``summary["warnings"]`` keeps one per member (machine-readable, counted by sweeps);
+    ``zsim run`` and the run report show these."""
     member_of: dict[tuple[str, str], Any] = {}
     for template in scenario.templates:
         for name in template.members:
@@ -93,13 +98,21 @@ def fold_warnings(warnings: Sequence[Mapping[str, Any]], scenario: Scenario) -> 
         if group is None:
             rest = str(warning["path"])[found.end():]
             label = f"thread[{_thread_name(owner.kind, owner.pattern)}]" if kind == "thread" else owner.label
+            if kind == "thread":  # a member's name as the path shows it, as a pattern
+                pattern = _thread_name(owner.kind, owner.pattern)
+            elif owner.pattern.startswith(owner.kind + ".") and not found.group(2).startswith(owner.kind + "."):
+                pattern = owner.pattern[len(owner.kind) + 1:]  # "recv[in1]" of the workload "recv.in{i+1}"
+            else:
+                pattern = owner.pattern
             group = {"code": warning["code"], "path": f"{label}{rest}", "message": warning["message"],
-                     "members": 0, "of": len(owner.members), "names": []}
+                     "members": 0, "of": len(owner.members), "names": [], "messages": [], "pattern": pattern}
             groups[key] = group
             folded.append(group)
         group["members"] += 1
         group["names"].append(found.group(2))
+        group["messages"].append(str(warning["message"]))
     for group in groups.values():
+        messages, pattern = group.pop("messages"), group.pop("pattern")
         if group["members"] == 1:  # one member: as it was
             group["path"] = f"{group['path'].split('[', 1)[0]}[{group['names'][0]}]{group['path'].split(']', 1)[1]}"
             for extra in ("members", "of", "names"):
@@ -108,8 +121,49 @@ def fold_warnings(warnings: Sequence[Mapping[str, Any]], scenario: Scenario) -> 
             names = group["names"]
             shown = ", ".join(names[:3]) + (f", ... {names[-1]}" if len(names) > 3 else "")
             every = "all" if group["members"] == group["of"] else f"{group['members']} of"
-            group["message"] = f"{every} {group['of']} members ({shown}); the first: {group['message']}"
+            merged = merge_messages(messages, names, pattern)
+            told = merged if merged is not None else f"{names[0]}: {messages[0]}"
+            group["message"] = f"{every} {group['of']} members ({shown}): {told}"
     return folded
+
+
+#: A number in a message, with its unit if it has one (``513 us``, ``0.138 %``, ``1,024 B``):
+#: not a digit inside a name (``w1_in``, ``thread[io.worker3]``).
+_QUANTITY = re.compile(r"(?<![\w.\[])(-?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?)"
+                       r"(?: ?(s|ms|us|ns|%|B|KB|MB|GB|KiB|MiB|GiB|b/s|kb/s|Mb/s|Gb/s))?(?![\w.])")
+#: each unit's family (only quantities of one family are set side by side) and scale
+_UNITS = {None: ("", 1.0), "%": ("%", 1.0), "s": ("s", 1.0), "ms": ("s", 1e-3), "us": ("s", 1e-6), "ns": ("s", 1e-9),
+          "B": ("B", 1.0), "KB": ("B", 1e3), "MB": ("B", 1e6), "GB": ("B", 1e9), "KiB": ("B", 2.0**10),
+          "MiB": ("B", 2.0**20), "GiB": ("B", 2.0**30), "b/s": ("b/s", 1.0), "kb/s": ("b/s", 1e3), "Mb/s": ("b/s", 1e6),
+          "Gb/s": ("b/s", 1e9)}
+
+
+def merge_messages(messages: Sequence[str], names: Sequence[str], pattern: str) -> str | None:
+    """One message for several members' messages that differ only in their numbers and in
+    each member's own name: each number that differs becomes the members' range (``waited
+    5.16 ms .. 5.78 ms for a core``), each own name the template's pattern (``in{i+1}``).
+    None when they differ in anything else (a reader then gets one member's message, named)."""
+    skeletons, slots = set(), []
+    for message, name in zip(messages, names, strict=True):
+        own = re.sub(rf"(?<![\w.]){re.escape(name)}(?!\w)", "\x00", message)
+        quantities = list(_QUANTITY.finditer(own))
+        skeletons.add(_QUANTITY.sub("\x01", own))
+        slots.append(quantities)
+    if len(skeletons) != 1:
+        return None
+    merged = skeletons.pop().replace("\x00", pattern)
+    for column in zip(*slots, strict=True):
+        texts = [found.group(0) for found in column]
+        if len(set(texts)) == 1:
+            merged = merged.replace("\x01", texts[0], 1)
+            continue
+        families = {_UNITS[found.group(2)][0] for found in column}
+        if len(families) != 1:
+            return None
+        value = [float(found.group(1).replace(",", "")) * _UNITS[found.group(2)][1] for found in column]
+        low, high = min(range(len(value)), key=value.__getitem__), max(range(len(value)), key=value.__getitem__)
+        merged = merged.replace("\x01", f"{texts[low]} .. {texts[high]}", 1)
+    return merged
 
 
 def static_warnings(scenario: Scenario) -> list[dict[str, str]]:
@@ -321,7 +375,8 @@ def limited_shares(times: Mapping[str, Any]) -> tuple[float, float]:
 
 def cpu_warnings(machine: dict[str, Any] | None) -> list[dict[str, str]]:
     """One ``cpu_contention`` warning per thread that waited for a core ([machine] cores):
-    more threads wanted CPU than there were cores for them."""
+    more threads wanted CPU than there were cores for them, for long enough to matter
+    (``CPU_WAIT_SHARE``, and the machine's wake-up each time it ran)."""
     if not machine:
         return []
     found = []
@@ -333,9 +388,10 @@ def cpu_warnings(machine: dict[str, Any] | None) -> list[dict[str, str]]:
         spun = (f"; {spin / machine['cpu_s']:.0%} of all the threads' CPU was spinning the end of precise waits "
                 f"(wait_spin_s = {' / '.join(_duration(value) for value in spinners)} on their workloads; "
                 "0, the default, if the program sleeps)")
+    noise = max(float(machine.get("io_wake_s") or 0.0), CPU_WAIT_MIN_S)
     for name, thread in machine["threads"].items():
         waited, used = thread["waited_s"], thread["cpu_s"]
-        if waited < CPU_WAIT_MIN_S or waited < CPU_WAIT_SHARE * used:
+        if waited < noise * max(1, thread.get("bursts", 1)) or waited < CPU_WAIT_SHARE * used:
             continue
         plural = "s" if cores != 1 else ""
         where = f"the {len(thread['cores'])} of the {cores} cores it may use" if thread["cores"] else f"the {cores} core{plural}"

@@ -352,6 +352,20 @@ def test_contention_is_a_warning_per_waiting_thread_and_a_table():
     assert not [w for w in zsim.run(two_workers(2), profile=_profile()).summary["warnings"] if w["code"] == "cpu_contention"]
 
 
+def test_waits_shorter_than_the_machines_wake_up_are_no_contention():
+    """Each worker waits 1 ms a task for the one core (10 ms over its 10 tasks, as much as its
+    CPU work): a warning on a machine whose idle wake-up (io_wake_s) is shorter than that,
+    none where a wake-up alone takes longer (issue 30: a sender that waited 3 us a message
+    in a quiet design was reported as contention)."""
+    def contended(io_wake_s: float) -> list[str]:
+        summary = zsim.run(two_workers(1), profile=_profile(io_wake_s=io_wake_s)).summary
+        assert summary["machine"]["threads"]["recv.pull1"]["waited_s"] == pytest.approx(0.01, rel=1e-12)
+        return [w["path"] for w in summary["warnings"] if w["code"] == "cpu_contention"]
+
+    assert contended(0.0009) == ["thread[recv.pull1]", "thread[recv.pull2]"]
+    assert contended(0.0011) == []
+
+
 def test_contention_made_by_wait_spins_says_so_and_sleeping_waits_make_none():
     """Two workers whose 1 ms service is a wait (busy = false) on 1 core: a harness-like
     spin of each wait's last 0.5 ms is all the CPU there is, so the warning says so; a

@@ -175,9 +175,40 @@ def test_warnings_about_members_of_a_template_fold_into_one_line(capsys):
     overloaded = [w for w in folded if w["code"] == "overloaded"]
     assert [w["path"] for w in overloaded] == ["recv[in].service_s", "recv[quiet].service_s"]
     assert overloaded[0]["members"] == 8 and overloaded[0]["of"] == 8
-    assert overloaded[0]["message"].startswith("all 8 members (in1, in2, in3, ... in8); the first: offered utilisation")
+    # the members' messages merged: their own names as the template's, their numbers as ranges
+    assert overloaded[0]["message"] == (
+        "all 8 members (in1, in2, in3, ... in8): offered utilisation 1.93: 1,935 copies/s arrive for socket 'in{i+1}', "
+        "each takes 1,000 us; it cannot keep up in steady state, so its loss and latency grow with the horizon")
     from zsim.cli import format_summary
 
     text = format_summary(result.summary, zsim.spec.from_dict(raw))
     assert text.count("warning [overloaded]") == 2
     assert "warning [overloaded] recv[in].service_s: all 8 members" in text
+
+
+def test_members_messages_merge_into_ranges_or_name_the_member_they_quote():
+    merge = zsim.checks.merge_messages
+    # numbers that differ become the members' range, compared in their units (513 us < 1.2 ms)
+    assert merge(["waited 1.2 ms for a core, against 2.67 ms of its own CPU work: up to 9 threads",
+                  "waited 513 us for a core, against 2.65 ms of its own CPU work: up to 9 threads"], ["w1", "w2"], "w{i+1}") == (
+        "waited 513 us .. 1.2 ms for a core, against 2.65 ms .. 2.67 ms of its own CPU work: up to 9 threads")
+    # a member's own name reads as the template's; a digit inside a name is not a number
+    assert merge(["socket 'in1' lost 1,200 of in1_pipe's", "socket 'in10' lost 80 of in1_pipe's"], ["in1", "in10"], "in{i}") == (
+        "socket 'in{i}' lost 80 .. 1,200 of in1_pipe's")
+    # anything else that differs, or quantities of different kinds, cannot be merged
+    assert merge(["lost at pub->in1", "lost at xpub->in2"], ["in1", "in2"], "in{i}") is None
+    assert merge(["took 3 ms", "took 3 %"], ["a1", "a2"], "a{i}") is None
+
+
+def test_a_fold_that_cannot_merge_names_the_member_it_quotes():
+    raw = {
+        "scenario": {"name": "fold", "until_s": 1.0, "profile": "ideal"},
+        "socket": [{"name": "pub", "type": "PUB", "bind": ["inproc://a"]},
+                   {"name": "in{i+1}", "type": "SUB", "count": 2, "connect": ["inproc://a"], "options": {"subscribe": [""]}}],
+        "send": [{"socket": "pub", "rate_per_s": 100, "size_bytes": 10}],
+        "recv": [{"socket": "in", "service_s": 0.001}],
+    }
+    warnings = [{"code": "overloaded", "path": "recv[in1].service_s", "message": "one thing"},
+                {"code": "overloaded", "path": "recv[in2].service_s", "message": "another thing"}]
+    [folded] = zsim.checks.fold_warnings(warnings, zsim.spec.from_dict(raw))
+    assert folded["message"] == "all 2 members (in1, in2): in1: one thing"
