@@ -75,6 +75,8 @@ TARGET = 0.09
 INDIFFERENCE = 0.005
 SNDHWMS = range(1, 11)
 MESSAGES = 2000
+#: the decision variable a search of this problem answers
+VARIABLE = "socket.pub.options.sndhwm"
 
 
 def right_answers(rho: float = RHO, target: float = TARGET, indifference: float = INDIFFERENCE) -> list[int]:
@@ -94,6 +96,6 @@ def search_file(seed: int, confidence: float = 0.95, monotone: bool = True, mess
         "search": {"name": f"mm1k-{seed}", "seed": seed, "confidence": confidence, "indifference": INDIFFERENCE,
                    "budget_runs": 5000, "cost": "socket.pub.options.sndhwm"},
         "base": scenario(RHO, messages),
-        "variables": {"socket.pub.options.sndhwm": variable},
+        "variables": {VARIABLE: variable},
         "constraint": [{"metric": "drop_fraction", "below": TARGET}],
     }
