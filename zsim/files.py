@@ -22,15 +22,17 @@ refuses (permission denied, disk full).
 from __future__ import annotations
 
 import errno
+import io
 import os
 import re
 import shutil
 import stat
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import IO, Any, BinaryIO, cast
 
 from .errors import EnvironmentFault, ScenarioError
 
@@ -538,3 +540,23 @@ def replace_set(folder: str | Path, contents: Mapping[str, Callable[[BinaryIO], 
                     os.replace(stage / name, real / name)
         shutil.rmtree(stage, ignore_errors=True)
     return [target / name for name in names]
+
+
+class _Stderr(io.TextIOBase):
+    """``sys.stderr`` as it is when written to. A default argument ``stream=sys.stderr``
+    binds the stream of the moment zsim was imported; a test harness (pytest's capture) or
+    a notebook that replaces ``sys.stderr`` later would then see nothing, or see a write to
+    a stream it has closed fail."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+    def isatty(self) -> bool:
+        return sys.stderr.isatty()
+
+
+#: The default progress stream of ``run_sweep``, ``compare`` and ``run_search``.
+STDERR = cast(IO[str], _Stderr())

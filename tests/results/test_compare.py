@@ -9,6 +9,7 @@ import json
 import math
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -657,3 +658,17 @@ def test_a_fraction_s_interval_stays_in_zero_to_one_and_its_difference_does_not(
     # a metric that is not a fraction keeps its t interval
     rows = [[{"ok": True, "socket.sub.latency_p99_s": v} for v in (0.0, 0.0, 0.0, 0.05)]] * 2
     assert metric_result("socket.sub.latency_p99_s", rows, designs).samples[0].low == raw.low
+
+
+def test_progress_goes_to_the_stderr_of_the_moment_not_of_the_import(monkeypatch):
+    # a default stream=sys.stderr bound pytest's capture of the first importing test: a later
+    # test's compare wrote to that closed stream ("I/O operation on closed file")
+    import io
+
+    later = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", later)
+    raw = {"scenario": {"name": "tiny", "until_s": 0.05, "profile": "ideal"},
+           "socket": [{"name": "a", "type": "PUSH", "bind": ["inproc://x"]}, {"name": "b", "type": "PULL", "connect": ["inproc://x"]}],
+           "send": [{"socket": "a", "count": 3}]}
+    cmp.compare([raw, raw], replications=2, engine="serial")
+    assert "[compare]" in later.getvalue()

@@ -20,7 +20,6 @@ is the user's account.
 from __future__ import annotations
 
 import functools
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO
@@ -58,7 +57,7 @@ def compare(sources: Sequence[Source], *, vary: Sequence[str] = (), link: Sequen
             prefer: Sequence[str] = (), max_metrics: int = DEFAULT_MAX_METRICS, engine: str = "spark", jobs: int | None = None,
             master: str | None = None, conf: Mapping[str, str] | None = None, run_timeout_s: float | None = None,
             max_runs: int | None = DEFAULT_MAX_RUNS, report: str | Path | None = None,
-            stream: IO[str] | None = sys.stderr, allow_apps: bool | trust.AppPermission = False,
+            stream: IO[str] | None = files.STDERR, allow_apps: bool | trust.AppPermission = False,
             min_effect: float = DEFAULT_MIN_EFFECT, derive: Sequence[str] = (), precision: Sequence[str] = ()) -> Comparison:
     """Run every design over the same replications (common random numbers) and compare them
     metric by metric; with ``report``, write the Markdown page, JSON and one figure per

@@ -210,7 +210,7 @@ def _manifest_plan(plan: Plan, replications: int) -> Plan:
 def run_search(source: str | Path | spec.Search, out: str | Path = DEFAULT_OUT, *, engine: str = "serial",
                master: str | None = None, workers: int | None = None, conf: Mapping[str, str] | None = None,
                budget_runs: int | None = None, run_timeout_s: float | None = None,
-               allow_apps: bool | trust.AppPermission = False, stream: IO[str] | None = sys.stderr) -> SearchRun:
+               allow_apps: bool | trust.AppPermission = False, stream: IO[str] | None = files.STDERR) -> SearchRun:
     """Run the search a file describes into ``out`` (resuming what is there) and return it.
 
     Raises ``ScenarioError`` for a bad file or argument before anything runs,

@@ -8,7 +8,6 @@ seed (``plan``), and every engine runs the same ``worker.run_batch``.
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -176,7 +175,7 @@ def run_sweep(
     retry_failed: bool = False,
     batch_size: int | None = None,
     limit: int | None = None,
-    stream: IO[str] | None = sys.stderr,
+    stream: IO[str] | None = files.STDERR,
     progress_interval_s: float | None = None,
     max_runs: int | None = DEFAULT_MAX_RUNS,
     run_timeout_s: float | None = None,
