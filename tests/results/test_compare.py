@@ -672,3 +672,14 @@ def test_progress_goes_to_the_stderr_of_the_moment_not_of_the_import(monkeypatch
            "send": [{"socket": "a", "count": 3}]}
     cmp.compare([raw, raw], replications=2, engine="serial")
     assert "[compare]" in later.getvalue()
+
+
+def test_a_comparison_that_shows_no_metric_is_an_empty_frame_with_its_columns():
+    raw = {"scenario": {"name": "tiny", "until_s": 0.05, "profile": "ideal"},
+           "socket": [{"name": "a", "type": "PUSH", "bind": ["inproc://x"]}, {"name": "b", "type": "PULL", "connect": ["inproc://x"]}],
+           "send": [{"socket": "a", "count": 3}]}
+    comparison = cmp.compare([raw, raw], replications=2, engine="serial", stream=None)
+    assert comparison.metrics == []  # the same design twice: nothing differs
+    frame = comparison.to_frame()  # was KeyError: 'mean'
+    assert len(frame) == 0 and list(frame.index.names) == ["metric", "design"]
+    assert "diff_mean" in frame.columns and frame["mean"].dtype == float

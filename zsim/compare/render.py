@@ -76,10 +76,12 @@ class Comparison:
                     "diff_ci_high": _json_number(diff.high) if diff is not None else None,
                     "verdict": difference.verdict if difference is not None else "", "prefers": metric.prefers or "",
                     "warned": dict(metric.warned[index])})
-        frame = pd.DataFrame.from_records(records)
+        columns = ["metric", "design", "baseline", "runs", "mean", "ci_low", "ci_high", "diff_mean", "diff_ci_low",
+                   "diff_ci_high", "verdict", "prefers", "warned"]
+        frame = pd.DataFrame.from_records(records, columns=columns)  # no metric shown: the same columns, no rows
         for column in ("mean", "ci_low", "ci_high", "diff_mean", "diff_ci_low", "diff_ci_high"):
             frame[column] = frame[column].astype(float)
-        return frame.set_index(["metric", "design"]) if records else frame
+        return frame.set_index(["metric", "design"])
 
 
 @dataclass(frozen=True)
