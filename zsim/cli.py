@@ -829,6 +829,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="refuse a plan of more runs (default 100,000; 0: no limit)")
     p.add_argument("--run-timeout", type=seconds_arg(allow_zero=True), default=None, metavar="S",
                    help="wall-clock seconds per run (default: the sweep's run_timeout_s, 600; 0: no limit)")
+    p.add_argument("--precision", action="append", metavar="METRIC=HALF_WIDTH",
+                   help="after the planned replications, add more at each point until its 95 %% interval of METRIC's mean "
+                        "is at most +- HALF_WIDTH, e.g. 'socket.sub.loss_fraction=0.001' (SI units) or "
+                        "'socket.sub.latency_p99_s=5%%' (of the mean); repeatable; --max-runs bounds the runs in all")
     p.add_argument("--report", action="store_true", help="write the report (zsim report OUT) when the sweep is done")
     add_app_args(p)
     p.set_defaults(func=_lazy("zsim.sweep.cli", "cmd_sweep"))

@@ -57,6 +57,7 @@ from typing import IO, Any, TypeGuard
 
 from ..errors import ScenarioError
 from ..stats import fdr_adjust, mean_half_width, t_quantile, t_test_p
+from ..sweep.precision import Target, grow
 from ..textsafe import terminal
 from .designs import DesignSet, assignment
 from .runs import DesignResult, _number
@@ -601,32 +602,12 @@ def _name_rank(name: str) -> int:
 
 
 @dataclass(frozen=True)
-class Precision:
-    """``--precision METRIC=HALF_WIDTH``: replications are added until the 95 % interval of
-    METRIC is at most +- HALF_WIDTH for every design's mean and for every paired difference
-    from the baseline (what the verdicts rest on). HALF_WIDTH is in the metric's unit (SI:
-    seconds, a fraction 0..1), or relative with ``%`` (``5%``: 5 % of the larger mean)."""
-
-    metric: str
-    half_width: float
-    relative: bool
-
-    @classmethod
-    def parse(cls, text: str) -> Precision:
-        name, value = assignment(text, "--precision", "METRIC=HALF_WIDTH (e.g. socket.sub.loss_fraction=0.001 or "
-                                                      "socket.sub.latency_p99_s=5%)")
-        relative = value.endswith("%")
-        try:
-            number = float(value[:-1] if relative else value)
-        except ValueError:
-            number = math.nan
-        if not (math.isfinite(number) and number > 0) or (relative and number >= 100):
-            raise ScenarioError(f"--precision {name}", f"the half-width must be a number > 0 (or a percentage below 100 %), "
-                                                       f"got {value!r}")
-        return cls(name, number / 100 if relative else number, relative)
-
-    def text(self) -> str:
-        return f"{self.metric} +- {self.half_width:.0%} of its mean" if self.relative else f"{self.metric} +- {self.half_width:g}"
+class Precision(Target):
+    """``--precision METRIC=HALF_WIDTH`` (``zsim.sweep.precision.Target``): replications are
+    added until the 95 % interval of METRIC is at most +- HALF_WIDTH for every design's mean
+    and for every paired difference from the baseline (what the verdicts rest on).
+    HALF_WIDTH is in the metric's unit (SI: seconds, a fraction 0..1), or relative with
+    ``%`` (``5%``: 5 % of the larger mean)."""
 
     def widest(self, rows: Sequence[Sequence[Mapping[str, Any]]]) -> tuple[float, float, int]:
         """The widest half-width now (means and paired differences), the target it is held
@@ -634,10 +615,7 @@ class Precision:
         values = [[_number(row.get(self.metric)) if row.get("ok") else None for row in design_rows] for design_rows in rows]
         samples = [describe(v) for v in values] + [paired(values[0], v, None).sample for v in values[1:]]
         widths = [math.inf if s.half_width is None else s.half_width for s in samples]
-        target = self.half_width
-        if self.relative:
-            means = [abs(s.mean) for s in samples[:len(values)] if s.mean is not None]
-            target = self.half_width * max(means, default=0.0)
+        target = self.goal([s.mean for s in samples[:len(values)] if s.mean is not None])
         return max(widths), target, min(s.n for s in samples[:len(values)])
 
 
@@ -657,9 +635,7 @@ def _to_precision(design_set: DesignSet, rows: list[list[dict[str, Any]]], targe
         wanted = n
         for target in targets:
             width, goal, _ = target.widest(rows)
-            if width > goal:
-                need = n * 4 if not (math.isfinite(width) and goal > 0) else math.ceil(n * (width / goal) ** 2)
-                wanted = max(wanted, min(4 * n, max(need, math.ceil(1.2 * n))))
+            wanted = max(wanted, grow(n, width, goal))
         if wanted == n:
             notes.append(f"--precision: met at {n} replications (" + "; ".join(
                 f"{t.text()}: widest +- {t.widest(rows)[0]:.4g}" for t in targets) + ")")

@@ -73,12 +73,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         max_runs=DEFAULT_MAX_RUNS if max_runs is None else max_runs,
         run_timeout_s=getattr(args, "run_timeout", None),
         allow_apps=_app_permission(args),
-        stream=sys.stderr,  # as it is now (the default is the one of when zsim was imported)
+        stream=sys.stderr,
+        precision=getattr(args, "precision", None) or (),
     )
     print(
         f"sweep {outcome.sweep}: {outcome.ran} runs done now, {outcome.already_done} were already done, "
         f"{outcome.failed} failed, {outcome.not_done} not done; {outcome.wall_s:.1f} s on {outcome.engine}"
     )
+    for line in outcome.precision:
+        print(one_line(line))
     for error in outcome.errors:
         print(one_line(f"  failed: {error}"))
     if outcome.failed:

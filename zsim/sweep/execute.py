@@ -8,8 +8,10 @@ seed (``plan``), and every engine runs the same ``worker.run_batch``.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -18,7 +20,21 @@ from .. import files, trust
 from ..errors import ScenarioError, ZsimError
 from ..textsafe import terminal
 from . import store
-from .plan import DEFAULT_MAX_RUNS, Plan, Sweep, batches, check_run_timeout, check_size, expand, parse
+from .plan import (
+    DEFAULT_MAX_RUNS,
+    MAX_REPLICATIONS,
+    Plan,
+    Sweep,
+    Task,
+    batches,
+    check_metric,
+    check_run_timeout,
+    check_size,
+    expand,
+    known_metrics,
+    parse,
+)
+from .precision import Target, next_round
 
 ENGINES = ("spark", "local", "serial")
 #: Plans of this many points announce themselves before their scenarios are checked
@@ -46,6 +62,8 @@ class Outcome:
     engine_start_s: float = 0.0
     interrupted: bool = False
     warnings: list[str] = field(default_factory=list)
+    #: ``--precision``: what was reached (met, or NOT met and why), one line per target
+    precision: list[str] = field(default_factory=list)
 
     @property
     def complete(self) -> bool:
@@ -67,18 +85,19 @@ class Progress:
     """Points done / total, runs, rate and ETA, on one line (rewritten on a terminal)."""
 
     def __init__(self, name: str, plan: Plan, done: Mapping[tuple[str, int], bool], stream: IO[str] | None,
-                 interval_s: float | None = None) -> None:
+                 interval_s: float | None = None, counts: Mapping[str, int] | None = None) -> None:
         self.name = name
         self.stream = stream
-        self.replications = plan.sweep.replications
-        self.total_points = len(plan.points)
-        self.total_runs = plan.total_runs
-        self.per_point: dict[str, int] = {p.id: 0 for p in plan.points}
+        # the replications each point is to have: the plan's, or a --precision round's
+        self.wanted = dict(counts) if counts is not None else {p.id: plan.sweep.replications for p in plan.points}
+        self.total_points = len(self.wanted)
+        self.total_runs = sum(self.wanted.values())
+        self.per_point: dict[str, int] = {point: 0 for point in self.wanted}
         for (point, replication), _ok in done.items():
-            if point in self.per_point and replication < self.replications:
+            if point in self.per_point and replication < self.wanted[point]:
                 self.per_point[point] += 1
         self.runs_done = sum(self.per_point.values())
-        self.points_done = sum(1 for n in self.per_point.values() if n >= self.replications)
+        self.points_done = sum(1 for point, n in self.per_point.items() if n >= self.wanted[point])
         self.started = time.perf_counter()
         self.ran = 0
         self.failed = 0
@@ -91,7 +110,7 @@ class Progress:
             point = row["point"]
             if point in self.per_point:
                 self.per_point[point] += 1
-                if self.per_point[point] == self.replications:
+                if self.per_point[point] == self.wanted[point]:
                     self.points_done += 1
             self.runs_done += 1
             self.ran += 1
@@ -180,6 +199,7 @@ def run_sweep(
     max_runs: int | None = DEFAULT_MAX_RUNS,
     run_timeout_s: float | None = None,
     allow_apps: bool | trust.AppPermission = False,
+    precision: Sequence[str] = (),
 ) -> Outcome:
     """Run a sweep (a file, a parsed ``Sweep``, a dict or a ``Plan``) into ``out``.
 
@@ -187,7 +207,10 @@ def run_sweep(
     ``limit`` runs at most that many new runs (to try a sweep, or to test resuming).
     ``max_runs`` refuses a plan of more runs (counted before it is expanded; 0 or None: no
     limit; not checked for a ``Plan``, which is expanded already); ``run_timeout_s``
-    overrides the sweep's time limit per run (0: none). ``allow_apps``: run the code the
+    overrides the sweep's time limit per run (0: none). ``precision``: ``METRIC=HALF_WIDTH``
+    targets (``zsim.sweep.precision``): after the planned replications, each point gets more
+    until its 95 % interval of every METRIC's mean is that narrow, within ``max_runs`` in
+    all (planned and added); ``Outcome.precision`` says what was reached. ``allow_apps``: run the code the
     base scenario's ``[[app]]`` tables name (``zsim.trust``; the workers run only the files
     checked here, by path and SHA-256); without it such a sweep is refused before any run.
 
@@ -204,6 +227,9 @@ def run_sweep(
     if max_runs is not None and (isinstance(max_runs, bool) or not isinstance(max_runs, int) or max_runs < 0):
         raise ScenarioError("--max-runs", f"must be a whole number >= 0 (0: no limit), got {max_runs!r}")
     timeout_override = check_run_timeout(run_timeout_s, "--run-timeout") if run_timeout_s is not None else None
+    targets = [Target.parse(text) for text in precision]
+    if len({t.metric for t in targets}) < len(targets):
+        raise ScenarioError("--precision", "one target per metric (a metric is named twice)")
     say = (lambda text: (stream.write(terminal(text) + "\n"), stream.flush())) if stream is not None else (lambda text: None)
     planning_started = time.perf_counter()
     if isinstance(source, Plan):
@@ -223,6 +249,12 @@ def run_sweep(
 
         plan = expand(sweep, max_runs=None, progress=planning)
     sweep = plan.sweep
+    if targets:  # a typo is one line before any run, as in [report]
+        known = known_metrics(plan.base)
+        if known is not None:
+            known.update(sweep.report.get("derived", {}))
+        for target in targets:
+            check_metric(target.metric, f"--precision {target.metric}", known)
     timeout = sweep.run_timeout_s if run_timeout_s is None else timeout_override
     apps = check_apps(plan, trust.permission(allow_apps), say)
     # --out must be a folder zsim can write in, found out before any run
@@ -272,53 +304,110 @@ def run_sweep(
                     "use a fresh --out")
         if limit is not None:
             todo = todo[: max(0, limit)]
-        if not todo:
-            outcome.not_done = plan.total_runs - outcome.already_done
-            outcome.wall_s = time.perf_counter() - started
-            return outcome
-        payload = plan.worker_payload()
-        payload["run_timeout_s"] = timeout
-        payload["apps"] = apps
-        axis_kinds = {path: kind for path, kind in payload["axes"]}
-        runner = make_engine(engine, payload, master=master, workers=workers, conf=conf, app_name=f"zsim sweep {sweep.name}")
-        progress = Progress(sweep.name, plan, done, stream, progress_interval_s)
-        if engine == "spark":
-            say(f"[{sweep.name}] starting Spark ({master or 'local[*]'}) ...")
-        engine_started = time.perf_counter()
-        try:
-            with runner:
-                outcome.engine_start_s = time.perf_counter() - engine_started
-                outcome.engine = runner.describe()
+        with contextlib.ExitStack() as engine_scope:
+            started_engine: list[Any] = []
+
+            def execute(todo: list[Task], counts: Mapping[str, int] | None = None) -> None:
+                """Run ``todo`` on the engine (started on first use), writing each batch's rows;
+                ``counts``: the replications each point is to have after it (for the progress line)."""
+                if not started_engine:
+                    payload = plan.worker_payload()
+                    payload["run_timeout_s"] = timeout
+                    payload["apps"] = apps
+                    if engine == "spark":
+                        say(f"[{sweep.name}] starting Spark ({master or 'local[*]'}) ...")
+                    engine_started = time.perf_counter()
+                    runner = engine_scope.enter_context(
+                        make_engine(engine, payload, master=master, workers=workers, conf=conf, app_name=f"zsim sweep {sweep.name}"))
+                    outcome.engine_start_s = time.perf_counter() - engine_started
+                    outcome.engine = runner.describe()
+                    started_engine.append((runner, {path: kind for path, kind in payload["axes"]}))
+                runner, axis_kinds = started_engine[0]
+                progress = Progress(sweep.name, plan, done, stream, progress_interval_s, counts)
                 size = sweep.batch_size if batch_size is None else batch_size
                 work = batches(todo, runner.slots, size)
                 say(f"[{sweep.name}] engine {runner.describe()}: {len(work)} batches")
                 progress.restart_clock()
-                for completion in runner.run(work):
-                    if completion is None:
+                try:
+                    for completion in runner.run(work):
+                        if completion is None:
+                            progress.show()
+                            continue
+                        if completion.error is not None or completion.rows is None:
+                            text = f"{type(completion.error).__name__}: {completion.error}".splitlines()[0][:300]
+                            outcome.lost_batches.append(text)
+                            say(f"\n[{sweep.name}] a batch of {len(completion.batch)} runs was lost ({text}); a re-run will do them")
+                            continue
+                        store.write_rows(directory, completion.rows, axis_kinds)
+                        progress.add(completion.rows)
+                        outcome.ran += len(completion.rows)
+                        for row in completion.rows:
+                            done[(row["point"], row["replication"])] = bool(row.get("ok", False))
+                            if not row.get("ok", False):
+                                outcome.failed += 1
+                                if len(outcome.errors) < 5:
+                                    outcome.errors.append(f"{row['point']} replication {row['replication']} seed {row['seed']}: "
+                                                          f"{str(row.get('error')).splitlines()[0][:300]}")
                         progress.show()
-                        continue
-                    if completion.error is not None or completion.rows is None:
-                        text = f"{type(completion.error).__name__}: {completion.error}".splitlines()[0][:300]
-                        outcome.lost_batches.append(text)
-                        say(f"\n[{sweep.name}] a batch of {len(completion.batch)} runs was lost ({text}); a re-run will do them")
-                        continue
-                    store.write_rows(directory, completion.rows, axis_kinds)
-                    progress.add(completion.rows)
-                    outcome.ran += len(completion.rows)
-                    for row in completion.rows:
-                        if not row.get("ok", False):
-                            outcome.failed += 1
-                            if len(outcome.errors) < 5:
-                                outcome.errors.append(f"{row['point']} replication {row['replication']} seed {row['seed']}: "
-                                                      f"{str(row.get('error')).splitlines()[0][:300]}")
-                    progress.show()
-        except KeyboardInterrupt:
-            outcome.interrupted = True
-            progress.finish()
-            say(f"[{sweep.name}] interrupted: {outcome.ran} runs written this time; the same command resumes")
-            raise
-        finally:
-            outcome.wall_s = time.perf_counter() - started
-        progress.finish()
-        outcome.not_done = plan.total_runs - outcome.already_done - outcome.ran
+                except KeyboardInterrupt:
+                    outcome.interrupted = True
+                    progress.finish()
+                    say(f"[{sweep.name}] interrupted: {outcome.ran} runs written this time; the same command resumes")
+                    raise
+                progress.finish()
+
+            try:
+                if todo:
+                    execute(todo)
+                outcome.not_done = plan.total_runs - outcome.already_done - outcome.ran
+                if targets and limit is None and outcome.not_done == 0 and not outcome.lost_batches:
+                    _to_precision(plan, directory, targets, max_runs, done, execute, outcome, say)
+            finally:
+                outcome.wall_s = time.perf_counter() - started
     return outcome
+
+
+def _to_precision(plan: Plan, directory: Path, targets: Sequence[Target], max_runs: int | None,
+                  done: Mapping[tuple[str, int], bool], execute: Callable[..., None], outcome: Outcome,
+                  say: Callable[[str], Any]) -> None:
+    """``--precision``: rounds of replications point by point (``zsim.sweep.precision``)
+    until every point meets every target, the next round would pass ``max_runs`` runs in
+    all, or a batch is lost. Each round's decision is read from the rows on disk, so the
+    same command resumes it: the rounds a killed sweep did are replayed without runs."""
+    sweep = plan.sweep
+    counts = {point.id: sweep.replications for point in plan.points}
+    derived = dict(sweep.report.get("derived", {}))
+    while True:
+        # the manifest bounds what readers take (replication < its count): the largest count now
+        store.write_manifest(directory, dataclasses.replace(plan, sweep=dataclasses.replace(sweep, replications=max(counts.values()))))
+        frame = store.read_frame(directory)
+        rows = {str(point): group.to_dict("records") for point, group in frame.groupby("point", sort=False)}
+        decided = next_round(rows, counts, targets, derived)
+        widest = "; ".join(f"{t.text()}: widest +- {decided.widest[t.metric]:.4g}" for t in targets)
+        spent = sum(counts.values())
+        if not decided.wanted:
+            outcome.precision.append(f"--precision: met at every point ({widest}); {min(counts.values())} to "
+                                     f"{max(counts.values())} replications a point, {spent:,} runs")
+            break
+        wanted = {point: min(n, MAX_REPLICATIONS) for point, n in decided.wanted.items()}
+        more = sum(n - counts[point] for point, n in wanted.items())
+        if (max_runs and spent + more > max_runs) or all(n <= counts[p] for p, n in wanted.items()):
+            outcome.precision.append(f"--precision: NOT met at {len(wanted)} of {len(counts)} points ({widest}): the next "
+                                     f"round needs {more:,} more runs, beyond --max-runs {max_runs:,} ({spent:,} runs so far)"
+                                     if max_runs and spent + more > max_runs else
+                                     f"--precision: NOT met at {len(wanted)} points, at the most replications a point may have")
+            break
+        say(f"[{sweep.name}] --precision: {len(wanted)} of {len(counts)} points need more replications ({widest}); "
+            f"running {more:,} more")
+        counts.update(wanted)
+        todo = [task for point, n in wanted.items() for task in (plan.task(point, rep) for rep in range(n))
+                if (task.point, task.replication) not in done]
+        if todo:
+            execute(todo, counts)
+        if outcome.lost_batches:
+            outcome.precision.append("--precision: stopped, a batch was lost; the same command goes on")
+            break
+    for metric, points in ((t.metric, decided.unmeasurable[t.metric]) for t in targets):
+        if points:
+            outcome.precision.append(f"--precision {metric}: no interval at {len(points)} points (fewer than two runs with a "
+                                     f"value), e.g. {points[0]}")

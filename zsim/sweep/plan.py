@@ -220,11 +220,14 @@ class Plan:
         if sweep.common_random_numbers:  # the same seed for replication r at every point
             seeds = [seed_for(sweep.seed, "", rep, True) for rep in range(sweep.replications)]
             return [Task(point.id, rep, seeds[rep]) for point in self.points for rep in range(sweep.replications)]
-        return [
-            Task(point.id, rep, seed_for(sweep.seed, point.id, rep, False))
-            for point in self.points
-            for rep in range(sweep.replications)
-        ]
+        return [self.task(point.id, rep) for point in self.points for rep in range(sweep.replications)]
+
+    def task(self, point_id: str, replication: int) -> Task:
+        """The run of one point and replication (any replication: ``--precision`` adds
+        some beyond the planned count, with the seeds a larger count would give)."""
+        sweep = self.sweep
+        crn = sweep.common_random_numbers
+        return Task(point_id, replication, seed_for(sweep.seed, "" if crn else point_id, replication, crn))
 
     def scenario_raw(self, point_id: str) -> dict[str, Any]:
         """The derived scenario of a point, as a raw dict (``zsim.spec.from_dict`` input)."""
@@ -677,7 +680,7 @@ def known_metrics(base: Mapping[str, Any]) -> MetricNames | None:
     return MetricNames(listed, names, members, [t.name for t in found if t.kind == "socket"], network=bool(links))
 
 
-def _check_metric(value: Any, where: str, known: set[str] | None) -> None:
+def check_metric(value: Any, where: str, known: set[str] | None) -> None:
     if not isinstance(value, str) or not value:
         raise ScenarioError(where, f"must be a metric name (a string), got {_short(value)}")
     if known is None or value in known:
@@ -771,7 +774,7 @@ def _check_report(report: Any, axes: Sequence[Axis], base: Mapping[str, Any] | N
     if not isinstance(metrics, list):
         raise ScenarioError("report.metrics", f"must be a list of metric names, got {_short(metrics)}")
     for i, metric in enumerate(metrics):
-        _check_metric(metric, f"report.metrics[{i}]", known)
+        check_metric(metric, f"report.metrics[{i}]", known)
     default_figures = report.get("default_figures", False)
     if not isinstance(default_figures, bool):
         raise ScenarioError("report.default_figures", f"must be true or false, got {_short(default_figures)}")
@@ -798,16 +801,16 @@ def _check_report(report: Any, axes: Sequence[Axis], base: Mapping[str, Any] | N
         for key in where_table:
             _check_axis_key(axes, key, f"{where}.where.{key}")
         if "metric" in figure:
-            _check_metric(figure["metric"], f"{where}.metric", known)
+            check_metric(figure["metric"], f"{where}.metric", known)
         if "y" in figure and kind in ("line", "scatter"):
             ys = figure["y"]
             if isinstance(ys, list):
                 if not ys:
                     raise ScenarioError(f"{where}.y", "must name at least one metric")
                 for j, metric in enumerate(ys):
-                    _check_metric(metric, f"{where}.y[{j}]", known)
+                    check_metric(metric, f"{where}.y[{j}]", known)
             else:
-                _check_metric(ys, f"{where}.y", known)
+                check_metric(ys, f"{where}.y", known)
         for key in ("title", "file"):
             if key in figure and (not isinstance(figure[key], str) or not figure[key]):
                 raise ScenarioError(f"{where}.{key}", f"must be a non-empty string, got {_short(figure[key])}")
@@ -825,7 +828,7 @@ def _check_report(report: Any, axes: Sequence[Axis], base: Mapping[str, Any] | N
         for key in ("metric", "below", "minimise"):
             if key not in threshold:
                 raise ScenarioError(f"{where}.{key}", "missing")
-        _check_metric(threshold["metric"], f"{where}.metric", known)
+        check_metric(threshold["metric"], f"{where}.metric", known)
         below = threshold["below"]
         if isinstance(below, bool) or not isinstance(below, (int, float)) or not math.isfinite(below):
             raise ScenarioError(f"{where}.below", f"must be a number, got {_short(below)}")

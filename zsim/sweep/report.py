@@ -214,15 +214,17 @@ def is_hwm_axis(path: str) -> bool:
 
 def axis_sort_key(path: str, value: Any) -> Any:
     """Order of an axis's values: an axis with ``names`` in the order they were given;
-    numbers ascending, an HWM's 0 (unlimited) last."""
+    numbers ascending, an HWM's 0 (unlimited) last; other values (a distribution's table,
+    text) after the numbers, by their text, so that an axis mixing both still sorts. The
+    second item is ``inf`` only for the detached "unlimited"."""
     named = _named(path, value)
     if named is not None:
-        return (0, float(named[0]))
+        return (0, float(named[0]), "")
     if is_hwm_axis(path) and isinstance(value, (int, float)) and not isinstance(value, bool) and value == 0:
-        return (1, math.inf)
+        return (2, math.inf, "")
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return (0, float(value))
-    return (0, str(value))
+        return (0, float(value), "")
+    return (1, 0.0, str(value))
 
 
 def pd_numeric(column: pd.Series) -> bool:
