@@ -27,14 +27,16 @@ ACHIEVED_RATE_SHARE = 0.95
 #: A receiver with at least this share of its copies still queued at the end is reported.
 BACKLOG_SHARE = 0.10
 #: A thread is reported when it waited for a core at least this share of its own CPU
-#: time, and on average at least the machine's wake-up latency (the profile's
-#: ``io_wake_s``; at least ``CPU_WAIT_MIN_S``) each time it ran: below the share, sharing
-#: cores changed little; below the wake-up, each wait is shorter than what waking a
-#: blocked thread costs on an idle machine, so it is within the machine's own scheduling
-#: noise (with the shipped profile every run shares 2 cores, and a sender that waited
-#: 3 us a message for a core in a quiet design is not an answer).
+#: time, and the waits were long enough to matter: on average at least what waking an
+#: idle I/O thread costs this machine (the profile's ``io_wake_s``; at least
+#: ``CPU_WAIT_MIN_S``) each time it ran, or in all at least ``CPU_WAIT_SPAN_SHARE`` of the
+#: run. Below both, each wait is shorter than the machine's own wake-up and all of them a
+#: sliver of the run (with the shipped profile every run shares 2 cores, and a sender that
+#: waited 3 us a message, 0.1 % of a quiet run, is not an answer); a thread slowed by short
+#: waits on every burst (many tiny sends on one shared core) still adds up to the span rule.
 CPU_WAIT_SHARE = 0.05
 CPU_WAIT_MIN_S = 1e-6
+CPU_WAIT_SPAN_SHARE = 0.05
 #: A ``cpu_contention`` warning says how much of the CPU was spin when at least this share
 #: of all the threads' CPU time spun the end of precise waits (the workloads' ``wait_spin_s``):
 #: in a program that sleeps instead, that CPU is not used.
@@ -119,7 +121,7 @@ def fold_warnings(warnings: Sequence[Mapping[str, Any]], scenario: Scenario) -> 
                 del group[extra]
         else:
             names = group["names"]
-            shown = ", ".join(names[:3]) + (f", ... {names[-1]}" if len(names) > 3 else "")
+            shown = ", ".join(names) if len(names) <= 4 else ", ".join(names[:3]) + f", ... {names[-1]}"
             every = "all" if group["members"] == group["of"] else f"{group['members']} of"
             merged = merge_messages(messages, names, pattern)
             told = merged if merged is not None else f"{names[0]}: {messages[0]}"
@@ -128,9 +130,10 @@ def fold_warnings(warnings: Sequence[Mapping[str, Any]], scenario: Scenario) -> 
 
 
 #: A number in a message, with its unit if it has one (``513 us``, ``0.138 %``, ``1,024 B``):
-#: not a digit inside a name (``w1_in``, ``thread[io.worker3]``).
-_QUANTITY = re.compile(r"(?<![\w.\[])(-?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?)"
-                       r"(?: ?(s|ms|us|ns|%|B|KB|MB|GB|KiB|MiB|GiB|b/s|kb/s|Mb/s|Gb/s))?(?![\w.])")
+#: not a digit inside a name (``w1_in``, ``thread[io.worker3]``, ``worker-1``), a quoted
+#: topic (``'15'``), a port (``:5557``) or a path, nor a sentence's comma after it.
+_QUANTITY = re.compile(r"(?<![\w.\[\-:/'\"])(-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:e[-+]?\d+)?)"
+                       r"(?: ?(s|ms|us|ns|%|B|KB|MB|GB|KiB|MiB|GiB|b/s|kb/s|Mb/s|Gb/s))?(?![\w.'\"-])")
 #: each unit's family (only quantities of one family are set side by side) and scale
 _UNITS = {None: ("", 1.0), "%": ("%", 1.0), "s": ("s", 1.0), "ms": ("s", 1e-3), "us": ("s", 1e-6), "ns": ("s", 1e-9),
           "B": ("B", 1.0), "KB": ("B", 1e3), "MB": ("B", 1e6), "GB": ("B", 1e9), "KiB": ("B", 2.0**10),
@@ -162,7 +165,7 @@ def merge_messages(messages: Sequence[str], names: Sequence[str], pattern: str) 
             return None
         value = [float(found.group(1).replace(",", "")) * _UNITS[found.group(2)][1] for found in column]
         low, high = min(range(len(value)), key=value.__getitem__), max(range(len(value)), key=value.__getitem__)
-        merged = merged.replace("\x01", f"{texts[low]} .. {texts[high]}", 1)
+        merged = merged.replace("\x01", texts[low] if value[low] == value[high] else f"{texts[low]} .. {texts[high]}", 1)
     return merged
 
 
@@ -286,7 +289,7 @@ def run_warnings(scenario: Scenario, summary: Mapping[str, Any]) -> list[dict[st
                 "rate_not_achieved", workload_label("send", name),
                 f"sent {got:,.0f} messages/s where {asked:,.0f}/s was asked ({100 * got / asked:.0f} %): {why}; the load "
                 "offered downstream is lower than asked"))
-    found += cpu_warnings(summary.get("machine"))
+    found += cpu_warnings(summary.get("machine"), float(summary.get("sim_time_s") or 0.0))
     found += link_warnings(summary.get("network"))
     return found
 
@@ -373,10 +376,11 @@ def limited_shares(times: Mapping[str, Any]) -> tuple[float, float]:
     return times["window_limited_s"] / sending, times["sndbuf_limited_s"] / sending
 
 
-def cpu_warnings(machine: dict[str, Any] | None) -> list[dict[str, str]]:
+def cpu_warnings(machine: dict[str, Any] | None, span_s: float = 0.0) -> list[dict[str, str]]:
     """One ``cpu_contention`` warning per thread that waited for a core ([machine] cores):
     more threads wanted CPU than there were cores for them, for long enough to matter
-    (``CPU_WAIT_SHARE``, and the machine's wake-up each time it ran)."""
+    (``CPU_WAIT_SHARE``; the machine's wake-up each time it ran, or ``CPU_WAIT_SPAN_SHARE``
+    of the run's ``span_s``)."""
     if not machine:
         return []
     found = []
@@ -391,7 +395,8 @@ def cpu_warnings(machine: dict[str, Any] | None) -> list[dict[str, str]]:
     noise = max(float(machine.get("io_wake_s") or 0.0), CPU_WAIT_MIN_S)
     for name, thread in machine["threads"].items():
         waited, used = thread["waited_s"], thread["cpu_s"]
-        if waited < noise * max(1, thread.get("bursts", 1)) or waited < CPU_WAIT_SHARE * used:
+        short = waited < noise * max(1, thread.get("bursts", 1)) and waited < CPU_WAIT_SPAN_SHARE * span_s
+        if short or waited < CPU_WAIT_SHARE * used:
             continue
         plural = "s" if cores != 1 else ""
         where = f"the {len(thread['cores'])} of the {cores} cores it may use" if thread["cores"] else f"the {cores} core{plural}"
@@ -403,6 +408,7 @@ def cpu_warnings(machine: dict[str, Any] | None) -> list[dict[str, str]]:
 
 
 def _duration(seconds: float) -> str:
+    seconds = float(f"{seconds:.3g}")  # 0.9996 ms is 1 ms, not "1e+03 us"
     if seconds >= 1:
         return f"{seconds:.3g} s"
     if seconds >= 1e-3:

@@ -549,13 +549,16 @@ class _Stderr(io.TextIOBase):
     a stream it has closed fail."""
 
     def write(self, text: str) -> int:
+        if sys.stderr is None:  # pythonw, some embedders: no stream, nothing to say it on
+            return len(text)
         return sys.stderr.write(text)
 
     def flush(self) -> None:
-        sys.stderr.flush()
+        if sys.stderr is not None:
+            sys.stderr.flush()
 
     def isatty(self) -> bool:
-        return sys.stderr.isatty()
+        return sys.stderr is not None and sys.stderr.isatty()
 
 
 #: The default progress stream of ``run_sweep``, ``compare`` and ``run_search``.

@@ -683,3 +683,12 @@ def test_a_comparison_that_shows_no_metric_is_an_empty_frame_with_its_columns():
     frame = comparison.to_frame()  # was KeyError: 'mean'
     assert len(frame) == 0 and list(frame.index.names) == ["metric", "design"]
     assert "diff_mean" in frame.columns and frame["mean"].dtype == float
+
+
+def test_progress_without_any_stderr_is_silent(monkeypatch):
+    from zsim import files
+
+    monkeypatch.setattr(sys, "stderr", None)  # pythonw, some embedders
+    assert files.STDERR.write("[compare] note\n") == len("[compare] note\n")
+    files.STDERR.flush()
+    assert files.STDERR.isatty() is False

@@ -195,6 +195,13 @@ def test_members_messages_merge_into_ranges_or_name_the_member_they_quote():
     # a member's own name reads as the template's; a digit inside a name is not a number
     assert merge(["socket 'in1' lost 1,200 of in1_pipe's", "socket 'in10' lost 80 of in1_pipe's"], ["in1", "in10"], "in{i}") == (
         "socket 'in{i}' lost 80 .. 1,200 of in1_pipe's")
+    # a sentence's comma is not part of a number; equal values written differently are one
+    assert merge(["copy 4,000 of 5,000, sent at 1.0 s", "copy 4,500 of 5,000, sent at 1 s"], ["a1", "a2"], "a{i}") == (
+        "copy 4,000 .. 4,500 of 5,000, sent at 1.0 s")
+    # a quoted topic, a port or a hyphenated name is text: members that differ there do not merge
+    assert merge(["no topic starts with '5'", "no topic starts with '15'"], ["s1", "s2"], "s{i}") is None
+    assert merge(["connect tcp://127.0.0.1:5557", "connect tcp://127.0.0.1:5558"], ["a1", "a2"], "a{i}") is None
+    assert merge(["worker-1 got 3", "worker-2 got 4"], ["a1", "a2"], "a{i}") is None
     # anything else that differs, or quantities of different kinds, cannot be merged
     assert merge(["lost at pub->in1", "lost at xpub->in2"], ["in1", "in2"], "in{i}") is None
     assert merge(["took 3 ms", "took 3 %"], ["a1", "a2"], "a{i}") is None

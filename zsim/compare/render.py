@@ -62,23 +62,23 @@ class Comparison:
         from ..results import _pandas
 
         pd = _pandas()
+        columns = ("metric", "design", "baseline", "runs", "mean", "ci_low", "ci_high", "diff_mean", "diff_ci_low",
+                   "diff_ci_high", "verdict", "prefers", "warned")
         records = []
         for metric in self.metrics:
             for index, result in enumerate(self.designs):
                 sample = metric.samples[index]
                 difference = metric.differences[index]
                 diff = difference.sample if difference is not None else None
-                records.append({
-                    "metric": metric.name, "design": result.design.name, "baseline": index == 0, "runs": sample.n,
-                    "mean": _json_number(sample.mean), "ci_low": _json_number(sample.low), "ci_high": _json_number(sample.high),
-                    "diff_mean": _json_number(diff.mean) if diff is not None else None,
-                    "diff_ci_low": _json_number(diff.low) if diff is not None else None,
-                    "diff_ci_high": _json_number(diff.high) if diff is not None else None,
-                    "verdict": difference.verdict if difference is not None else "", "prefers": metric.prefers or "",
-                    "warned": dict(metric.warned[index])})
-        columns = ["metric", "design", "baseline", "runs", "mean", "ci_low", "ci_high", "diff_mean", "diff_ci_low",
-                   "diff_ci_high", "verdict", "prefers", "warned"]
-        frame = pd.DataFrame.from_records(records, columns=columns)  # no metric shown: the same columns, no rows
+                records.append(dict(zip(columns, (
+                    metric.name, result.design.name, index == 0, sample.n,
+                    _json_number(sample.mean), _json_number(sample.low), _json_number(sample.high),
+                    _json_number(diff.mean) if diff is not None else None,
+                    _json_number(diff.low) if diff is not None else None,
+                    _json_number(diff.high) if diff is not None else None,
+                    difference.verdict if difference is not None else "", metric.prefers or "",
+                    dict(metric.warned[index])), strict=True)))
+        frame = pd.DataFrame.from_records(records, columns=list(columns))  # no metric shown: the same columns, no rows
         for column in ("mean", "ci_low", "ci_high", "diff_mean", "diff_ci_low", "diff_ci_high"):
             frame[column] = frame[column].astype(float)
         return frame.set_index(["metric", "design"])
