@@ -153,7 +153,7 @@ def test_compare_names_every_design_differently(tmp_path, capsys):
     assert main(["compare", str(a), str(a), str(twin), "--engine", "serial", "-n", "2", "--json"]) == 0
     names = [d["name"] for d in json.loads(capsys.readouterr().out)["designs"]]
     assert names == ["a", "a (3)", "a (2)"]
-    from zsim.compare.designs import _unique_names
+    from zsim.compare.designs import unique_names
 
-    assert _unique_names(["a", "a (2)", "a", "a"]) == ["a", "a (2)", "a (3)", "a (4)"]
-    assert _unique_names(["x\x1b", "x\\x1b"]) == ["x\\x1b", "x\\x1b (2)"]
+    assert unique_names(["a", "a (2)", "a", "a"]) == ["a", "a (2)", "a (3)", "a (4)"]
+    assert unique_names(["x\x1b", "x\\x1b"]) == ["x\\x1b", "x\\x1b (2)"]

@@ -29,24 +29,24 @@ from ..errors import ScenarioError
 from ..textsafe import terminal
 from .designs import Source, assignment, make_designs
 from .render import Comparison, format_text, to_json, write_report
-from .runs import DEFAULT_MAX_RUNS, _design_result, check_apps, run_designs, seeds
+from .runs import DEFAULT_MAX_RUNS, check_apps, design_result, run_designs, seeds
 from .verdicts import (
     DEFAULT_MAX_METRICS,
     DEFAULT_MIN_EFFECT,
     PREFERENCES,
     Precision,
-    _add_derived,
-    _close,
-    _metric_names,
-    _not_default,
-    _select,
-    _to_precision,
-    _with_derived,
+    add_derived,
     best_design,
     check_metric_names,
+    closest_name,
     control,
+    metric_names,
     metric_result,
+    not_default,
     resolve_metrics,
+    select_metrics,
+    to_precision,
+    with_derived,
 )
 
 __all__ = ["PREFERENCES", "Comparison", "compare", "format_text", "to_json"]
@@ -80,7 +80,7 @@ def compare(sources: Sequence[Source], *, vary: Sequence[str] = (), link: Sequen
         raise ScenarioError("--min-effect", f"must be a fraction from 0 to below 1 (0.05: 5 %), got {min_effect!r}")
     design_set = make_designs(sources, vary=vary, link=link, set_=set_, names=names, replications=replications, seed=seed)
     if derive:
-        design_set = _with_derived(design_set, derive)
+        design_set = with_derived(design_set, derive)
     designs = design_set.designs
     runs = len(designs) * design_set.replications
     if max_runs and runs > max_runs:
@@ -95,21 +95,21 @@ def compare(sources: Sequence[Source], *, vary: Sequence[str] = (), link: Sequen
             stream.write(terminal(f"[compare] note: {note}") + "\n")
     rows = run_designs(designs, design_set.replications, design_set.seed, engine=engine, jobs=jobs, master=master, conf=conf,
                        run_timeout_s=run_timeout_s, stream=stream, apps=apps)
-    _add_derived(rows, design_set.derived)
+    add_derived(rows, design_set.derived)
     if targets:
-        design_set = _to_precision(design_set, rows, targets, max_runs, stream, functools.partial(
+        design_set = to_precision(design_set, rows, targets, max_runs, stream, functools.partial(
             run_designs, designs, root_seed=design_set.seed, engine=engine, jobs=jobs, master=master, conf=conf,
             run_timeout_s=run_timeout_s, stream=stream, apps=apps))
-    results = [_design_result(d, r) for d, r in zip(designs, rows, strict=True)]
+    results = [design_result(d, r) for d, r in zip(designs, rows, strict=True)]
     for result in results:
         if result.failed == result.runs:
             raise ScenarioError(f"design {result.design.name!r}", f"all {result.runs} runs failed; the first: "
                                                                    f"{result.errors[0]}")
-    known = _metric_names(rows)
+    known = metric_names(rows)
     wanted = resolve_metrics(metrics, known)
     for name in prefers:
         if name not in known:
-            raise ScenarioError(f"--prefer {name}", f"no run has this metric; {_close(name, known)}")
+            raise ScenarioError(f"--prefer {name}", f"no run has this metric; {closest_name(name, known)}")
     if wanted:
         all_results = [metric_result(name, rows, results, prefers) for name in wanted]
     else:
@@ -118,8 +118,8 @@ def compare(sources: Sequence[Source], *, vary: Sequence[str] = (), link: Sequen
     # the family: what was named, or every metric the default selection may show (a run's
     # wall time is noise that differs from one call to the next: the same seed must give the
     # same verdicts)
-    decided = control(all_results if wanted else [m for m in all_results if not _not_default(m.name)], min_effect)
-    shown, selection = _select(all_results, wanted, max_metrics, candidates)
+    decided = control(all_results if wanted else [m for m in all_results if not not_default(m.name)], min_effect)
+    shown, selection = select_metrics(all_results, wanted, max_metrics, candidates)
     for metric in shown:
         metric.best = best_design(metric, min_effect)
     comparison = Comparison(results, design_set.replications, design_set.seed, seeds(design_set.seed, design_set.replications),

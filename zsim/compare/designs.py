@@ -108,7 +108,7 @@ def _validated(raw: Mapping[str, Any], base_dir: str, source: str) -> str:
     return scenario.digest
 
 
-def _unique_names(names: list[str]) -> list[str]:
+def unique_names(names: list[str]) -> list[str]:
     """Every design its own name, shown as one line (control characters escaped): the
     second ``a`` becomes ``a (2)``, or ``a (3)`` when another design is called ``a (2)``."""
     names = [one_line(name) for name in names]
@@ -177,7 +177,7 @@ def _from_files(sources: Sequence[Source], sets: Sequence[tuple[str, Any]]) -> l
         except ScenarioError as exc:
             raise ScenarioError(f"{where}: {exc.path}" if exc.path else where, exc.reason) from None
         loaded.append((found, digest))
-    names = _unique_names([found.stem for found, _ in loaded])
+    names = unique_names([found.stem for found, _ in loaded])
     return [Design(name=name, raw=found.raw, base_dir=found.base_dir, source=found.shown, overrides=dict(sets), digest=digest,
                    fixed=dict(sets))
             for name, (found, digest) in zip(names, loaded, strict=True)]
@@ -203,7 +203,7 @@ def _from_plan(plan: Any, name_of: Callable[[Any], str]) -> list[Design]:
                               overrides={**fixed, **json.loads(_canonical(dict(point.overrides)))}, fixed=fixed,
                               digest=scenario_spec.from_dict(copy.deepcopy(raw), base_dir=sweep.base_dir).digest,
                               coords=json.loads(_canonical(dict(point.coords)))))
-    names = _unique_names([d.name for d in designs])
+    names = unique_names([d.name for d in designs])
     return [dataclasses.replace(d, name=n) for d, n in zip(designs, names, strict=True)]
 
 

@@ -25,7 +25,7 @@ from ..stats import zero_upper
 from ..textsafe import Code, md, md_code, md_table, md_url, one_line
 from ..units import time_unit
 from .runs import DesignResult
-from .verdicts import DIFFERENT, Control, MetricResult, Sample, Selection, _finite
+from .verdicts import DIFFERENT, Control, MetricResult, Sample, Selection, is_finite
 
 
 @dataclass
@@ -109,7 +109,7 @@ def unit_for(metric: str, values: Sequence[float], differences: Sequence[float] 
     if kind == "rate":
         return Unit(1.0, "/s", "/s")
     if kind == "bytes":
-        largest = max((abs(v) for v in values if _finite(v)), default=0.0)
+        largest = max((abs(v) for v in values if is_finite(v)), default=0.0)
         for unit, factor in (("GB", 1024**3), ("MB", 1024**2), ("KB", 1024)):
             if largest >= factor:
                 return Unit(1.0 / factor, unit, unit)
@@ -433,7 +433,7 @@ def figure(metric: MetricResult, comparison: Comparison, path: Path) -> Path:
     names = [r.design.name for r in comparison.designs]
     k = len(names)
     fig, ax = plt.subplots(figsize=(max(5.0, 2.3 * k + 1.2), 4.8))
-    scaled = [[v * unit.scale if _finite(v) else math.nan for v in values] for values in metric.values]
+    scaled = [[v * unit.scale if is_finite(v) else math.nan for v in values] for values in metric.values]
     for rep in range(comparison.replications):
         ys = [scaled[i][rep] for i in range(k)]
         ax.plot(range(k), ys, color="0.75", linewidth=0.7, zorder=1)

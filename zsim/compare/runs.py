@@ -149,7 +149,7 @@ class DesignResult:
     socket_flags: dict[str, dict[str, int]]
 
 
-def _number(value: Any) -> float | None:
+def as_number(value: Any) -> float | None:
     if isinstance(value, bool):
         return float(value)
     if isinstance(value, (int, float)):
@@ -157,7 +157,7 @@ def _number(value: Any) -> float | None:
     return None
 
 
-def _design_result(design: Design, rows: Sequence[Mapping[str, Any]]) -> DesignResult:
+def design_result(design: Design, rows: Sequence[Mapping[str, Any]]) -> DesignResult:
     failed = [row for row in rows if not row.get("ok")]
     warnings: dict[str, int] = {}
     flags: dict[str, dict[str, int]] = {}
@@ -165,10 +165,10 @@ def _design_result(design: Design, rows: Sequence[Mapping[str, Any]]) -> DesignR
         if not row.get("ok"):
             continue
         for key, value in row.items():
-            if key.startswith("warning.") and _number(value):
+            if key.startswith("warning.") and as_number(value):
                 code = key[len("warning."):]
                 warnings[code] = warnings.get(code, 0) + 1
-            elif key.startswith("socket.") and _number(value):
+            elif key.startswith("socket.") and as_number(value):
                 socket, flag = key[len("socket."):].rsplit(".", 1)
                 if flag.startswith("max_") and f"socket.{socket}.members" in row:
                     flag = flag[len("max_"):]  # a template: some member warned (zsim.results._member_aggregates)

@@ -60,7 +60,7 @@ from ..stats import fdr_adjust, mean_half_width, t_quantile, t_test_p
 from ..sweep.precision import Target, grow
 from ..textsafe import terminal
 from .designs import DesignSet, assignment
-from .runs import DesignResult, _number
+from .runs import DesignResult, as_number
 
 #: Metrics shown without ``--metric`` (the rest are counted in one line).
 DEFAULT_MAX_METRICS = 12
@@ -119,13 +119,13 @@ class Sample:
         return None if self.low is None or self.high is None else (self.high - self.low) / 2
 
 
-def _finite(value: Any) -> TypeGuard[float]:
+def is_finite(value: Any) -> TypeGuard[float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def describe(values: Sequence[float | None]) -> Sample:
     """Mean, standard deviation and Student-t 95 % interval of the finite ``values``."""
-    finite = [float(v) for v in values if _finite(v)]
+    finite = [float(v) for v in values if is_finite(v)]
     n = len(finite)
     if n == 0:
         return Sample(0, len(values), None, None, None, None, False)
@@ -176,12 +176,12 @@ def paired(baseline: Sequence[float | None], other: Sequence[float | None], pref
     have a value, its interval and its verdict."""
     if len(baseline) != len(other):
         raise ValueError("paired samples need the same replications")
-    diffs: list[float | None] = [float(o) - float(b) if _finite(b) and _finite(o) else None
+    diffs: list[float | None] = [float(o) - float(b) if is_finite(b) and is_finite(o) else None
                                  for b, o in zip(baseline, other, strict=True)]
     sample = describe(diffs)
-    if not any(_finite(v) for v in (*baseline, *other)):
+    if not any(is_finite(v) for v in (*baseline, *other)):
         return Difference(sample, False, "no values")
-    presence_same = all(_finite(b) == _finite(o) for b, o in zip(baseline, other, strict=True))
+    presence_same = all(is_finite(b) == is_finite(o) for b, o in zip(baseline, other, strict=True))
     identical = presence_same and all(d == 0.0 for d in diffs if d is not None)
     return Difference(sample, identical, verdict(sample, identical, prefers))
 
@@ -279,7 +279,7 @@ def best_design(metric: MetricResult, min_effect: float = 0.0, alpha: float = FD
     level = 1 - alpha / (2 * len(others))
     ties, worse = [], []
     for other in others:
-        d = describe([float(o) - float(b) if _finite(b) and _finite(o) else None
+        d = describe([float(o) - float(b) if is_finite(b) and is_finite(o) else None
                       for b, o in zip(metric.values[best], metric.values[other], strict=True)])
         if d.mean is None or d.sd is None or d.n < 2:
             ties.append(other)
@@ -328,7 +328,7 @@ class MetricResult:
 
     def key(self) -> tuple[tuple[float | None, ...], ...]:
         """Its numbers, run by run (two metrics with the same key say the same thing)."""
-        return tuple(tuple(v if _finite(v) else None for v in values) for values in self.values)
+        return tuple(tuple(v if is_finite(v) else None for v in values) for values in self.values)
 
     @property
     def detectable(self) -> bool:
@@ -365,7 +365,7 @@ class Selection:
     noise: list[str] = field(default_factory=list)  # metrics that differ only within noise, not shown
 
 
-def _add_derived(rows: list[list[dict[str, Any]]], derived: Mapping[str, str]) -> None:
+def add_derived(rows: list[list[dict[str, Any]]], derived: Mapping[str, str]) -> None:
     """``[report.derived]`` of a sweep file: one more number per run."""
     if not derived:
         return
@@ -382,7 +382,7 @@ def _add_derived(rows: list[list[dict[str, Any]]], derived: Mapping[str, str]) -
 
             def lookup(key: str, row: dict[str, Any] = row) -> float | None:
                 # as zsim report's table: a metric other runs have is NaN here (max() and min() skip it)
-                return _number(row[key]) if key in row else (math.nan if key in columns else None)
+                return as_number(row[key]) if key in row else (math.nan if key in columns else None)
 
             for name, expression in parsed.items():
                 value = expression.evaluate(lookup)
@@ -402,18 +402,18 @@ def _metric_warnings(metric: str, result: DesignResult) -> dict[str, int]:
     return {code: runs for code, runs in result.warnings.items() if code in QUESTIONING}
 
 
-def _metric_names(rows: Sequence[Sequence[Mapping[str, Any]]]) -> list[str]:
+def metric_names(rows: Sequence[Sequence[Mapping[str, Any]]]) -> list[str]:
     names: dict[str, None] = {}
     for design_rows in rows:
         for row in design_rows:
             if row.get("ok"):
                 for key, value in row.items():
-                    if key not in NOT_METRICS and _number(value) is not None:
+                    if key not in NOT_METRICS and as_number(value) is not None:
                         names[key] = None
     return sorted(names)
 
 
-def _close(name: str, known: Sequence[str]) -> str:
+def closest_name(name: str, known: Sequence[str]) -> str:
     close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
     if close:
         return "did you mean " + ", ".join(repr(c) for c in close) + "?"
@@ -432,10 +432,10 @@ def resolve_metrics(wanted: Sequence[str], known: Sequence[str]) -> list[str]:
         elif _GLOB.search(name):
             matches = [k for k in known if fnmatch.fnmatchcase(k, name)]
             if not matches:
-                raise ScenarioError(f"--metric {name}", f"matches no metric; {_close(name.replace('*', ''), known)}")
+                raise ScenarioError(f"--metric {name}", f"matches no metric; {closest_name(name.replace('*', ''), known)}")
             out.update(dict.fromkeys(matches))
         else:
-            raise ScenarioError(f"--metric {name}", f"unknown metric; {_close(name, known)}")
+            raise ScenarioError(f"--metric {name}", f"unknown metric; {closest_name(name, known)}")
     return list(out)
 
 
@@ -456,9 +456,9 @@ def check_metric_names(wanted: Sequence[str], designs: DesignSet) -> None:
             continue  # made by the model (pipe., link., machine., thread., ...): checked against the runs' rows
         if _GLOB.search(name):
             if not any(fnmatch.fnmatchcase(k, name) for k in listed):
-                raise ScenarioError(f"--metric {name}", f"matches no metric; {_close(name.replace('*', ''), listed)}")
+                raise ScenarioError(f"--metric {name}", f"matches no metric; {closest_name(name.replace('*', ''), listed)}")
         elif name not in designs.derived and not any(known is not None and name in known for known in sets):
-            raise ScenarioError(f"--metric {name}", f"unknown metric; {_close(name, listed)}")
+            raise ScenarioError(f"--metric {name}", f"unknown metric; {closest_name(name, listed)}")
 
 
 def metric_result(name: str, rows: Sequence[Sequence[Mapping[str, Any]]], results: Sequence[DesignResult],
@@ -483,7 +483,7 @@ def metric_result(name: str, rows: Sequence[Sequence[Mapping[str, Any]]], result
         link_name, rest = name[len("network."):].split(".", 1)
         direction, field_name = rest.rsplit(".", 1)
         label = f"{field_name.replace('_', ' ')} of link {link_name} {direction}"
-    values = [[_number(row.get(name)) if row.get("ok") else None for row in design_rows] for design_rows in rows]
+    values = [[as_number(row.get(name)) if row.get("ok") else None for row in design_rows] for design_rows in rows]
     samples = [describe(v) for v in values]
     from ..sweep.report import metric_kind
 
@@ -491,14 +491,14 @@ def metric_result(name: str, rows: Sequence[Sequence[Mapping[str, Any]]], result
         samples = [s if s.low is None or s.high is None else dataclasses.replace(s, low=max(0.0, s.low), high=min(1.0, s.high))
                    for s in samples]
     differences: list[Difference | None] = [None] + [paired(values[0], v, prefers) for v in values[1:]]
-    finite = [v for design_values in values for v in design_values if _finite(v)]
-    presence = {tuple(_finite(v) for v in design_values) for design_values in values}
+    finite = [v for design_values in values for v in design_values if is_finite(v)]
+    presence = {tuple(is_finite(v) for v in design_values) for design_values in values}
     identical = bool(finite) and min(finite) == max(finite) and len(presence) == 1
     warned = [_metric_warnings(name, result) for result in results]
     return MetricResult(name, label, prefers, family, values, samples, differences, warned, identical)
 
 
-def _select(all_results: list[MetricResult], wanted: Sequence[str], max_metrics: int,
+def select_metrics(all_results: list[MetricResult], wanted: Sequence[str], max_metrics: int,
             candidates: Sequence[str] = ()) -> tuple[list[MetricResult], Selection]:
     from ..results import POOLED_ALIASES
 
@@ -506,7 +506,7 @@ def _select(all_results: list[MetricResult], wanted: Sequence[str], max_metrics:
     if wanted:
         return [by_name[name] for name in wanted], Selection(named=True)
     pool = [by_name[c] for c in candidates if c in by_name] if candidates else [
-        m for m in all_results if not _not_default(m.name) and m.name not in POOLED_ALIASES]
+        m for m in all_results if not not_default(m.name) and m.name not in POOLED_ALIASES]
     differ = [m for m in pool if m.differs]
     # pooled figures of a one-receiver scenario, a steady latency without warm-up: the same
     # numbers under two names are one metric, shown under the name ranked first
@@ -528,7 +528,7 @@ def _select(all_results: list[MetricResult], wanted: Sequence[str], max_metrics:
     return shown[:max_metrics], selection
 
 
-def _with_derived(design_set: DesignSet, derive: Sequence[str]) -> DesignSet:
+def with_derived(design_set: DesignSet, derive: Sequence[str]) -> DesignSet:
     """``--derive NAME=EXPR`` added to the designs' derived metrics, checked as a sweep
     file's ``[report.derived]`` (names, expressions, no cycle) before any run."""
     from ..sweep.plan import check_derived
@@ -552,7 +552,7 @@ def _with_derived(design_set: DesignSet, derive: Sequence[str]) -> DesignSet:
     return extended
 
 
-def _not_default(name: str) -> bool:
+def not_default(name: str) -> bool:
     """A run's cost, its horizon, and MSER-5's warm-up end (a diagnostic of the steady-state
     figures): never chosen by default (they can be named)."""
     return name in NOT_DEFAULT or name.endswith(".warmup_end_s")
@@ -612,14 +612,14 @@ class Precision(Target):
     def widest(self, rows: Sequence[Sequence[Mapping[str, Any]]]) -> tuple[float, float, int]:
         """The widest half-width now (means and paired differences), the target it is held
         to, and the values it rests on (the fewest over the designs)."""
-        values = [[_number(row.get(self.metric)) if row.get("ok") else None for row in design_rows] for design_rows in rows]
+        values = [[as_number(row.get(self.metric)) if row.get("ok") else None for row in design_rows] for design_rows in rows]
         samples = [describe(v) for v in values] + [paired(values[0], v, None).sample for v in values[1:]]
         widths = [math.inf if s.half_width is None else s.half_width for s in samples]
         target = self.goal([s.mean for s in samples[:len(values)] if s.mean is not None])
         return max(widths), target, min(s.n for s in samples[:len(values)])
 
 
-def _to_precision(design_set: DesignSet, rows: list[list[dict[str, Any]]], targets: Sequence[Precision], max_runs: int | None,
+def to_precision(design_set: DesignSet, rows: list[list[dict[str, Any]]], targets: Sequence[Precision], max_runs: int | None,
                   stream: IO[str] | None, run_more: Callable[..., list[list[dict[str, Any]]]]) -> DesignSet:
     """Add replications (``rows`` extended in place) until every ``targets`` is met: each
     round asks for ``n (width / target)^2`` replications (the half-width falls as 1 /
@@ -648,7 +648,7 @@ def _to_precision(design_set: DesignSet, rows: list[list[dict[str, Any]]], targe
             break
         say(f"[compare] --precision: {n} replications are not enough; running {wanted}")
         more = run_more(wanted, start=n)
-        _add_derived(more, design_set.derived)
+        add_derived(more, design_set.derived)
         for design_rows, extra in zip(rows, more, strict=True):
             design_rows.extend(extra)
         n = wanted
