@@ -678,3 +678,15 @@ def test_the_readers_pauses_are_shaded_on_its_depth_panel(tmp_path):
     assert f"the reader paused (shaded; the first {len(recorded)} of 5,000 pauses recorded)" in legends[1]
     spans = [p for p in drawn[0].axes[0].patches if p.get_facecolor()[:3] != (1.0, 1.0, 1.0)]
     assert len(spans) >= len(recorded)
+
+
+def test_the_warning_box_calls_figures_artefacts_only_when_a_warning_says_so():
+    # cpu_contention is the design's answer (workers share cores), not an artefact of the horizon
+    from zsim.report_run import _warnings
+
+    scenario = spec.from_dict({"scenario": {"name": "w"}, "socket": [{"name": "a", "type": "PUSH", "bind": ["inproc://x"]}]})
+    contention = {"code": "cpu_contention", "path": "thread[recv.a]", "message": "waited 5 ms for a core"}
+    overloaded = {"code": "overloaded", "path": "recv[a].service_s", "message": "offered utilisation 1.2"}
+    assert "No figure below is an artefact of the horizon" in _warnings({"warnings": [contention]}, scenario)
+    both = _warnings({"warnings": [contention, overloaded]}, scenario)
+    assert "describe this run's horizon or setup" in both and "No figure below" not in both

@@ -277,9 +277,17 @@ def _warnings(summary: dict[str, Any], scenario: Scenario) -> str:
                 "left at the end, latency and loss settled, every sender reached its rate, every subscription matches a topic "
                 "sent.</p>")
     items = "".join(f"<li><b>{esc(w['path'])}</b> <code>{esc(w['code'])}</code>: {esc(w['message'])}</li>" for w in warnings)
+    if any(w["code"] in HORIZON_CODES for w in warnings):
+        why = "Some figures below describe this run's horizon or setup, not a steady state of the design."
+    else:  # contention, a full link or buffer, a sender short of its rate, a subscription that matches nothing
+        why = ("No figure below is an artefact of the horizon: these name limits the design ran into, or parts of the file "
+               "that may not be meant.")
     return (f'<div class="warnings" id="warnings"><h2>{len(warnings)} warning{"s" if len(warnings) != 1 else ""}: read these before '
-            "the numbers</h2><p>Some figures below describe this run's horizon or setup, not a steady state of the design.</p>"
-            f"<ul>{items}</ul></div>")
+            f"the numbers</h2><p>{why}</p><ul>{items}</ul></div>")
+
+
+#: warnings that make a run's figures describe its horizon rather than a steady state
+HORIZON_CODES = frozenset({"overloaded", "backlog_at_end", "latency_not_settled", "loss_not_settled"})
 
 
 def _run_table(summary: dict[str, Any], scenario: Scenario, command: str | None) -> str:
