@@ -65,6 +65,8 @@ def test_each_point_stops_at_its_own_precision_with_the_seeds_of_a_larger_plan(t
     assert errors == []
     table = pd.read_csv(tmp_path / "report" / "prec" / "points.csv")
     assert sorted(table["runs"]) == [3, len(noisy)]
+    summary = (tmp_path / "report" / "prec" / "summary.md").read_text()
+    assert "| constant | 3 |" in summary and f"| exponential | {len(noisy)} |" in summary  # the axis's names, both
     # a plain sweep planned with that many replications gives the same rows
     plain = run_sweep(sweep(len(noisy)), tmp_path / "plain", engine="serial", stream=None)
     assert plain.complete

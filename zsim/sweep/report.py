@@ -202,8 +202,11 @@ def _named(path: str | None, value: Any) -> tuple[int, str] | None:
     if not names:
         return None
     try:
-        return names.get(_name_key(value))
-    except TypeError:
+        found = names.get(_name_key(value))
+        if found is None and isinstance(value, str):  # an axis of mixed values is stored as JSON text ("0.001")
+            found = names.get(_name_key(json.loads(value)))
+        return found
+    except (TypeError, ValueError):
         return None
 
 
