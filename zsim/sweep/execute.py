@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from .. import files, trust
+from .. import expressions, files, trust
 from ..errors import ScenarioError, ZsimError
 from ..textsafe import terminal
 from . import store
@@ -377,10 +377,12 @@ def _to_precision(plan: Plan, directory: Path, targets: Sequence[Target], max_ru
     sweep = plan.sweep
     counts = {point.id: sweep.replications for point in plan.points}
     derived = dict(sweep.report.get("derived", {}))
+    # the columns a round reads: the targets' and what the derived metrics are made of
+    needed = sorted({t.metric for t in targets} | {name for text in derived.values() for name in expressions.names(text)})
     while True:
         # the manifest bounds what readers take (replication < its count): the largest count now
         store.write_manifest(directory, dataclasses.replace(plan, sweep=dataclasses.replace(sweep, replications=max(counts.values()))))
-        frame = store.read_frame(directory)
+        frame = store.read_frame(directory, columns=needed)
         rows = {str(point): group.to_dict("records") for point, group in frame.groupby("point", sort=False)}
         decided = next_round(rows, counts, targets, derived)
         widest = "; ".join(f"{t.text()}: widest +- {decided.widest[t.metric]:.4g}" for t in targets)

@@ -161,6 +161,8 @@ def _read_part(path: Path, columns: Sequence[str] | None = None) -> Any:
                 raise DamagedFile(f"no {name!r} column: not a zsim result file")
             if not check(schema.field(index).type):
                 raise DamagedFile(f"column {name!r} holds {schema.field(index).type}, not {what}: not a zsim result file")
+        if columns is not None:  # a metric no row of this file has (a socket that got nothing) is simply absent
+            columns = [name for name in columns if schema.get_field_index(name) >= 0]
         table = pq.read_table(path, columns=list(columns) if columns is not None else None)
         replication = table.column("replication")
         if replication.null_count or table.column("ok").null_count or (len(replication) and pc.min(replication).as_py() < 0):
@@ -382,8 +384,10 @@ def sweep_dirs(out: str | Path) -> list[Path]:
     return found
 
 
-def read_table(directory: Path, *, only_planned: bool = True, warn: Warn | None = None) -> Any:
-    """Every row of one sweep directory as a pyarrow table with ``sweep`` and ``point``.
+def read_table(directory: Path, *, only_planned: bool = True, warn: Warn | None = None,
+               columns: Sequence[str] | None = None) -> Any:
+    """Every row of one sweep directory as a pyarrow table with ``sweep`` and ``point``
+    (and only ``columns`` of its own, with ``replication`` and ``ok``, if given).
 
     With ``only_planned``, rows that belong to no point (or a replication beyond the count)
     of the sweep's current plan (``_sweep.json``) are left out: they come from an earlier
@@ -396,7 +400,8 @@ def read_table(directory: Path, *, only_planned: bool = True, warn: Warn | None 
     replications = manifest["replications"] if manifest else None
     name = directory.name.split("=", 1)[1]
     tables = []
-    for path, table in _usable_parts(directory, warn, False, None):
+    wanted = None if columns is None else sorted({"replication", "ok", *columns})
+    for path, table in _usable_parts(directory, warn, False, wanted):
         point = _point_of(path)
         if planned is not None and point not in planned:
             continue
@@ -415,8 +420,10 @@ def read_table(directory: Path, *, only_planned: bool = True, warn: Warn | None 
         raise ZsimError(f"{directory}: result files with incompatible columns ({str(exc).splitlines()[0][:200]})") from None
 
 
-def read_frame(directory: str | Path, *, only_planned: bool = True, warn: Warn | None = None) -> pd.DataFrame:
-    """The rows of one sweep directory as a pandas DataFrame, sorted by point, replication."""
-    frame = read_table(Path(directory), only_planned=only_planned, warn=warn).to_pandas()
+def read_frame(directory: str | Path, *, only_planned: bool = True, warn: Warn | None = None,
+               columns: Sequence[str] | None = None) -> pd.DataFrame:
+    """The rows of one sweep directory as a pandas DataFrame, sorted by point, replication
+    (``columns``: only those, as ``read_table``)."""
+    frame = read_table(Path(directory), only_planned=only_planned, warn=warn, columns=columns).to_pandas()
     columns = ["sweep", "point"] + [c for c in frame.columns if c not in ("sweep", "point")]
     return frame[columns].sort_values(["point", "replication"], kind="stable").reset_index(drop=True)
