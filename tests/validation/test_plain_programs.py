@@ -28,6 +28,8 @@ got wrong for plain programs then fail (the way to check that the tests can fail
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import glob
 import json
 import math
@@ -47,6 +49,8 @@ import pytest
 
 import zsim
 import zsim.profile
+from validation.calibrate import MAX_COMMAND_DELAY_TICKS
+from validation.calibrate.common import tsc_hz
 from zsim.results import flat_metrics
 
 zmq = pytest.importorskip("zmq")
@@ -302,9 +306,22 @@ def burst_scenario(transport: str, hwm: int, size: int, count: int, paced_s: flo
     }
 
 
+@functools.cache
+def this_machine() -> zsim.profile.Profile:
+    """The shipped profile with this machine's command throttle. libzmq looks at a socket's
+    command pipe at most once per ``max_command_delay``, 3,000,000 TSC ticks: 1.30 ms on
+    the calibration machine (a 2.3 GHz Xeon), 1.16 ms on a 2.6 GHz EPYC. A burst into a SUB
+    that does not read gets one window of credit per look, so on another CPU the real count
+    follows that CPU's clock (2026-11-27, an EPYC: 110-2,100 where the Xeon's throttle
+    predicts 100-2,000). The burst cells compare with the model of the machine they run on
+    (the TSC rate as ``zsim calibrate`` reads it); every other number is the shipped one."""
+    hz, _ = tsc_hz()
+    return dataclasses.replace(zsim.profile.load("default"), command_throttle_s=MAX_COMMAND_DELAY_TICKS / hz)
+
+
 def sim_burst(transport: str, hwm: int, size: int, count: int, paced_s: float | None = None) -> tuple[int, float]:
-    """(messages the SUB received, how long the burst took) in the model."""
-    summary = simulate(burst_scenario(transport, hwm, size, count, paced_s)).summary
+    """(messages the SUB received, how long the burst took) in the model of this machine."""
+    summary = zsim.run(burst_scenario(transport, hwm, size, count, paced_s), 1, profile=this_machine()).summary
     return summary["sockets"]["sub"]["received"], summary["senders"]["send.pub"]["finished_at_s"] - 0.5
 
 
@@ -423,7 +440,12 @@ def test_burst_into_sub_that_does_not_read(transport, hwm, size, kind, steps, co
         # One window of credit per command-throttle interval: never more windows than the
         # real burst's duration holds (the model on the real schedule has no gaps), and,
         # with the time its threads waited for a CPU taken off, at least a share of them.
-        assert real.received <= paced + lwm, detail
+        # The real throttle clock's phase at the burst's start is unknown (the model's starts
+        # with the burst): a burst of d spans up to one look more than the model's d does,
+        # as many as the model's d + one throttle interval (2026-11-27: 210 where the model
+        # on the schedule said 200, in 1 of 5 suites; over d + T the model gives one window more).
+        paced_late = sim_burst(transport, hwm, size, count, paced_s=real.wall_s + this_machine().command_throttle_s)[0]
+        assert real.received <= paced_late + lwm, detail
         assert real.received >= WINDOW_SHARE * paced_idle - lwm, detail
     else:
         bound = unix_socket_bound(hwm, size)

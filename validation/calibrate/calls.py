@@ -14,7 +14,7 @@ from typing import Any
 
 import zmq
 
-from .common import Progress, _contexts, _endpoints, _pc, _round, _socket, _summary, _time_recv_loop, _time_send_loop, _tsc_hz
+from .common import Progress, _contexts, _endpoints, _pc, _round, _socket, _summary, _time_recv_loop, _time_send_loop, tsc_hz
 from .wakeups import measure_sleep_late, measure_timer_jitter
 
 # libzmq 4.3.5 src/config.hpp: max_command_delay = 3000000 (TSC ticks).
@@ -129,7 +129,7 @@ def measure_command_throttle(quick: bool) -> dict:
     since the window started; the first successful send therefore comes one throttle period after
     the first fill send.
     """
-    hz, source = _tsc_hz()
+    hz, source = tsc_hz()
     computed = MAX_COMMAND_DELAY_TICKS / hz
     repeats = 15 if quick else 60
     observed: list[float] = []

@@ -256,7 +256,7 @@ def _cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
-def _tsc_hz() -> tuple[float, str]:
+def tsc_hz() -> tuple[float, str]:
     """The TSC frequency and where it came from.
 
     Preference: the kernel's refined TSC calibration in ``dmesg``, then its detected value, then
