@@ -690,3 +690,5 @@ def test_the_warning_box_calls_figures_artefacts_only_when_a_warning_says_so():
     assert "No figure below is an artefact of the horizon" in _warnings({"warnings": [contention]}, scenario)
     both = _warnings({"warnings": [contention, overloaded]}, scenario)
     assert "describe this run's horizon or setup" in both and "No figure below" not in both
+    late = {"code": "starts_after_horizon", "path": "send[a]", "message": "starts at 5 s, after until_s"}
+    assert "describe this run's horizon or setup" in _warnings({"warnings": [late]}, scenario)

@@ -67,6 +67,11 @@ def test_each_point_stops_at_its_own_precision_with_the_seeds_of_a_larger_plan(t
     assert sorted(table["runs"]) == [3, len(noisy)]
     summary = (tmp_path / "report" / "prec" / "summary.md").read_text()
     assert "| constant | 3 |" in summary and f"| exponential | {len(noisy)} |" in summary  # the axis's names, both
+    assert f"= {3 + len(noisy)} runs" in summary and "missing" not in summary  # each point's own count
+    # a later run without --precision keeps them: nothing runs, nothing is left out
+    later = run_sweep(sweep(), tmp_path, engine="serial", stream=None)
+    assert later.ran == 0 and later.complete
+    assert len(_by_point(tmp_path)["exponential"]) == len(noisy)
     # a plain sweep planned with that many replications gives the same rows
     plain = run_sweep(sweep(len(noisy)), tmp_path / "plain", engine="serial", stream=None)
     assert plain.complete
@@ -78,6 +83,13 @@ def test_the_same_command_resumes_without_running_again(tmp_path: Path) -> None:
     first = run_sweep(sweep(), tmp_path, engine="serial", stream=None, precision=[f"{METRIC}=0.0004"])
     second = run_sweep(sweep(), tmp_path, engine="serial", stream=None, precision=[f"{METRIC}=0.0004"])
     assert first.ran > 6 and second.ran == 0 and second.precision == first.precision
+    assert second.already_done == first.ran == second.total_runs  # the replayed rounds' rows count as done
+
+
+def test_precision_waits_for_the_planned_runs(tmp_path: Path) -> None:
+    outcome = run_sweep(sweep(), tmp_path, engine="serial", stream=None, precision=[f"{METRIC}=0.0004"], limit=2)
+    assert outcome.ran == 2 and outcome.precision == [
+        "--precision: not started, 4 planned runs are not done; the same command does them, then the rounds"]
 
 
 def test_a_budget_stops_it_and_says_so(tmp_path: Path) -> None:
@@ -112,3 +124,13 @@ def test_a_round_asks_for_the_width_it_lacks_within_its_growth_bounds() -> None:
     assert decided.unmeasurable == {"m": ("b",)}  # one value (the failed run carries none)
     derived = next_round(rows, {"a": 3, "b": 2}, [Target.parse("twice=1")], {"twice": "2 * m"})
     assert derived.widest["twice"] == pytest.approx(2 * width)
+    # a share of a mean of 0 is no width to reach: named, not grown for ever
+    zero = {"z": [{"replication": r, "ok": True, "m": v} for r, v in enumerate([-1.0, 1.0, 0.0])]}
+    assert next_round(zero, {"z": 3}, [relative]).unmeasurable == {"m": ("z",)}
+    assert Target.parse("m=0.5%").text() == "m +- 0.5 % of its mean"
+
+
+def test_a_mixed_axis_stored_as_text_sorts_its_numbers_as_numbers() -> None:
+    from zsim.sweep.report import sorted_axis_values
+
+    assert sorted_axis_values("recv.sub.service_s", ["10", '{"dist":"exponential"}', "2"]) == ["2", "10", '{"dist":"exponential"}']

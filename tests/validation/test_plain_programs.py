@@ -315,7 +315,9 @@ def this_machine() -> zsim.profile.Profile:
     follows that CPU's clock (2026-11-27, an EPYC: 110-2,100 where the Xeon's throttle
     predicts 100-2,000). The burst cells compare with the model of the machine they run on
     (the TSC rate as ``zsim calibrate`` reads it); every other number is the shipped one."""
-    hz, _ = tsc_hz()
+    hz, source = tsc_hz()
+    if source.startswith("fallback"):
+        pytest.skip(f"this machine's TSC rate is unknown ({source}): its command throttle cannot be told")
     return dataclasses.replace(zsim.profile.load("default"), command_throttle_s=MAX_COMMAND_DELAY_TICKS / hz)
 
 

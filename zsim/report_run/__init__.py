@@ -286,8 +286,8 @@ def _warnings(summary: dict[str, Any], scenario: Scenario) -> str:
             f"the numbers</h2><p>{why}</p><ul>{items}</ul></div>")
 
 
-#: warnings that make a run's figures describe its horizon rather than a steady state
-HORIZON_CODES = frozenset({"overloaded", "backlog_at_end", "latency_not_settled", "loss_not_settled"})
+#: warnings that make a run's figures describe its horizon or setup rather than a steady state
+HORIZON_CODES = frozenset({"overloaded", "backlog_at_end", "latency_not_settled", "loss_not_settled", "starts_after_horizon"})
 
 
 def _run_table(summary: dict[str, Any], scenario: Scenario, command: str | None) -> str:

@@ -9,7 +9,6 @@ seed (``plan``), and every engine runs the same ``worker.run_batch``.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -281,16 +280,24 @@ def run_sweep(
                 say(f"[{sweep.name}] dropped {dropped} failed runs to run them again")
         done = store.done_keys(directory, warn)
         tasks = plan.tasks()
+        # an earlier --precision run's replications beyond the plan stay part of the results
+        earlier = store.read_manifest(directory) if directory.exists() else None
+        ids = {point.id for point in plan.points}
+        kept = {point: n for point, n in ((earlier or {}).get("point_replications") or {}).items()
+                if point in ids and n > sweep.replications} if earlier and earlier.get("replications") == sweep.replications else {}
         planned = {(t.point, t.replication) for t in tasks}
-        stale = sum(1 for key in done if key not in planned)
+        stale = sum(1 for (point, rep) in done if (point, rep) not in planned and not rep < kept.get(point, 0))
         todo = [t for t in tasks if (t.point, t.replication) not in done]
         del tasks, planned
         outcome.already_done = plan.total_runs - len(todo)
-        store.write_manifest(directory, plan)
+        store.write_manifest(directory, plan, kept)
         merged = f" ({plan.merged} duplicate points merged)" if plan.merged else ""
         limit_text = f"; each run at most {timeout:g} s" if timeout else "; no time limit per run"
         say(f"[{sweep.name}] {len(plan.points)} points x {sweep.replications} replications = {plan.total_runs} runs{merged}; "
             f"{outcome.already_done} already in {directory}, {len(todo)} to run{limit_text}")
+        if kept and not targets:
+            say(f"[{sweep.name}] note: {sum(kept.values()) - len(kept) * sweep.replications} rows beyond the planned replications "
+                f"at {len(kept)} points come from an earlier --precision run; they stay part of the results")
         if stale:
             say(f"[{sweep.name}] note: {stale} rows in {directory} belong to no point of this sweep (an earlier definition); "
                 "they stay on disk and zsim report ignores them")
@@ -360,7 +367,10 @@ def run_sweep(
                 if todo:
                     execute(todo)
                 outcome.not_done = plan.total_runs - outcome.already_done - outcome.ran
-                if targets and limit is None and outcome.not_done == 0 and not outcome.lost_batches:
+                if targets and (limit is not None or outcome.not_done or outcome.lost_batches):
+                    outcome.precision.append(f"--precision: not started, {outcome.not_done:,} planned runs are not done; "
+                                             "the same command does them, then the rounds")
+                elif targets:
                     _to_precision(plan, directory, targets, max_runs, done, execute, outcome, say)
             finally:
                 outcome.wall_s = time.perf_counter() - started
@@ -373,22 +383,24 @@ def _to_precision(plan: Plan, directory: Path, targets: Sequence[Target], max_ru
     """``--precision``: rounds of replications point by point (``zsim.sweep.precision``)
     until every point meets every target, the next round would pass ``max_runs`` runs in
     all, or a batch is lost. Each round's decision is read from the rows on disk, so the
-    same command resumes it: the rounds a killed sweep did are replayed without runs."""
+    same command resumes it: the rounds a killed sweep did are replayed without runs. The
+    manifest records each point's count, so ``zsim report`` and later sweeps read them."""
     sweep = plan.sweep
     counts = {point.id: sweep.replications for point in plan.points}
     derived = dict(sweep.report.get("derived", {}))
     # the columns a round reads: the targets' and what the derived metrics are made of
     needed = sorted({t.metric for t in targets} | {name for text in derived.values() for name in expressions.names(text)})
     while True:
-        # the manifest bounds what readers take (replication < its count): the largest count now
-        store.write_manifest(directory, dataclasses.replace(plan, sweep=dataclasses.replace(sweep, replications=max(counts.values()))))
+        # the manifest bounds what readers take (replication < each point's count)
+        store.write_manifest(directory, plan, counts)
         frame = store.read_frame(directory, columns=needed)
         rows = {str(point): group.to_dict("records") for point, group in frame.groupby("point", sort=False)}
         decided = next_round(rows, counts, targets, derived)
         widest = "; ".join(f"{t.text()}: widest +- {decided.widest[t.metric]:.4g}" for t in targets)
         spent = sum(counts.values())
         if not decided.wanted:
-            outcome.precision.append(f"--precision: met at every point ({widest}); {min(counts.values())} to "
+            measurable = "every measurable point" if any(decided.unmeasurable.values()) else "every point"
+            outcome.precision.append(f"--precision: met at {measurable} ({widest}); {min(counts.values())} to "
                                      f"{max(counts.values())} replications a point, {spent:,} runs")
             break
         wanted = {point: min(n, MAX_REPLICATIONS) for point, n in decided.wanted.items()}
@@ -399,17 +411,21 @@ def _to_precision(plan: Plan, directory: Path, targets: Sequence[Target], max_ru
                                      if max_runs and spent + more > max_runs else
                                      f"--precision: NOT met at {len(wanted)} points, at the most replications a point may have")
             break
-        say(f"[{sweep.name}] --precision: {len(wanted)} of {len(counts)} points need more replications ({widest}); "
-            f"running {more:,} more")
+        added = [plan.task(point, rep) for point, n in wanted.items() for rep in range(counts[point], n)]
+        todo = [task for task in added if (task.point, task.replication) not in done]
+        outcome.already_done += len(added) - len(todo)  # a resumed sweep replays the rounds it did
         counts.update(wanted)
-        todo = [task for point, n in wanted.items() for task in (plan.task(point, rep) for rep in range(n))
-                if (task.point, task.replication) not in done]
+        outcome.total_runs = sum(counts.values())
         if todo:
+            say(f"[{sweep.name}] --precision: {len(wanted)} of {len(counts)} points need more replications ({widest}); "
+                f"running {len(todo):,} more")
             execute(todo, counts)
-        if outcome.lost_batches:
+        left = sum(1 for task in todo if (task.point, task.replication) not in done)
+        if left or outcome.lost_batches:
+            outcome.not_done += left
             outcome.precision.append("--precision: stopped, a batch was lost; the same command goes on")
             break
     for metric, points in ((t.metric, decided.unmeasurable[t.metric]) for t in targets):
         if points:
             outcome.precision.append(f"--precision {metric}: no interval at {len(points)} points (fewer than two runs with a "
-                                     f"value), e.g. {points[0]}")
+                                     f"value, or a relative target on a mean of 0), e.g. {points[0]}")

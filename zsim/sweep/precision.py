@@ -18,8 +18,9 @@ theory of fixed-width sequential confidence intervals for the mean", Ann. Math. 
 
 In a sweep each point stops at its own precision: a quiet point keeps its planned
 replications and a noisy one gets more (rows per point differ; ``zsim report``'s per-point
-tables count them in ``runs``). A point whose runs give the metric no value (NaN in every
-row) or one value cannot be held to a width: it keeps what it has and the outcome names it.
+tables count them in ``runs``; ``_sweep.json`` records each point's count). A point whose
+runs give the metric no value (NaN in every row) or one value, or whose mean is 0 under a
+relative target, cannot be held to a width: it keeps what it has and the outcome names it.
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ class Target:
         return cls(name, number / 100 if relative else number, relative)
 
     def text(self) -> str:
-        return f"{self.metric} +- {self.half_width:.0%} of its mean" if self.relative else f"{self.metric} +- {self.half_width:g}"
+        return f"{self.metric} +- {self.half_width * 100:g} % of its mean" if self.relative else f"{self.metric} +- {self.half_width:g}"
 
     def goal(self, means: Sequence[float]) -> float:
         """The half-width to reach: the absolute one, or the share of the largest |mean|."""
@@ -137,10 +138,10 @@ def next_round(rows_by_point: Mapping[str, Sequence[Mapping[str, Any]]], counts:
         for target in targets:
             values = [_value(row, target.metric, parsed) for row in rows]
             width, mean, have = point_width(values)
-            if have < 2:
+            goal = target.goal([mean]) if have else 0.0
+            if have < 2 or (goal <= 0 and width > 0):  # a share of a mean of 0 is no width to reach
                 unmeasurable[target.metric].append(point)
                 continue
-            goal = target.goal([mean])
             widest[target.metric] = max(widest[target.metric], width)
             ask = max(ask, grow(n, width, goal))
         if ask > n:

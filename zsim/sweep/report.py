@@ -227,6 +227,13 @@ def axis_sort_key(path: str, value: Any) -> Any:
         return (2, math.inf, "")
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return (0, float(value), "")
+    if isinstance(value, str):  # a mixed axis stores every value as JSON text: "10" after "2"
+        try:
+            number = float(value)
+        except ValueError:
+            number = math.nan
+        if math.isfinite(number):
+            return (0, number, "")
     return (1, 0.0, str(value))
 
 
@@ -1075,14 +1082,18 @@ def _summary_markdown(results: SweepResults, points: pd.DataFrame, metrics: Sequ
     frame = results.frame
     n_ok = int(frame["ok"].astype(bool).sum()) if len(frame) else 0
     n_failed = len(frame) - n_ok
-    expected = len(manifest["points"]) * manifest["replications"]
+    counts = store.point_replications(manifest)
+    expected = sum(counts.values())
+    more = {point: n for point, n in counts.items() if n > manifest["replications"]}
+    precision = (f" ({len(more)} point{'s' if len(more) != 1 else ''} with more for `--precision`: up to {max(more.values())})"
+                 if more else "")
     cpu = float(frame["wall_s"].sum()) if len(frame) and "wall_s" in frame else 0.0
     lines = [f"# Sweep {md_code(results.name)}", ""]
     if manifest.get("description"):
         lines += [md(manifest["description"], line_start=True), ""]
     lines += [
-        f"- design: {md(manifest['design'])}, {len(manifest['points'])} points x {md(manifest['replications'])} replications = "
-        f"{expected} runs",
+        f"- design: {md(manifest['design'])}, {len(manifest['points'])} points x {md(manifest['replications'])} replications"
+        f"{precision} = {expected} runs",
         f"- results: {len(frame)} runs present ({n_ok} ok, {n_failed} failed)"
         + ("" if len(frame) >= expected else f", {expected - len(frame)} missing (re-run the sweep to finish)"),
         f"- root seed {md(manifest['seed'])}, common random numbers: {'yes' if manifest['common_random_numbers'] else 'no'}; "

@@ -90,11 +90,23 @@ def _write_parquet(path: Path, table: Any) -> None:
     files.atomic_write(path, lambda out: pq.write_table(table, out, compression="zstd"))
 
 
-def write_manifest(directory: Path, plan: Plan) -> Path:
+def write_manifest(directory: Path, plan: Plan, counts: Mapping[str, int] | None = None) -> Path:
+    """``_sweep.json``; ``counts``: the points that have more replications than the plan's
+    (``zsim sweep --precision``), point id -> replications."""
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / MANIFEST
-    files.atomic_write(path, json.dumps(plan.manifest(), indent=1, default=str).encode())
+    manifest = plan.manifest()
+    more = {point: int(n) for point, n in (counts or {}).items() if n > plan.sweep.replications}
+    if more:
+        manifest["point_replications"] = more
+    files.atomic_write(path, json.dumps(manifest, indent=1, default=str).encode())
     return path
+
+
+def point_replications(manifest: Mapping[str, Any]) -> dict[str, int]:
+    """Each point's replications in a manifest: the plan's, or more (``--precision``)."""
+    more = manifest.get("point_replications") or {}
+    return {p["id"]: int(more.get(p["id"], manifest["replications"])) for p in manifest["points"]}
 
 
 def read_manifest(directory: Path) -> dict[str, Any] | None:
@@ -389,26 +401,25 @@ def read_table(directory: Path, *, only_planned: bool = True, warn: Warn | None 
     """Every row of one sweep directory as a pyarrow table with ``sweep`` and ``point``
     (and only ``columns`` of its own, with ``replication`` and ``ok``, if given).
 
-    With ``only_planned``, rows that belong to no point (or a replication beyond the count)
-    of the sweep's current plan (``_sweep.json``) are left out: they come from an earlier
+    With ``only_planned``, rows that belong to no point (or a replication beyond its count,
+    the plan's or a ``--precision`` run's) of the sweep's current plan (``_sweep.json``) are left out: they come from an earlier
     definition of the sweep, kept on disk but not part of these results. A damaged part
     file is named through ``warn`` and left out (not moved: a reader holds no lock).
     """
     pa, _ = _pyarrow()
     manifest = read_manifest(directory) if only_planned else None
-    planned = {p["id"] for p in manifest["points"]} if manifest else None
-    replications = manifest["replications"] if manifest else None
+    counts = point_replications(manifest) if manifest else None
     name = directory.name.split("=", 1)[1]
     tables = []
     wanted = None if columns is None else sorted({"replication", "ok", *columns})
     for path, table in _usable_parts(directory, warn, False, wanted):
         point = _point_of(path)
-        if planned is not None and point not in planned:
-            continue
-        if replications is not None:
+        if counts is not None:
+            if point not in counts:
+                continue
             import pyarrow.compute as pc
 
-            table = table.filter(pc.less(table.column("replication"), replications))
+            table = table.filter(pc.less(table.column("replication"), counts[point]))
         table = table.append_column("point", pa.array([point] * table.num_rows, type=pa.string()))
         table = table.append_column("sweep", pa.array([name] * table.num_rows, type=pa.string()))
         tables.append(table)
