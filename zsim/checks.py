@@ -99,13 +99,14 @@ def fold_warnings(warnings: Sequence[Mapping[str, Any]], scenario: Scenario) -> 
         group = groups.get(key)
         if group is None:
             rest = str(warning["path"])[found.end():]
-            label = f"thread[{_thread_name(owner.kind, owner.pattern)}]" if kind == "thread" else owner.label
-            if kind == "thread":  # a member's name as the path shows it, as a pattern
+            # a member's name as the path shows it, as a pattern
+            if kind == "thread":
                 pattern = _thread_name(owner.kind, owner.pattern)
             elif owner.pattern.startswith(owner.kind + ".") and not found.group(2).startswith(owner.kind + "."):
                 pattern = owner.pattern[len(owner.kind) + 1:]  # "recv[in1]" of the workload "recv.in{i+1}"
             else:
                 pattern = owner.pattern
+            label = f"thread[{pattern}]" if kind == "thread" else owner.label
             group = {"code": warning["code"], "path": f"{label}{rest}", "message": warning["message"],
                      "members": 0, "of": len(owner.members), "names": [], "messages": [], "pattern": pattern}
             groups[key] = group

@@ -17,7 +17,7 @@ from zsim.stats import mean_half_width
 from zsim.sweep import run_sweep, store
 from zsim.sweep.plan import seed_for
 from zsim.sweep.precision import Target, grow, next_round
-from zsim.sweep.report import make_report
+from zsim.sweep.report import add_derived, make_report
 
 METRIC = "socket.sub.latency_mean_s"
 
@@ -122,7 +122,10 @@ def test_a_round_asks_for_the_width_it_lacks_within_its_growth_bounds() -> None:
     width = mean_half_width(3, 1.0)  # 2.484: beyond 10 % of the mean 10
     assert decided.wanted == {"a": min(12, math.ceil(3 * (width / 1.0) ** 2))}
     assert decided.unmeasurable == {"m": ("b",)}  # one value (the failed run carries none)
-    derived = next_round(rows, {"a": 3, "b": 2}, [Target.parse("twice=1")], {"twice": "2 * m"})
+    frame = pd.DataFrame([{**row, "point": point} for point, point_rows in rows.items() for row in point_rows])
+    add_derived(frame, {"twice": "2 * m"})  # what a round does to a derived target's rows
+    doubled = {str(point): group.to_dict("records") for point, group in frame.groupby("point")}
+    derived = next_round(doubled, {"a": 3, "b": 2}, [Target.parse("twice=1")])
     assert derived.widest["twice"] == pytest.approx(2 * width)
     # a share of a mean of 0 is no width to reach: named, not grown for ever
     zero = {"z": [{"replication": r, "ok": True, "m": v} for r, v in enumerate([-1.0, 1.0, 0.0])]}

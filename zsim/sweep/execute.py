@@ -385,6 +385,8 @@ def _to_precision(plan: Plan, directory: Path, targets: Sequence[Target], max_ru
     all, or a batch is lost. Each round's decision is read from the rows on disk, so the
     same command resumes it: the rounds a killed sweep did are replayed without runs. The
     manifest records each point's count, so ``zsim report`` and later sweeps read them."""
+    from .report import add_derived
+
     sweep = plan.sweep
     counts = {point.id: sweep.replications for point in plan.points}
     derived = dict(sweep.report.get("derived", {}))
@@ -394,8 +396,9 @@ def _to_precision(plan: Plan, directory: Path, targets: Sequence[Target], max_ru
         # the manifest bounds what readers take (replication < each point's count)
         store.write_manifest(directory, plan, counts)
         frame = store.read_frame(directory, columns=needed)
+        add_derived(frame, derived)  # as zsim report computes them
         rows = {str(point): group.to_dict("records") for point, group in frame.groupby("point", sort=False)}
-        decided = next_round(rows, counts, targets, derived)
+        decided = next_round(rows, counts, targets)
         widest = "; ".join(f"{t.text()}: widest +- {decided.widest[t.metric]:.4g}" for t in targets)
         spent = sum(counts.values())
         if not decided.wanted:

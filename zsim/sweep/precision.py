@@ -104,31 +104,11 @@ class Round:
     unmeasurable: Mapping[str, tuple[str, ...]]
 
 
-def _value(row: Mapping[str, Any], metric: str, derived: Mapping[str, Any]) -> Any:
-    """A row's value of a metric, or of a ``[report.derived]`` one (``derived``: name ->
-    parsed expression) as ``zsim report`` computes it (a metric the row lacks is NaN)."""
-    if not row.get("ok"):
-        return None
-    if metric not in derived:
-        return row.get(metric)
-
-    def lookup(key: str) -> Any:
-        value = row.get(key, math.nan)
-        if key in derived:
-            return _value(row, key, derived)
-        return value if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
-
-    return derived[metric].evaluate(lookup)
-
-
 def next_round(rows_by_point: Mapping[str, Sequence[Mapping[str, Any]]], counts: Mapping[str, int],
-               targets: Sequence[Target], derived: Mapping[str, str] | None = None) -> Round:
+               targets: Sequence[Target]) -> Round:
     """Each point's next replications: its rows with ``replication < counts[point]`` (the
-    failed ones carry no value) against every target; ``derived``: the sweep's
-    ``[report.derived]`` (name -> expression), which a target may name."""
-    from .. import expressions
-
-    parsed = {name: expressions.parse(text) for name, text in (derived or {}).items()}
+    failed ones carry no value) against every target (a ``[report.derived]`` one is a
+    column of the rows, ``zsim.sweep.report.add_derived``)."""
     wanted: dict[str, int] = {}
     widest = {t.metric: 0.0 for t in targets}
     unmeasurable: dict[str, list[str]] = {t.metric: [] for t in targets}
@@ -136,7 +116,7 @@ def next_round(rows_by_point: Mapping[str, Sequence[Mapping[str, Any]]], counts:
         rows = [row for row in rows_by_point.get(point, ()) if row["replication"] < n]
         ask = n
         for target in targets:
-            values = [_value(row, target.metric, parsed) for row in rows]
+            values = [row.get(target.metric) if row.get("ok") else None for row in rows]
             width, mean, have = point_width(values)
             goal = target.goal([mean]) if have else 0.0
             if have < 2 or (goal <= 0 and width > 0):  # a share of a mean of 0 is no width to reach
