@@ -53,12 +53,15 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     path = Path(args.scenario)
     check_run_options(args.replications, args.timeout)
-    # everything a typo can break is checked before the first run: the file, its
-    # [validation] table (metric paths included), the report folder
+    # everything a typo can break is checked before the first run: the file, the size of
+    # its deployment (counted, before any work), its [validation] table (metric paths
+    # included, in one pass), the report folder
     scenario = spec.load(check_input_file(path, "scenario file"))
+    from .harness import check_deployment, check_deployment_size
+
+    check_deployment_size(scenario)
     parse_validation(scenario)
     if scenario.hosts:  # the real side runs in network namespaces: can this machine make them?
-        from .harness import check_deployment
         from .netns import available
 
         check_deployment(scenario)

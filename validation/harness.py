@@ -23,8 +23,11 @@ queued at the end, pipe depths) is ``None``. Extra observations are under ``"rea
 message indices arrived where, timestamps, errors.
 
 Every run is bounded: children get an absolute deadline and leave by themselves; the parent
-kills their process groups at ``timeout_s`` and always removes the ipc directory, also on
-errors and on Ctrl-C.
+kills their process groups at ``timeout_s`` and always removes its temporary folder (and a
+deployment's namespaces), also on errors, on Ctrl-C, SIGTERM and SIGHUP, which stop the run
+at its checks and never its clean-up (``validation.interrupts``). The folder is named
+``zsim-val-<pid>s<start>-...`` (``netns.run_tag``), so the next run removes those of runs
+that were killed (``kill -9``), as ``netns`` removes their namespaces.
 """
 
 from __future__ import annotations
@@ -34,10 +37,12 @@ import functools
 import json
 import os
 import platform
+import re
 import selectors
 import shutil
 import signal
 import socket as pysocket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -50,7 +55,7 @@ from typing import Any
 import numpy as np
 
 from zsim import spec
-from zsim.errors import ScenarioError
+from zsim.errors import EnvironmentFault, ScenarioError
 from zsim.model.transport.network import ETHERNET_HEADER_BYTES, IP_TCP_HEADER_BYTES
 from zsim.socket_types import TYPES
 from zsim.spec import Endpoint, Scenario
@@ -66,7 +71,7 @@ from zsim.summary import (
     sender_rates,
 )
 
-from . import netns
+from . import interrupts, netns
 
 __all__ = ["run_real", "RealRunError", "build_plans", "EndpointMap", "real_defaults"]
 
@@ -83,6 +88,15 @@ RESULT_GRACE_S = 5.0
 PACKET_HEADER_BYTES = IP_TCP_HEADER_BYTES + ETHERNET_HEADER_BYTES
 #: tbf's ``limit`` is a 32-bit count of bytes
 TBF_MAX_LIMIT_BYTES = 2**32 - 1
+#: the most hosts (network namespaces, the default host's included) and links (shaped veth
+#: pairs) a real run builds, checked before any work. Every run builds them anew; on the
+#: project's 2-core machine (busy) 40 hosts in a chain took 2.5 s, 128 took 8 s, 256 took
+#: 25 s (slower per host as they grow), and so many hosts share two cores anyway
+MAX_VALIDATE_HOSTS = 128
+MAX_VALIDATE_LINKS = 128
+#: a run's temporary folder: ``zsim-val-<pid>s<start>-<random>`` (``netns.run_tag``)
+TMP_PREFIX = "zsim-val-"
+_TMP_NAME = re.compile(rf"{TMP_PREFIX}(\d+)s(\d+)-")
 
 
 class RealRunError(RuntimeError):
@@ -425,10 +439,13 @@ def _host_cpus(scenario: Scenario, usable: list[int]) -> dict[str, list[int] | N
 
 
 def check_deployment(scenario: Scenario) -> None:
-    """What the real harness cannot build of a deployment, refused in one line: it makes a
-    link's rate, MTU and queue (``validation.netns``: tbf), not its delay or its loss, and
-    every host is this machine (no host with a profile of its own)."""
+    """What the real harness cannot build of a deployment, refused in one line: more hosts
+    or links than ``MAX_VALIDATE_HOSTS``/``MAX_VALIDATE_LINKS``; it makes a link's rate, MTU
+    and queue (``validation.netns``: tbf), not its delay or its loss, and every host is this
+    machine (no host with a profile of its own)."""
     from zsim import profile as profile_module
+
+    check_deployment_size(scenario)
 
     machine = profile_module.load(scenario.profile, scenario.base_dir)
     for host in scenario.hosts:
@@ -447,6 +464,54 @@ def check_deployment(scenario: Scenario) -> None:
                 raise ScenarioError(f"link[{link.name}].{name}",
                                     f"the real harness emulates a link's rate, MTU and queue with tbf, not its delay or loss "
                                     f"(no netem): validate the deployment with {name} = 0 (docs/validation.md, \"Links\")")
+
+
+def check_deployment_size(scenario: Scenario) -> None:
+    """At most ``MAX_VALIDATE_HOSTS`` namespaces and ``MAX_VALIDATE_LINKS`` veth pairs per
+    run, refused in one line naming the first host or link beyond the bound (counted from
+    the file: nothing is built or run before)."""
+    if not scenario.hosts:
+        return
+    default = any(proc.host == "" for proc in scenario.processes)
+    hosts = len(scenario.hosts) + default
+    if hosts > MAX_VALIDATE_HOSTS:
+        beyond = scenario.hosts[MAX_VALIDATE_HOSTS - default].name
+        raise ScenarioError(f"host[{beyond}]", f"the deployment has {hosts:,} hosts{' (the default host included)' if default else ''}; "
+                                               f"zsim validate builds at most {MAX_VALIDATE_HOSTS} (a network namespace each, every "
+                                               "run; validation.harness.MAX_VALIDATE_HOSTS): validate a smaller deployment")
+    if len(scenario.links) > MAX_VALIDATE_LINKS:
+        beyond = scenario.links[MAX_VALIDATE_LINKS].name
+        raise ScenarioError(f"link[{beyond}]", f"the deployment has {len(scenario.links):,} links; zsim validate builds at most "
+                                               f"{MAX_VALIDATE_LINKS} (a shaped veth pair each, every run; "
+                                               "validation.harness.MAX_VALIDATE_LINKS): validate a smaller deployment")
+
+
+def remove_dead_folders(directory: str | None = None) -> list[str]:
+    """Remove the temporary folders of runs that are gone (``zsim-val-<pid>s<start>-...`` in
+    ``directory``, the temporary folder by default, whose process is not running, or runs
+    with another start time: a reused pid) and return them. Only this user's own folders,
+    never through a symbolic link; an older zsim's (no pid in the name) are left alone."""
+    directory = directory if directory is not None else tempfile.gettempdir()
+    removed: list[str] = []
+    try:
+        entries = os.listdir(directory)
+    except OSError:
+        return removed
+    for name in entries:
+        owner = _TMP_NAME.match(name)
+        if owner is None or netns.owner_alive(int(owner.group(1)), int(owner.group(2))):
+            continue
+        path = os.path.join(directory, name)
+        try:
+            info = os.lstat(path)
+        except OSError:
+            continue
+        # a world-writable /tmp: anyone may plant the name; only what this user made is removed
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
+            continue
+        shutil.rmtree(path, ignore_errors=True)  # does not follow links inside (fd-based on Linux)
+        removed.append(path)
+    return removed
 
 
 # --------------------------------------------------------------------------------------
@@ -532,128 +597,129 @@ def run_real(scenario: Scenario | str | Path | Mapping[str, Any], seed: int = 0,
     if horizon is not None and horizon + 1.0 > limit:
         limit = horizon + 1.0
     started = _pc()
-    tmpdir = tempfile.mkdtemp(prefix="zsim-val-")
-    children: dict[str, _Child] = {}
-    previous_handler = None
-    network = contextlib.ExitStack()
-    try:
-        # SIGTERM -> KeyboardInterrupt, so that the finally below cleans up
-        if _in_main_thread():
-            previous_handler = signal.signal(signal.SIGTERM, _raise_interrupt)
-        check_deployment(scen)
-        deployment = network.enter_context(_deployment(scen)) if scen.hosts else None
-        endpoints = EndpointMap.allocate(scen, tmpdir, deployment.address if deployment is not None else None)
-        results_dir = Path(tmpdir) / "results"
-        results_dir.mkdir()
-        plans = build_plans(scen, endpoints, seed, str(results_dir), horizon, limit)
-        host_of = {proc.name: proc.host for proc in scen.processes}
-        for name, plan in plans.items():
-            plan_path = Path(tmpdir) / f"plan-{name}.json"
-            plan_path.write_text(json.dumps(plan))
-            prefix = functools.partial(deployment.argv, host_of[name]) if deployment is not None else None
-            children[name] = _Child(name, plan_path, Path(tmpdir) / f"stderr-{name}.txt", prefix)
-        selector = selectors.DefaultSelector()
-        for child in children.values():
-            assert child.proc.stdout is not None
-            os.set_blocking(child.proc.stdout.fileno(), False)
-            selector.register(child.proc.stdout, selectors.EVENT_READ, child)
-
-        def pump(timeout: float) -> None:
-            for key, _ in selector.select(timeout):
-                child = key.data
-                try:
-                    data = key.fileobj.read()  # type: ignore[union-attr]
-                except (BlockingIOError, ValueError):
-                    continue
-                if not data:
-                    with contextlib.suppress(Exception):
-                        selector.unregister(key.fileobj)
-                    continue
-                child.feed(data)
-
-        # 1. everyone ready (imports done, context made)
-        ready_deadline = _pc() + 30.0 + 2.0 * len(children)
-        while not all(c.ready for c in children.values()):
-            pump(0.05)
+    check_deployment(scen)
+    # SIGINT, SIGTERM and SIGHUP stop the run at its checks (interrupts.check: every turn of
+    # pump's wait, before every ip/tc command) and never the finally that removes what it
+    # made; one noted after the last check is raised when the shield ends
+    with interrupts.shielded():
+        tmpdir: str | None = None
+        children: dict[str, _Child] = {}
+        network = contextlib.ExitStack()
+        try:
+            remove_dead_folders()
+            tmpdir = tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{netns.run_tag()}-")
+            deployment = network.enter_context(_deployment(scen)) if scen.hosts else None
+            endpoints = EndpointMap.allocate(scen, tmpdir, deployment.address if deployment is not None else None)
+            results_dir = Path(tmpdir) / "results"
+            results_dir.mkdir()
+            plans = build_plans(scen, endpoints, seed, str(results_dir), horizon, limit)
+            host_of = {proc.name: proc.host for proc in scen.processes}
+            for name, plan in plans.items():
+                plan_path = Path(tmpdir) / f"plan-{name}.json"
+                plan_path.write_text(json.dumps(plan))
+                prefix = functools.partial(deployment.argv, host_of[name]) if deployment is not None else None
+                children[name] = _Child(name, plan_path, Path(tmpdir) / f"stderr-{name}.txt", prefix)
+            selector = selectors.DefaultSelector()
             for child in children.values():
-                if child.proc.poll() is not None and not child.ready:
-                    raise RealRunError(f"process {child.name} died while starting:\n"
-                                       f"{child.stderr_tail(Path(tmpdir) / f'stderr-{child.name}.txt')}")
-            if _pc() > ready_deadline:
-                raise RealRunError("processes did not start within "
-                                   f"{ready_deadline - started:.0f} s: {[c.name for c in children.values() if not c.ready]}")
-        # 2. a common time origin
-        t0 = _pc() + START_MARGIN_S
-        for child in children.values():
-            child.send(f"t0 {t0!r}")
-        last_event = _last_timeline_s(scen)
-        quiet = settings["quiet_s"]
-        timed_out = False
-        stop_sent = False
-        end_reason = "horizon" if horizon is not None else "quiet"
-        hard_deadline = t0 + limit
-        while True:
-            pump(0.02)
-            now = _pc()
-            alive = [c for c in children.values() if not c.done and c.proc.poll() is None]
-            if not alive:
-                break
-            if now > hard_deadline + RESULT_GRACE_S:
-                timed_out = True
-                break
-            if stop_sent:
-                continue
-            if now > hard_deadline:
-                timed_out = horizon is None
-                end_reason = "timeout"
-                for child in alive:
-                    child.send("stop")
-                stop_sent = True
-                continue
-            if horizon is None and now - t0 > last_event:
-                statuses = [c.status for c in children.values()]
-                if statuses and all(s.get("senders_done") for s in statuses):
-                    last_activity = max((s.get("activity", 0.0) for s in statuses), default=0.0)
-                    busy = any(s.get("busy") for s in statuses)
-                    if not busy and now - t0 - last_activity > quiet:
-                        for child in alive:
-                            child.send("stop")
-                        stop_sent = True
-        wall = _pc() - started
-        child_results: dict[str, dict[str, Any]] = {}
-        failures = []
-        for name, child in children.items():
-            path = results_dir / f"{name}.json"
-            if path.exists():
-                with contextlib.suppress(ValueError):
-                    child_results[name] = json.loads(path.read_text())
-            if name not in child_results:
-                failures.append(f"process {name}: no results (exit code {child.proc.poll()})\n"
-                                f"{child.stderr_tail(Path(tmpdir) / f'stderr-{name}.txt')}")
-        if failures:
-            raise RealRunError("\n".join(failures))
-        summary = merge_results(scen, child_results, results_dir, seed=seed, wall_s=wall, t0=t0, samples=samples)
-        if deployment is not None:
-            summary["network"] = link_counters(scen, deployment)
-            if host_slices(scen, sorted(os.sched_getaffinity(0))) is None:
-                summary["real"]["notes"] = [f"the hosts share this machine's {len(os.sched_getaffinity(0))} CPUs (the model gives "
-                                            "each its own cores): a CPU-bound result differs"]
-        summary["real"]["end_reason"] = end_reason
-        summary["real"]["endpoints"] = {f"{k[0]}://{k[1]}": v for k, v in endpoints.mapping.items()}
-        summary["timed_out"] = timed_out
-        if timed_out:
-            summary["ok"] = False
-        if keep_dir:
-            shutil.copytree(tmpdir, keep_dir, dirs_exist_ok=True)
-        return summary
-    finally:
-        for child in children.values():
-            child.kill()
-        network.close()  # the namespaces, their links and qdiscs (after the processes in them)
-        shutil.rmtree(tmpdir, ignore_errors=True)
-        if previous_handler is not None:
-            with contextlib.suppress(Exception):
-                signal.signal(signal.SIGTERM, previous_handler)
+                assert child.proc.stdout is not None
+                os.set_blocking(child.proc.stdout.fileno(), False)
+                selector.register(child.proc.stdout, selectors.EVENT_READ, child)
+
+            def pump(timeout: float) -> None:
+                interrupts.check()  # a stopping signal ends the run here, every turn of the wait loops
+                for key, _ in selector.select(timeout):
+                    child = key.data
+                    try:
+                        data = key.fileobj.read()  # type: ignore[union-attr]
+                    except (BlockingIOError, ValueError):
+                        continue
+                    if not data:
+                        with contextlib.suppress(Exception):
+                            selector.unregister(key.fileobj)
+                        continue
+                    child.feed(data)
+
+            # 1. everyone ready (imports done, context made)
+            ready_deadline = _pc() + 30.0 + 2.0 * len(children)
+            while not all(c.ready for c in children.values()):
+                pump(0.05)
+                for child in children.values():
+                    if child.proc.poll() is not None and not child.ready:
+                        raise RealRunError(f"process {child.name} died while starting:\n"
+                                           f"{child.stderr_tail(Path(tmpdir) / f'stderr-{child.name}.txt')}")
+                if _pc() > ready_deadline:
+                    raise RealRunError("processes did not start within "
+                                       f"{ready_deadline - started:.0f} s: {[c.name for c in children.values() if not c.ready]}")
+            # 2. a common time origin
+            t0 = _pc() + START_MARGIN_S
+            for child in children.values():
+                child.send(f"t0 {t0!r}")
+            last_event = _last_timeline_s(scen)
+            quiet = settings["quiet_s"]
+            timed_out = False
+            stop_sent = False
+            end_reason = "horizon" if horizon is not None else "quiet"
+            hard_deadline = t0 + limit
+            while True:
+                pump(0.02)
+                now = _pc()
+                alive = [c for c in children.values() if not c.done and c.proc.poll() is None]
+                if not alive:
+                    break
+                if now > hard_deadline + RESULT_GRACE_S:
+                    timed_out = True
+                    break
+                if stop_sent:
+                    continue
+                if now > hard_deadline:
+                    timed_out = horizon is None
+                    end_reason = "timeout"
+                    for child in alive:
+                        child.send("stop")
+                    stop_sent = True
+                    continue
+                if horizon is None and now - t0 > last_event:
+                    statuses = [c.status for c in children.values()]
+                    if statuses and all(s.get("senders_done") for s in statuses):
+                        last_activity = max((s.get("activity", 0.0) for s in statuses), default=0.0)
+                        busy = any(s.get("busy") for s in statuses)
+                        if not busy and now - t0 - last_activity > quiet:
+                            for child in alive:
+                                child.send("stop")
+                            stop_sent = True
+            wall = _pc() - started
+            child_results: dict[str, dict[str, Any]] = {}
+            failures = []
+            for name, child in children.items():
+                path = results_dir / f"{name}.json"
+                if path.exists():
+                    with contextlib.suppress(ValueError):
+                        child_results[name] = json.loads(path.read_text())
+                if name not in child_results:
+                    failures.append(f"process {name}: no results (exit code {child.proc.poll()})\n"
+                                    f"{child.stderr_tail(Path(tmpdir) / f'stderr-{name}.txt')}")
+            if failures:
+                raise RealRunError("\n".join(failures))
+            summary = merge_results(scen, child_results, results_dir, seed=seed, wall_s=wall, t0=t0, samples=samples)
+            if deployment is not None:
+                summary["network"] = link_counters(scen, deployment)
+                if host_slices(scen, sorted(os.sched_getaffinity(0))) is None:
+                    summary["real"]["notes"] = [f"the hosts share this machine's {len(os.sched_getaffinity(0))} CPUs (the model gives "
+                                                "each its own cores): a CPU-bound result differs"]
+            summary["real"]["end_reason"] = end_reason
+            summary["real"]["endpoints"] = {f"{k[0]}://{k[1]}": v for k, v in endpoints.mapping.items()}
+            summary["timed_out"] = timed_out
+            if timed_out:
+                summary["ok"] = False
+            if keep_dir:
+                shutil.copytree(tmpdir, keep_dir, dirs_exist_ok=True)
+            return summary
+        finally:
+            for child in children.values():
+                child.kill()
+            network.close()  # the namespaces, their links and qdiscs (after the processes in them)
+            if tmpdir is not None:
+                shutil.rmtree(tmpdir, ignore_errors=True)
 
 
 @contextlib.contextmanager
@@ -692,16 +758,6 @@ def link_counters(scenario: Scenario, deployment: netns.Deployment) -> dict[str,
             }
         found[link.name] = directions
     return found
-
-
-def _in_main_thread() -> bool:
-    import threading
-
-    return threading.current_thread() is threading.main_thread()
-
-
-def _raise_interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt(f"signal {signum}")
 
 
 # --------------------------------------------------------------------------------------
@@ -899,9 +955,12 @@ def main(argv: list[str] | None = None) -> int:
     except ScenarioError as exc:
         print(f"zsim: {exc}", file=sys.stderr)
         return 2
-    except RealRunError as exc:
+    except (RealRunError, EnvironmentFault) as exc:
         print(f"zsim: real run failed: {exc}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt as exc:  # cleaned up first; SIGTERM and SIGHUP too (interrupts)
+        print("zsim: interrupted", file=sys.stderr)
+        return getattr(exc, "exit_status", 130)
     print(json.dumps(summary, indent=2))
     return 0 if summary.get("ok") else 1
 

@@ -13,28 +13,51 @@ This is what the validation of hosts and links runs real pyzmq over (docs/valida
   against TCP's own arithmetic instead (window / RTT, bandwidth-delay product).
 
 Everything is created by ``link()`` and removed when it exits, whatever happens: deleting a
-namespace deletes the veth end inside it and its qdisc. Names carry this process's pid, so
-two runs at once do not meet, and ``leftovers()`` finds namespaces of processes that died
-without cleaning up. Traffic stays inside the two namespaces: the pair's addresses come
-from 10.254.0.0/16 and nothing routes them anywhere else.
+namespace deletes the veth end inside it and its qdisc (the veth pair is made inside a
+namespace, so nothing ever sits in the machine's own). A namespace is recorded before
+``ip netns add`` runs, so the clean-up removes it whenever the add is interrupted; SIGINT,
+SIGTERM and SIGHUP stop the building only between commands and never the removal
+(``validation.interrupts``). Names carry this process's pid and its start time
+(``zsimnet<pid>s<start>x<n>...``), so two runs at once do not meet, and a later process that
+reuses a dead run's pid makes other names; ``leftovers()`` finds the namespaces of runs that
+died without cleaning up (``kill -9``) by that pair. Every ``ip``/``tc`` command has
+``COMMAND_TIMEOUT_S``: one that hangs is an ``EnvironmentFault`` naming it. Traffic stays
+inside the namespaces: the pairs' addresses come from 10.254.0.0/16 and nothing routes them
+anywhere else.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-#: every namespace this module makes starts so (then the pid, then a counter)
+from zsim.errors import EnvironmentFault
+
+from . import interrupts
+
+#: every namespace this module makes starts so (then ``run_tag()``: the pid and the process's
+#: start time, then a counter)
 PREFIX = "zsimnet"
 _COUNTER = itertools.count(1)
+#: ``<PREFIX><pid>[s<start>]x...``: the owner of a namespace (an older zsim wrote no start)
+_NAME = re.compile(rf"{PREFIX}(\d+)(?:s(\d+))?x")
+#: where ``ip netns add`` keeps a namespace's name (iproute2's NETNS_RUN_DIR): the file is a
+#: bind mount of the namespace, so its times are the namespace's, set when it was made
+NETNS_RUN_DIR = Path("/run/netns")
+#: how long one ``ip``/``tc`` command may take (each takes milliseconds)
+COMMAND_TIMEOUT_S = 30.0
 #: Ethernet's framing beyond the IP packet that a veth's qdisc sees (the 14-byte header;
 #: no preamble, FCS or inter-frame gap on a veth): tbf counts this per packet.
 ETHERNET_HEADER_BYTES = 14
@@ -102,30 +125,115 @@ def available() -> str | None:
 
 
 def _run(argv: Sequence[str], check: bool = True) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(list(argv), capture_output=True, text=True, timeout=30)
-    if check and result.returncode != 0:
-        message = (result.stderr or result.stdout).strip().splitlines()
-        raise LinkUnavailable(f"{' '.join(argv)}: {message[-1] if message else f'exit {result.returncode}'}")
-    return result
+    """Run one ``ip``/``tc`` command. A stopping signal noted before it raises here, not
+    during it (``interrupts.check``); the command runs in a session of its own, so the
+    terminal's Ctrl-C does not kill it half done. One that does not finish in
+    ``COMMAND_TIMEOUT_S`` is stopped and raised as an ``EnvironmentFault`` naming it."""
+    interrupts.check()
+    command = " ".join(argv)
+    try:
+        proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, start_new_session=True)
+    except OSError as exc:
+        raise LinkUnavailable(f"{command}: {exc.strerror or exc}") from None
+    try:
+        stdout, stderr = proc.communicate(timeout=COMMAND_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.communicate(timeout=5)
+        raise EnvironmentFault(command, f"did not finish in {COMMAND_TIMEOUT_S:g} s (stopped; is the kernel or iproute2 stuck?)") from None
+    except BaseException:
+        # an interruption the shield did not hold (no shield: a caller's own Ctrl-C): the
+        # command ends before the clean-up starts, so what it made exists for it to remove
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=COMMAND_TIMEOUT_S)
+        _kill_group(proc)
+        proc.wait()
+        raise
+    if check and proc.returncode != 0:
+        message = (stderr or stdout).strip().splitlines()
+        raise LinkUnavailable(f"{command}: {message[-1] if message else f'exit {proc.returncode}'}")
+    return subprocess.CompletedProcess(list(argv), proc.returncode, stdout, stderr)
+
+
+def _kill_group(proc: subprocess.Popen[str]) -> None:
+    """SIGKILL a command and whatever it started (its own session: ``_run``), so that no
+    grandchild keeps its output pipes open. Not once it was reaped: its pid may be another's."""
+    if proc.returncode is None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+def process_start(pid: int) -> int | None:
+    """When process ``pid`` started, in clock ticks after boot (``/proc/<pid>/stat`` field
+    22, proc(5)); None when no such process runs (gone, or a zombie that will do nothing
+    more). With the pid it names one process for good: a pid is reused, the pair is not."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # the command name (field 2) may hold spaces and parentheses: fields 3.. follow the last ")"
+    fields = text[text.rfind(")") + 2:].split()
+    if len(fields) < 20 or fields[0] in ("Z", "X"):
+        return None
+    return int(fields[19])
+
+
+def run_tag(pid: int | None = None) -> str:
+    """``<pid>s<start>``: what names this process's namespaces and temporary folders."""
+    pid = os.getpid() if pid is None else pid
+    return f"{pid}s{process_start(pid)}"
+
+
+def owner_alive(pid: int, start: int | None, made_at: float | None = None) -> bool:
+    """Is the run that made something named with ``pid`` (and ``start``, when the name has
+    it) still running? A name with a start time: the process with that pid must have that
+    start time. An older zsim's name without one: the process with that pid must have
+    started before the thing was made (``made_at``, seconds since the epoch; unknown: alive)."""
+    running = process_start(pid)
+    if running is None:
+        return False
+    if start is not None:
+        return running == start
+    if made_at is None:
+        return True
+    ticks = os.sysconf("SC_CLK_TCK")
+    # the process's start on the wall clock: now less how long ago it started (CLOCK_BOOTTIME
+    # counts from boot, as the start does); a second of margin for the clocks' steps
+    started_at = time.time() - (time.clock_gettime(time.CLOCK_BOOTTIME) - running / ticks)
+    return made_at >= started_at - 1.0
 
 
 def leftovers() -> list[str]:
-    """Namespaces of this module whose process is gone (a run killed before its cleanup)."""
+    """Namespaces of this module whose run is gone (killed before its clean-up, ``kill -9``),
+    also when another process has its pid now (``owner_alive``)."""
     listed = _run(["ip", "netns", "list"], check=False).stdout.split()
     found = []
     for name in listed:
-        if not name.startswith(PREFIX):
+        owner = _NAME.match(name)
+        if owner is None:
             continue
-        pid = name[len(PREFIX):].split("x")[0]
-        if pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
+        made_at = None
+        if owner.group(2) is None:
+            with contextlib.suppress(OSError):
+                made_at = (NETNS_RUN_DIR / name).stat().st_mtime
+        if not owner_alive(int(owner.group(1)), int(owner.group(2)) if owner.group(2) else None, made_at):
             found.append(name)
     return found
 
 
 def remove(names: Sequence[str]) -> None:
-    """Delete these namespaces (and with them their veth ends and qdiscs); missing ones are fine."""
+    """Delete these namespaces (and with them their veth ends and qdiscs); missing ones are
+    fine. Every one is tried; a command that hung is raised after the others were."""
+    hung: EnvironmentFault | None = None
     for name in names:
-        _run(["ip", "netns", "del", name], check=False)
+        try:
+            _run(["ip", "netns", "del", name], check=False)
+        except EnvironmentFault as exc:
+            hung = hung or exc
+    if hung is not None:
+        raise hung
 
 
 def _prepare() -> int:
@@ -150,8 +258,9 @@ def _subnet(address: str) -> str:
 
 
 def _add_namespace(name: str, made: list[str]) -> None:
-    _run(["ip", "netns", "add", name])
+    # recorded first: whatever stops the add (a timeout, a signal), the clean-up removes it
     made.append(name)
+    _run(["ip", "netns", "add", name])
     _run(["ip", "-n", name, "link", "set", "lo", "up"])
 
 
@@ -180,17 +289,21 @@ def link(spec: LinkSpec) -> Iterator[Link]:
 
     Raises ``LinkUnavailable`` (one line) when the machine cannot make it.
     """
-    number = _prepare()
-    a, b = f"{PREFIX}{os.getpid()}x{number}a", f"{PREFIX}{os.getpid()}x{number}b"
-    a_address, b_address = _addresses(number)
     made: list[str] = []
     try:
-        for name in (a, b):
-            _add_namespace(name, made)
-        _join(((a, "za", a_address), (b, "zb", b_address)), spec)
+        # signals stop the building between commands and never the removal; the body is the
+        # caller's, interrupted as the caller's code always is
+        with interrupts.shielded():
+            number = _prepare()
+            a, b = f"{PREFIX}{run_tag()}x{number}a", f"{PREFIX}{run_tag()}x{number}b"
+            a_address, b_address = _addresses(number)
+            for name in (a, b):
+                _add_namespace(name, made)
+            _join(((a, "za", a_address), (b, "zb", b_address)), spec)
         yield Link(a, b, a_address, b_address, spec)
     finally:
-        remove(made)
+        with interrupts.shielded():
+            remove(made)
 
 
 @dataclass(frozen=True)
@@ -238,25 +351,30 @@ def deployment(hosts: Sequence[str], links: Sequence[tuple[str, str, LinkSpec]])
 
     Raises ``LinkUnavailable`` (one line) when the machine cannot make them.
     """
-    number = _prepare()
-    namespaces = {host: f"{PREFIX}{os.getpid()}x{number}h{index}" for index, host in enumerate(hosts)}
     addresses: dict[tuple[str, str], str] = {}
     devices: dict[tuple[str, str], str] = {}
     made: list[str] = []
     try:
-        for name in namespaces.values():
-            _add_namespace(name, made)
-        for index, (a, b, spec) in enumerate(links):
-            a_address, b_address = _addresses(next(_COUNTER))
-            # device names stay under IFNAMSIZ (15 characters) for any number of links
-            ends = ((a, f"zl{index}a", a_address), (b, f"zl{index}b", b_address))
-            for (host, device, address), (peer, _, _) in zip(ends, reversed(ends), strict=True):
-                addresses[(host, peer)] = address
-                devices[(host, peer)] = device
-            _join(tuple((namespaces[host], device, address) for host, device, address in ends), spec)
+        # signals stop the building between commands and never the removal (``link()``)
+        with interrupts.shielded():
+            number = _prepare()
+            tag = run_tag()
+            namespaces = {host: f"{PREFIX}{tag}x{number}h{index}" for index, host in enumerate(hosts)}
+            for name in namespaces.values():
+                _add_namespace(name, made)
+            for index, (a, b, spec) in enumerate(links):
+                a_address, b_address = _addresses(next(_COUNTER))
+                # device names stay under IFNAMSIZ (15 characters) for any number of links; they
+                # live inside this run's namespaces, so no other run's can collide with them
+                ends = ((a, f"zl{index}a", a_address), (b, f"zl{index}b", b_address))
+                for (host, device, address), (peer, _, _) in zip(ends, reversed(ends), strict=True):
+                    addresses[(host, peer)] = address
+                    devices[(host, peer)] = device
+                _join(tuple((namespaces[host], device, address) for host, device, address in ends), spec)
         yield Deployment(namespaces, addresses, devices)
     finally:
-        remove(made)
+        with interrupts.shielded():
+            remove(made)
 
 
 def tcp_goodput_bps(spec: LinkSpec, payload_per_packet: int | None = None) -> float:

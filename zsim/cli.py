@@ -13,11 +13,12 @@ import argparse
 import math
 import os
 import re
+import signal
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from .errors import ConservationError, EnvironmentFault, ScenarioError, ZsimError
+from .errors import ConservationError, EnvironmentFault, Interrupted, ScenarioError, ZsimError
 from .textsafe import one_line, terminal
 from .units import human_bits, human_bytes
 
@@ -944,6 +945,9 @@ def _main(args: argparse.Namespace) -> int:
         where = f"{exc.filename}: " if exc.filename else ""
         print(one_line(f"zsim: {where}{exc.strerror or exc}"), file=sys.stderr)
         return EXIT_FAULT
+    except Interrupted as exc:  # SIGINT, SIGTERM or SIGHUP where the command cleaned up first (zsim validate)
+        print("zsim: interrupted" + (f" ({exc.signal_name})" if exc.signum != signal.SIGINT else ""), file=sys.stderr)
+        return exc.exit_status
     except KeyboardInterrupt:
         print("zsim: interrupted", file=sys.stderr)
         return 130

@@ -40,6 +40,27 @@ class EnvironmentFault(ZsimError):
         super().__init__(f"{path}: {reason}" if path else reason)
 
 
+class Interrupted(KeyboardInterrupt):
+    """A signal asked the command to stop (SIGINT, SIGTERM, SIGHUP), raised where the work
+    it interrupted can stop cleanly (``validation.interrupts``). A ``KeyboardInterrupt``, so
+    whatever handles Ctrl-C handles it; the CLI exits 128 + ``signum`` (130, 143, 129), as a
+    shell reports a command a signal ended."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+        self.exit_status = 128 + signum
+        super().__init__(f"signal {signum}")
+
+    @property
+    def signal_name(self) -> str:
+        import signal
+
+        try:
+            return signal.Signals(self.signum).name
+        except ValueError:
+            return f"signal {self.signum}"
+
+
 class LimitExceeded(ScenarioError):
     """A run reached one of its work limits (events, messages, wall-clock time).
 

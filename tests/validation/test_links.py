@@ -196,7 +196,6 @@ def _validate(name: str) -> Any:
     """``validate`` of a catalogue deployment (harness.run_real builds a namespace per host and
     a tbf-shaped veth pair per link), its errors and the verdicts of the metrics it does not
     explain; the namespaces of this process are gone after it."""
-    import os
     from pathlib import Path
 
     from validation.compare import validate
@@ -208,7 +207,7 @@ def _validate(name: str) -> Any:
         if metric.note is None:
             assert metric.verdict == "agrees", f"{metric.metric}: zsim {metric.sim}, real {metric.real} ({metric.detail})"
     assert not [name for name in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
-                if name.startswith(f"{netns.PREFIX}{os.getpid()}x")]
+                if name.startswith(f"{netns.PREFIX}{netns.run_tag()}x")]
     return result
 
 
