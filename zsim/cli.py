@@ -480,12 +480,25 @@ def app_permission(args: argparse.Namespace) -> Any:
     return from_command_line(bool(getattr(args, "allow_apps", False)), getattr(args, "allow_apps_from", None))
 
 
-def checked_apps(scenario: Any, args: argparse.Namespace) -> Any:
+#: How to allow the app code of a run rebuilt from a results folder (``explain --sweep``).
+REPLAY_HOW = ("--allow-apps and the sweep file the results came from named on the command line (zsim explain SWEEP.toml "
+              "--sweep DIR --worst METRIC --allow-apps; a results folder does not decide where code comes from), or "
+              "--allow-apps-from DIR")
+
+
+def checked_apps(scenario: Any, args: argparse.Namespace, replay: bool = False) -> Any:
     """Check the code ``scenario`` names against the flags (one line, exit 2, if not
-    allowed) and say on stderr which files will run; the permission for ``run``."""
+    allowed) and say on stderr which files will run; the permission for ``run``.
+    ``replay``: the scenario was rebuilt from a results folder with no file named, so its
+    folder is someone else's word: ``--allow-apps`` allows nothing, only the folders of
+    ``--allow-apps-from`` hold code that may run."""
+    import dataclasses
+
     from .trust import AppPermission, announcements, check
 
     allow = app_permission(args)
+    if replay:
+        allow = dataclasses.replace(allow, allowed=False, how=REPLAY_HOW)
     codes = check(scenario, allow)
     for line in announcements(codes):
         print(line, file=sys.stderr)
@@ -595,13 +608,14 @@ def cmd_explain(args: argparse.Namespace) -> int:
     limits = _limit_overrides(args)
     chosen = None
     if args.sweep is not None:
-        chosen = _worst_of_sweep(args)
+        chosen, named = _worst_of_sweep(args)
         scenario, seed = chosen.scenario, chosen.seed
+        allow = checked_apps(scenario, args, replay=not named)
     else:
         if args.scenario is None:
             raise ScenarioError("explain", "name a scenario file, or a sweep's results with --sweep DIR --worst METRIC")
         scenario, seed = load_scenario(args), args.seed
-    allow = checked_apps(scenario, args)
+        allow = checked_apps(scenario, args)
     recorder = SeriesRecorder()
     progress = sys.stderr if sys.stderr.isatty() else None
     result = run(scenario, seed, limits=limits, progress=progress, recorder=recorder, allow_apps=allow)
@@ -629,17 +643,40 @@ def cmd_explain(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _worst_of_sweep(args: argparse.Namespace) -> Any:
-    """``--sweep DIR --worst METRIC``: the run to explain (``zsim.sweep.replay``)."""
+def _worst_of_sweep(args: argparse.Namespace) -> tuple[Any, bool]:
+    """``--sweep DIR --worst METRIC [FILE]``: the run to explain (``zsim.sweep.replay``), and
+    whether the user named the sweep (or scenario) file it came from. That file's folder is
+    the scenario's folder, for its app files too; without one, the run's app code is allowed
+    only from folders named with --allow-apps-from (``checked_apps(replay=True)``): the
+    results folder's manifest does not decide where code comes from."""
     from .compare.verdicts import preference
     from .sweep.replay import worst_run
 
     if args.worst is None:
         raise ScenarioError("--sweep", "needs --worst METRIC: which run of the sweep to explain")
-    if args.scenario is not None or args.set or args.seed is not None:
-        raise ScenarioError("--sweep", "explains a run of the sweep as it ran: no scenario file, --set or --seed with it")
+    if args.set or args.seed is not None:
+        raise ScenarioError("--sweep", "explains a run of the sweep as it ran: no --set or --seed with it")
     prefers, _ = preference(args.worst)
-    return worst_run(args.sweep, args.worst, prefers, args.sweep_name)
+    base_dir, sweep_name = _scenario_folder(args.scenario) if args.scenario is not None else (None, None)
+    chosen = worst_run(args.sweep, args.worst, prefers, args.sweep_name, base_dir=base_dir)
+    if sweep_name is not None and sweep_name != chosen.sweep:
+        raise ScenarioError(args.scenario, f"is the sweep {sweep_name!r}; the results are of the sweep {chosen.sweep!r} (name its "
+                                           "file, or the scenario file it ran)")
+    return chosen, base_dir is not None
+
+
+def _scenario_folder(path: str) -> tuple[str, str | None]:
+    """Where the relative paths of the scenario of a sweep file start (the folder of its base
+    scenario file, or its own for an inline ``[base]``) and the sweep's name; for a scenario
+    file, its own folder and None."""
+    from . import files
+    from .sweep.plan import load
+
+    raw = files.load_toml(path, "sweep or scenario file")
+    if isinstance(raw.get("sweep"), dict):
+        sweep = load(path)
+        return sweep.base_dir, sweep.name
+    return str(os.path.dirname(os.path.abspath(path))), None
 
 
 def seed_arg(text: str) -> int:
@@ -797,7 +834,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("explain", help="simulate one scenario and explain each loss episode and stall in a paragraph")
-    p.add_argument("scenario", nargs="?", default=None, help="scenario TOML file (or --sweep DIR --worst METRIC)")
+    p.add_argument("scenario", nargs="?", default=None,
+                   help="scenario TOML file (or --sweep DIR --worst METRIC; with --sweep, the sweep file the results came "
+                        "from: its folder is where --allow-apps lets the run's app files come from)")
     p.add_argument("--sweep", metavar="DIR", default=None,
                    help="a sweep's results folder: explain one of its runs again (with --worst)")
     p.add_argument("--worst", metavar="METRIC", default=None,

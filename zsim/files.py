@@ -21,6 +21,7 @@ refuses (permission denied, disk full).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import io
 import os
@@ -30,9 +31,9 @@ import stat
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any, BinaryIO, cast
+from typing import IO, Any, BinaryIO, NoReturn, cast
 
 from .errors import EnvironmentFault, ScenarioError
 
@@ -109,16 +110,21 @@ def read_bytes(path: str | Path, what: str = "file", max_bytes: int = MAX_INPUT_
 
 def read_text(path: str | Path, what: str = "file", max_bytes: int = MAX_INPUT_BYTES) -> str:
     """A regular UTF-8 text file (see ``read_bytes``); a byte that is not UTF-8 is named."""
-    data = read_bytes(path, what, max_bytes)
+    return decode_text(read_bytes(path, what, max_bytes), str(path), what)
+
+
+def decode_text(data: bytes, label: str, what: str = "file") -> str:
+    """The bytes of a file as UTF-8 text (a leading BOM dropped); a byte that is not UTF-8,
+    or a NUL, is a ``ScenarioError`` naming ``label``."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ScenarioError(str(path), f"is not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}); a {what} is a UTF-8 "
-                                       "file") from None
+        raise ScenarioError(label, f"is not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}); a {what} is a UTF-8 "
+                                   "file") from None
     if text.startswith("\ufeff"):
         text = text[1:]
     if "\x00" in text:
-        raise ScenarioError(str(path), f"contains a NUL byte (offset {text.index(chr(0))}): a binary file, not a {what}")
+        raise ScenarioError(label, f"contains a NUL byte (offset {text.index(chr(0))}): a binary file, not a {what}")
     return text
 
 
@@ -305,6 +311,266 @@ def check_inside(path: str | Path, folder: str | Path, what: str) -> Path:
     return Path(path)
 
 
+class LinkFound(ScenarioError):
+    """A symbolic link inside a folder someone else filled (a results folder), where zsim
+    follows none: ``path`` names it."""
+
+    def __init__(self, path: str | Path, what: str = "a results folder") -> None:
+        super().__init__(str(path), f"is a symbolic link inside {what}; zsim follows no link there (it could lead a write, a "
+                                    "rename or a delete elsewhere, or a read of another file): remove it")
+
+
+def check_not_link(path: str | Path, folder: str | Path, what: str) -> Path:
+    """``path``, an entry of ``folder`` that someone else may have made: a link pointing out
+    of ``folder`` is refused as one (``check_inside``), any other link as ``LinkFound``."""
+    if os.path.islink(path):
+        check_inside(path, folder, what)
+        raise LinkFound(path, what)
+    return Path(path)
+
+
+#: open() flags: never follow a link in the last component; never block on a FIFO
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+#: whether entries can be reached relative to an open folder (openat, renameat, unlinkat)
+_AT = all(f in os.supports_dir_fd for f in (os.open, os.stat, os.mkdir, os.unlink, os.replace)) and os.listdir in os.supports_fd
+
+
+class ResultsFolder:
+    """A folder whose contents came from elsewhere (a sweep's or a search's results folder),
+    read and written by zsim without following any symbolic link below it.
+
+    ``root`` is the folder the user named, or one checked to lie inside it (``check_inside``);
+    every entry below it is reached one name at a time from the descriptor of the folder
+    above it: ``openat`` with ``O_NOFOLLOW`` (and ``O_DIRECTORY`` for a folder), ``fstatat``
+    without following, and created, renamed and removed relative to that descriptor
+    (``mkdirat``, ``renameat``, ``unlinkat``). So neither a link planted in the folder, at
+    any depth, nor one swapped in while zsim works, can lead a write, a rename, a delete or
+    a read out of it. A link where zsim needs an entry is ``LinkFound`` (exit 2), naming it.
+    (Where the OS cannot work relative to a folder, each folder on the way is checked with
+    ``lstat`` instead.)
+    """
+
+    def __init__(self, root: str | Path, what: str = "a results folder") -> None:
+        self.root = Path(root)
+        self.what = what
+
+    def path(self, *parts: str) -> Path:
+        return self.root.joinpath(*parts)
+
+    def _walk(self, parts: Sequence[str], create: bool = False) -> tuple[int | None, str]:
+        """The folder ``parts`` as ``(dir_fd, prefix)``: names inside it are ``prefix + name``
+        relative to ``dir_fd`` (an open descriptor the caller closes; None without ``openat``)."""
+        if not _AT:
+            return None, self._walk_by_path(parts, create)
+        try:
+            fd = os.open(self.root, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
+        except FileNotFoundError:
+            raise
+        except NotADirectoryError:
+            raise ScenarioError(str(self.root), f"is not a folder ({self.what} must be one)") from None
+        except OSError as exc:
+            raise EnvironmentFault(str(self.root), f"cannot be opened: {_os_reason(exc)}") from None
+        try:
+            for i, name in enumerate(parts):
+                if create:
+                    try:
+                        os.mkdir(name, 0o777, dir_fd=fd)
+                    except FileExistsError:
+                        pass
+                    except OSError as exc:
+                        raise EnvironmentFault(str(self.path(*parts[: i + 1])), f"cannot be created: {_os_reason(exc)}") from None
+                try:
+                    inner = os.open(name, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=fd)
+                except OSError as exc:
+                    self._refuse(fd, "", parts[: i + 1], exc, "folder")
+                os.close(fd)
+                fd = inner
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd, ""
+
+    def _walk_by_path(self, parts: Sequence[str], create: bool) -> str:
+        here = self.root
+        for i, name in enumerate(parts):
+            here = here / name
+            if create and not os.path.lexists(here):
+                try:
+                    here.mkdir()
+                except FileExistsError:
+                    pass
+                except OSError as exc:
+                    raise EnvironmentFault(str(here), f"cannot be created: {_os_reason(exc)}") from None
+            mode = self._lstat_mode(None, str(here), parts[: i + 1])
+            if mode is None:
+                raise FileNotFoundError(errno.ENOENT, "no such folder", str(here))
+            if stat.S_ISLNK(mode):
+                raise LinkFound(here, self.what)
+            if not stat.S_ISDIR(mode):
+                raise ScenarioError(str(here), f"is not a folder (zsim expects one here in {self.what})")
+        return str(here) + os.sep
+
+    def _lstat_mode(self, fd: int | None, name: str, parts: Sequence[str]) -> int | None:
+        try:
+            return os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise EnvironmentFault(str(self.path(*parts)), f"cannot be read: {_os_reason(exc)}") from None
+
+    def _refuse(self, fd: int | None, prefix: str, parts: Sequence[str], exc: OSError, kind: str) -> NoReturn:
+        """Raise what an ``open`` of ``parts[-1]`` in ``fd`` failing with ``exc`` means."""
+        path = self.path(*parts)
+        if isinstance(exc, FileNotFoundError):
+            raise FileNotFoundError(errno.ENOENT, f"no such {kind}", str(path))
+        mode = self._lstat_mode(fd, prefix + parts[-1], parts)
+        if mode is not None and stat.S_ISLNK(mode):
+            raise LinkFound(path, self.what) from None
+        if mode is not None and (kind == "folder") != stat.S_ISDIR(mode):
+            raise ScenarioError(str(path), f"is not a {kind} (zsim expects one here in {self.what})") from None
+        raise EnvironmentFault(str(path), f"cannot be opened: {_os_reason(exc)}") from None
+
+    @contextlib.contextmanager
+    def folder(self, *parts: str, create: bool = False) -> Iterator[tuple[int | None, str]]:
+        """The folder ``parts`` (created with ``create``), as ``(dir_fd, prefix)`` for the
+        ``dir_fd`` arguments of ``os`` functions."""
+        fd, prefix = self._walk(parts, create)
+        try:
+            yield fd, prefix
+        finally:
+            if fd is not None:
+                os.close(fd)
+
+    def entries(self, *parts: str) -> list[tuple[str, int]]:
+        """The names in folder ``parts`` and their modes (``lstat``: a link is a link),
+        sorted by name; [] if the folder does not exist."""
+        try:
+            with self.folder(*parts) as (fd, prefix):
+                try:
+                    names = os.listdir(fd if fd is not None else prefix)
+                except OSError as exc:
+                    raise EnvironmentFault(str(self.path(*parts)), f"cannot be read: {_os_reason(exc)}") from None
+                found = []
+                for name in sorted(names):
+                    mode = self._lstat_mode(fd, prefix + name, (*parts, name))
+                    if mode is not None:
+                        found.append((name, mode))
+                return found
+        except FileNotFoundError:
+            return []
+
+    def mode(self, *parts: str) -> int | None:
+        """The ``lstat`` mode of entry ``parts`` (None if there is none)."""
+        try:
+            with self.folder(*parts[:-1]) as (fd, prefix):
+                return self._lstat_mode(fd, prefix + parts[-1], parts)
+        except FileNotFoundError:
+            return None
+
+    @contextlib.contextmanager
+    def open_file(self, *parts: str, what: str = "file") -> Iterator[BinaryIO]:
+        """Regular file ``parts`` open for reading (``O_NOFOLLOW``: a link is ``LinkFound``;
+        ``O_NONBLOCK``: a FIFO does not block). ``FileNotFoundError`` if missing."""
+        with self.folder(*parts[:-1]) as (fd, prefix):
+            try:
+                handle = os.open(prefix + parts[-1], os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC, dir_fd=fd)
+            except OSError as exc:
+                self._refuse(fd, prefix, parts, exc, what)
+            if not stat.S_ISREG(os.fstat(handle).st_mode):
+                os.close(handle)
+                raise ScenarioError(str(self.path(*parts)), f"is not a regular file (a {what} must be one)")
+            with os.fdopen(handle, "rb") as stream:
+                yield stream
+
+    def read_bytes(self, *parts: str, what: str = "file", max_bytes: int = MAX_INPUT_BYTES) -> bytes:
+        """The contents of regular file ``parts`` (see ``open_file``), at most ``max_bytes``."""
+        label = str(self.path(*parts))
+        with self.open_file(*parts, what=what) as stream:
+            try:
+                data = stream.read(max_bytes + 1)
+            except OSError as exc:
+                raise EnvironmentFault(label, f"cannot be read: {_os_reason(exc)}") from None
+        if len(data) > max_bytes:
+            raise ScenarioError(label, f"is larger than {max_bytes:,} bytes, the most a {what} may be")
+        return data
+
+    def write(self, *parts: str, content: Callable[[BinaryIO], Any] | bytes | str) -> Path:
+        """Write file ``parts`` all at once, as ``atomic_write`` does (a temporary
+        ``.<name>.<pid>.<random>.tmp`` beside it, fsync, rename, fsync the folder), its
+        folders created as needed; a link at its name is replaced, never written through."""
+        *folders, name = parts
+        label = str(self.path(*parts))
+        with self.folder(*folders, create=True) as (fd, prefix):
+            tmp = f".{name}.{os.getpid()}.{os.urandom(6).hex()}.tmp"
+            try:
+                # O_EXCL | O_NOFOLLOW: a name planted in the meantime is never opened
+                handle = os.open(prefix + tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o666, dir_fd=fd)
+            except OSError as exc:
+                raise EnvironmentFault(label, f"cannot be written: {_os_reason(exc)}") from None
+            try:
+                with os.fdopen(handle, "wb") as out:
+                    _write_durably(out, content)
+                os.replace(prefix + tmp, prefix + name, src_dir_fd=fd, dst_dir_fd=fd)
+            except BaseException as exc:
+                with contextlib.suppress(OSError):
+                    os.unlink(prefix + tmp, dir_fd=fd)
+                if isinstance(exc, OSError):
+                    if exc.errno in (errno.EISDIR, errno.ENOTEMPTY, errno.EEXIST):
+                        raise ScenarioError(label, "is a folder, not a file") from None
+                    raise EnvironmentFault(label, f"cannot be written: {_os_reason(exc)}") from None
+                raise
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.fsync(fd)
+        return self.path(*parts)
+
+    def remove(self, *parts: str) -> None:
+        """Remove entry ``parts`` (``unlinkat``: a link is removed, never what it points to)."""
+        with self.folder(*parts[:-1]) as (fd, prefix):
+            try:
+                os.unlink(prefix + parts[-1], dir_fd=fd)
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                raise EnvironmentFault(str(self.path(*parts)), f"cannot be removed: {_os_reason(exc)}") from None
+
+    def rename(self, parts: Sequence[str], new_name: str) -> None:
+        """Rename entry ``parts`` to ``new_name`` in the same folder (``renameat``: a link is
+        renamed itself); an existing ``new_name`` is never replaced (``OSError`` EEXIST)."""
+        with self.folder(*parts[:-1]) as (fd, prefix):
+            if self._lstat_mode(fd, prefix + new_name, (*parts[:-1], new_name)) is not None:
+                raise FileExistsError(errno.EEXIST, "exists", str(self.path(*parts[:-1], new_name)))
+            os.rename(prefix + parts[-1], prefix + new_name, src_dir_fd=fd, dst_dir_fd=fd)
+
+    def open_lock(self, name: str) -> int:
+        """A descriptor (read-write, close-on-exec) of lock file ``name`` in the root, created
+        if missing. Only a regular file with no other name is opened: a link (``O_NOFOLLOW``),
+        a FIFO, a device or a file with hard links elsewhere is refused (``ScenarioError``),
+        so writing the holder's pid into it cannot change anything outside the folder."""
+        label = str(self.path(name))
+        with self.folder() as (fd, prefix):
+            mode = self._lstat_mode(fd, prefix + name, (name,))
+            if mode is not None and stat.S_ISLNK(mode):
+                raise LinkFound(label, self.what)
+            if mode is not None and not stat.S_ISREG(mode):  # not opened at all: opening a device can act
+                raise ScenarioError(label, "is not a regular file; zsim locks the folder with a file of its own there: remove it")
+            try:
+                handle = os.open(prefix + name, os.O_RDWR | os.O_CREAT | _NOFOLLOW | _NONBLOCK | _CLOEXEC, 0o644, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    raise LinkFound(label, self.what) from None
+                raise EnvironmentFault(label, f"cannot be opened: {_os_reason(exc)}") from None
+        info = os.fstat(handle)
+        if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+            os.close(handle)
+            raise ScenarioError(label, "is not a regular file of this folder alone (it has other names: hard links); zsim locks "
+                                       "the folder with a file of its own there: remove it")
+        return handle
+
+
 def same_file(a: str | Path, b: str | Path) -> bool:
     """Whether two paths name one file (the same inode: hard links, symlinks, ``./x``)."""
     try:
@@ -386,8 +652,9 @@ def cleanup_leftovers(folder: str | Path, names: Sequence[str] = ()) -> list[Pat
     if parent.is_dir():
         for path in list(parent.iterdir()):
             found = _SET.match(path.name)
-            if not found or found.group("folder") != root.name or _alive(int(found.group("pid"))) or not path.is_dir():
-                continue
+            if (not found or found.group("folder") != root.name or _alive(int(found.group("pid"))) or path.is_symlink()
+                    or not path.is_dir()):
+                continue  # a link is no scratch folder of zsim's: what it points to is never moved or removed
             if not root.exists() and found.group("kind") == "old":  # killed between two renames: the old folder comes back
                 os.replace(path, root)
                 continue

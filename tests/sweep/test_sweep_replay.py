@@ -94,8 +94,8 @@ def test_a_metric_that_prefers_higher_is_worst_at_its_lowest(results, capsys):
     (["--worst", "socket.sub.dropt"], "zsim: --worst: 'socket.sub.dropt' is not a metric of the rows of sweep 'hwm'; "
                                       "did you mean 'socket.sub.dropped'?"),
     ([], "zsim: --sweep: needs --worst METRIC: which run of the sweep to explain"),
-    (["--worst", "socket.sub.dropped", "--seed", "3"], "zsim: --sweep: explains a run of the sweep as it ran: no scenario file, "
-                                                       "--set or --seed with it"),
+    (["--worst", "socket.sub.dropped", "--seed", "3"], "zsim: --sweep: explains a run of the sweep as it ran: no --set or --seed "
+                                                       "with it"),
     (["--worst", "socket.sub.dropped", "--sweep-name", "other"], "zsim: --sweep-name: no sweep 'other' in "),
 ])
 def test_bad_input_is_one_line_and_exit_2(results, capsys, argv, expected):

@@ -38,26 +38,27 @@ def add_parser(sub: argparse._SubParsersAction[Any], count_arg: Any, seconds_arg
 
 
 def cmd_search(args: argparse.Namespace) -> int:
+    from ..files import ResultsFolder, check_not_link
     from ..sweep.cli import _app_permission, _conf
     from .answer import figure, format_text, table, to_json
     from .execute import DEFAULT_OUT, run_search
 
     out = Path(args.out or DEFAULT_OUT)
+    check_not_link(out / "report", out, "the results folder")  # before the runs: the report folder is no link
     run = run_search(args.search, out, engine=args.engine, master=args.master, workers=args.workers, conf=_conf(args.conf),
                      budget_runs=args.budget_runs, run_timeout_s=args.run_timeout, allow_apps=_app_permission(args),
                      stream=sys.stderr)
     answer = to_json(run)
-    report_dir = out / "report" / run.search.name
-    report_dir.mkdir(parents=True, exist_ok=True)
-    from ..files import atomic_write
-
-    atomic_write(report_dir / "search.json", (json.dumps(answer, indent=2) + "\n").encode())
-    written = [report_dir / "search.json"]
+    # OUT/report/<name> lies in the results folder, which may come from elsewhere: written
+    # without following a link (a planted OUT/report -> /elsewhere is refused)
+    results = ResultsFolder(out, "the results folder")
+    folder = ("report", run.search.name)
+    report_dir = results.path(*folder)
+    written = [results.write(*folder, "search.json", content=(json.dumps(answer, indent=2) + "\n").encode())]
     if run.search.conditions:  # one row per condition; the figure is of one condition's designs, not drawn
         frame = table(answer)
-        atomic_write(report_dir / "answers.csv", frame.to_csv(index=False).encode())
-        frame.to_parquet(report_dir / "answers.parquet", index=False)
-        written += [report_dir / "answers.csv", report_dir / "answers.parquet"]
+        written.append(results.write(*folder, "answers.csv", content=frame.to_csv(index=False).encode()))
+        written.append(results.write(*folder, "answers.parquet", content=lambda handle: frame.to_parquet(handle, index=False)))
     elif not args.no_figure:
         written.append(figure(run, answer, report_dir / "search.png"))
     if args.json:

@@ -239,8 +239,7 @@ def run_search(source: str | Path | spec.Search, out: str | Path = DEFAULT_OUT, 
     apps = check_apps(plan, trust.permission(allow_apps), say)
     files.prepare_output_dir(out, "the output folder (--out)")
     directory = store.sweep_dir(out, search.name)
-    if directory.exists() or directory.is_symlink():
-        files.check_inside(directory, out, "the output folder (--out)")
+    files.check_not_link(directory, out, "the output folder (--out)")  # results from elsewhere: no link followed
     per = f" ({len(parts)} conditions, confidence jointly over them)" if search.conditions else ""
     say(f"[{search.name}] {len(plan.points)} designs{per} x {len(search.constraints)} constraints; confidence {search.confidence:g}, "
         f"error per test {procedure.beta:.3g}, first stage {procedure.n0} runs per design, budget {budget:,} runs")
@@ -250,11 +249,11 @@ def run_search(source: str | Path | spec.Search, out: str | Path = DEFAULT_OUT, 
     described = engine
     from ..sweep.report import SweepResults
 
-    with store.locked(directory):
-        store.cleanup_tmp(directory)
-        def warn(text: str) -> None:
-            say(f"[{search.name}] warning: {text}")
+    def warn(text: str) -> None:
+        say(f"[{search.name}] warning: {text}")
 
+    with store.locked(directory):
+        store.cleanup_tmp(directory, warn)
         done = store.done_keys(directory, warn)
         held = max((r + 1 for (_, r) in done), default=1)
         store.write_manifest(directory, _manifest_plan(plan, held))

@@ -263,8 +263,8 @@ def run_sweep(
 
         preflight(master)
     directory = store.sweep_dir(out, sweep.name)
-    if directory.exists() or directory.is_symlink():  # results copied from elsewhere: a link out of --out is refused
-        files.check_inside(directory, out, "the output folder (--out)")
+    # results copied from elsewhere: a link (out of --out, or anywhere) is refused
+    files.check_not_link(directory, out, "the output folder (--out)")
     outcome = Outcome(sweep=sweep.name, directory=directory, engine=engine, points=len(plan.points), total_runs=plan.total_runs)
 
     def warn(text: str) -> None:
@@ -273,7 +273,7 @@ def run_sweep(
 
     started = time.perf_counter()
     with store.locked(directory):
-        store.cleanup_tmp(directory)
+        store.cleanup_tmp(directory, warn)
         if retry_failed:
             dropped = store.remove_failed(directory, warn)
             if dropped:
@@ -281,7 +281,7 @@ def run_sweep(
         done = store.done_keys(directory, warn)
         tasks = plan.tasks()
         # an earlier --precision run's replications beyond the plan stay part of the results
-        earlier = store.read_manifest(directory) if directory.exists() else None
+        earlier = store.read_earlier_manifest(directory, warn)
         ids = {point.id for point in plan.points}
         kept = {point: n for point, n in ((earlier or {}).get("point_replications") or {}).items()
                 if point in ids and n > sweep.replications} if earlier and earlier.get("replications") == sweep.replications else {}

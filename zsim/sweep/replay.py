@@ -3,12 +3,19 @@ METRIC`` finds the run whose METRIC is worst (in the direction the metric prefer
 ``zsim compare`` decides it) among the finished runs, rebuilds its scenario from the
 manifest the sweep wrote (the base scenario with ``[set]`` applied, the point's changes)
 and gives it with its seed, so the run can be explained episode by episode. The same
-seed and scenario give the same run (docs/sweeps.md, Seeds)."""
+seed and scenario give the same run (docs/sweeps.md, Seeds).
+
+A results folder is data: the manifest gives the run's scenario, but not where its app
+code may come from. The folder of the rebuilt scenario (where its relative paths start)
+is the one of the sweep or scenario file the user names with the results
+(``base_dir``), else the one the manifest recorded, which ``zsim explain`` then trusts for
+nothing but data (it allows app code only from folders named on the command line)."""
 
 from __future__ import annotations
 
 import difflib
 import math
+import numbers
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,11 +61,12 @@ def _directory(out: str | Path, name: str | None) -> Path:
     return found[0]
 
 
-def worst_run(out: str | Path, metric: str, prefers: str | None, name: str | None = None) -> Chosen:
+def worst_run(out: str | Path, metric: str, prefers: str | None, name: str | None = None, base_dir: str | None = None) -> Chosen:
     """The finished run of the sweep in ``out`` whose ``metric`` is worst: the highest when
-    ``prefers`` is ``lower`` or None, the lowest when it is ``higher``. Bad input (no such
-    sweep or metric, no finished run, a manifest from before runs could be rebuilt) is one
-    ``ScenarioError`` line."""
+    ``prefers`` is ``lower`` or None, the lowest when it is ``higher``; its scenario's
+    relative paths start at ``base_dir`` (default: the folder the manifest recorded). Bad
+    input (no such sweep or metric, no finished run, a manifest from before runs could be
+    rebuilt) is one ``ScenarioError`` line."""
     directory = _directory(out, name)
     manifest = store.read_manifest(directory)
     if manifest is None:
@@ -70,7 +78,11 @@ def worst_run(out: str | Path, metric: str, prefers: str | None, name: str | Non
         hint = f"did you mean {close[0]!r}?" if close else "zsim report lists the metrics"
         raise ScenarioError("--worst", f"{metric!r} is not a metric of the rows of sweep {manifest['name']!r}; {hint}")
     rows = frame[frame["ok"].astype(bool)] if "ok" in frame.columns else frame
-    values = rows[metric].astype(float)
+    try:
+        values = rows[metric].astype(float)
+    except (TypeError, ValueError):
+        raise ScenarioError("--worst", f"{metric!r} holds values that are not numbers in the rows of sweep {manifest['name']!r}; "
+                                       "name a metric") from None
     rows = rows[values.map(math.isfinite)]
     if rows.empty:
         raise ScenarioError("--worst", f"no finished run of sweep {manifest['name']!r} has a value of {metric}")
@@ -79,15 +91,21 @@ def worst_run(out: str | Path, metric: str, prefers: str | None, name: str | Non
     row = rows.loc[index]
     points = {p["id"]: p for p in manifest["points"]}
     point = points.get(str(row["point"]))
-    if point is None or "overrides" not in point or "base_dir" not in manifest:
+    folder = base_dir if base_dir is not None else manifest.get("base_dir")
+    if point is None or "overrides" not in point or folder is None or "base_scenario" not in manifest:
         raise ScenarioError("--sweep", f"{directory}: its {store.MANIFEST} was written by an older zsim and cannot rebuild a run; "
                                        "run the sweep again (finished runs are kept)")
-    raw = scenario_spec.with_overrides(manifest["base_scenario"], point["overrides"])
     try:
-        scenario = scenario_spec.from_dict(raw, base_dir=manifest["base_dir"], source=manifest.get("base_source") or "<sweep>")
+        raw = scenario_spec.with_overrides(manifest["base_scenario"], point["overrides"])
+        scenario = scenario_spec.from_dict(raw, base_dir=folder, source=manifest.get("base_source") or "<sweep>")
     except ScenarioError as exc:
         raise ZsimError(f"{directory}: the point {row['point']} no longer makes a valid scenario ({exc})") from None
-    return Chosen(sweep=str(manifest["name"]), point=str(row["point"]), replication=int(row["replication"]), seed=int(row["seed"]),
+    raw_seed = row.get("seed")  # a numpy number from a crafted file can be anything: NaN, negative, a fraction
+    seed = float(raw_seed) if isinstance(raw_seed, numbers.Real) and not isinstance(raw_seed, bool) else math.nan
+    if not (math.isfinite(seed) and 0 <= seed < 2**64 and seed == int(seed)):
+        raise ScenarioError("--sweep", f"{directory}: the row of point {row['point']} replication {row['replication']} has no seed "
+                                       "(not a row zsim sweep wrote); it cannot be run again")
+    return Chosen(sweep=str(manifest["name"]), point=str(row["point"]), replication=int(row["replication"]), seed=int(raw_seed),
                   metric=metric, value=float(row[metric]), direction="highest" if highest else "lowest", runs=len(rows),
                   coords=dict(point.get("coords") or {}), code=str(row["zsim_code"]) if "zsim_code" in row else None,
                   scenario=scenario)

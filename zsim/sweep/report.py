@@ -297,7 +297,7 @@ class SweepResults:
         self.kinds = {a["path"]: a.get("kind", "float") for a in manifest["axes"]}
         self.report_config, self.config_source = report_settings(manifest, self.axes, config)
         self.frame = store.read_frame(directory, warn=warn)
-        order = {p["id"]: p["index"] for p in manifest["points"]}
+        order = {p["id"]: p.get("index", i) for i, p in enumerate(manifest["points"])}
         if len(self.frame):
             self.frame["point_index"] = self.frame["point"].map(order)
             self.frame = self.frame.sort_values(["point_index", "replication"], kind="stable").reset_index(drop=True)
@@ -1092,11 +1092,13 @@ def _summary_markdown(results: SweepResults, points: pd.DataFrame, metrics: Sequ
     if manifest.get("description"):
         lines += [md(manifest["description"], line_start=True), ""]
     lines += [
-        f"- design: {md(manifest['design'])}, {len(manifest['points'])} points x {md(manifest['replications'])} replications"
+        f"- design: {md(manifest.get('design', 'grid'))}, {len(manifest['points'])} points x {md(manifest['replications'])} "
+        "replications"
         f"{precision} = {expected} runs",
         f"- results: {len(frame)} runs present ({n_ok} ok, {n_failed} failed)"
         + ("" if len(frame) >= expected else f", {expected - len(frame)} missing (re-run the sweep to finish)"),
-        f"- root seed {md(manifest['seed'])}, common random numbers: {'yes' if manifest['common_random_numbers'] else 'no'}; "
+        f"- root seed {md(manifest.get('seed', '?'))}, common random numbers: "
+        f"{'yes' if manifest.get('common_random_numbers', True) else 'no'}; "
         f"total run time {cpu:.1f} s (sum over runs)",
         "- intervals: 95 % Student-t confidence intervals of the per-point mean over replications",
     ]
@@ -1315,8 +1317,8 @@ def make_report(results: str | Path, out: str | Path | None = None, *, figures: 
     directories = store.sweep_dirs(root)
     holder = root.parent if root.name.startswith("sweep=") else root
     base = Path(out) if out is not None else holder / "report"
-    if out is None and (base.exists() or base.is_symlink()):  # the default lies in the results folder, someone else's
-        files.check_inside(base, holder, "the results folder")
+    if out is None:  # the default lies in the results folder, someone else's: no link followed
+        files.check_not_link(base, holder, "the results folder")
     files.prepare_output_dir(base, "the report folder (--out)")
     written: list[Path] = []
     failures: list[tuple[Path, ZsimError]] = []
@@ -1334,8 +1336,7 @@ def make_report(results: str | Path, out: str | Path | None = None, *, figures: 
             if not NAME_PATTERN.match(name):  # it names the report's folder: a plain name, as zsim sweep writes it
                 raise ScenarioError(str(directory), f"{name!r} is not a sweep name zsim writes (letters, digits, '_', '.', '-'); "
                                                     "its report would not be a plain folder inside --out")
-            if (base / name).exists() or (base / name).is_symlink():
-                files.check_inside(base / name, base, "the report folder")
+            files.check_not_link(base / name, base, "the report folder")
             written += report_sweep(directory, base / name, figures=figures, warn=warn, config=use)
         except ZsimError as exc:
             failures.append((directory, exc))
