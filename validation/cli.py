@@ -89,8 +89,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def check_run_options(replications: Any, timeout: Any) -> None:
     """``--replications`` a whole number >= 1, ``--timeout`` a finite number of seconds > 0
     (argparse may hand over nan, inf or a negative; other callers anything)."""
-    if replications is not None and (isinstance(replications, bool) or not isinstance(replications, int) or replications < 1):
-        raise ScenarioError("--replications", f"must be a whole number >= 1, got {replications!r}")
+    from .compare import MAX_REPLICATIONS
+
+    if replications is not None and (isinstance(replications, bool) or not isinstance(replications, int)
+                                     or not 1 <= replications <= MAX_REPLICATIONS):
+        raise ScenarioError("--replications", f"must be a whole number from 1 to {MAX_REPLICATIONS:,} "
+                                              f"(validation.compare.MAX_REPLICATIONS), got {replications!r}")
     if timeout is not None:
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
             raise ScenarioError("--timeout", f"must be a number of seconds, got {timeout!r}")

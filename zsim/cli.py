@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from .errors import ConservationError, EnvironmentFault, ScenarioError, ZsimError
+from .fields import short
 from .textsafe import one_line, terminal
 from .units import human_bits, human_bytes
 
@@ -523,6 +524,8 @@ def load_scenario(args: argparse.Namespace) -> Scenario:
     from .compare.designs import assignment, toml_value
 
     sets = [assignment(text, "--set", "PATH=VALUE (e.g. socket.pub.options.sndhwm=5000)") for text in args.set or ()]
+    for path, _ in sets:
+        spec.check_path(path, "--set")  # before the path names the flag in an error line
     if not sets:
         return spec.load(args.scenario)
     raw = files.load_toml(args.scenario, "scenario file")
@@ -646,20 +649,24 @@ def seed_arg(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {short(text)}") from None
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
     return value
 
 
-def count_arg(minimum: int) -> Callable[[str], int]:
+def count_arg(minimum: int, maximum: int | None = None, bound: str = "") -> Callable[[str], int]:
+    """An integer >= ``minimum`` (and <= ``maximum``, the constant named ``bound``)."""
+
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, got {text!r}") from None
+            raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, got {short(text)}") from None
         if value < minimum:
             raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+        if maximum is not None and value > maximum:
+            raise argparse.ArgumentTypeError(f"must be at most {maximum:,}{f' ({bound})' if bound else ''}, got {short(text)}")
         return value
 
     return parse
@@ -670,24 +677,29 @@ def fraction_arg(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a fraction such as 0.05 (5 %), got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"must be a fraction such as 0.05 (5 %), got {short(text)}") from None
     if not (0 <= value < 1):
-        raise argparse.ArgumentTypeError(f"must be from 0 to below 1 (0.05: 5 %), got {text!r}")
+        raise argparse.ArgumentTypeError(f"must be from 0 to below 1 (0.05: 5 %), got {short(text)}")
     return value
 
 
 def seconds_arg(allow_zero: bool = False) -> Callable[[str], float]:
-    """A finite number of seconds > 0 (or >= 0): ``nan``, ``inf`` and negatives are refused."""
+    """A finite number of seconds > 0 (or >= 0), at most ``zsim.limits.MAX_SECONDS``: ``nan``,
+    ``inf``, negatives and 1e308 (a timer the OS cannot set) are refused."""
+    from .limits import MAX_SECONDS
 
     def parse(text: str) -> float:
         try:
             value = float(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"must be a number of seconds, got {text!r}") from None
+            raise argparse.ArgumentTypeError(f"must be a number of seconds, got {short(text)}") from None
         if not math.isfinite(value):
-            raise argparse.ArgumentTypeError(f"must be a finite number of seconds, got {text!r}")
+            raise argparse.ArgumentTypeError(f"must be a finite number of seconds, got {short(text)}")
+        if value > MAX_SECONDS:
+            raise argparse.ArgumentTypeError(f"must be at most {MAX_SECONDS:g} s (about 32 years; zsim.limits.MAX_SECONDS)"
+                                             f"{'; 0 for no limit' if allow_zero else ''}, got {short(text)}")
         if value < 0 or (value == 0 and not allow_zero):
-            raise argparse.ArgumentTypeError(f"must be {'>= 0' if allow_zero else '> 0'}, got {text!r}")
+            raise argparse.ArgumentTypeError(f"must be {'>= 0' if allow_zero else '> 0'}, got {short(text)}")
         return value
 
     return parse
@@ -713,9 +725,12 @@ def add_limit_args(parser: argparse.ArgumentParser) -> None:
 def add_jobs_arg(parser: argparse.ArgumentParser) -> None:
     """``--jobs N``, the parallelism of ``sweep`` and ``compare`` (``--workers``, its old name
     in ``sweep``, still works, unlisted)."""
-    parser.add_argument("--jobs", type=count_arg(1), default=None, metavar="N",
+    from .limits import MAX_JOBS
+
+    jobs = count_arg(1, MAX_JOBS, "zsim.limits.MAX_JOBS")  # each a process: --jobs 100000 is no typo to obey
+    parser.add_argument("--jobs", type=jobs, default=None, metavar="N",
                         help="worker processes (--engine local) or Spark cores (local[N], without --master)")
-    parser.add_argument("--workers", type=count_arg(1), dest="jobs", help=argparse.SUPPRESS)
+    parser.add_argument("--workers", type=jobs, dest="jobs", help=argparse.SUPPRESS)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:

@@ -117,6 +117,18 @@ def parse_distribution(raw: Any, path: str, unit: str = "s", echo: bool = True) 
     """Parse a number or a distribution table; errors name ``path`` and the reason (and,
     with ``echo``, the value found)."""
     dist = _parse_distribution(raw, path, unit, echo)
+    if unit == "s":
+        from .limits import MAX_SECONDS
+
+        for name in ("value", "mean", "low", "high"):
+            number = getattr(dist, name)
+            if number > MAX_SECONDS:
+                where = path if not isinstance(raw, dict) else f"{path}.{name}_s"
+                raise ScenarioError(where, f"must be at most {MAX_SECONDS:g} s (about 32 years; zsim.limits.MAX_SECONDS)"
+                                           f"{_got_g(number, echo)}")
+        if dist.values and max(dist.values) > MAX_SECONDS:
+            raise ScenarioError(f"{path}.values_s", f"must be at most {MAX_SECONDS:g} s (about 32 years; zsim.limits.MAX_SECONDS)"
+                                                    f"{_got_g(max(dist.values), echo)}")
     if unit == "bytes":
         for name in ("value", "mean", "low", "high"):
             number = getattr(dist, name, None)

@@ -129,13 +129,19 @@ def describe(values: Sequence[float | None]) -> Sample:
     n = len(finite)
     if n == 0:
         return Sample(0, len(values), None, None, None, None, False)
-    mean = statistics.fmean(finite)
+    try:
+        mean = statistics.fmean(finite)
+    except OverflowError:  # values near 1e308 (a derived metric's): their sum is no float, each n-th of it is
+        mean = math.fsum(v / n for v in finite)
     constant = min(finite) == max(finite)
     if constant:
         mean = finite[0]
     if n < 2:
         return Sample(n, len(values) - n, mean, None, None, None, constant)
-    sd = 0.0 if constant else statistics.stdev(finite)
+    try:
+        sd = 0.0 if constant else statistics.stdev(finite)
+    except OverflowError:  # a spread beyond the largest float: no interval to speak of
+        sd = math.inf
     half = mean_half_width(n, sd)
     return Sample(n, len(values) - n, mean, sd, mean - half, mean + half, constant)
 
