@@ -949,20 +949,34 @@ def main(argv: Sequence[str] | None = None) -> int:
         limits.LAST_RESORT = previous
 
 
+#: Characters of an error line: a line that repeats an input of 100,000 characters (a path,
+#: a name) keeps its start (the field) and its end (the reason) and says how much it left out
+MAX_ERROR_CHARS = 1000
+
+
+def _line(text: Any) -> str:
+    """``text`` as one line (control characters escaped) of at most ``MAX_ERROR_CHARS``."""
+    line = one_line(text)
+    if len(line) <= MAX_ERROR_CHARS:
+        return line
+    cut = len(line) - MAX_ERROR_CHARS + 40
+    return f"{line[:600]} [... {cut:,} characters ...] {line[600 + cut:]}"
+
+
 def _main(args: argparse.Namespace) -> int:
     try:
         return int(args.func(args))
     except ConservationError as exc:
-        print(f"zsim: internal error (a bug in zsim, please report it): {one_line(exc)}", file=sys.stderr)
+        print(f"zsim: internal error (a bug in zsim, please report it): {_line(exc)}", file=sys.stderr)
         return EXIT_FAULT
     except ScenarioError as exc:  # the one line, whatever a name in it holds (control characters escaped)
-        print(f"zsim: {one_line(exc)}", file=sys.stderr)
+        print(f"zsim: {_line(exc)}", file=sys.stderr)
         return EXIT_USAGE
     except EnvironmentFault as exc:
-        print(f"zsim: {one_line(exc)}", file=sys.stderr)
+        print(f"zsim: {_line(exc)}", file=sys.stderr)
         return EXIT_FAULT
     except ZsimError as exc:
-        print(f"zsim: {one_line(exc)}", file=sys.stderr)
+        print(f"zsim: {_line(exc)}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:  # the reader went away (``zsim run ... | head``): stop quietly, like cat
         # point stdout at /dev/null so the interpreter's final flush does not fail again
@@ -975,11 +989,11 @@ def _main(args: argparse.Namespace) -> int:
             os.close(devnull)
         return EXIT_OK
     except FileNotFoundError as exc:
-        print(f"zsim: {one_line(exc.filename or exc)}: no such file", file=sys.stderr)
+        print(_line(f"zsim: {exc.filename or exc}: no such file"), file=sys.stderr)
         return EXIT_USAGE
     except OSError as exc:  # a failing OS call the code did not expect: one line, exit 1 (BrokenPipeError: above)
         where = f"{exc.filename}: " if exc.filename else ""
-        print(one_line(f"zsim: {where}{exc.strerror or exc}"), file=sys.stderr)
+        print(_line(f"zsim: {where}{exc.strerror or exc}"), file=sys.stderr)
         return EXIT_FAULT
     except KeyboardInterrupt:
         print("zsim: interrupted", file=sys.stderr)
