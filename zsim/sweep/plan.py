@@ -443,8 +443,10 @@ def check_run_timeout(value: Any, path: str) -> float | None:
     """A run's wall-clock limit in seconds as a user gives it: a number >= 0, 0 = none."""
     from ..limits import MAX_SECONDS
 
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= MAX_SECONDS:
-        raise ScenarioError(path, f"must be a number of seconds from 0 (no limit) to {MAX_SECONDS:g} (zsim.limits.MAX_SECONDS), "
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
+        raise ScenarioError(path, f"must be a number of seconds >= 0 (0: no limit), got {_short(value)}")
+    if value > MAX_SECONDS:  # a timer the OS cannot set (1e308): every run would fail
+        raise ScenarioError(path, f"must be at most {MAX_SECONDS:g} s (about 32 years; zsim.limits.MAX_SECONDS; 0: no limit), "
                                   f"got {_short(value)}")
     return float(value) if value > 0 else None
 
