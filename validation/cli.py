@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from zsim import fields
 from zsim.errors import EnvironmentFault, ScenarioError
 from zsim.files import check_input_file, prepare_output_dir
 from zsim.results import json_default
@@ -92,8 +93,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def check_run_options(replications: Any, timeout: Any) -> None:
     """``--replications`` a whole number >= 1, ``--timeout`` a finite number of seconds > 0
     (argparse may hand over nan, inf or a negative; other callers anything)."""
+    from .compare import MAX_REPLICATIONS
+
     if replications is not None and (isinstance(replications, bool) or not isinstance(replications, int) or replications < 1):
         raise ScenarioError("--replications", f"must be a whole number >= 1, got {replications!r}")
+    if replications is not None and replications > MAX_REPLICATIONS:  # each a real run, and a seed in a list
+        raise ScenarioError("--replications", f"must be at most {MAX_REPLICATIONS:,} (validation.compare.MAX_REPLICATIONS), "
+                                              f"got {fields.short(replications)}")
     if timeout is not None:
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
             raise ScenarioError("--timeout", f"must be a number of seconds, got {timeout!r}")

@@ -168,6 +168,10 @@ class ValidationSpec:
     defaulted: bool = False
 
 
+#: Replications of one validation: each is a real run (seconds of pyzmq) and a simulated one.
+MAX_REPLICATIONS = 10_000
+
+
 def parse_validation(scenario: Scenario) -> ValidationSpec:
     raw = dict(scenario.validation)
     for key in raw:
@@ -178,6 +182,8 @@ def parse_validation(scenario: Scenario) -> ValidationSpec:
         value = raw["replications"]
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ScenarioError("validation.replications", f"must be an integer >= 1, got {value!r}")
+        if value > MAX_REPLICATIONS:
+            raise ScenarioError("validation.replications", f"must be at most {MAX_REPLICATIONS:,} (validation.compare.MAX_REPLICATIONS)")
         result.replications = value
     if "timeout_s" in raw:
         value = raw["timeout_s"]
@@ -1008,6 +1014,8 @@ def validate(source: str | Path | Scenario, replications: int | None = None, see
     n = replications if replications is not None else vspec.replications
     if n < 1:
         raise ScenarioError("--replications", f"must be >= 1, got {n}")
+    if n > MAX_REPLICATIONS:  # each a real run of seconds, and a seed in a list
+        raise ScenarioError("--replications", f"must be at most {MAX_REPLICATIONS:,} (validation.compare.MAX_REPLICATIONS)")
     timeout = timeout_s if timeout_s is not None else vspec.timeout_s
     seeds = [seed + i for i in range(n)]
     say = progress or (lambda _msg: None)

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from .errors import ConservationError, EnvironmentFault, Interrupted, ScenarioError, ZsimError
+from .fields import short
 from .textsafe import one_line, terminal
 from .units import human_bits, human_bytes
 
@@ -60,6 +61,36 @@ def _rate(value: float | None) -> str:
     if value is None:
         return "max"
     return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
+
+
+#: a table row: its cells, or a line of its own (a note between rows) taken as it is
+_Row = Sequence[str] | str
+
+
+def _columns(columns: Sequence[tuple[str, int]], rows: Sequence[_Row]) -> list[str]:
+    """Rows of cells in columns of fixed widths (``("<", 20)``: left-aligned in 20, ``(">", 10)``:
+    right-aligned in 10), the first row the header, followed by a rule as long as it. A
+    right-aligned column widens until its longest cell leaves a space before it (unless the
+    column before is left-aligned and every cell there leaves one after it), so two columns
+    never run together whatever a value is (a latency of 10^9 ms, a 13-digit rate); with
+    ordinary values the widths are the fixed ones and every line is as it always was."""
+    cells = [row for row in rows if not isinstance(row, str)]
+    widths: list[int] = []
+    for i, (align, width) in enumerate(columns):
+        longest = max(len(row[i]) for row in cells)
+        if align == "<":
+            widths.append(width)
+            continue
+        before = columns[i - 1] if i else None
+        spaced = before is None or (before[0] == "<" and all(len(row[i - 1]) < widths[i - 1] for row in cells))
+        widths.append(max(width, longest + (0 if spaced else 1)))
+
+    def line(row: Sequence[str]) -> str:
+        return "".join(cell.ljust(width) if align == "<" else cell.rjust(width)
+                       for cell, (align, _), width in zip(row, columns, widths, strict=True))
+
+    head = line(rows[0]) if not isinstance(rows[0], str) else rows[0]
+    return [head, "-" * len(head), *(row if isinstance(row, str) else line(row) for row in rows[1:])]
 
 
 #: a socket template with more members than this is folded in ``zsim run``'s tables: its
@@ -133,12 +164,12 @@ def _receiver_table(summary: Mapping[str, Any]) -> list[str]:
             ordered = sorted(folded[big[name][0]], key=_worst_first)
             order += ordered[:SHOWN_MEMBERS]
             order.append(_hidden_line(big[name][1], ordered[SHOWN_MEMBERS:]))
-    head = (f"{'receiver':<20}{'copies in':>10}{'delivered':>10}{'dropped':>9}{'lost':>7}{'at end':>8}{'loss %':>8}"
-            f"{'p50 ms':>10}{'p99 ms':>10}{'p99.9 ms':>10}{'max ms':>10}")
-    lines = ["", head, "-" * len(head)]
+    columns = [("<", 20), (">", 10), (">", 10), (">", 9), (">", 7), (">", 8), (">", 8), (">", 10), (">", 10), (">", 10), (">", 10)]
+    table: list[_Row] = [("receiver", "copies in", "delivered", "dropped", "lost", "at end", "loss %", "p50 ms", "p99 ms",
+                          "p99.9 ms", "max ms")]
     for entry in order:
         if isinstance(entry, str):
-            lines.append(entry)
+            table.append(entry)
             continue
         name, sock = entry
         inbound = sock["inbound"]
@@ -150,12 +181,11 @@ def _receiver_table(summary: Mapping[str, Any]) -> list[str]:
 
         taken = inbound["delivered"] + inbound["forwarded"]
         lost = inbound["lost_on_close"] + inbound["discarded"]
-        lines.append(
-            f"{name:<20}{inbound['copies']:>10}{taken:>10}{inbound['dropped']:>9}{lost:>7}{inbound['queued_at_end']:>8}"
-            f"{inbound['loss_fraction'] * 100:>8.2f}{ms('p50'):>10}{ms('p99'):>10}{ms('p99_9'):>10}{ms('max'):>10}"
-        )
+        table.append((name, str(inbound["copies"]), str(taken), str(inbound["dropped"]), str(lost), str(inbound["queued_at_end"]),
+                      f"{inbound['loss_fraction'] * 100:.2f}", ms("p50"), ms("p99"), ms("p99_9"), ms("max")))
         for where, count in inbound["dropped_by"].items():
-            lines.append(f"    dropped {count} at {where}")
+            table.append(f"    dropped {count} at {where}")
+    lines = ["", *_columns(columns, table)]
     lines.append("(loss % counts every copy meant for the receiver that it did not get: dropped, lost, discarded, and still queued "
                  "at the end)")
     return lines
@@ -171,7 +201,11 @@ def _hidden_line(pattern: str, hidden: list[tuple[str, Mapping[str, Any]]]) -> s
             "template table below sums them all)")
 
 
-def _socket_rows(summary: Mapping[str, Any]) -> list[str]:
+#: the socket table's columns (``_socket_rows``)
+_SOCKET_COLUMNS = [("<", 20), (">", 7), (">", 10), (">", 9), (">", 10), (">", 9), (">", 9), (">", 7), (">", 11)]
+
+
+def _socket_rows(summary: Mapping[str, Any]) -> list[_Row]:
     """The socket table's rows: one per socket, and one per big template (its members
     summed, ``name{i} xN``) where its first member stood."""
     big = _big_templates(summary)
@@ -186,7 +220,7 @@ def _socket_rows(summary: Mapping[str, Any]) -> list[str]:
                                ("received", sock["received"]), ("dropped", sock["dropped"]), ("discarded", sock["discarded"]),
                                ("lost", sock["lost_on_close"]), ("blocked_s", sock["blocked_s"])):
                 total[key] += value
-    rows: list[str] = []
+    rows: list[_Row] = [("socket", "type", "sent", "again", "received", "dropped", "discard", "lost", "blocked s")]
     for name, sock in summary["sockets"].items():
         if name in big:
             if big[name][0] not in sums:
@@ -196,9 +230,9 @@ def _socket_rows(summary: Mapping[str, Any]) -> list[str]:
                     "received": total["received"], "dropped": total["dropped"], "discarded": total["discarded"],
                     "lost_on_close": total["lost"], "blocked_s": total["blocked_s"]}
             name = f"{total['name']}{total['n']}"
-        rows.append(f"{name:<20}{sock['type']:>7}{sock['sent']:>10}{sock['send_again'] + sock['send_unroutable']:>9}"
-                    f"{sock['received']:>10}{sock['dropped']:>9}{sock['discarded']:>9}{sock['lost_on_close']:>7}"
-                    f"{_fmt(sock['blocked_s'], 11)}")
+        rows.append((name, sock["type"], str(sock["sent"]), str(sock["send_again"] + sock["send_unroutable"]),
+                     str(sock["received"]), str(sock["dropped"]), str(sock["discarded"]), str(sock["lost_on_close"]),
+                     _fmt(sock["blocked_s"], 0)))
     if big:
         rows.append(f"(a template of more than {FOLD_MEMBERS} members is one row, name{{i}} xN: its members' counts summed)")
     return rows
@@ -208,15 +242,12 @@ def _sender_table(summary: Mapping[str, Any]) -> list[str]:
     rows = list(summary.get("senders", {}).items())
     if not rows:
         return []
-    head = f"{'sender':<20}{'socket':>10}{'sent':>10}{'again':>9}{'asked /s':>12}{'achieved /s':>13}{'blocked s':>11}"
-    lines = ["", head, "-" * len(head)]
+    table: list[_Row] = [("sender", "socket", "sent", "again", "asked /s", "achieved /s", "blocked s")]
     for name, sender in rows:
         achieved = _rate(sender.get("achieved_rate_per_s")) if sender.get("active_s") else "-"
-        lines.append(
-            f"{name:<20}{sender['socket']:>10}{sender['sent']:>10}{sender['again'] + sender['unroutable']:>9}"
-            f"{_rate(sender.get('requested_rate_per_s')):>12}{achieved:>13}{_fmt(sender.get('blocked_s', 0.0), 11)}"
-        )
-    return lines
+        table.append((name, sender["socket"], str(sender["sent"]), str(sender["again"] + sender["unroutable"]),
+                      _rate(sender.get("requested_rate_per_s")), achieved, _fmt(sender.get("blocked_s", 0.0), 0)))
+    return ["", *_columns([("<", 20), (">", 10), (">", 10), (">", 9), (">", 12), (">", 13), (">", 11)], table)]
 
 
 def _span(low: Any, high: Any, fmt: Callable[[float], str]) -> str:
@@ -235,7 +266,8 @@ def _template_table(summary: Mapping[str, Any]) -> list[str]:
     if not templates:
         return []  # the common case: no flat row to build
     row = flat_metrics(summary)
-    rows = []
+    rows: list[_Row] = [("receiver template", "members", "copies in", "delivered", "dropped", "lost", "at end", "loss % max",
+                         "p99 ms min .. max")]
     for name, info in templates.items():
         def get(key: str, name: str = name) -> Any:
             value = row.get(f"socket.{name}.{key}")
@@ -243,17 +275,16 @@ def _template_table(summary: Mapping[str, Any]) -> list[str]:
 
         if get("sum_copies") is None:
             continue  # nothing was meant for its members: the socket table has their counts
-        counts = "".join(f"{int(get(key)):>{width}}" for key, width in (("sum_copies", 11), ("sum_delivered", 10), ("sum_dropped", 9),
-                                                                         ("sum_lost_on_close", 7), ("sum_queued_at_end", 8)))
+        counts = [str(int(get(key))) for key in ("sum_copies", "sum_delivered", "sum_dropped", "sum_lost_on_close",
+                                                  "sum_queued_at_end")]
         loss = get("max_loss_fraction")
         p99 = _span(get("min_latency_p99_s"), get("max_latency_p99_s"), lambda v: f"{1e3 * v:.3f}")
-        rows.append(f"{info['pattern'][:21]:<22}{info['count']:>8}{counts}{'-' if loss is None else f'{100 * loss:.2f}':>12}{p99:>24}")
-    if not rows:
+        rows.append((info["pattern"][:21], str(info["count"]), *counts, "-" if loss is None else f"{100 * loss:.2f}", p99))
+    if len(rows) == 1:
         return []
-    head = (f"{'receiver template':<22}{'members':>8}{'copies in':>11}{'delivered':>10}{'dropped':>9}{'lost':>7}{'at end':>8}"
-            f"{'loss % max':>12}{'p99 ms min .. max':>24}")
-    return ["", head, "-" * len(head), *rows, "(over the members of each template: copies summed, the worst member's loss %, "
-                                              "the spread of their p99)"]
+    columns = [("<", 22), (">", 8), (">", 11), (">", 10), (">", 9), (">", 7), (">", 8), (">", 12), (">", 24)]
+    return ["", *_columns(columns, rows), "(over the members of each template: copies summed, the worst member's loss %, "
+                                          "the spread of their p99)"]
 
 
 def _level(level: dict[str, Any], messages: str, size: str, key: str) -> str:
@@ -268,10 +299,9 @@ def _link_table(summary: Mapping[str, Any]) -> list[str]:
     links = summary.get("links") or []
     if not links:
         return []
-    head = (f"{'link direction':<32}{'transport':>10}{'kernel max':>20}{'kernel mean':>20}{'out batch max':>18}"
-            f"{'in engine max':>18}")
-    lines = ["", head, "-" * len(head), "(messages / bytes; out batch: written by the sending engine, not yet in the kernel; "
-             "in engine: decoded, refused by a full pipe)"]
+    table: list[_Row] = [("link direction", "transport", "kernel max", "kernel mean", "out batch max", "in engine max"),
+                         "(messages / bytes; out batch: written by the sending engine, not yet in the kernel; "
+                         "in engine: decoded, refused by a full pipe)"]
     rows = []
     for link in links:
         transport = link["transport"] + (f" #{link['number']}" if link["number"] > 1 else "") + (" broken" if link["broken"] else "")
@@ -283,12 +313,11 @@ def _link_table(summary: Mapping[str, Any]) -> list[str]:
         if transport.endswith(f" x{len(levels)}") and len(levels) > 1:  # the count lands after the transport
             transport, name = transport[: -len(f" x{len(levels)}")], f"{name} x{len(levels)}"
         level = levels[0] if len(levels) == 1 else _worst_level(levels)
-        lines.append(
-            f"{name[:31]:<32}{transport:>10}{_level(level, 'kernel_messages', 'kernel_bytes', 'max'):>20}"
-            f"{_level(level, 'kernel_messages', 'kernel_bytes', 'mean'):>20}"
-            f"{_level(level, 'sender_engine_messages', 'sender_engine_bytes', 'max'):>18}"
-            f"{_level(level, 'receiver_engine_messages', 'receiver_engine_bytes', 'max'):>18}"
-        )
+        table.append((name[:31], transport, _level(level, "kernel_messages", "kernel_bytes", "max"),
+                      _level(level, "kernel_messages", "kernel_bytes", "mean"),
+                      _level(level, "sender_engine_messages", "sender_engine_bytes", "max"),
+                      _level(level, "receiver_engine_messages", "receiver_engine_bytes", "max")))
+    lines = ["", *_columns([("<", 32), (">", 10), (">", 20), (">", 20), (">", 18), (">", 18)], table)]
     if len(folded) < len(rows):
         lines.append("(name xN: the directions of N members of a template: the largest of their maxima and of their means)")
     return lines
@@ -308,9 +337,7 @@ def _thread_table(summary: Mapping[str, Any]) -> list[str]:
         return []
     lines = ["", f"machine: {machine['cores']} core{'s' if machine['cores'] != 1 else ''}, up to {machine['max_runnable']} threads "
                  f"runnable at once, {machine['cpu_s'] * 1e3:.3f} ms of CPU work in all"]
-    head = f"{'thread':<28}{'kind':>5}{'process':>14}{'cores':>8}{'cpu ms':>12}{'waited ms':>12}{'bursts':>10}"
-    lines.append(head)
-    lines.append("-" * len(head))
+    table: list[_Row] = [("thread", "kind", "process", "cores", "cpu ms", "waited ms", "bursts")]
     namer = _namer(summary)
     rows = list(machine["threads"].items())
     folded = _folded(rows, namer)
@@ -320,9 +347,9 @@ def _thread_table(summary: Mapping[str, Any]) -> list[str]:
         if len(threads) > 1 and any(t["cores"] != thread["cores"] for t in threads):
             cores = "mixed"
         process = namer(thread["process"])
-        lines.append(f"{name[:27]:<28}{thread['kind']:>5}{process[:13]:>14}{cores[:7]:>8}"
-                     f"{max(t['cpu_s'] for t in threads) * 1e3:>12.3f}{max(t['waited_s'] for t in threads) * 1e3:>12.3f}"
-                     f"{sum(t['bursts'] for t in threads):>10}")
+        table.append((name[:27], thread["kind"], process[:13], cores[:7], f"{max(t['cpu_s'] for t in threads) * 1e3:.3f}",
+                      f"{max(t['waited_s'] for t in threads) * 1e3:.3f}", str(sum(t["bursts"] for t in threads))))
+    lines += _columns([("<", 28), (">", 5), (">", 14), (">", 8), (">", 12), (">", 12), (">", 10)], table)
     if len(folded) < len(rows):
         lines.append("(name xN: N threads of a template's members: the most CPU and wait of any one, bursts summed)")
     return lines
@@ -335,15 +362,10 @@ def format_summary(summary: Mapping[str, Any], scenario: Scenario | None = None)
     lines.append(f"scenario {one_line(summary['scenario'])}  seed {summary['seed']}  profile {one_line(summary['profile'])}  "
                  f"simulated {summary['sim_time_s']:.6g} s in {summary['wall_s']:.3f} s wall")
     lines.append("")
-    head = f"{'socket':<20}{'type':>7}{'sent':>10}{'again':>9}{'received':>10}{'dropped':>9}{'discard':>9}{'lost':>7}{'blocked s':>11}"
-    lines.append(head)
-    lines.append("-" * len(head))
-    lines += _socket_rows(summary)
+    lines += _columns(_SOCKET_COLUMNS, _socket_rows(summary))
     lines += _receiver_table(summary) + _template_table(summary) + _sender_table(summary)
     lines.append("")
-    head = f"{'pipe':<44}{'hwm':>7}{'max depth':>11}{'mean depth':>12}{'p99 depth':>11}{'max bytes':>11}{'dropped':>9}{'at end':>8}"
-    lines.append(head)
-    lines.append("-" * len(head))
+    pipe_rows: list[_Row] = [("pipe", "hwm", "max depth", "mean depth", "p99 depth", "max bytes", "dropped", "at end")]
     namer = _namer(summary)
     shown_pipes = [(pipe["name"], pipe) for pipe in summary["pipes"]
                    if not (pipe["written"] == 0 and pipe["dropped"] == 0 and pipe["kind"] != "inproc" and pipe["max_depth"] == 0)]
@@ -354,8 +376,9 @@ def format_summary(summary: Mapping[str, Any], scenario: Scenario | None = None)
         mean_depth = sum(pipe["mean_depth"] for pipe in pipes) / len(pipes)
         p99 = max(pipe.get("p99_depth", 0) for pipe in pipes)
         max_bytes = human_bytes(max(pipe.get("max_bytes", 0) for pipe in pipes))
-        lines.append(f"{name[:43]:<44}{hwm:>7}{max(pipe['max_depth'] for pipe in pipes):>11}{_fmt(mean_depth, 12)}{p99:>11}"
-                     f"{max_bytes:>11}{sum(pipe['dropped'] for pipe in pipes):>9}{sum(pipe['depth_at_end'] for pipe in pipes):>8}")
+        pipe_rows.append((name[:43], hwm, str(max(pipe["max_depth"] for pipe in pipes)), _fmt(mean_depth, 0), str(p99), max_bytes,
+                          str(sum(pipe["dropped"] for pipe in pipes)), str(sum(pipe["depth_at_end"] for pipe in pipes))))
+    lines += _columns([("<", 44), (">", 7), (">", 11), (">", 12), (">", 11), (">", 11), (">", 9), (">", 8)], pipe_rows)
     lines.append("(depths in messages; p99 depth: the level it held at most for 99 % of the run's time; max bytes: the most "
                  "payload it held at once)")
     if len(shown_pipes) > len(folded_pipes):
@@ -537,6 +560,8 @@ def load_scenario(args: argparse.Namespace) -> Scenario:
     from .compare.designs import assignment, toml_value
 
     sets = [assignment(text, "--set", "PATH=VALUE (e.g. socket.pub.options.sndhwm=5000)") for text in args.set or ()]
+    for path, _ in sets:
+        spec.check_path(path, "--set")  # before the path names the flag in an error line
     if not sets:
         return spec.load(args.scenario)
     raw = files.load_toml(args.scenario, "scenario file")
@@ -684,20 +709,24 @@ def seed_arg(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {short(text)}") from None
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
     return value
 
 
-def count_arg(minimum: int) -> Callable[[str], int]:
+def count_arg(minimum: int, maximum: int | None = None, bound: str = "") -> Callable[[str], int]:
+    """An integer >= ``minimum`` (and <= ``maximum``, the constant named ``bound``)."""
+
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, got {text!r}") from None
+            raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, got {short(text)}") from None
         if value < minimum:
             raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+        if maximum is not None and value > maximum:
+            raise argparse.ArgumentTypeError(f"must be at most {maximum:,}{f' ({bound})' if bound else ''}, got {short(text)}")
         return value
 
     return parse
@@ -708,24 +737,29 @@ def fraction_arg(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a fraction such as 0.05 (5 %), got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"must be a fraction such as 0.05 (5 %), got {short(text)}") from None
     if not (0 <= value < 1):
-        raise argparse.ArgumentTypeError(f"must be from 0 to below 1 (0.05: 5 %), got {text!r}")
+        raise argparse.ArgumentTypeError(f"must be from 0 to below 1 (0.05: 5 %), got {short(text)}")
     return value
 
 
 def seconds_arg(allow_zero: bool = False) -> Callable[[str], float]:
-    """A finite number of seconds > 0 (or >= 0): ``nan``, ``inf`` and negatives are refused."""
+    """A finite number of seconds > 0 (or >= 0), at most ``zsim.limits.MAX_SECONDS``: ``nan``,
+    ``inf``, negatives and 1e308 (a timer the OS cannot set) are refused."""
+    from .limits import MAX_SECONDS
 
     def parse(text: str) -> float:
         try:
             value = float(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"must be a number of seconds, got {text!r}") from None
+            raise argparse.ArgumentTypeError(f"must be a number of seconds, got {short(text)}") from None
         if not math.isfinite(value):
-            raise argparse.ArgumentTypeError(f"must be a finite number of seconds, got {text!r}")
+            raise argparse.ArgumentTypeError(f"must be a finite number of seconds, got {short(text)}")
+        if value > MAX_SECONDS:
+            raise argparse.ArgumentTypeError(f"must be at most {MAX_SECONDS:g} s (about 32 years; zsim.limits.MAX_SECONDS)"
+                                             f"{'; 0 for no limit' if allow_zero else ''}, got {short(text)}")
         if value < 0 or (value == 0 and not allow_zero):
-            raise argparse.ArgumentTypeError(f"must be {'>= 0' if allow_zero else '> 0'}, got {text!r}")
+            raise argparse.ArgumentTypeError(f"must be {'>= 0' if allow_zero else '> 0'}, got {short(text)}")
         return value
 
     return parse
@@ -751,9 +785,12 @@ def add_limit_args(parser: argparse.ArgumentParser) -> None:
 def add_jobs_arg(parser: argparse.ArgumentParser) -> None:
     """``--jobs N``, the parallelism of ``sweep`` and ``compare`` (``--workers``, its old name
     in ``sweep``, still works, unlisted)."""
-    parser.add_argument("--jobs", type=count_arg(1), default=None, metavar="N",
+    from .limits import MAX_JOBS
+
+    jobs = count_arg(1, MAX_JOBS, "zsim.limits.MAX_JOBS")  # each a process: --jobs 100000 is no typo to obey
+    parser.add_argument("--jobs", type=jobs, default=None, metavar="N",
                         help="worker processes (--engine local) or Spark cores (local[N], without --master)")
-    parser.add_argument("--workers", type=count_arg(1), dest="jobs", help=argparse.SUPPRESS)
+    parser.add_argument("--workers", type=jobs, dest="jobs", help=argparse.SUPPRESS)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -952,20 +989,34 @@ def main(argv: Sequence[str] | None = None) -> int:
         limits.LAST_RESORT = previous
 
 
+#: Characters of an error line: a line that repeats an input of 100,000 characters (a path,
+#: a name) keeps its start (the field) and its end (the reason) and says how much it left out
+MAX_ERROR_CHARS = 1000
+
+
+def _line(text: Any) -> str:
+    """``text`` as one line (control characters escaped) of at most ``MAX_ERROR_CHARS``."""
+    line = one_line(text)
+    if len(line) <= MAX_ERROR_CHARS:
+        return line
+    cut = len(line) - MAX_ERROR_CHARS + 40
+    return f"{line[:600]} [... {cut:,} characters ...] {line[600 + cut:]}"
+
+
 def _main(args: argparse.Namespace) -> int:
     try:
         return int(args.func(args))
     except ConservationError as exc:
-        print(f"zsim: internal error (a bug in zsim, please report it): {one_line(exc)}", file=sys.stderr)
+        print(f"zsim: internal error (a bug in zsim, please report it): {_line(exc)}", file=sys.stderr)
         return EXIT_FAULT
     except ScenarioError as exc:  # the one line, whatever a name in it holds (control characters escaped)
-        print(f"zsim: {one_line(exc)}", file=sys.stderr)
+        print(f"zsim: {_line(exc)}", file=sys.stderr)
         return EXIT_USAGE
     except EnvironmentFault as exc:
-        print(f"zsim: {one_line(exc)}", file=sys.stderr)
+        print(f"zsim: {_line(exc)}", file=sys.stderr)
         return EXIT_FAULT
     except ZsimError as exc:
-        print(f"zsim: {one_line(exc)}", file=sys.stderr)
+        print(f"zsim: {_line(exc)}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:  # the reader went away (``zsim run ... | head``): stop quietly, like cat
         # point stdout at /dev/null so the interpreter's final flush does not fail again
@@ -978,11 +1029,11 @@ def _main(args: argparse.Namespace) -> int:
             os.close(devnull)
         return EXIT_OK
     except FileNotFoundError as exc:
-        print(f"zsim: {one_line(exc.filename or exc)}: no such file", file=sys.stderr)
+        print(_line(f"zsim: {exc.filename or exc}: no such file"), file=sys.stderr)
         return EXIT_USAGE
     except OSError as exc:  # a failing OS call the code did not expect: one line, exit 1 (BrokenPipeError: above)
         where = f"{exc.filename}: " if exc.filename else ""
-        print(one_line(f"zsim: {where}{exc.strerror or exc}"), file=sys.stderr)
+        print(_line(f"zsim: {where}{exc.strerror or exc}"), file=sys.stderr)
         return EXIT_FAULT
     except Interrupted as exc:  # SIGINT, SIGTERM or SIGHUP where the command cleaned up first (zsim validate)
         print("zsim: interrupted" + (f" ({exc.signal_name})" if exc.signum != signal.SIGINT else ""), file=sys.stderr)

@@ -87,13 +87,23 @@ class Distribution:
         return Sampler(self, rng, integer)
 
 
-def _number(value: Any, path: str) -> float:
+def _got(value: Any, echo: bool) -> str:
+    """``, got <value>`` for a file of the user's; nothing for one that may not be theirs
+    (a profile file: ``zsim.profile``, whose errors never repeat what they read)."""
+    return f", got {value!r}" if echo else ""
+
+
+def _got_g(number: float, echo: bool) -> str:
+    return f", got {number:g}" if echo else ""
+
+
+def _number(value: Any, path: str, echo: bool = True) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ScenarioError(path, f"must be a number, got {value!r}")
-    if not math.isfinite(float(value)):
-        raise ScenarioError(path, f"must be finite, got {value!r}")
+        raise ScenarioError(path, f"must be a number{_got(value, echo)}")
+    if isinstance(value, int) and abs(value) > 2**63 or not math.isfinite(float(value)):  # 10**400 has no float
+        raise ScenarioError(path, f"must be finite{_got(value, echo) if isinstance(value, float) else ''}")
     if value < 0:
-        raise ScenarioError(path, f"must be >= 0, got {value!r}")
+        raise ScenarioError(path, f"must be >= 0{_got(value, echo)}")
     return float(value)
 
 
@@ -103,29 +113,42 @@ def _number(value: Any, path: str) -> float:
 MAX_MESSAGE_BYTES = 2**32 - 1
 
 
-def parse_distribution(raw: Any, path: str, unit: str = "s") -> Distribution:
-    """Parse a number or a distribution table; errors name ``path`` and the reason."""
-    dist = _parse_distribution(raw, path, unit)
+def parse_distribution(raw: Any, path: str, unit: str = "s", echo: bool = True) -> Distribution:
+    """Parse a number or a distribution table; errors name ``path`` and the reason (and,
+    with ``echo``, the value found)."""
+    dist = _parse_distribution(raw, path, unit, echo)
+    if unit == "s":
+        from .limits import MAX_SECONDS
+
+        for name in ("value", "mean", "low", "high"):
+            number = getattr(dist, name)
+            if number > MAX_SECONDS:
+                where = path if not isinstance(raw, dict) else f"{path}.{name}_s"
+                raise ScenarioError(where, f"must be at most {MAX_SECONDS:g} s (about 32 years; zsim.limits.MAX_SECONDS)"
+                                           f"{_got_g(number, echo)}")
+        if dist.values and max(dist.values) > MAX_SECONDS:
+            raise ScenarioError(f"{path}.values_s", f"must be at most {MAX_SECONDS:g} s (about 32 years; zsim.limits.MAX_SECONDS)"
+                                                    f"{_got_g(max(dist.values), echo)}")
     if unit == "bytes":
         for name in ("value", "mean", "low", "high"):
             number = getattr(dist, name, None)
             if number is not None and number > MAX_MESSAGE_BYTES:
                 where = path if not isinstance(raw, dict) else f"{path}.{name}_bytes"
-                raise ScenarioError(where, f"must be <= {MAX_MESSAGE_BYTES:,} bytes (4 GiB), got {number:g}")
+                raise ScenarioError(where, f"must be <= {MAX_MESSAGE_BYTES:,} bytes (4 GiB){_got_g(number, echo)}")
         if dist.values and max(dist.values) > MAX_MESSAGE_BYTES:
-            raise ScenarioError(f"{path}.values_bytes", f"must be <= {MAX_MESSAGE_BYTES:,} bytes (4 GiB), got {max(dist.values):g}")
+            raise ScenarioError(f"{path}.values_bytes", f"must be <= {MAX_MESSAGE_BYTES:,} bytes (4 GiB){_got_g(max(dist.values), echo)}")
     return dist
 
 
-def _parse_distribution(raw: Any, path: str, unit: str) -> Distribution:
+def _parse_distribution(raw: Any, path: str, unit: str, echo: bool) -> Distribution:
     suffix = "_s" if unit == "s" else "_bytes"
     if not isinstance(raw, dict):
-        return Distribution.constant(_number(raw, path), unit)
+        return Distribution.constant(_number(raw, path, echo), unit)
     kind = raw.get("dist")
     if kind is None:
         raise ScenarioError(f"{path}.dist", f"missing; one of {', '.join(KINDS)}")
     if kind not in KINDS:
-        raise ScenarioError(f"{path}.dist", f"unknown distribution {kind!r}; one of {', '.join(KINDS)}")
+        raise ScenarioError(f"{path}.dist", f"unknown distribution{' ' + repr(kind) if echo else ''}; one of {', '.join(KINDS)}")
     allowed = {"dist"} | {name + suffix for name in _PARAMS[kind]}
     if kind == "lognormal":
         allowed.add("sigma")
@@ -142,27 +165,27 @@ def _parse_distribution(raw: Any, path: str, unit: str) -> Distribution:
         if key not in raw:
             raise ScenarioError(f"{path}.{key}", f"missing (a {kind} distribution needs {sorted(allowed - {'dist'})})")
     if kind == "constant":
-        return Distribution("constant", unit, value=_number(raw["value" + suffix], f"{path}.value{suffix}"))
+        return Distribution("constant", unit, value=_number(raw["value" + suffix], f"{path}.value{suffix}", echo))
     if kind == "exponential":
-        mean = _number(raw["mean" + suffix], f"{path}.mean{suffix}")
+        mean = _number(raw["mean" + suffix], f"{path}.mean{suffix}", echo)
         return Distribution("exponential", unit, mean=mean)
     if kind == "uniform":
-        low = _number(raw["low" + suffix], f"{path}.low{suffix}")
-        high = _number(raw["high" + suffix], f"{path}.high{suffix}")
+        low = _number(raw["low" + suffix], f"{path}.low{suffix}", echo)
+        high = _number(raw["high" + suffix], f"{path}.high{suffix}", echo)
         if high < low:
-            raise ScenarioError(f"{path}.high{suffix}", f"must be >= low{suffix} ({low}), got {high}")
+            raise ScenarioError(f"{path}.high{suffix}", f"must be >= low{suffix}" + (f" ({low}), got {high}" if echo else ""))
         return Distribution("uniform", unit, low=low, high=high)
     if kind == "lognormal":
-        mean = _number(raw["mean" + suffix], f"{path}.mean{suffix}")
-        sigma = _number(raw["sigma"], f"{path}.sigma")
+        mean = _number(raw["mean" + suffix], f"{path}.mean{suffix}", echo)
+        sigma = _number(raw["sigma"], f"{path}.sigma", echo)
         if sigma > 10:
             raise ScenarioError(f"{path}.sigma", f"must be <= 10 (a lognormal with sigma {sigma:g} spans more than 40 decades), got "
-                                                 f"{sigma:g}")
+                                                 f"{sigma:g}" if echo else "must be <= 10 (a larger sigma spans more than 40 decades)")
         if mean <= 0:
-            raise ScenarioError(f"{path}.mean{suffix}", f"must be > 0 for a lognormal, got {mean}")
+            raise ScenarioError(f"{path}.mean{suffix}", f"must be > 0 for a lognormal{_got(mean, echo)}")
         return Distribution("lognormal", unit, mean=mean, sigma=sigma)
     values_raw = raw["values" + suffix]
     if not isinstance(values_raw, list) or not values_raw:
         raise ScenarioError(f"{path}.values{suffix}", "must be a non-empty list of numbers")
-    values = tuple(_number(v, f"{path}.values{suffix}[{i}]") for i, v in enumerate(values_raw))
+    values = tuple(_number(v, f"{path}.values{suffix}[{i}]", echo) for i, v in enumerate(values_raw))
     return Distribution("empirical", unit, values=values)

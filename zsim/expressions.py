@@ -12,6 +12,12 @@ brackets, as in pipe names) goes between backquotes. Nothing else is allowed: no
 attribute access, subscripts, comparisons or other calls; parsing uses Python's ``ast`` on
 a rewritten text and evaluation walks the tree, so no code is ever executed.
 
+An expression is at most ``zsim.limits.MAX_EXPRESSION_CHARS`` characters long and nests at
+most ``MAX_EXPRESSION_DEPTH`` deep (operators, signs, parentheses and calls along its
+deepest chain, counted on the text before Python parses it; evaluation walks a tree no
+deeper): longer or deeper is a ``ValueError`` saying which bound, never a RecursionError.
+Numbers are finite (``1e999`` is refused).
+
 A name whose value is missing (the lookup gives None) or a division by zero makes the
 whole value None; NaN propagates through arithmetic, while ``max()`` and ``min()`` skip NaN
 arguments (the largest of the values there are; NaN only if all are NaN).
@@ -26,6 +32,8 @@ import re
 from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
+
+from . import limits
 
 __all__ = ["Expression", "parse", "evaluate", "names", "FUNCTIONS"]
 
@@ -48,18 +56,63 @@ _NUMBER = re.compile(r"(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
 _WORD = re.compile(r"[A-Za-z0-9_.]+")
 
 
+_LARGEST = 1.7976931348623157e308  # the largest finite float
+#: characters of a number in an expression (a float has 17 significant digits; 10**400
+#: written out is refused as not finite anyway)
+_NUMBER_CHARS = 400
+
+
+def _depth(text: str) -> int:
+    """An upper bound of how deeply ``text`` (rewritten: names are ``_n<index>``) nests once
+    parsed: per comma-separated argument, its operators and signs plus the deepest group
+    inside it; a group (parentheses, a call) one more. Linear, without recursion: it runs
+    before ``ast.parse``, whose C parser fails on deep input with RecursionError or
+    MemoryError rather than SyntaxError."""
+    stack: list[list[int]] = [[0, 0, 0]]  # per open group: [operators in this argument, deepest group in it, deepest argument]
+    for index, char in enumerate(text):
+        if char in "+-" and index >= 2 and text[index - 1] in "eE" and (text[index - 2].isdigit() or text[index - 2] == "."):
+            continue  # an exponent's sign (1e-5), part of a number
+        if char == "(":
+            stack.append([0, 0, 0])
+        elif char == ")" and len(stack) > 1:
+            operators, inner, best = stack.pop()
+            group = max(best, operators + inner) + 1
+            stack[-1][1] = max(stack[-1][1], group)
+        elif char == ",":
+            top = stack[-1]
+            top[2] = max(top[2], top[0] + top[1])
+            top[0] = top[1] = 0
+        elif char in "+-*/":
+            stack[-1][0] += 1
+    depth = 0
+    for operators, inner, best in stack:  # unclosed groups: the parser says so, after this bound
+        depth += max(best, operators + inner) + 1
+    return depth
+
+
 class Expression:
     """A parsed expression: ``names`` (in order of first use) and ``evaluate(lookup)``."""
 
     def __init__(self, text: str) -> None:
         if not isinstance(text, str) or not text.strip():
             raise ValueError("an expression must be a non-empty string")
+        if len(text) > limits.MAX_EXPRESSION_CHARS:
+            raise ValueError(f"is {len(text):,} characters long; at most {limits.MAX_EXPRESSION_CHARS:,} are accepted "
+                             "(zsim.limits.MAX_EXPRESSION_CHARS)")
         self.text = text
         self.names: list[str] = []
+        rewritten = self._rewrite(text)
+        depth = _depth(rewritten)
+        if depth > limits.MAX_EXPRESSION_DEPTH:
+            raise ValueError(f"nests {depth:,} deep (operators, signs, parentheses and calls along its deepest chain); at most "
+                             f"{limits.MAX_EXPRESSION_DEPTH} are accepted (zsim.limits.MAX_EXPRESSION_DEPTH): a long sum "
+                             "reads sum(a, b, c, ...)")
         try:
-            tree = ast.parse(self._rewrite(text), mode="eval")
+            tree = ast.parse(rewritten, mode="eval")
         except SyntaxError as exc:
             raise ValueError(f"not an expression: {exc.msg}") from None
+        except (RecursionError, MemoryError, ValueError):  # bounded above; Python's own parser limits, if ever lower
+            raise ValueError(f"nests too deeply for Python's parser (at most {limits.MAX_EXPRESSION_DEPTH} levels)") from None
         self._tree = self._check(tree)
 
     def _rewrite(self, text: str) -> str:
@@ -78,6 +131,9 @@ class Expression:
             number = _NUMBER.match(text, i)
             word = _WORD.match(text, i)
             if number and (not word or number.end() >= word.end()):
+                if len(number.group(0)) > _NUMBER_CHARS:  # Python reads at most 4,300 digits of an integer
+                    raise ValueError(f"a number of {len(number.group(0)):,} characters at character {i + 1}; at most "
+                                     f"{_NUMBER_CHARS} are accepted")
                 out.append(number.group(0))
                 i = number.end()
                 continue
@@ -109,6 +165,8 @@ class Expression:
                     raise ValueError("only max(), min(), abs() and sum() may be called")
                 continue
             if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+                if not (node.value <= _LARGEST and math.isfinite(float(node.value))):  # 1e999, 10**400 written out
+                    raise ValueError("a number must be finite (at most about 1.8e308)")
                 continue
             raise ValueError(f"{type(node).__name__} is not allowed (use metric names, numbers, + - * /, max, min, abs, sum)")
         return tree

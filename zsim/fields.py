@@ -19,6 +19,26 @@ def short(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 4] + " ..."
 
 
+def kind_of(value: Any) -> str:
+    """What ``value`` is, in words, without its content (an error about a file that may
+    hold someone's secrets names the type it found, never the value)."""
+    if value is None:
+        return "nothing"
+    if isinstance(value, bool):
+        return "true or false"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number with a fraction" if math.isfinite(value) else "nan or inf"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, Mapping):
+        return "a table"
+    if isinstance(value, list):
+        return "a list"
+    return "a date or time" if hasattr(value, "isoformat") else type(value).__name__
+
+
 def closest(word: str, candidates: Iterable[str]) -> str | None:
     """The candidate a mistyped ``word`` most likely meant, or None."""
     matches = difflib.get_close_matches(word, sorted(candidates), n=1, cutoff=0.75)
@@ -31,20 +51,23 @@ def check_keys(table: Mapping[str, Any], allowed: set[str], path: str) -> None:
         if key not in allowed:
             close = closest(key, allowed)
             hint = f" (did you mean {close!r}?)" if close else ""
-            raise ScenarioError(f"{path}.{key}" if path else key, f"unknown field{hint}; known: {', '.join(sorted(allowed))}")
+            shown = key if len(key) <= 80 else key[:76] + " ..."  # one short line, whatever the file's key
+            raise ScenarioError(f"{path}.{shown}" if path else shown, f"unknown field{hint}; known: {', '.join(sorted(allowed))}")
 
 
-def integer(value: Any, path: str, minimum: int | None = None, maximum: int | None = None) -> int:
-    """An integer (a float with an integral value is one; a bool is not) within the bounds."""
+def integer(value: Any, path: str, minimum: int | None = None, maximum: int | None = None, echo: bool = True) -> int:
+    """An integer (a float with an integral value is one; a bool is not) within the bounds.
+    ``echo=False``: the error says what kind of value was found, not the value (a file
+    that may not be the user's, such as a profile)."""
     if isinstance(value, bool) or not isinstance(value, int):
         if isinstance(value, float) and value.is_integer():
             value = int(value)
         else:
-            raise ScenarioError(path, f"must be an integer, got {short(value)}")
+            raise ScenarioError(path, f"must be an integer, got {short(value) if echo else kind_of(value)}")
     if minimum is not None and value < minimum:
-        raise ScenarioError(path, f"must be >= {minimum}, got {value}")
+        raise ScenarioError(path, f"must be >= {minimum}" + (f", got {value}" if echo else ""))
     if maximum is not None and value > maximum:
-        raise ScenarioError(path, f"must be at most {maximum:,}, got {value:,}")
+        raise ScenarioError(path, f"must be at most {maximum:,}" + (f", got {value:,}" if echo else ""))
     return value
 
 

@@ -145,16 +145,36 @@ def nesting_depth(value: Any) -> int:
     return deepest
 
 
+def integer_out_of_range(value: Any) -> bool:
+    """Whether ``value`` holds an integer TOML cannot hold (beyond 64 bits, TOML 1.0 "Integer";
+    Python's parser reads 10**400 anyway, which no float holds: ``float()`` overflows)."""
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Mapping):
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+        elif isinstance(item, int) and not isinstance(item, bool) and not -(2**63) <= item < 2**63:
+            return True
+    return False
+
+
 def parse_toml(text: str, where: str, max_nesting: int = MAX_NESTING) -> dict[str, Any]:
-    """Parse TOML text; a syntax error or excessive nesting is one ``ScenarioError`` line."""
+    """Parse TOML text; a syntax error, excessive nesting or an integer beyond 64 bits is one
+    ``ScenarioError`` line."""
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ScenarioError(where, f"TOML syntax error: {exc}") from None
+    except ValueError:  # int() of a number written with more than 4,300 digits (sys.get_int_max_str_digits)
+        raise ScenarioError(where, "holds an integer beyond 64 bits (TOML integers are from -2^63 to 2^63 - 1)") from None
     except RecursionError:
         raise ScenarioError(where, f"nests tables or arrays too deeply (more than {max_nesting} levels are refused)") from None
     if nesting_depth(raw) > max_nesting:
         raise ScenarioError(where, f"nests tables or arrays {nesting_depth(raw)} levels deep; at most {max_nesting} are accepted")
+    if integer_out_of_range(raw):
+        raise ScenarioError(where, "holds an integer beyond 64 bits (TOML integers are from -2^63 to 2^63 - 1)")
     return raw
 
 

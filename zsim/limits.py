@@ -74,6 +74,8 @@ def check_limit(key: str, value: Any, path: str) -> int | float | None:
     if value == 0:
         return None
     if key == "max_wall_s":
+        if value > MAX_SECONDS:
+            raise ScenarioError(path, f"must be at most {MAX_SECONDS:g} s (zsim.limits.MAX_SECONDS; 0 for no limit), got {value!r}")
         return float(value)
     if isinstance(value, float) and not value.is_integer():
         raise ScenarioError(path, f"must be a whole number, got {value!r}")
@@ -110,6 +112,33 @@ MAX_EXPANDED_CHARS = 50_000_000
 #: Bytes of a program ``zsim export`` writes (templates fold into loops; a topology that
 #: does not fold is written member by member, about 1.5 KB each).
 MAX_EXPORT_BYTES = 64 * 1024 * 1024
+
+
+# -- the size of an input's text ----------------------------------------------------------
+#
+# Expressions (``[report.derived]``, ``--derive``, a search's cost and constraints,
+# ``[validation.derived]``) and the dotted paths of ``--set``, sweep axes and ``compare
+# --vary``: bounded before they are parsed, so a 100,000-character expression or a path of
+# 1,000 parts is one line naming the field, not a RecursionError or MemoryError.
+
+#: Seconds, of a scenario's times (``until_s``, a send interval, a service time, a
+#: distribution's values) and of wall-clock limits (``--max-wall-s``, ``--run-timeout``):
+#: about 32 years. Beyond it the model's clock has no microseconds left (and 1e308 s more
+#: is infinity), and a timer of the operating system's overflows; a limit that should not
+#: stop anything is 0.
+MAX_SECONDS = 1e9
+#: Worker processes (``--jobs``, ``search --workers``): each is a Python process; more than
+#: there are runs, or cores, only costs memory.
+MAX_JOBS = 1024
+#: Characters of one expression.
+MAX_EXPRESSION_CHARS = 10_000
+#: How deeply an expression nests: the operators, signs, parentheses and calls along its
+#: deepest chain, counted before it is parsed (``a + b + c`` is 3 deep; ``sum(a, b, c)`` 2).
+MAX_EXPRESSION_DEPTH = 100
+#: Characters of a field's dotted path (``socket.pub.options.sndhwm``).
+MAX_PATH_CHARS = 1_000
+#: Parts of a dotted path: as deep as a TOML file may nest (``zsim.files.MAX_NESTING``).
+MAX_PATH_PARTS = 32
 
 
 def check_size(what: str, total: int, limit_name: str, field: str, how: str = "") -> None:

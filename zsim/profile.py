@@ -12,6 +12,17 @@ built in:
 
 ``[scenario] profile = "file.toml"`` selects a file (relative to the scenario file).
 
+A file is a profile only if it says so: it has a ``[profile]`` table (``format = 1``, the
+format this zsim reads, and where it was measured; ``zsim calibrate`` writes both), and
+every table and key in it is one zsim reads (``TABLES``, ``*_KEYS``). So a typo such as
+``profile = "pyproject.toml"`` is one line, not a machine whose every cost is zero, and a
+misspelt key is refused with the key it most likely meant. A profile written by ``zsim
+calibrate`` before ``format`` existed has no ``format``: it is read when it passes the same
+checks, as every profile zsim calibrate wrote does (but for ``send_loop_s``, refused with its
+reason since 2026-11-26). A profile file may be someone else's, or
+any TOML file on the machine: its errors name the field and what it must be, never the
+value read (``echo=False`` in ``zsim.distributions``, ``zsim.fields.kind_of``).
+
 ``[scheduler]`` records the machine's core count (``cores``, the default of a scenario's
 ``[machine] cores``; absent: 0, a core per thread) and the scheduler's costs
 (``context_switch_s``, ``wakeup_s``, ``timeslice_s``, ``io_wake_s``; absent: the
@@ -32,13 +43,15 @@ large messages differs by an order of magnitude (docs/model.md, "Kernel capacity
 
 from __future__ import annotations
 
+import difflib
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from . import fields, files
+from . import fields, files, limits
 from .constants import IN_BATCH_SIZE, OUT_BATCH_SIZE, frame_wire_bytes
 from .distributions import Distribution, parse_distribution
 from .errors import ScenarioError
@@ -47,6 +60,28 @@ PROFILE_DIR = Path(__file__).parent / "profiles"
 #: Floor for an interpolated kernel capacity (a fitted value below it is measurement noise).
 MIN_KERNEL_BYTES = 1024
 BUILTIN = ("default", "ideal")
+#: ``[profile] format``: the profile format this zsim reads (``zsim calibrate`` writes it).
+FORMAT = 1
+
+#: The tables of a profile, and the keys each may hold (what ``from_dict`` reads, and what
+#: ``zsim calibrate`` writes beside it: the raw counts the kernel tables were fitted to).
+TABLES = ("profile", "api", "scheduler", "inproc", "ipc", "tcp")
+#: ``[profile]``: the format, and where the profile was measured (``validation.calibrate``)
+PROFILE_KEYS = frozenset({"format", "name", "measured_on", "kernel", "machine", "libzmq", "pyzmq", "python", "quick"})
+#: ``[api]``; ``sleep_overshoot_s`` (a plain 1 ms sleep's lateness, written by ``zsim
+#: calibrate`` before 2026-11-26, never used by the model, replaced by ``sleep_late_s``) is
+#: read and ignored; ``send_loop_s``/``recv_loop_s`` are refused with their reason
+API_KEYS = frozenset({"send_call_s", "send_drop_call_s", "recv_call_s", "command_throttle_s", "wake_s", "sleep_late_s",
+                      "timer_jitter_s", "sleep_overshoot_s", "send_loop_s", "recv_loop_s"})
+SCHEDULER_KEYS = frozenset({"cores", "context_switch_s", "wakeup_s", "timeslice_s", "io_wake_s"})
+TRANSPORT_KEYS = frozenset({"handshake_s", "connect_s", "subscribe_s", "hop_latency_s", "engine_s_per_msg", "engine_s_per_byte",
+                            "io_wakeup_s", "send_wake_cost", "write_overhead_bytes", "kernel"})
+#: a kernel table's lists (``accepted_runs``: every run's count, ``fitted_accepted``: what
+#: the fitted capacities give in the model), and ``sndhwm`` on ``[<transport>.kernel]``
+KERNEL_KEYS = frozenset({"payload_bytes", "capacity_bytes", "accepted", "accepted_runs", "fitted_accepted"})
+#: the sub-tables of ``[<transport>.kernel]``: measured at other HWMs, or with SO_SNDBUF/SO_RCVBUF set
+_HWM_TABLE = re.compile(r"hwm_([0-9]{1,9})_([0-9]{1,9})")
+_BUFFERS_TABLE = re.compile(r"sndbuf_rcvbuf_([0-9]{1,12})")
 
 
 @dataclass(frozen=True)
@@ -168,8 +203,50 @@ def _float(table: Mapping[str, Any], key: str, path: str, default: float | None 
         return default
     value = table[key]
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
-        raise ScenarioError(f"{path}.{key}", f"must be a finite number >= 0, got {value!r}")
+        raise ScenarioError(f"{path}.{key}", f"must be a finite number >= 0{_found(value)}")
     return float(value)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _found(value: Any, numeric: bool = True) -> str:
+    """``, got a string``: what was found, never the value (``fields.kind_of``); nothing for
+    a finite number where a number is wanted (the requirement said its fault)."""
+    if numeric and _is_number(value) and math.isfinite(value):
+        return ""
+    return f", got {fields.kind_of(value)}"
+
+
+def _table(raw: Mapping[str, Any], key: str, path: str) -> Mapping[str, Any]:
+    """``raw[key]``, which must be a table if present (absent: an empty one)."""
+    value = raw.get(key, {})
+    if not isinstance(value, Mapping):
+        raise ScenarioError(path, f"must be a table, got {fields.kind_of(value)}")
+    return value
+
+
+def _counts(raw: Mapping[str, Any], key: str, path: str, minimum: int) -> list[int]:
+    """A kernel table's list of whole numbers >= ``minimum`` (sizes, counts, bytes)."""
+    values = raw.get(key)
+    where = f"{path}.{key}"
+    if not isinstance(values, list) or not values:
+        raise ScenarioError(where, "must be a non-empty list of whole numbers")
+    for index, value in enumerate(values):
+        if not _is_number(value) or not math.isfinite(value) or value != int(value) or value < minimum:
+            raise ScenarioError(f"{where}[{index}]", f"must be a whole number >= {minimum}{_found(value)}")
+    return [int(value) for value in values]
+
+
+def check_is_profile(raw: Mapping[str, Any]) -> None:
+    """A profile file says it is one: a ``[profile]`` table (whose ``format``, checked by
+    ``from_dict``, is ``FORMAT``; files written by ``zsim calibrate`` before it existed have
+    none). ``ScenarioError`` without a path otherwise: the caller names the field that
+    chose the file."""
+    if not isinstance(raw.get("profile"), Mapping):
+        raise ScenarioError("", f"not a zsim profile: it has no [profile] table (zsim calibrate writes one, with format = {FORMAT} "
+                                "and where it was measured; docs/scenario-format.md, Profiles)")
 
 
 def derive_capacity_bytes(accepted: int, sndhwm: int, rcvhwm: int, payload: int) -> int:
@@ -186,42 +263,45 @@ def derive_capacity_bytes(accepted: int, sndhwm: int, rcvhwm: int, payload: int)
 
 
 def _kernel_table(raw: Any, path: str, sndhwm: int = 10, rcvhwm: int = 10) -> KernelTable:
-    if not isinstance(raw, dict):
-        raise ScenarioError(path, "must be a table with payload_bytes and capacity_bytes (or accepted)")
-    sizes = raw.get("payload_bytes")
-    if not isinstance(sizes, list) or not sizes:
-        raise ScenarioError(f"{path}.payload_bytes", "must be a non-empty list of sizes")
+    if not isinstance(raw, Mapping):
+        raise ScenarioError(path, f"must be a table with payload_bytes and capacity_bytes (or accepted){_found(raw)}")
+    sizes = _counts(raw, "payload_bytes", path, 0)
+    for key in ("accepted_runs",):  # every run's counts, kept for the record: not read
+        if key in raw and not isinstance(raw[key], list):
+            raise ScenarioError(f"{path}.{key}", f"must be a list (of each size's counts){_found(raw[key])}")
+    if "fitted_accepted" in raw:
+        _counts(raw, "fitted_accepted", path, 0)
     if "capacity_bytes" in raw:
-        caps = raw["capacity_bytes"]
-        if not isinstance(caps, list) or len(caps) != len(sizes):
+        caps_int = _counts(raw, "capacity_bytes", path, 0)
+        if len(caps_int) != len(sizes):
             raise ScenarioError(f"{path}.capacity_bytes", "must list one capacity per payload size")
-        caps_int = [int(c) for c in caps]
     elif "accepted" in raw:
-        acc = raw["accepted"]
-        if not isinstance(acc, list) or len(acc) != len(sizes):
+        accepted = _counts(raw, "accepted", path, 0)
+        if len(accepted) != len(sizes):
             raise ScenarioError(f"{path}.accepted", "must list one count per payload size")
-        caps_int = [derive_capacity_bytes(int(a), sndhwm, rcvhwm, int(s)) for a, s in zip(acc, sizes, strict=True)]
+        caps_int = [derive_capacity_bytes(a, sndhwm, rcvhwm, size) for a, size in zip(accepted, sizes, strict=True)]
     else:
         raise ScenarioError(path, "needs capacity_bytes or accepted")
     order = sorted(range(len(sizes)), key=lambda i: sizes[i])
-    return KernelTable(tuple(int(sizes[i]) for i in order), tuple(caps_int[i] for i in order))
+    return KernelTable(tuple(sizes[i] for i in order), tuple(caps_int[i] for i in order))
 
 
 def _wake_table(raw: Any, path: str) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
     if raw is None:
         return None
-    if not isinstance(raw, dict) or not isinstance(raw.get("idle_s"), list) or not isinstance(raw.get("cost_s"), list):
+    if not isinstance(raw, Mapping) or not isinstance(raw.get("idle_s"), list) or not isinstance(raw.get("cost_s"), list):
         raise ScenarioError(path, "must be { idle_s = [...], cost_s = [...] }")
+    fields.check_keys(raw, {"idle_s", "cost_s"}, path)
     idle, cost = raw["idle_s"], raw["cost_s"]
-    if len(idle) != len(cost) or not idle or any((not isinstance(v, (int, float))) or v < 0 for v in idle + cost):
-        raise ScenarioError(path, "idle_s and cost_s must be equally long lists of numbers >= 0")
+    if len(idle) != len(cost) or not idle or any(not _is_number(v) or not 0 <= v < math.inf for v in idle + cost):
+        raise ScenarioError(path, "idle_s and cost_s must be equally long lists of finite numbers >= 0")
     return tuple(float(v) for v in idle), tuple(float(v) for v in cost)
 
 
 def _dist(table: Mapping[str, Any], key: str, path: str) -> Distribution | None:
     if key not in table:
         return None
-    return parse_distribution(table[key], f"{path}.{key}", "s")
+    return parse_distribution(table[key], f"{path}.{key}", "s", echo=False)
 
 
 def _sleep_late(api: Mapping[str, Any]) -> tuple[tuple[float, Distribution], ...]:
@@ -235,41 +315,50 @@ def _sleep_late(api: Mapping[str, Any]) -> tuple[tuple[float, Distribution], ...
     rows = []
     for index, entry in enumerate(raw):
         path = f"api.sleep_late_s[{index}]"
-        if not isinstance(entry, dict):
-            raise ScenarioError(path, "must be a table {wait_s = ..., dist = ...}")
+        if not isinstance(entry, Mapping):
+            raise ScenarioError(path, f"must be a table {{wait_s = ..., dist = ...}}{_found(entry)}")
         wait = _float(entry, "wait_s", path)
         if wait <= 0:
-            raise ScenarioError(f"{path}.wait_s", f"must be > 0, got {wait!r}")
-        rows.append((wait, parse_distribution({k: v for k, v in entry.items() if k != "wait_s"}, path, "s")))
+            raise ScenarioError(f"{path}.wait_s", "must be > 0")
+        rows.append((wait, parse_distribution({k: v for k, v in entry.items() if k != "wait_s"}, path, "s", echo=False)))
     rows.sort(key=lambda row: row[0])
     return tuple(rows)
 
 
-def _transport(raw: Any, path: str) -> TransportProfile:
-    if not isinstance(raw, dict):
-        raise ScenarioError(path, "must be a table")
-    handshake = _dist(raw, "handshake_s", path) or _dist(raw, "connect_s", path) or Distribution.constant(0.0)
-    rows: list[tuple[int, KernelTable]] = []
-    explicit = None
-    explicit_bytes = 65536
-    if "kernel" in raw:
-        kernel_raw = raw["kernel"]
-        if not isinstance(kernel_raw, dict):
-            raise ScenarioError(f"{path}.kernel", "must be a table")
-        # [tcp.kernel] itself was measured with SNDHWM = RCVHWM = 10
-        rows.append((int(kernel_raw.get("sndhwm", 10)), _kernel_table(kernel_raw, f"{path}.kernel")))
-        for key, value in kernel_raw.items():
-            if not isinstance(value, dict):
-                continue
-            if key.startswith("sndbuf_rcvbuf_"):
-                explicit_bytes = int(key.rsplit("_", 1)[1])
-                explicit = _kernel_table(value, f"{path}.kernel.{key}")
-            elif key.startswith("hwm_"):
-                parts = key.split("_")
-                snd, rcv = int(parts[1]), int(parts[2])
-                rows.append((snd, _kernel_table(value, f"{path}.kernel.{key}", snd, rcv)))
+def _kernel(raw: Any, path: str) -> tuple[KernelModel, KernelTable | None, int]:
+    """``[<transport>.kernel]`` and its sub-tables: (the model by HWM, the table measured with
+    SO_SNDBUF/SO_RCVBUF set, those buffers' bytes)."""
+    if not isinstance(raw, Mapping):
+        raise ScenarioError(path, f"must be a table{_found(raw)}")
+    sndhwm = fields.integer(raw.get("sndhwm", 10), f"{path}.sndhwm", 1, echo=False)
+    # [tcp.kernel] itself was measured with SNDHWM = RCVHWM = 10
+    rows: list[tuple[int, KernelTable]] = [(sndhwm, _kernel_table(raw, path))]
+    explicit, explicit_bytes = None, 65536
+    for key, value in raw.items():
+        if key in KERNEL_KEYS or key == "sndhwm":
+            continue
+        where = f"{path}.{key}"
+        hwm, buffers = _HWM_TABLE.fullmatch(key), _BUFFERS_TABLE.fullmatch(key)
+        if hwm and int(hwm.group(1)) >= 1 and int(hwm.group(2)) >= 1:
+            snd, rcv = int(hwm.group(1)), int(hwm.group(2))
+            rows.append((snd, _kernel_table(value, where, snd, rcv)))
+        elif buffers and int(buffers.group(1)) >= 1:
+            explicit_bytes = int(buffers.group(1))
+            explicit = _kernel_table(value, where)
+        else:
+            fields.check_keys({key: value}, set(KERNEL_KEYS) | {"sndhwm", "hwm_<sndhwm>_<rcvhwm>", "sndbuf_rcvbuf_<bytes>"}, path)
     rows.sort(key=lambda row: row[0])
-    kernel = KernelModel(tuple(rows))
+    return KernelModel(tuple(rows)), explicit, explicit_bytes
+
+
+def _transport(raw: Any, path: str) -> TransportProfile:
+    if not isinstance(raw, Mapping):
+        raise ScenarioError(path, f"must be a table{_found(raw)}")
+    fields.check_keys(raw, set(TRANSPORT_KEYS), path)
+    handshake = _dist(raw, "handshake_s", path) or _dist(raw, "connect_s", path) or Distribution.constant(0.0)
+    kernel, explicit, explicit_bytes = KernelModel(), None, 65536
+    if "kernel" in raw:
+        kernel, explicit, explicit_bytes = _kernel(raw["kernel"], f"{path}.kernel")
     return TransportProfile(
         handshake=handshake,
         subscribe=_dist(raw, "subscribe_s", path),
@@ -285,25 +374,56 @@ def _transport(raw: Any, path: str) -> TransportProfile:
     )
 
 
+def _head(raw: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``[profile]``: its ``format`` (a newer one is refused: its fields may mean other
+    things) and the strings that say where the profile was measured."""
+    head = _table(raw, "profile", "profile")
+    fields.check_keys(head, set(PROFILE_KEYS), "profile")
+    if "format" in head:
+        version = fields.integer(head["format"], "profile.format", 1, echo=False)
+        if version != FORMAT:
+            raise ScenarioError("profile.format", f"this zsim reads profile format {FORMAT}; this file is written in a newer "
+                                                  "one (a newer zsim wrote it)")
+    for key, value in head.items():
+        if key == "quick" and not isinstance(value, bool):
+            raise ScenarioError("profile.quick", f"must be true or false{_found(value, numeric=False)}")
+        if key not in ("format", "quick") and not isinstance(value, str):
+            raise ScenarioError(f"profile.{key}", f"must be a string{_found(value, numeric=False)}")
+        if isinstance(value, str):
+            limits.check_text(value, f"profile.{key}")
+    return head
+
+
 def from_dict(raw: Mapping[str, Any], source: str = "<dict>") -> Profile:
-    head = raw.get("profile", {})
-    api = raw.get("api", {})
-    if not isinstance(api, dict):
-        raise ScenarioError("api", "must be a table")
+    """A profile from its tables (a file's, or a dict's); every table and key must be one
+    this module reads, and every value of the type it needs (``ScenarioError`` naming the
+    field and what it must be, never the value)."""
+    if not isinstance(raw, Mapping):
+        raise ScenarioError("profile", f"must be a table of tables{_found(raw)}")
+    for key in raw:
+        if key not in TABLES:
+            close = next(iter(difflib.get_close_matches(key, TABLES, n=1, cutoff=0.6)), None)  # short names: [apy] is [api]
+            hint = f" (did you mean [{close}]?)" if close else ""
+            shown = key if len(key) <= 80 else key[:76] + " ..."
+            raise ScenarioError(shown, f"not a table of a profile{hint}; a profile has {', '.join(f'[{t}]' for t in TABLES)}")
+    head = _head(raw)
+    api = _table(raw, "api", "api")
+    fields.check_keys(api, set(API_KEYS), "api")
     for key in ("send_loop_s", "recv_loop_s"):
         if key in api:
             # written by zsim calibrate before 0.2: the validation harness's own loop, which
             # is a program's habit, not the machine's
             raise ScenarioError(f"api.{key}", "not a machine figure: what a program's loop costs beyond the ZeroMQ call is "
                                               "the program's (loop_cpu_s on its [[send]]/[[recv]]); delete this line")
+    if "sleep_overshoot_s" in api:  # written before 2026-11-26, never used: read as a number, then ignored
+        _float(api, "sleep_overshoot_s", "api")
     transports = {}
     for name in ("inproc", "ipc", "tcp"):
         if name in raw:
             transports[name] = _transport(raw[name], name)
-    scheduler = raw.get("scheduler", {})
-    if not isinstance(scheduler, dict):
-        raise ScenarioError("scheduler", "must be a table")
-    cores = fields.integer(scheduler.get("cores", 0), "scheduler.cores", 0)  # 0: no core count recorded
+    scheduler = _table(raw, "scheduler", "scheduler")
+    fields.check_keys(scheduler, set(SCHEDULER_KEYS), "scheduler")
+    cores = fields.integer(scheduler.get("cores", 0), "scheduler.cores", 0, echo=False)  # 0: no core count recorded
     return Profile(
         name=str(head.get("name", Path(source).stem)),
         meta=dict(head),
@@ -336,7 +456,9 @@ def load(name_or_path: str | None, base_dir: str = ".", field: str = "scenario.p
         if cache_key not in _CACHE:
             path = PROFILE_DIR / "default.toml"
             if path.exists():
-                _CACHE[cache_key] = from_dict(files.load_toml(path, "profile file"), str(path))
+                raw = files.load_toml(path, "profile file")
+                check_is_profile(raw)
+                _CACHE[cache_key] = from_dict(raw, str(path))
             else:
                 _CACHE[cache_key] = Profile(name="empty", meta={})
         base = _CACHE[cache_key]
@@ -353,6 +475,10 @@ def load(name_or_path: str | None, base_dir: str = ".", field: str = "scenario.p
         raw = files.load_toml(path, "profile file")
     except ScenarioError as exc:
         raise ScenarioError(field, str(exc)) from None
+    try:
+        check_is_profile(raw)
+    except ScenarioError as exc:
+        raise ScenarioError(field, f"{path}: {exc.reason}") from None
     try:
         profile = from_dict(raw, str(path))
     except ScenarioError as exc:

@@ -368,12 +368,16 @@ def _option_int(value: Any, path: str, minimum: int) -> int:
 
 def _time(value: Any, path: str, positive: bool = False) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ScenarioError(path, f"must be a number of seconds, got {value!r}")
-    number = float(value)
+        raise ScenarioError(path, f"must be a number of seconds, got {fields.short(value)}")
+    from .limits import MAX_SECONDS
+
+    number = float(value) if isinstance(value, float) or abs(value) <= MAX_SECONDS else math.inf  # 10**400: no float
     if not math.isfinite(number):
-        raise ScenarioError(path, f"must be finite, got {value!r}")
+        raise ScenarioError(path, f"must be finite, got {fields.short(value)}")
     if number < 0 or (positive and number == 0):
         raise ScenarioError(path, f"must be {'> 0' if positive else '>= 0'}, got {value!r}")
+    if number > MAX_SECONDS:
+        raise ScenarioError(path, f"must be at most {MAX_SECONDS:g} s (about 32 years; zsim.limits.MAX_SECONDS), got {value!r}")
     return number
 
 
@@ -976,8 +980,13 @@ def _parse_send(
         raise ScenarioError(f"{path}.rate_per_s", "give either interval_s or rate_per_s, not both")
     if "rate_per_s" in table:
         rate = table["rate_per_s"]
+        from .limits import MAX_SECONDS
+
         if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not rate > 0 or not math.isfinite(rate):
-            raise ScenarioError(f"{path}.rate_per_s", f"must be a number > 0, got {rate!r}")
+            raise ScenarioError(f"{path}.rate_per_s", f"must be a number > 0, got {fields.short(rate)}")
+        if 1.0 / rate > MAX_SECONDS:
+            raise ScenarioError(f"{path}.rate_per_s", f"must be at least {1 / MAX_SECONDS:g} (a send every {MAX_SECONDS:g} s at "
+                                                      f"most: zsim.limits.MAX_SECONDS), got {rate!r}")
         interval = Distribution("exponential", "s", mean=1.0 / float(rate))
     else:
         interval = parse_distribution(table.get("interval_s", 0.0), f"{path}.interval_s", "s")
@@ -1248,6 +1257,26 @@ _ARRAY_SECTIONS = {"host": "name", "link": "name", "process": "name", "socket": 
                    "proxy": "name"}
 
 
+def check_path(path: str, where: str) -> None:
+    """A dotted path within the bounds of ``zsim.limits`` (``MAX_PATH_CHARS``,
+    ``MAX_PATH_PARTS``: no field lies deeper than a scenario file may nest), else a
+    ``ScenarioError`` naming ``where`` (the flag or field that gave it)."""
+    from . import limits
+
+    if len(path) > limits.MAX_PATH_CHARS:
+        raise ScenarioError(where, f"a path of {len(path):,} characters; at most {limits.MAX_PATH_CHARS:,} are accepted "
+                                   "(zsim.limits.MAX_PATH_CHARS)")
+    parts = path.count(".") + 1
+    if parts > limits.MAX_PATH_PARTS:
+        raise ScenarioError(where, f"a path of {parts:,} parts; at most {limits.MAX_PATH_PARTS} are accepted "
+                                   "(zsim.limits.MAX_PATH_PARTS): no scenario field lies deeper")
+
+
+def shown_path(path: str, limit: int = 80) -> str:
+    """A path as an error line shows it: cut to ``limit`` characters."""
+    return path if len(path) <= limit else path[: limit - 4] + " ..."
+
+
 def set_path(raw: dict[str, Any], path: str, value: Any) -> None:
     """Set a field of a raw scenario dict by a dotted path, in place.
 
@@ -1258,8 +1287,10 @@ def set_path(raw: dict[str, Any], path: str, value: Any) -> None:
     A template is chosen by its template name (``process.worker.count`` for ``name =
     "worker{i+1}"``, ``recv.w_in.service_s`` for a ``[[recv]]`` on ``w{i+1}_in``): the
     value applies to every member. A path that selects nothing raises ``ScenarioError``
-    naming the path (and, for a member such as ``w3_in``, the template's path).
+    naming the path (and, for a member such as ``w3_in``, the template's path); so does one
+    over the bounds of ``check_path``.
     """
+    check_path(path, shown_path(path))
     parts = path.split(".")
     if len(parts) < 2:
         raise ScenarioError(path, "a path needs a section and a field, e.g. socket.pub.options.sndhwm")

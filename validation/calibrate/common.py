@@ -23,6 +23,8 @@ from typing import Any
 
 import zmq
 
+from zsim.profile import FORMAT as PROFILE_FORMAT
+
 EMPIRICAL_POINTS = 50
 
 _SPAWN = multiprocessing.get_context("spawn")
@@ -286,6 +288,7 @@ def _machine_section(quick: bool) -> dict:
     cpu = _cpu_model()
     short_cpu = re.sub(r"[^a-z0-9]+", "-", cpu.lower().replace("(r)", "").replace("(tm)", "")).strip("-")
     return {
+        "format": PROFILE_FORMAT,  # what makes the file a profile (zsim.profile.check_is_profile)
         "name": f"{platform.system().lower()}-{platform.machine()}-loopback-{short_cpu}-{cores}cores",
         "measured_on": datetime.date.today().isoformat(),
         "kernel": f"{platform.system()} {platform.release()}",

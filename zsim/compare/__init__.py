@@ -37,6 +37,7 @@ from .verdicts import (
     Precision,
     add_derived,
     best_design,
+    check_derived_reads,
     check_metric_names,
     closest_name,
     control,
@@ -105,6 +106,7 @@ def compare(sources: Sequence[Source], *, vary: Sequence[str] = (), link: Sequen
         if result.failed == result.runs:
             raise ScenarioError(f"design {result.design.name!r}", f"all {result.runs} runs failed; the first: "
                                                                    f"{result.errors[0]}")
+    check_derived_reads(rows, design_set.derived, [text.partition("=")[0].strip() for text in derive])
     known = metric_names(rows)
     wanted = resolve_metrics(metrics, known)
     for name in prefers:

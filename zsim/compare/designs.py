@@ -24,6 +24,7 @@ from typing import Any
 from .. import files
 from .. import spec as scenario_spec
 from ..errors import ScenarioError
+from ..fields import short
 from ..textsafe import one_line
 
 #: Replications per design unless ``-n`` (or a sweep file) says otherwise.
@@ -82,14 +83,14 @@ def parse_values(text: str, flag: str) -> list[Any]:
     except ScenarioError:
         values = [toml_value(part) for part in text.split(",")]
     if not isinstance(values, list) or not values or any(v == "" for v in values):
-        raise ScenarioError(flag, f"needs a comma-separated list of values after '=', got {text!r}")
+        raise ScenarioError(flag, f"needs a comma-separated list of values after '=', got {short(text)}")
     return values
 
 
 def assignment(text: str, flag: str, example: str) -> tuple[str, str]:
     path, sep, value = text.partition("=")
     if not sep or not path.strip() or not value.strip():
-        raise ScenarioError(flag, f"expected {example}, got {text!r}")
+        raise ScenarioError(flag, f"expected {example}, got {short(text)}")
     return path.strip(), value.strip()
 
 
@@ -283,11 +284,16 @@ def make_designs(sources: Sequence[Source], *, vary: Sequence[str] = (), link: S
     varies = []
     for text in vary:
         path, values = assignment(text, "--vary", "PATH=V1,V2,... (e.g. socket.pub.options.sndhwm=1000,100000)")
+        scenario_spec.check_path(path, "--vary")
         varies.append((path, parse_values(values, f"--vary {path}")))
     links = [assignment(text, "--link", "PATH=VARIED_PATH (the path takes the value of the --vary path)") for text in link]
+    for path, varied in links:
+        scenario_spec.check_path(path, "--link")
+        scenario_spec.check_path(varied, "--link")
     sets = []
     for text in set_:
         path, value = assignment(text, "--set", "PATH=VALUE (e.g. scenario.until_s=5)")
+        scenario_spec.check_path(path, "--set")
         sets.append((path, toml_value(value)))
     if replications is not None and replications < 1:
         raise ScenarioError("--replications", f"must be >= 1, got {replications}")

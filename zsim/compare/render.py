@@ -121,7 +121,9 @@ def _num(value: float, signed: bool = False) -> str:
     if value == 0:
         return "0"
     size = abs(value)
-    if size >= 1000:
+    if size >= 1e15:  # written out, 1e308 is a line of 400 digits and commas
+        text = f"{value:.4g}"
+    elif size >= 1000:
         text = f"{value:,.0f}"
     else:
         text = f"{value:.4g}"

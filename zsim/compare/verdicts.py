@@ -129,13 +129,19 @@ def describe(values: Sequence[float | None]) -> Sample:
     n = len(finite)
     if n == 0:
         return Sample(0, len(values), None, None, None, None, False)
-    mean = statistics.fmean(finite)
+    try:
+        mean = statistics.fmean(finite)
+    except OverflowError:  # values near 1e308 (a derived metric's): their sum is no float, each n-th of it is
+        mean = math.fsum(v / n for v in finite)
     constant = min(finite) == max(finite)
     if constant:
         mean = finite[0]
     if n < 2:
         return Sample(n, len(values) - n, mean, None, None, None, constant)
-    sd = 0.0 if constant else statistics.stdev(finite)
+    try:
+        sd = 0.0 if constant else statistics.stdev(finite)
+    except OverflowError:  # a spread beyond the largest float: no interval to speak of
+        sd = math.inf
     half = mean_half_width(n, sd)
     return Sample(n, len(values) - n, mean, sd, mean - half, mean + half, constant)
 
@@ -441,6 +447,9 @@ def resolve_metrics(wanted: Sequence[str], known: Sequence[str]) -> list[str]:
 
 #: the sections of metric names ``known_metrics`` lists in full before any run
 _LISTED_SECTIONS = ("socket", "sender", "warning")
+#: every section of a run's metric names (``zsim.results.flat_metrics``): a dotted name in
+#: another (``...``, ``sokcet.sub.sent``) is no metric of any run, refused before the runs
+_MODEL_SECTIONS = (*_LISTED_SECTIONS, "pipe", "link", "network", "thread", "machine", "rtt", "e2e")
 
 
 def check_metric_names(wanted: Sequence[str], designs: DesignSet) -> None:
@@ -452,7 +461,11 @@ def check_metric_names(wanted: Sequence[str], designs: DesignSet) -> None:
     sets = [known_metrics(d.raw) for d in designs.designs]
     listed = sorted({name for known in sets if known is not None for name in known} | set(designs.derived))
     for name in wanted:
-        if "." in name and name.split(".", 1)[0] not in _LISTED_SECTIONS or any(known is None for known in sets):
+        section = name.split(".", 1)[0]
+        if "." in name and section not in _MODEL_SECTIONS and name not in designs.derived and not _GLOB.search(name):
+            raise ScenarioError(f"--metric {name}", f"unknown metric (no metric's name starts with {section + '.'!r}); "
+                                                    f"{closest_name(name, listed)}")
+        if "." in name and section not in _LISTED_SECTIONS or any(known is None for known in sets):
             continue  # made by the model (pipe., link., machine., thread., ...): checked against the runs' rows
         if _GLOB.search(name):
             if not any(fnmatch.fnmatchcase(k, name) for k in listed):
@@ -526,6 +539,22 @@ def select_metrics(all_results: list[MetricResult], wanted: Sequence[str], max_m
                           identical=sum(1 for m in pool if not m.differs), more=[m.name for m in shown[max_metrics:]],
                           noise=[m.name for m in ranked if not m.detectable] if detectable else [])
     return shown[:max_metrics], selection
+
+
+def check_derived_reads(rows: Sequence[Sequence[Mapping[str, Any]]], derived: Mapping[str, str], flags: Sequence[str]) -> None:
+    """After the runs: a derived metric that reads a name no run has (a pipe or link name the
+    model did not make) would have no value anywhere: one line naming it (``--derive NAME``
+    for ``flags``' names, else ``report.derived.NAME``) and the close matches, not a
+    metric that silently never shows."""
+    from .. import expressions
+
+    columns = {key for design_rows in rows for row in design_rows if row.get("ok") for key in row}
+    known = metric_names(rows)
+    for name, text in derived.items():
+        for used in expressions.names(text):
+            if used not in derived and used not in columns:
+                where = f"--derive {name}" if name in flags else f"report.derived.{name}"
+                raise ScenarioError(where, f"reads {used!r}, which no run has; {closest_name(used, known)}")
 
 
 def with_derived(design_set: DesignSet, derive: Sequence[str]) -> DesignSet:

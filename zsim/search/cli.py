@@ -16,6 +16,7 @@ EXIT_FAULT = 1
 
 def add_parser(sub: argparse._SubParsersAction[Any], count_arg: Any, seconds_arg: Any, add_app_args: Any) -> None:
     """The ``search`` subcommand (``zsim.cli`` calls this with its shared argument types)."""
+    from ..limits import MAX_JOBS
     from .execute import DEFAULT_OUT
 
     p = sub.add_parser("search", help="find the cheapest design that meets every constraint, with a stated confidence",
@@ -25,7 +26,7 @@ def add_parser(sub: argparse._SubParsersAction[Any], count_arg: Any, seconds_arg
     p.add_argument("search", help="search TOML file")
     p.add_argument("--engine", choices=("spark", "local", "serial"), default="serial")
     p.add_argument("--master", default=None, help="Spark master URL (default local[*])")
-    p.add_argument("--workers", type=count_arg(1), default=None, help="processes for --engine local")
+    p.add_argument("--workers", type=count_arg(1, MAX_JOBS, "zsim.limits.MAX_JOBS"), default=None, help="processes for --engine local")
     p.add_argument("--conf", action="append", metavar="KEY=VALUE", help="a Spark setting (repeatable)")
     p.add_argument("--out", metavar="DIR", default=None, help=f"results folder (default {DEFAULT_OUT})")
     p.add_argument("--budget-runs", type=count_arg(1), default=None, metavar="N", help="at most N runs (default: search.budget_runs)")

@@ -196,8 +196,12 @@ class ProcessEngine:
     start_method: str | None = None
 
     def __init__(self, payload: Mapping[str, Any], workers: int | None = None, run_timeout_s: float | None = None) -> None:
+        from ..limits import MAX_JOBS
+
         if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
             raise ScenarioError("--workers", f"must be a whole number >= 1, got {workers!r}")
+        if workers is not None and workers > MAX_JOBS:  # each a process: --jobs 100000 is a typo, not a plan
+            raise ScenarioError("--workers", f"must be at most {MAX_JOBS:,} (zsim.limits.MAX_JOBS), got {workers:,}")
         self.payload = payload
         self.slots = workers or default_workers()
         self.run_timeout_s = run_timeout_s if run_timeout_s is not None else payload.get("run_timeout_s")

@@ -441,8 +441,13 @@ _int = fields.integer
 
 def check_run_timeout(value: Any, path: str) -> float | None:
     """A run's wall-clock limit in seconds as a user gives it: a number >= 0, 0 = none."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-        raise ScenarioError(path, f"must be a number of seconds >= 0 (0: no limit), got {value!r}")
+    from ..limits import MAX_SECONDS
+
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
+        raise ScenarioError(path, f"must be a number of seconds >= 0 (0: no limit), got {_short(value)}")
+    if value > MAX_SECONDS:  # a timer the OS cannot set (1e308): every run would fail
+        raise ScenarioError(path, f"must be at most {MAX_SECONDS:g} s (about 32 years; zsim.limits.MAX_SECONDS; 0: no limit), "
+                                  f"got {_short(value)}")
     return float(value) if value > 0 else None
 
 
@@ -460,6 +465,7 @@ def _flatten_axes(table: Mapping[str, Any], prefix: str) -> Iterable[tuple[str, 
     for key, value in table.items():
         path = f"{prefix}.{key}" if prefix else str(key)
         if isinstance(value, list) or _is_axis_spec(value):
+            scenario_spec.check_path(path, f"axes.{scenario_spec.shown_path(path)}")  # before any line names it whole
             yield path, value
         elif isinstance(value, Mapping) and not _is_leaf_table(value):
             if not value:
@@ -477,6 +483,7 @@ def _flatten_leaves(table: Any, section: str, prefix: str = "") -> Iterable[tupl
         if isinstance(value, Mapping) and not _is_leaf_table(value):
             yield from _flatten_leaves(value, section, path)
         else:
+            scenario_spec.check_path(path, f"{section}.{scenario_spec.shown_path(path)}")
             yield path, value
 
 

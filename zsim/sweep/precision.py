@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ..errors import ScenarioError
+from ..fields import short
 from ..stats import mean_half_width
 
 _T = TypeVar("_T", bound="Target")
@@ -54,7 +55,7 @@ class Target:
         name, sep, value = (part.strip() for part in text.partition("="))
         if not sep or not name or not value:
             raise ScenarioError(flag, f"expected METRIC=HALF_WIDTH (e.g. socket.sub.loss_fraction=0.001 or "
-                                      f"socket.sub.latency_p99_s=5%), got {text!r}")
+                                      f"socket.sub.latency_p99_s=5%), got {short(text)}")
         relative = value.endswith("%")
         try:
             number = float(value[:-1] if relative else value)
@@ -62,7 +63,7 @@ class Target:
             number = math.nan
         if not (math.isfinite(number) and number > 0) or (relative and number >= 100):
             raise ScenarioError(f"{flag} {name}", f"the half-width must be a number > 0 (or a percentage below 100 %), "
-                                                  f"got {value!r}")
+                                                  f"got {short(value)}")
         return cls(name, number / 100 if relative else number, relative)
 
     def text(self) -> str:
