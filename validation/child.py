@@ -242,6 +242,7 @@ class SendTask:
         self.finished_at: float | None = None
         self.rtt = array("d")
         self.replies = 0
+        self.reply_timeouts = 0  # a REQ's recv of its reply that RCVTIMEO ended
         self.done = False
         # The workload's own schedule: each attempt is due when the previous send call (and
         # reply, for a REQ) returned plus the drawn interval. What ZeroMQ takes (time inside
@@ -272,6 +273,7 @@ class SendTask:
         parts = plan["parts"]
         dontwait = plan["dontwait"]
         stop_on_again = plan["on_again"] == "stop"
+        stop_on_timeout = plan.get("on_timeout", "retry") == "stop"
         is_req = TYPES[plan["socket_type"]].request
         widx = plan["index"]
         spin = plan.get("wait_spin_s", 0.0)
@@ -306,11 +308,17 @@ class SendTask:
                     stats.sent += 1
                     proc.last_activity = now
                     if is_req:
-                        reply = yield ("recv",)
+                        while True:
+                            reply = yield ("recv",)
+                            if reply is not None:
+                                break
+                            # zmq.Again: RCVTIMEO expired before the reply came
+                            self.reply_timeouts += 1
+                            stats.recv_again += 1
+                            if stop_on_timeout:
+                                return
                         self.progress_at = done_at = _pc()
                         self.zmq_s += done_at - returned
-                        if reply is None:
-                            return
                         stats.record(reply, done_at)
                         self.replies += 1
                         self.rtt.append(done_at - now)
@@ -844,6 +852,9 @@ class ProxyAgent:
         self.back_stats = SocketStats(back["name"])
         self.forwarded = 0
         self.unknown = 0
+        #: why zmq.proxy_steerable returned, if a send in it failed (EAGAIN, EHOSTUNREACH)
+        self.failed: str | None = None
+        self.failed_at: float | None = None
         self.capture_endpoint = f"inproc://zsim-capture-{self.name}"
         self.control_endpoint = f"inproc://zsim-control-{self.name}"
         self.counter_ready = threading.Event()
@@ -931,8 +942,17 @@ class ProxyAgent:
             closes = [p["close_at_s"] for p in (self.front_plan, self.back_plan) if p["close_at_s"] is not None]
             if closes:
                 threading.Thread(target=self._terminate_at, args=(proc.t0 + min(closes),), daemon=True).start()
-            with contextlib.suppress(zmq.ContextTerminated):
+            try:
                 zmq.proxy_steerable(front, back, capture, control)
+            except zmq.ContextTerminated:
+                pass
+            except zmq.ZMQError as exc:
+                # a send inside the proxy failed (SNDTIMEO expired, a ROUTER_MANDATORY
+                # without that peer): zmq_proxy returns -1 and the proxy is over
+                if exc.errno not in (zmq.EAGAIN, zmq.EHOSTUNREACH):
+                    raise
+                self.failed = "EAGAIN" if exc.errno == zmq.EAGAIN else "EHOSTUNREACH"
+                self.failed_at = _pc()
             # ended by a close_at_s: close what is due, keep the rest until its time
             for plan, sock in sorted(opened, key=lambda item: item[0]["close_at_s"] if item[0]["close_at_s"] is not None else 1e18):
                 if plan["close_at_s"] is not None:
@@ -1108,6 +1128,8 @@ class Process:
                 "unroutable": task.unroutable, "finished_at_s": rel(task.finished_at) if task.done else None,
                 "schedule": task.schedule(),
             }
+            if TYPES[task.plan["socket_type"]].request:
+                senders[task.name]["reply_timeouts"] = task.reply_timeouts
             rtt = _copy(task.rtt)
             if len(rtt):
                 np.save(os.path.join(results_dir, f"rtt-{task.name}.npy"), rtt)
@@ -1119,6 +1141,10 @@ class Process:
         send_time = sum(a.send_time for a in self.agents.values())
         proxies = {p.name: {"frontend": p.front_plan["name"], "backend": p.back_plan["name"], "forwarded": p.forwarded,
                             "unclassified": p.unknown} for p in self.proxies}
+        for p in self.proxies:
+            if p.failed is not None:
+                proxies[p.name]["failed"] = p.failed
+                proxies[p.name]["failed_at_s"] = rel(p.failed_at)
         return {
             "process": self.name,
             "snapshot_s": now - t0,

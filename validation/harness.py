@@ -298,6 +298,7 @@ def build_plans(scenario: Scenario, endpoints: EndpointMap, seed: int, results_d
             "parts": send.parts,
             "dontwait": scenario.never_waits(send),
             "on_again": send.on_again,
+            "on_timeout": send.on_timeout,
             "pacing": send.pacing,
             "to": list(send.to),
             "loop_cpu_s": send.loop_cpu_s,

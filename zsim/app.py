@@ -47,11 +47,10 @@ import simpy
 
 from . import trust
 from .errors import Again, HostUnreachable, NotSupported, ScenarioError, SocketClosed, StateError
-from .model.appthread import BLOCKED, CLOSED, AppThread, Workload
-from .model.fates import SENT, UNROUTABLE
+from .model.appthread import AppThread, Workload
+from .model.fates import AGAIN, BLOCKED, CLOSED, EFSM, READY, RECEIVED, SENT, UNROUTABLE
 from .model.pipe import BOTTOM, MSG_ENVELOPE, MSG_ID, MSG_SIZE, MSG_T0, MSG_TOPIC, SUBSCRIBE_ID, Message
 from .model.socket import NEW, OPEN, Socket
-from .model.sockets import Req
 from .model.workload import envelope_wire_bytes, message_wire_bytes
 from .socket_types import names
 
@@ -112,12 +111,12 @@ class AppSocket(Workload):
         params = getattr(sock.process, "params", None) or world.params
         self._send_cost = params.send_call_s
         self._recv_cost = params.recv_call_s
-        # its calls into the model (zsim.model.appthread): a blocked send has its own
-        # AppThread, as the SimPy process making it is a thread of the application
-        self._thread = self._new_thread()
+        # its calls into the model (zsim.model.appthread, the one layer where a call waits):
+        # each call blocked at once has its own AppThread, as the SimPy process making it
+        # is a thread of the application
+        self._threads: list[AppThread] = [self._new_thread()]
         # calls waiting on the socket: each fails with SocketClosed if the socket closes
         self._pending: list[Callable[[Exception], None]] = []
-        self._owes_reply = False  # REP: a request was received, its reply not yet sent
         self._poll: simpy.Event | None = None  # the pending poll() without timeout, shared
         self.socket: Socket | None = sock
         self.app_name = app.name
@@ -126,6 +125,15 @@ class AppSocket(Workload):
     def _new_thread(self) -> AppThread:
         thread = AppThread(self._world)
         thread.count_stop = True  # a send the closing socket ends was blocked until then
+        return thread
+
+    def _free_thread(self) -> AppThread:
+        """An AppThread in no blocking call (a new one if every one is blocked)."""
+        for thread in self._threads:
+            if not thread.blocked_call():
+                return thread
+        thread = self._new_thread()
+        self._threads.append(thread)
         return thread
 
     @property
@@ -148,7 +156,6 @@ class AppSocket(Workload):
 
     def resume(self) -> None:
         """The process restarted: the socket is fresh; calls made from now on work."""
-        self._owes_reply = False
 
     def _call(self, types: frozenset[str], verb: str) -> simpy.Event:
         """A new call's event, already failed if this socket type cannot ``verb``
@@ -169,6 +176,29 @@ class AppSocket(Workload):
             event.fail(SocketClosed(f"socket {self.name!r} is closed"))
         return event
 
+    def _state_error(self, verb: str) -> StateError:
+        """EFSM from the type's state machine (``req_t``, ``rep_t``), in pyzmq's words."""
+        sock = self._sock
+        if sock.traits.request:
+            why = "send while a reply is pending" if verb == "send" else "recv before a request was sent"
+        else:
+            why = "send before a request was received" if verb == "send" else "recv before the reply was sent"
+        return StateError(f"{sock.type} socket {self.name!r}: {why} (EFSM)")
+
+    def _wait_for(self, thread: AppThread, fail: Callable[[Exception], object]) -> Callable[[Exception], None]:
+        """Register a blocked call: if the socket closes, ``fail`` ends it (SocketClosed)."""
+
+        def closed(error: Exception) -> None:
+            thread.cancel()
+            fail(error)
+
+        self._pending.append(closed)
+        return closed
+
+    def _unwait(self, closed: Callable[[Exception], None]) -> None:
+        if closed in self._pending:
+            self._pending.remove(closed)
+
     # -- send ------------------------------------------------------------------------
 
     def send(self, size: int | None = None, *, topic: str | None = None, envelope: Iterable[Any] | None = None,
@@ -188,7 +218,8 @@ class AppSocket(Workload):
         if event.triggered:
             return event
         if size is None:
-            size = like.size if like is not None else 0
+            # a received message's size counts its topic frame too: the payload is the rest
+            size = like.size - len(like.topic.encode()) if like is not None else 0
         if topic is None:
             topic = like.topic if like is not None else ""
         envelope = tuple(envelope) if envelope is not None else (like.envelope if like is not None else ())
@@ -199,40 +230,24 @@ class AppSocket(Workload):
         if size < 0:
             event.fail(ValueError(f"send on {self.name!r}: size must be >= 0, got {size}"))
             return event
-        traits = sock.traits
-        if isinstance(sock, Req) and sock.awaiting_reply:
-            event.fail(StateError(f"REQ socket {self.name!r}: send while a reply is pending (EFSM)"))
-            return event
-        if traits.reply and not self._owes_reply:
-            event.fail(StateError(f"REP socket {self.name!r}: send before a request was received (EFSM)"))
-            return event
         total, wire = message_wire_bytes(size, topic, parts)
         wire += envelope_wire_bytes(envelope)
-        if traits.request:
+        if sock.traits.request:
             wire += 2  # the REQ's empty delimiter frame
-        thread = self._thread
-        if thread.pending is not None:  # another of the app's sends is blocked in it
-            thread = self._new_thread()
+        thread = self._free_thread()
         made_from = cause if cause is not None else like
         cause_id = made_from.id if made_from is not None and made_from.id >= 0 else -1
         msg = thread.message(env.now, total, wire, topic, envelope, sock.index, cause_id)
-        if traits.reply:
-            self._owes_reply = False
-
-        def closed(error: Exception) -> None:
-            thread.cancel()
-            event.fail(error)
+        closed: Callable[[Exception], None] | None = None
 
         def done(status: int) -> None:
-            self._pending.remove(closed)
-            if status == CLOSED:
-                closed(SocketClosed(f"socket {self.name!r} was closed while a call waited on it"))
-            else:
-                self._send_done(event, msg, status, thread.wake_s)
+            if closed is not None:
+                self._unwait(closed)
+            self._send_done(event, msg, status, thread.wake_s)
 
         status = thread.send(sock, msg, dontwait, done)
         if status == BLOCKED:
-            self._pending.append(closed)
+            closed = self._wait_for(thread, event.fail)
         else:
             self._send_done(event, msg, status, thread.wake_s)
         return event
@@ -244,101 +259,56 @@ class AppSocket(Workload):
             self._env.call_later(self._send_cost + wake_s, lambda: event.succeed(msg[MSG_ID]))
         elif status == UNROUTABLE:
             event.fail(HostUnreachable(f"ROUTER {self.name!r} (router_mandatory): no peer {msg[MSG_ENVELOPE][:1]!r}"))
+        elif status == EFSM:
+            event.fail(self._state_error("send"))
+        elif status == CLOSED:
+            event.fail(SocketClosed(f"socket {self.name!r} was closed while a call waited on it"))
         else:
             event.fail(Again(f"send on {self.name!r} would block"))
-
-    def _park(self, attempt: Callable[[], Callable[[], object] | None], expired: Callable[[], object],
-              closed: Callable[[Exception], object], timeout_s: float | None) -> None:
-        """Block a call on the socket, as ``socket_base_t`` blocks a thread: after each
-        command to the socket ``attempt()`` tries again and returns what completes the call,
-        or None to wait on; after ``timeout_s`` ``expired()`` ends it; if the socket closes
-        ``closed(error)`` does. Exactly one of them runs, once."""
-        sock = self._sock
-        done = False
-
-        def finish(then: Callable[[], object]) -> None:
-            nonlocal done
-            done = True
-            sock.stop_waiting(wake)
-            if close in self._pending:
-                self._pending.remove(close)
-            then()
-
-        def wake() -> None:
-            if done:
-                return
-            complete = attempt()
-            if complete is None:
-                sock.wait(wake)
-            else:
-                finish(complete)
-
-        def close(error: Exception) -> None:
-            if not done:
-                finish(lambda: closed(error))
-
-        def expire() -> None:
-            if not done:
-                finish(expired)
-
-        self._pending.append(close)
-        sock.wait(wake)
-        if timeout_s is not None:
-            self._env.call_later(max(0.0, timeout_s), expire)
 
     # -- recv ------------------------------------------------------------------------
 
     def recv(self, *, dontwait: bool = False) -> simpy.Event:
         """``zmq_recv``: the event's value is a ``Received``."""
-        sock = self._sock
         event = self._call(_APP_CAN_RECV, "receive")
         if event.triggered:
             return event
-        traits = sock.traits
-        if isinstance(sock, Req) and not sock.awaiting_reply:
-            event.fail(StateError(f"REQ socket {self.name!r}: recv before a request was sent (EFSM)"))
-            return event
-        if traits.reply and self._owes_reply:
-            event.fail(StateError(f"REP socket {self.name!r}: recv before the reply was sent (EFSM)"))
-            return event
-        thread = self._thread
-        msg = thread.recv(sock)
-        if msg is None and sock.mailbox:
-            sock.process_commands()
-            msg = sock.xrecv()
+        thread = self._free_thread()
+        closed: Callable[[Exception], None] | None = None
+
+        def done(status: int) -> None:
+            if closed is not None:
+                self._unwait(closed)
+            got = thread.got
+            thread.got = None
+            self._recv_done(event, status, got, True)
+
+        msg = thread.recv(self._sock, dontwait, done)
         if msg is not None:
-            self._got(event, msg)
-        elif dontwait or sock.options.rcvtimeo == 0:
-            thread.recv_failed(sock)
-            event.fail(Again(f"recv on {self.name!r} would block"))
+            self._recv_done(event, RECEIVED, msg, False)
+        elif thread.status == BLOCKED:
+            closed = self._wait_for(thread, event.fail)
         else:
-            self._block_recv(event)
+            self._recv_done(event, thread.status, None, False)
         return event
 
-    def _got(self, event: simpy.Event, msg: Message) -> None:
-        sock, now = self._sock, self._env.now
-        if msg[MSG_ID] >= 0:  # an XPUB's subscription messages are not counted
-            self._thread.received(sock, msg, now)
-        if sock.traits.reply:
-            self._owes_reply = True
-        received = Received(msg)
-        self._env.call_later(self._recv_cost, lambda: event.succeed(received))
-
-    def _block_recv(self, event: simpy.Event) -> None:
-        sock, thread = self._sock, self._thread
-
-        def attempt() -> Callable[[], object] | None:
-            msg = thread.woken_recv(sock)
-            if msg is None:
-                return None
-            return lambda: self._got(event, msg)
-
-        def expired() -> None:
-            thread.recv_failed(sock)
+    def _recv_done(self, event: simpy.Event, status: int, msg: Message | None, blocked: bool) -> None:
+        """The recv call returns: the message after the call's cost, or its failure
+        (``blocked``: it had blocked, so an EAGAIN is RCVTIMEO's)."""
+        if status == RECEIVED and msg is not None:
+            sock, now = self._sock, self._env.now
+            if msg[MSG_ID] >= 0:  # an XPUB's subscription messages are not counted
+                self._threads[0].received(sock, msg, now)
+            received = Received(msg)
+            self._env.call_later(self._recv_cost, lambda: event.succeed(received))
+        elif status == EFSM:
+            event.fail(self._state_error("recv"))
+        elif status == CLOSED:
+            event.fail(SocketClosed(f"socket {self.name!r} was closed while a call waited on it"))
+        elif blocked and status == AGAIN:
             event.fail(Again(f"recv on {self.name!r}: RCVTIMEO expired"))
-
-        timeout = sock.options.rcvtimeo
-        self._park(attempt, expired, event.fail, timeout / 1000.0 if timeout > 0 else None)
+        else:
+            event.fail(Again(f"recv on {self.name!r} would block"))
 
     # -- poll ------------------------------------------------------------------------
 
@@ -359,16 +329,26 @@ class AppSocket(Workload):
         event = env.event()
         if sock.state != OPEN:
             return self._closed(event)
-        if sock.has_in():
-            event.succeed(True)
-            return event
-        if timeout_s is None:
-            self._poll = event
+        thread = self._free_thread()
+        closed: Callable[[Exception], None] | None = None
 
-        def attempt() -> Callable[[], object] | None:
-            return (lambda: event.succeed(True)) if sock.has_in() else None
+        def done(status: int) -> None:
+            if closed is not None:
+                self._unwait(closed)
+            if status == CLOSED:
+                event.fail(SocketClosed(f"socket {self.name!r} was closed while a call waited on it"))
+            else:
+                event.succeed(status == READY)
 
-        self._park(attempt, lambda: event.succeed(False), event.fail, timeout_s)
+        status = thread.poll((sock,), sock.has_in, -1.0 if timeout_s is None else max(0.0, timeout_s), done)
+        if status == BLOCKED:
+            closed = self._wait_for(thread, event.fail)
+            if timeout_s is None:
+                self._poll = event
+        elif status == CLOSED:
+            return self._closed(event)
+        else:
+            event.succeed(status == READY)
         return event
 
 

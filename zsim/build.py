@@ -274,7 +274,7 @@ def build(scenario: Scenario, seed: int, profile: Profile | None = None, trace_d
             size=_sampler(send.size, streams, send.streams["size"], integer=True),
             start_s=scenario.starts_at(send), topics=send.topics, parts=send.parts,
             dontwait=scenario.never_waits(send), on_again=send.on_again, to=send.to, pacing=send.pacing,
-            loop_cpu_s=send.loop_cpu_s, wait_spin_s=send.wait_spin_s,
+            loop_cpu_s=send.loop_cpu_s, wait_spin_s=send.wait_spin_s, on_timeout=send.on_timeout,
         )
         sock.process.workloads.append(sender)
         model.senders.append(sender)

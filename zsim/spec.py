@@ -128,6 +128,9 @@ class SendSpec:
     #: (``time.sleep``) and wakes as late as the machine's sleeps do; > 0, it sleeps until
     #: this long before the deadline, then spins on the clock (CPU work, on time)
     wait_spin_s: float = 0.0
+    #: a REQ's wait for each reply, when RCVTIMEO expires (``zmq.Again``): "retry" calls
+    #: recv again, "stop" ends the loop (a REQ cannot send before that reply came)
+    on_timeout: str = "retry"
 
     @property
     def streams(self) -> dict[str, str]:
@@ -449,7 +452,7 @@ _PROCESS_KEYS = {"name", "exit_at_s", "exit_after_sends", "crash_at_s", "restart
 _SOCKET_KEYS = {"name", "type", "process", "bind", "connect", "open_at_s", "close_at_s", "options"}
 _SEND_KEYS = {
     "name", "socket", "count", "duration_s", "interval_s", "rate_per_s", "size_bytes", "start_s",
-    "topic", "parts", "dontwait", "on_again", "to", "pacing", "loop_cpu_s", "wait_spin_s",
+    "topic", "parts", "dontwait", "on_again", "to", "pacing", "loop_cpu_s", "wait_spin_s", "on_timeout",
 }
 _RECV_KEYS = {
     "name", "socket", "service_s", "busy", "start_s", "count", "duration_s", "reply", "reply_size_bytes",
@@ -988,6 +991,12 @@ def _parse_send(
     on_again = _str(table.get("on_again", "skip"), f"{path}.on_again")
     if on_again not in ("skip", "stop"):
         raise ScenarioError(f"{path}.on_again", f"must be 'skip' or 'stop', got {on_again!r}")
+    on_timeout = _str(table.get("on_timeout", "retry"), f"{path}.on_timeout")
+    if on_timeout not in ("retry", "stop"):
+        raise ScenarioError(f"{path}.on_timeout", f"must be 'retry' or 'stop', got {on_timeout!r}")
+    if "on_timeout" in table and not TYPES[sock.type].request:
+        raise ScenarioError(f"{path}.on_timeout", f"says what a REQ does when its wait for a reply times out (options.rcvtimeo); "
+                                                  f"a {sock.type} [[send]] waits for no reply")
     pacing = _str(table.get("pacing", "schedule" if "rate_per_s" in table else "after_send"), f"{path}.pacing")
     if pacing not in PACINGS:
         raise ScenarioError(f"{path}.pacing", f"must be one of {', '.join(repr(p) for p in PACINGS)}, got {pacing!r}")
@@ -1014,6 +1023,7 @@ def _parse_send(
         pacing=pacing,
         loop_cpu_s=_time(table.get("loop_cpu_s", 0.0), f"{path}.loop_cpu_s"),
         wait_spin_s=_time(table.get("wait_spin_s", 0.0), f"{path}.wait_spin_s"),
+        on_timeout=on_timeout,
     )
 
 

@@ -350,3 +350,28 @@ def test_an_apps_calls_cost_what_its_hosts_machine_charges(tmp_path):
     plain = done.pop("a")
     zsim.run(on_host("board.toml"), 0, apps=[app])
     assert done["a"] > 10 * plain > 0
+
+
+def test_a_message_passed_on_like_the_received_keeps_its_size_and_topic():
+    """``send(like=received)`` copies a message: a topic frame is not counted into its
+    payload again at every hop (the size grew by the topic's length per hop before)."""
+    sizes = []
+    raw = scenario({"name": "a", "type": "PUSH", "bind": "inproc://a"},
+                   {"name": "b", "type": "PULL", "connect": "inproc://a"},
+                   {"name": "c", "type": "PUSH", "bind": "inproc://c"},
+                   {"name": "d", "type": "PULL", "connect": "inproc://c"})
+
+    def app(app):
+        a, b, c, d = (app.socket(n) for n in "abcd")
+
+        def relay():
+            yield a.send(10, topic="AB")
+            first = yield b.recv()
+            yield c.send(like=first)
+            second = yield d.recv()
+            sizes.extend([(first.size, first.topic), (second.size, second.topic)])
+
+        app.process(relay())
+
+    zsim.run(raw, 0, apps=[app])
+    assert sizes == [(12, "AB"), (12, "AB")]

@@ -125,7 +125,7 @@ def test_every_scenario_field_is_one_the_exporter_knows():
         "process": {"name", "exit_at_s", "exit_after_sends", "crash_at_s", "restart_at_s", "affinity", "io_threads", "host"},
         "socket": {"name", "type", "process", "bind", "connect", "open_at_s", "close_at_s", "options"},
         "send": {"name", "socket", "count", "duration_s", "interval_s", "rate_per_s", "size_bytes", "start_s", "topic", "parts",
-                 "dontwait", "on_again", "to", "pacing", "loop_cpu_s", "wait_spin_s"},
+                 "dontwait", "on_again", "to", "pacing", "loop_cpu_s", "wait_spin_s", "on_timeout"},
         "recv": {"name", "socket", "service_s", "busy", "start_s", "count", "duration_s", "reply", "reply_size_bytes",
                  "pause_every_s", "pause_s", "on_timeout", "forward_to", "loop_cpu_s", "wait_spin_s"},
         "proxy": {"name", "frontend", "backend"},

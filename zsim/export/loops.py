@@ -164,9 +164,15 @@ class Loops:
                 reply = [f"if not {var}.poll(proc.ms_until({num(sock.close_at_s)})):",
                          "    return  # no reply before the socket closes", *reply]
             elif sock.options.rcvtimeo >= 0:
-                reply = ["try:", f"    reply = {var}.recv_multipart()",
-                         "except zmq.Again:  # RCVTIMEO expired: a REQ cannot send again before its reply",
-                         "    return"]
+                if send.on_timeout == "stop":
+                    reply = ["try:", f"    reply = {var}.recv_multipart()",
+                             "except zmq.Again:  # RCVTIMEO expired: a REQ cannot send again before its reply",
+                             f"    proc.count({var}, \"recv_again\")",
+                             "    return  # on_timeout = \"stop\""]
+                else:
+                    reply = ["while True:", "    try:", f"        reply = {var}.recv_multipart()", "        break",
+                             "    except zmq.Again:  # RCVTIMEO expired before the reply: wait again (on_timeout = \"retry\")",
+                             f"        proc.count({var}, \"recv_again\")"]
             after += reply + [f"proc.received({var}, reply)  # the reply, and the time since the request"]
         stop_line = stop if send.on_again == "stop" else None
         if again or unroutable:

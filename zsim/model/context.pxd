@@ -25,3 +25,4 @@ cdef class Context:
     cdef public object until_s
     cdef public object machine
     cdef public object network
+    cdef public list app_threads

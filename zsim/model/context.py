@@ -67,6 +67,9 @@ class Context:
         self.machine: Any = None
         #: the links between hosts (``transport.network.Network``); None: one machine
         self.network: Any = None
+        #: every application thread's calls (``zsim.model.appthread.AppThread``), for what
+        #: is still blocked when the run ends
+        self.app_threads: list[Any] = []
 
     def new_pipe(self, name: str, frm: str, to: str, kind: str, hwm: int, writer: Any, reader: Any, conflate: bool, owner: Any) -> Pipe:
         pipe = Pipe(self.env, name, hwm, writer, reader, conflate, index=len(self.pipes))

@@ -80,7 +80,7 @@ class Socket(SendOwner):
         "ctx", "env", "name", "type", "traits", "process", "options", "routing_id", "state", "peers",
         "mailbox", "last_command_time", "ticks", "waiters", "wake_pending", "own_subs",
         "sent", "send_again", "send_unroutable", "received", "recv_again", "discarded",
-        "blocked_s", "blocked_count", "last_pipe_index",
+        "blocked_s", "blocked_count", "last_pipe_index", "fsm", "sndtimeo", "rcvtimeo",
         "throttle_s", "wake_sampler", "on_activate_read", "on_activate_write", "wake_timer",
         "__weakref__",
     )
@@ -104,6 +104,11 @@ class Socket(SendOwner):
         self.traits: SocketType = TYPES[type_name]
         self.process = process
         self.options = options
+        # the options a blocked call reads, as C fields (``set_options`` keeps them current)
+        self.sndtimeo: int = options.sndtimeo
+        self.rcvtimeo: int = options.rcvtimeo
+        #: the type has a state machine that may refuse a call (REQ, REP): ``send_refused``
+        self.fsm = False
         self.routing_id = routing_id
         self.state = NEW
         self.peers: list[Peer] = []
@@ -347,6 +352,14 @@ class Socket(SendOwner):
     def has_out(self) -> bool:
         """ZMQ_POLLOUT."""
         return self.xhas_out()
+
+    def send_refused(self) -> bool:
+        """The type's state machine refuses a send now (EFSM; only where ``fsm``)."""
+        return False
+
+    def recv_refused(self) -> bool:
+        """The type's state machine refuses a recv now (EFSM; only where ``fsm``)."""
+        return False
 
     # ------------------------------------------------------------------------------
     # receiving

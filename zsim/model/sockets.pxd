@@ -54,6 +54,7 @@ cdef class Rep(Socket):
     cdef public FairQueue fq
     cdef public Peer reply_peer
     cdef public object reply_envelope
+    cdef public bint sending_reply
 
 
 @cython.final

@@ -159,6 +159,15 @@ class Req(Dealer):
         Dealer.xinit(self)
         self.reply_pipe: Pipe | None = None
         self.awaiting_reply = False
+        self.fsm = True
+
+    def send_refused(self) -> bool:
+        """``req_t::xsend``: a request while the reply to the last one is pending is EFSM."""
+        return self.awaiting_reply
+
+    def recv_refused(self) -> bool:
+        """``req_t::xrecv``: a recv before a request was sent is EFSM."""
+        return not self.awaiting_reply
 
     def xsend(self, msg: Message) -> int:
         if self.awaiting_reply:
@@ -270,16 +279,29 @@ class Rep(Socket):
     """``rep_t``: a request, then its reply back to the pipe it came from, with the
     routing ids down to the empty delimiter (dropped if that pipe is full or gone)."""
 
-    __slots__ = ("fq", "reply_peer", "reply_envelope")
+    __slots__ = ("fq", "reply_peer", "reply_envelope", "sending_reply")
 
     def xinit(self) -> None:
         self.fq = FairQueue()
         self.reply_peer: Peer | None = None
         self.reply_envelope: tuple[Any, ...] = ()
+        # rep_t::_sending_reply: a request was received and its reply not yet sent (the
+        # peer it came from may have gone meanwhile: the reply is then dropped, no_peer)
+        self.sending_reply = False
+        self.fsm = True
+
+    def send_refused(self) -> bool:
+        """``rep_t::xsend``: a send before a request was received is EFSM."""
+        return not self.sending_reply
+
+    def recv_refused(self) -> bool:
+        """``rep_t::xrecv``: a recv before the last request's reply was sent is EFSM."""
+        return self.sending_reply
 
     def xsend(self, msg: Message) -> int:
         peer: Peer | None = self.reply_peer
         self.reply_peer = None
+        self.sending_reply = False
         now: float = self.clock.now
         self.copies += 1
         if peer is None or not peer.alive or peer.out_pipe is None:
@@ -296,7 +318,7 @@ class Rep(Socket):
         return SENT
 
     def xrecv(self) -> Message | None:
-        if self.reply_peer is not None:
+        if self.sending_reply:
             return None  # EFSM: reply first
         fq: FairQueue = self.fq
         while True:
@@ -314,15 +336,16 @@ class Rep(Socket):
                 continue
             self.reply_peer = fq.peer_of[pipe]
             self.reply_envelope = envelope[: envelope.index(BOTTOM) + 1]
+            self.sending_reply = True
             return msg
 
     def xhas_in(self) -> bool:
-        if self.reply_peer is not None:
+        if self.sending_reply:
             return False
         return self.fq.has_in()
 
     def xhas_out(self) -> bool:
-        return self.reply_peer is not None
+        return self.sending_reply
 
     def xattach(self, peer: Peer) -> None:
         _attach_in(self.fq, peer)
@@ -579,6 +602,23 @@ class Sub(XSub):
                 self._discard(msg, pipe, RULE_FILTERED)
                 continue
             return msg
+
+    def xhas_in(self) -> bool:
+        """``xsub_t::xhas_in`` with its filter: messages that match no subscription are
+        thrown away until one matches (POLLIN is exact: a recv after it succeeds)."""
+        fq: FairQueue = self.fq
+        if self.receives_all:
+            return fq.has_in()
+        subs: Subscriptions = self.own_subs  # type: ignore[assignment]  # xinit made it
+        while fq.has_in():
+            pipe: Pipe = fq.pipes[fq.current]
+            msg = pipe.queue[0]
+            if subs.all or subs.matches(msg[MSG_TOPIC]):
+                return True
+            fq.take()  # that very message: fq_t reads the current pipe
+            self.last_pipe_index = pipe.index
+            self._discard(msg, pipe, RULE_FILTERED)
+        return False
 
 
 #: the class of each name of ``zsim.socket_types.TYPES``

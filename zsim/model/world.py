@@ -172,7 +172,6 @@ class World(Context):
         if sock.state != OPEN:
             return
         sock.state = CLOSED
-        sock.waiters.clear()
         binds, _connects = self.socket_endpoints[sock]
         for endpoint in binds:
             if self.listeners.get(endpoint.key) is sock:
@@ -180,6 +179,8 @@ class World(Context):
         for workload in list(sock.process.workloads):
             if workload.socket is sock:
                 workload.stop()
+        # calls of other threads still blocked on it (a stage's forward, a poll) end CLOSED
+        _end_blocked_calls(sock)
         for conn in self._connections_of(sock):
             before = conn.lingering(sock)
             conn.close_side(sock, rule=RULE_LINGER)
@@ -195,7 +196,7 @@ class World(Context):
             sock.state = CLOSED
             return
         sock.state = CLOSED
-        sock.waiters.clear()
+        sock.waiters.clear()  # the process died: so did every thread blocked on its sockets
         binds, _connects = self.socket_endpoints[sock]
         for endpoint in binds:
             if self.listeners.get(endpoint.key) is sock:
@@ -213,10 +214,11 @@ class World(Context):
         return result
 
     def quiescent(self) -> bool:
-        """No sender has work left and no message is anywhere on its way."""
+        """No sender has work left and no message is anywhere on its way (a REQ sender
+        waiting for its reply has none: only a message could move it)."""
         for process in self.processes:
             for workload in process.workloads:
-                if workload.is_sender and not workload.done:
+                if workload.is_sender and not workload.done and not getattr(workload, "awaiting_reply", False):
                     return False
         for pipe in self.pipes:
             if pipe.queue:
@@ -280,6 +282,15 @@ class World(Context):
             else:
                 destinations.append(-1)
         return destinations
+
+
+def _end_blocked_calls(sock: Socket) -> None:
+    """The socket closed: every call still blocked on it ends (``AppThread._retry`` finds
+    the socket closed: CLOSED)."""
+    waiters = list(sock.waiters)
+    sock.waiters.clear()
+    for callback in waiters:
+        callback()
 
 
 def _socket_of(pipe: Pipe) -> int:
