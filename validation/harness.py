@@ -238,6 +238,10 @@ def build_plans(scenario: Scenario, endpoints: EndpointMap, seed: int, results_d
         raise ScenarioError(f"app[{scenario.apps[0].name}]",
                             "the real-pyzmq harness runs the scenario's [[send]]/[[recv]] workloads only, not SimPy app code "
                             "(simulation only)")
+    if scenario.calls:
+        call = scenario.calls[0]
+        raise ScenarioError(f"{call.label} (socket {call.socket})",
+                            "the real-pyzmq harness does not make [[call]]s yet: the simulation alone says what they do")
     check_deployment(scenario)
     cpus = real_cpus(scenario)
     late = _expected_wait_lateness(scenario)

@@ -46,7 +46,7 @@ import numpy as np
 import simpy
 
 from . import trust
-from .errors import Again, HostUnreachable, NotSupported, ScenarioError, SocketClosed, StateError
+from .errors import Again, HostUnreachable, NoSuchEndpoint, NotSupported, ScenarioError, SocketClosed, StateError
 from .model.appthread import AppThread, Workload
 from .model.fates import AGAIN, BLOCKED, CLOSED, EFSM, READY, RECEIVED, SENT, UNROUTABLE
 from .model.pipe import BOTTOM, MSG_ENVELOPE, MSG_ID, MSG_SIZE, MSG_T0, MSG_TOPIC, SUBSCRIBE_ID, Message
@@ -309,6 +309,79 @@ class AppSocket(Workload):
             event.fail(Again(f"recv on {self.name!r}: RCVTIMEO expired"))
         else:
             event.fail(Again(f"recv on {self.name!r} would block"))
+
+    # -- lifecycle calls -------------------------------------------------------------
+
+    def _endpoint(self, text: str, verb: str) -> Any:
+        """``text`` as the endpoint the scenario's model knows (its host resolved as a
+        [[socket]]'s would be); a bad one is a ``ValueError`` naming it (EINVAL)."""
+        from . import spec
+
+        scenario = self._app.model.scenario
+        own = scenario.process(self._sock.process.name).host if self._sock.process.name in {p.name for p in scenario.processes} else ""
+        where = f"app[{self._app.name}]: {verb} on {self.name!r}"
+        try:
+            return spec.resolve_endpoint(spec.parse_endpoint(str(text), where), own, scenario.hosts, where,
+                                         bind=verb in ("bind", "unbind"))
+        except ScenarioError as exc:
+            raise ValueError(str(exc)) from None
+
+    def _open_for(self, verb: str) -> Socket:
+        if self._sock.state != OPEN:
+            raise SocketClosed(f"socket {self.name!r} is not open: cannot {verb}")
+        return self._sock
+
+    def bind(self, endpoint: str) -> None:
+        """``zmq_bind`` now (``World.bind``)."""
+        sock = self._open_for("bind")
+        found = self._endpoint(endpoint, "bind")
+        holder = self._world.listeners.get(found.key)
+        if holder is not None and holder is not sock:
+            raise ValueError(f"bind on {self.name!r}: {found.text} is bound by socket {holder.name!r} (EADDRINUSE)")
+        self._world.bind(sock, found)
+
+    def connect(self, endpoint: str) -> None:
+        """``zmq_connect`` now (``World.connect``); a tcp/ipc peer need not listen yet."""
+        self._world.connect(self._open_for("connect"), self._endpoint(endpoint, "connect"))
+
+    def disconnect(self, endpoint: str) -> None:
+        """``zmq_disconnect`` now (``World.disconnect``: what the connection holds goes as
+        LINGER says, rule ``app_disconnect``); ``NoSuchEndpoint`` (ENOENT) if not connected."""
+        if not self._world.disconnect(self._open_for("disconnect"), self._endpoint(endpoint, "disconnect")):
+            raise NoSuchEndpoint(f"disconnect on {self.name!r}: {endpoint!r} is not connected (ENOENT)")
+
+    def unbind(self, endpoint: str) -> None:
+        """``zmq_unbind`` now (``World.unbind``); ``NoSuchEndpoint`` (ENOENT) if not bound."""
+        if not self._world.unbind(self._open_for("unbind"), self._endpoint(endpoint, "unbind")):
+            raise NoSuchEndpoint(f"unbind on {self.name!r}: {endpoint!r} is not bound (ENOENT)")
+
+    def setsockopt(self, name: str, value: Any) -> None:
+        """``zmq_setsockopt`` now, with pyzmq's lowercase names and units (``sndhwm``,
+        ``rcvtimeo`` in ms, ``subscribe``, ...): checked as a [[socket]]'s ``options``
+        are (a bad one is a ``ValueError`` naming it); it holds from now on where libzmq
+        reads it, and SNDHWM/RCVHWM reach the pipes already attached (``World.set_option``)."""
+        from . import spec
+
+        sock = self._open_for("setsockopt")
+        if name in ("subscribe", "unsubscribe"):
+            self._world.subscribe(sock, value.decode() if isinstance(value, bytes) else str(value), name == "subscribe")
+            return
+        where = f"app[{self._app.name}]: setsockopt on {self.name!r}"
+        try:
+            parsed = spec.parse_options({name: value}, where, sock.type)
+        except ScenarioError as exc:
+            raise ValueError(str(exc)) from None
+        keys = ("sndhwm", "rcvhwm") if name == "hwm" else (name,)
+        for key in keys:
+            self._world.set_option(sock, key, getattr(parsed, key))
+
+    def subscribe(self, prefix: str | bytes) -> None:
+        """``sock.subscribe(prefix)`` (SUB, XSUB)."""
+        self.setsockopt("subscribe", prefix)
+
+    def unsubscribe(self, prefix: str | bytes) -> None:
+        """``sock.unsubscribe(prefix)`` (SUB, XSUB)."""
+        self.setsockopt("unsubscribe", prefix)
 
     # -- poll ------------------------------------------------------------------------
 

@@ -24,11 +24,11 @@ from .ledger import Ledger
 from .model.cpu import Machine, Machines
 from .model.kernel import NORMAL, URGENT, Environment
 from .model.params import LinkParams, ModelParams, SchedulerParams, TransportParams, unix_skb_truesize, wake_cost_fn
-from .model.socket import Socket
+from .model.socket import OPEN, Socket
 from .model.workload import Proxy, Receiver, Sender
 from .model.world import Process, World
 from .profile import Profile, TransportProfile
-from .spec import Scenario, check_affinity
+from .spec import CallSpec, Scenario, check_affinity
 
 
 class Streams:
@@ -187,6 +187,8 @@ class Model:
     sockets: dict[str, Socket] = field(default_factory=dict)
     processes: dict[str, Process] = field(default_factory=dict)
     app_names: list[str] = field(default_factory=list)  # apps started on this model (zsim.app)
+    #: [[call]]s not made because their socket was not open then: (label, time)
+    calls_skipped: list[tuple[str, float]] = field(default_factory=list)
     machine: Machine | None = None  # the shared cores ([machine] cores > 0) of the default host
     #: every host's machine, by host name ("" the default host), for hosts with cores > 0
     machines: dict[str, Machine] = field(default_factory=dict)
@@ -402,6 +404,8 @@ def _schedule_timeline(model: Model) -> None:
         sock = model.sockets[sock_spec.name]
         if sock_spec.close_at_s is not None:
             env.call_later(sock_spec.close_at_s, partial(world.close_socket, sock), priority=NORMAL)
+    for call in scenario.calls:
+        env.call_later(call.at_s, partial(perform_call, model, call), priority=NORMAL)
     for sender in model.senders:
         sender.start()
     for receiver in model.receivers:
@@ -420,13 +424,41 @@ def _schedule_timeline(model: Model) -> None:
             env.call_later(proc_spec.restart_at_s, partial(_restart, model, process), priority=URGENT)
 
 
+def perform_call(model: Model, call: CallSpec) -> None:
+    """A ``[[call]]`` at its time: the socket's thread calls ``zmq_bind``, ``zmq_unbind``,
+    ``zmq_connect``, ``zmq_disconnect``, ``zmq_setsockopt`` or (un)subscribes. A socket that
+    is not open then (its process crashed, exited or has not restarted) gets no call: its
+    program is not running. The scenario's checks made sure each call is valid when the
+    socket lives as declared."""
+    world = model.world
+    sock = model.sockets[call.socket]
+    if sock.state != OPEN or not sock.process.alive or sock.process.exiting:
+        model.calls_skipped.append((call.label, world.clock.now))
+        return
+    action = call.action
+    for endpoint in call.endpoints:
+        if action == "bind":
+            world.bind(sock, endpoint)
+        elif action == "connect":
+            world.connect(sock, endpoint)
+        elif action == "disconnect":
+            world.disconnect(sock, endpoint)
+        else:
+            world.unbind(sock, endpoint)
+    for name, value in call.options:
+        world.set_option(sock, name, value)
+    for prefix in call.prefixes:
+        world.subscribe(sock, prefix, action == "subscribe")
+
+
 def _restart(model: Model, process: Process) -> None:
-    """The crashed process starts again: fresh sockets (same names), workloads resume."""
+    """The crashed process starts again: fresh sockets (same names, the endpoints and
+    options its program declares), workloads resume."""
     world = model.world
     process.alive = True
     process.exiting = False
     for sock in process.sockets:
-        sock.reset()
+        world.reset_socket(sock)
         world.open_socket(sock)
     for workload in process.workloads:
         workload.resume()

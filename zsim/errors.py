@@ -64,6 +64,10 @@ class StateError(ZsimError):
     """A REQ/REP call out of turn (pyzmq ``ZMQError`` EFSM)."""
 
 
+class NoSuchEndpoint(ZsimError):
+    """``disconnect``/``unbind`` of an endpoint the socket does not connect/bind (ENOENT)."""
+
+
 class NotSupported(ZsimError):
     """A call the socket type does not have: send on a PULL, recv on a PUB (ENOTSUP)."""
 

@@ -169,6 +169,27 @@ class RecvSpec:
                 "pause_every": f"recv.{self.name}.pause_every", "pause": f"recv.{self.name}.pause"}
 
 
+#: What a ``[[call]]`` does: the ZeroMQ call the program makes on a socket at a time.
+CALL_ACTIONS = ("bind", "unbind", "connect", "disconnect", "set", "subscribe", "unsubscribe")
+
+
+@dataclass(frozen=True)
+class CallSpec:
+    """A ``[[call]]``: at ``at_s`` the socket's thread calls ``zmq_bind``, ``zmq_unbind``,
+    ``zmq_connect``, ``zmq_disconnect`` (each endpoint in turn), ``zmq_setsockopt``
+    (``options``, in the table's order) or subscribes / unsubscribes (``prefixes``)."""
+
+    socket: str
+    at_s: float
+    action: str  # one of CALL_ACTIONS
+    endpoints: tuple[Endpoint, ...] = ()
+    #: "set": (option, value) in order, each checked as in [[socket]] options
+    options: tuple[tuple[str, Any], ...] = ()
+    prefixes: tuple[str, ...] = ()
+    #: where it was written, for messages (``call[3]``)
+    label: str = ""
+
+
 @dataclass(frozen=True)
 class ProxySpec:
     name: str
@@ -263,6 +284,8 @@ class Scenario:
     #: the deployment's hosts and the links between them (empty: one machine, loopback)
     hosts: tuple[HostSpec, ...] = ()
     links: tuple[LinkSpec, ...] = ()
+    #: calls the program makes on its sockets while it runs, in time order (stable)
+    calls: tuple[CallSpec, ...] = ()
 
     def socket(self, name: str) -> SocketSpec:
         return self._sockets_by_name[name]
@@ -427,7 +450,8 @@ def parse_endpoint(text: str, path: str) -> Endpoint:
 
 
 _SCENARIO_KEYS = {"name", "description", "until_s", "profile", "seed"}
-_TOP_KEYS = {"scenario", "machine", "host", "link", "process", "socket", "send", "recv", "proxy", "app", "validation", "sweep",
+_CALL_KEYS = {"socket", "at_s", *CALL_ACTIONS}
+_TOP_KEYS = {"scenario", "machine", "host", "link", "process", "socket", "send", "recv", "proxy", "app", "call", "validation", "sweep",
              "limits"}
 _HOST_KEYS = {"name", "cores", "profile"}
 _LINK_KEYS = {"name", "hosts", "bandwidth_bps", "latency_s", "mtu_bytes", "queue_bytes", "loss"}
@@ -461,7 +485,7 @@ _RECV_KEYS = {
 _PROXY_KEYS = {"name", "frontend", "backend"}
 
 
-def _parse_options(raw: Any, path: str, sock_type: str) -> SocketOptions:
+def parse_options(raw: Any, path: str, sock_type: str) -> SocketOptions:
     table = _table(raw, path)
     values: dict[str, Any] = {}
     hwm_both: int | None = None
@@ -652,7 +676,7 @@ def _from_expanded(raw: dict[str, Any], base_dir: str, source: str) -> Scenario:
         close_at = _opt_time(table, "close_at_s", path)
         if close_at is not None and close_at < open_at:
             raise ScenarioError(f"{path}.close_at_s", f"must be >= open_at_s ({open_at}), got {close_at}")
-        options = _parse_options(table.get("options", {}), f"{path}.options", stype)
+        options = parse_options(table.get("options", {}), f"{path}.options", stype)
         sockets.append(SocketSpec(sname, stype, pname, binds, connects, open_at, close_at, options))
     if not sockets:
         raise ScenarioError("socket", "a scenario needs at least one [[socket]]")
@@ -660,9 +684,10 @@ def _from_expanded(raw: dict[str, Any], base_dir: str, source: str) -> Scenario:
         processes.append(ProcessSpec(name=DEFAULT_PROCESS))
         seen_process.add(DEFAULT_PROCESS)
     by_name = {sock.name: sock for sock in sockets}
+    calls = _parse_calls(raw.get("call", []), by_name, host_of, hosts)
 
-    _check_topology(sockets)
-    _check_links(sockets, host_of, links)
+    _check_topology(sockets, calls)
+    _check_links(sockets, host_of, links, calls)
 
     # proxies
     proxies: list[ProxySpec] = []
@@ -750,7 +775,106 @@ def _from_expanded(raw: dict[str, Any], base_dir: str, source: str) -> Scenario:
         machine=machine,
         hosts=hosts,
         links=links,
+        calls=calls,
     )
+
+
+def _parse_calls(raw: Any, by_name: Mapping[str, SocketSpec], host_of: Mapping[str, str],
+                 hosts: tuple[HostSpec, ...]) -> tuple[CallSpec, ...]:
+    """The ``[[call]]`` entries, checked against the sockets: each makes one kind of call
+    at a time when its socket is open; a disconnect/unbind names an endpoint the socket
+    connects/binds at that time (libzmq: ENOENT otherwise)."""
+    calls: list[CallSpec] = []
+    for index, table in enumerate(_tables(raw, "call")):
+        path = f"call[{index}]"
+        _check_keys(table, _CALL_KEYS, path)
+        if "socket" not in table:
+            raise ScenarioError(f"{path}.socket", "missing (the socket the call is made on)")
+        sname = _str(table["socket"], f"{path}.socket")
+        if sname not in by_name:
+            close = _closest(sname, set(by_name))
+            raise ScenarioError(f"{path}.socket", f"unknown socket {sname!r}" + (f" (did you mean {close!r}?)" if close else ""))
+        sock = by_name[sname]
+        path = f"call[{index}] (socket {sname})"
+        if "at_s" not in table:
+            raise ScenarioError(f"{path}.at_s", "missing (when the program makes the call, seconds from t = 0)")
+        at = _time(table["at_s"], f"{path}.at_s")
+        if at < sock.open_at_s:
+            raise ScenarioError(f"{path}.at_s", f"is {at:g} s, before the socket opens (open_at_s = {sock.open_at_s:g} s)")
+        if sock.close_at_s is not None and at >= sock.close_at_s:
+            raise ScenarioError(f"{path}.at_s", f"is {at:g} s, when the socket is already closed (close_at_s = {sock.close_at_s:g} s)")
+        actions = [key for key in CALL_ACTIONS if key in table]
+        if len(actions) != 1:
+            raise ScenarioError(path, f"makes one call: give exactly one of {', '.join(CALL_ACTIONS)}"
+                                      + (f" (it gives {', '.join(actions)}; write one [[call]] each)" if actions else ""))
+        action = actions[0]
+        apath = f"{path}.{action}"
+        own = host_of.get(sock.process, "")
+        endpoints: tuple[Endpoint, ...] = ()
+        options: tuple[tuple[str, Any], ...] = ()
+        prefixes: tuple[str, ...] = ()
+        if action in ("bind", "unbind", "connect", "disconnect"):
+            texts = _str_list(table[action], apath)
+            if not texts:
+                raise ScenarioError(apath, "names no endpoint")
+            endpoints = tuple(resolve_endpoint(parse_endpoint(text, f"{apath}[{i}]"), own, hosts, f"{apath}[{i}]",
+                                               bind=action in ("bind", "unbind")) for i, text in enumerate(texts))
+        elif action == "set":
+            given = _table(table["set"], apath)
+            if not given:
+                raise ScenarioError(apath, "sets no option")
+            for key in ("subscribe", "unsubscribe"):
+                if key in given:
+                    raise ScenarioError(f"{apath}.{key}", f"is its own call: write {key} = [...] in a [[call]] of its own")
+            parsed = parse_options(given, apath, sock.type)
+            values = []
+            for key in given:
+                if key == "hwm":  # pyzmq's sock.hwm = n: both directions
+                    values += [("sndhwm", parsed.sndhwm), ("rcvhwm", parsed.rcvhwm)]
+                else:
+                    values.append((key, getattr(parsed, key)))
+            options = tuple(values)
+        else:
+            if not TYPES[sock.type].sends_subscriptions and sock.type not in ("XPUB",):
+                raise ScenarioError(apath, f"a {sock.type} socket has no subscriptions (SUB, XSUB, and XPUB with xpub_manual do)")
+            prefixes = _str_list(table[action], apath)
+            if not prefixes:
+                raise ScenarioError(apath, "names no prefix (\"\" is every message)")
+        calls.append(CallSpec(sname, at, action, endpoints, options, prefixes, f"call[{index}]"))
+    calls.sort(key=lambda call: call.at_s)  # stable: calls at one time in file order
+    _check_call_endpoints(calls, by_name)
+    return tuple(calls)
+
+
+def _check_call_endpoints(calls: Sequence[CallSpec], by_name: Mapping[str, SocketSpec]) -> None:
+    """Replay each socket's endpoints over time: a disconnect must name one it connects
+    then, an unbind one it binds then (libzmq: ENOENT); a connect or bind of one it already
+    has is refused as libzmq would (a second bind: EADDRINUSE; a second connect of the same
+    endpoint makes a second connection in libzmq, which zsim does not model)."""
+    bound = {name: {e.key for e in sock.bind} for name, sock in by_name.items()}
+    connected = {name: {e.key for e in sock.connect} for name, sock in by_name.items()}
+    for call in calls:
+        where = f"{call.label} (socket {call.socket}).{call.action}"
+        for index, endpoint in enumerate(call.endpoints):
+            at = f"{where}[{index}]"
+            if call.action == "disconnect":
+                if endpoint.key not in connected[call.socket]:
+                    raise ScenarioError(at, f"{endpoint.text} is not connected by this socket at {call.at_s:g} s (zmq_disconnect: ENOENT)")
+                connected[call.socket].discard(endpoint.key)
+            elif call.action == "unbind":
+                if endpoint.key not in bound[call.socket]:
+                    raise ScenarioError(at, f"{endpoint.text} is not bound by this socket at {call.at_s:g} s (zmq_unbind: ENOENT)")
+                bound[call.socket].discard(endpoint.key)
+            elif call.action == "connect":
+                if endpoint.key in connected[call.socket]:
+                    raise ScenarioError(at, f"{endpoint.text} is already connected by this socket: a second connect to one endpoint is "
+                                            "not modelled")
+                connected[call.socket].add(endpoint.key)
+            elif call.action == "bind":
+                others = [name for name, keys in bound.items() if endpoint.key in keys]
+                if others:
+                    raise ScenarioError(at, f"{endpoint.text} is bound by socket {others[0]!r} at {call.at_s:g} s (EADDRINUSE)")
+                bound[call.socket].add(endpoint.key)
 
 
 def _parse_machine(raw: Any) -> MachineSpec:
@@ -874,16 +998,24 @@ def resolve_endpoint(endpoint: Endpoint, own: str, hosts: tuple[HostSpec, ...], 
     return dataclasses.replace(endpoint, node=name)
 
 
-def _check_links(sockets: list[SocketSpec], host_of: Mapping[str, str], links: tuple[LinkSpec, ...]) -> None:
+def _connects(sockets: list[SocketSpec], calls: Sequence[CallSpec]) -> list[tuple[SocketSpec, str, Endpoint]]:
+    """Every connect a scenario makes: (socket, path, endpoint), its [[socket]]'s then its [[call]]s'."""
+    by_name = {sock.name: sock for sock in sockets}
+    found = [(sock, f"socket[{sock.name}].connect[{index}]", endpoint) for sock in sockets for index, endpoint in enumerate(sock.connect)]
+    found += [(by_name[call.socket], f"{call.label} (socket {call.socket}).connect[{index}]", endpoint)
+              for call in calls if call.action == "connect" for index, endpoint in enumerate(call.endpoints)]
+    return found
+
+
+def _check_links(sockets: list[SocketSpec], host_of: Mapping[str, str], links: tuple[LinkSpec, ...],
+                 calls: Sequence[CallSpec] = ()) -> None:
     """Every connect between two hosts has a link to travel (``_check_topology`` matched it)."""
     joined = {frozenset(link.hosts) for link in links}
-    for sock in sockets:
+    for sock, path, endpoint in _connects(sockets, calls):
         own = host_of.get(sock.process, "")
-        for index, endpoint in enumerate(sock.connect):
-            if endpoint.node != own and frozenset((own, endpoint.node)) not in joined:
-                raise ScenarioError(f"socket[{sock.name}].connect[{index}]",
-                                    f"{endpoint.text} is on host {endpoint.node!r} and {sock.name!r} on "
-                                    f"{own or 'the default host'!r}: no [[link]] joins them")
+        if endpoint.node != own and frozenset((own, endpoint.node)) not in joined:
+            raise ScenarioError(path, f"{endpoint.text} is on host {endpoint.node!r} and {sock.name!r} on "
+                                      f"{own or 'the default host'!r}: no [[link]] joins them")
 
 
 def _parse_affinity(raw: Any, path: str, cores: int | None) -> tuple[int, ...]:
@@ -1181,8 +1313,9 @@ def _check_no_forwarding_cycle(sockets: list[SocketSpec], recvs: list[RecvSpec],
                 todo.append(iter(edges[peer]))
 
 
-def _check_topology(sockets: list[SocketSpec]) -> None:
-    """Binds are unique, every connect reaches a bind of a compatible type."""
+def _check_topology(sockets: list[SocketSpec], calls: Sequence[CallSpec] = ()) -> None:
+    """Binds are unique, every connect reaches a bind of a compatible type (a [[call]]'s
+    too: its endpoint must be bound by some socket at some time)."""
     bound: dict[tuple[str, str, str], tuple[SocketSpec, int]] = {}
     for sock in sockets:
         for index, endpoint in enumerate(sock.bind):
@@ -1191,27 +1324,31 @@ def _check_topology(sockets: list[SocketSpec]) -> None:
                 other = bound[endpoint.key][0]
                 raise ScenarioError(path, f"{endpoint.text} is already bound by socket {other.name!r} (EADDRINUSE)")
             bound[endpoint.key] = (sock, index)
-    for sock in sockets:
-        for index, endpoint in enumerate(sock.connect):
-            path = f"socket[{sock.name}].connect[{index}]"
-            if endpoint.key not in bound:
-                elsewhere = [key[1] for key in bound if key[0] == endpoint.transport and key[2] == endpoint.address]
-                if elsewhere and endpoint.transport != "tcp":
-                    raise ScenarioError(path, f"{endpoint.text} is bound on host {elsewhere[0] or 'default'!r}, not on this socket's "
-                                              f"host {endpoint.node or 'default'!r}: {endpoint.transport} does not cross hosts (use tcp "
-                                              "over a [[link]])")
-                raise ScenarioError(path, f"nobody binds {endpoint.text}" + (f" on host {endpoint.node!r}" if endpoint.node else ""))
-            peer = bound[endpoint.key][0]
-            if peer is sock:
-                raise ScenarioError(path, f"socket {sock.name!r} connects to its own bind {endpoint.text}")
-            valid_peers = TYPES[sock.type].valid_peers
-            if peer.type not in valid_peers:
-                allowed = ", ".join(sorted(valid_peers))
-                raise ScenarioError(path, f"a {sock.type} cannot talk to the {peer.type} socket {peer.name!r} (ZeroMQ allows {sock.type} "
-                                          f"with {allowed})")
-            if endpoint.transport == "inproc" and peer.process != sock.process:
-                raise ScenarioError(path, f"inproc works only inside one process: {sock.name!r} is in {sock.process!r}, {peer.name!r} in "
-                                          f"{peer.process!r}")
+    by_name = {sock.name: sock for sock in sockets}
+    for call in calls:
+        if call.action == "bind":
+            for index, endpoint in enumerate(call.endpoints):
+                # _check_call_endpoints checked two binds of one endpoint at once
+                bound.setdefault(endpoint.key, (by_name[call.socket], index))
+    for sock, path, endpoint in _connects(sockets, calls):
+        if endpoint.key not in bound:
+            elsewhere = [key[1] for key in bound if key[0] == endpoint.transport and key[2] == endpoint.address]
+            if elsewhere and endpoint.transport != "tcp":
+                raise ScenarioError(path, f"{endpoint.text} is bound on host {elsewhere[0] or 'default'!r}, not on this socket's "
+                                          f"host {endpoint.node or 'default'!r}: {endpoint.transport} does not cross hosts (use tcp "
+                                          "over a [[link]])")
+            raise ScenarioError(path, f"nobody binds {endpoint.text}" + (f" on host {endpoint.node!r}" if endpoint.node else ""))
+        peer = bound[endpoint.key][0]
+        if peer is sock:
+            raise ScenarioError(path, f"socket {sock.name!r} connects to its own bind {endpoint.text}")
+        valid_peers = TYPES[sock.type].valid_peers
+        if peer.type not in valid_peers:
+            allowed = ", ".join(sorted(valid_peers))
+            raise ScenarioError(path, f"a {sock.type} cannot talk to the {peer.type} socket {peer.name!r} (ZeroMQ allows {sock.type} "
+                                      f"with {allowed})")
+        if endpoint.transport == "inproc" and peer.process != sock.process:
+            raise ScenarioError(path, f"inproc works only inside one process: {sock.name!r} is in {sock.process!r}, {peer.name!r} in "
+                                      f"{peer.process!r}")
     for sock in sockets:
         if TYPES[sock.type].single_peer and len(sock.bind) + len(sock.connect) > 1:
             raise ScenarioError(f"socket[{sock.name}]", "a PAIR socket has exactly one peer: one bind or one connect")

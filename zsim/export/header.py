@@ -70,6 +70,9 @@ def caveats(plan: Plan, needs: set[str], folded: list[Template], expanded: list[
     else:
         notes.append(f"the end: at until_s = {seconds(s.until_s)} every process takes its counts and leaves at once "
                      "(LINGER 0), as the simulation stops there.")
+    if s.calls:
+        notes.append(f"[[call]]: the {len(s.calls)} calls the scenario makes while it runs (connect, disconnect, bind, "
+                     "unbind, setsockopt) are not written into this program: it keeps the sockets as they open.")
     workloads: list[SendSpec | RecvSpec] = [*s.sends, *s.recvs]
     short = [w.name for w in workloads if _short_wait(w)]
     if short:

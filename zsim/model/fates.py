@@ -49,6 +49,7 @@ RULE_REQ_STATE = 12  # REQ: reply from a pipe it did not send to
 RULE_KERNEL_LOST = 13  # tcp/ipc: in the kernel or in flight when the connection broke
 RULE_NO_DELIMITER = 14  # REP/REQ: a message without the empty delimiter frame (rep_t/req_t::xrecv)
 RULE_SEND_FAILED = 15  # zmq_proxy: a message it received whose send failed (EAGAIN at SNDTIMEO); the proxy ends
+RULE_APP_DISCONNECT = 16  # in a connection the application ended with zmq_disconnect or zmq_unbind
 
 RULES = {
     0: "",
@@ -67,6 +68,7 @@ RULES = {
     RULE_KERNEL_LOST: "kernel_lost",
     RULE_NO_DELIMITER: "no_delimiter",
     RULE_SEND_FAILED: "send_failed",
+    RULE_APP_DISCONNECT: "app_disconnect",
 }
 
 # -- where a message queued at the end sits -------------------------------------------------

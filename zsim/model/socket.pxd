@@ -72,6 +72,9 @@ cdef class Socket(SendOwner):
     @cython.locals(now=double, last=double)
     cpdef int send(self, tuple msg) except? -1
     cpdef recv(self)
+    cpdef options_changed(self, str name)
+    cpdef xoptions_changed(self, str name)
+    cpdef bint xsetsockopt(self, str name, value) except? -1
     cpdef bint send_refused(self) except? -1
     cpdef bint recv_refused(self) except? -1
     # the type's own side: overridden by each type in zsim/model/sockets.py

@@ -353,6 +353,22 @@ class Socket(SendOwner):
         """ZMQ_POLLOUT."""
         return self.xhas_out()
 
+    def options_changed(self, name: str) -> None:
+        """``zmq_setsockopt`` changed option ``name`` (``options`` is the new set): what the
+        socket keeps of it as fields follows (the type's own: ``xoptions_changed``)."""
+        options = self.options
+        self.sndtimeo = options.sndtimeo
+        self.rcvtimeo = options.rcvtimeo
+        self.xoptions_changed(name)
+
+    def xoptions_changed(self, name: str) -> None:
+        """The type's fields read from an option that changed (ROUTER_MANDATORY, ...)."""
+
+    def xsetsockopt(self, name: str, value: Any) -> bool:
+        """A type's own ``zmq_setsockopt`` (``socket_base_t::xsetsockopt``): subscriptions;
+        False when the type has no such option."""
+        return False
+
     def send_refused(self) -> bool:
         """The type's state machine refuses a send now (EFSM; only where ``fsm``)."""
         return False

@@ -244,6 +244,10 @@ class Router(Socket):
     def xsend(self, msg: Message) -> int:
         return self.router.send(msg)
 
+    def xoptions_changed(self, name: str) -> None:
+        if name == "router_mandatory":
+            self.router.mandatory = bool(self.options.router_mandatory)
+
     def xrecv(self) -> Message | None:
         fq: FairQueue = self.fq
         msg = fq.take()
@@ -424,6 +428,10 @@ class XPub(Socket):
     def xsend(self, msg: Message) -> int:
         return self.dist.send(msg)
 
+    def xoptions_changed(self, name: str) -> None:
+        if name == "xpub_nodrop":
+            self.dist.nodrop = bool(self.options.xpub_nodrop)
+
     def xrecv(self) -> Message | None:
         if self.pending_subscriptions:
             return self.pending_subscriptions.pop(0)
@@ -569,6 +577,14 @@ class XSub(Socket):
                 self.write_subscription(peer.out_pipe, prefix, subscribe)
         return SENT
 
+    def xsetsockopt(self, name: str, value: Any) -> bool:
+        """``ZMQ_SUBSCRIBE``/``ZMQ_UNSUBSCRIBE`` (``sub_t::xsetsockopt``: a subscription
+        message through ``xsub_t::xsend``): cached, sent to every peer."""
+        if name not in ("subscribe", "unsubscribe"):
+            return False
+        self.send_subscription(str(value), name == "subscribe")
+        return True
+
     def xhiccuped(self, pipe: Pipe) -> None:
         """``xsub_t::xhiccuped``: a reconnected pipe gets every subscription again."""
         own = self.own_subs
@@ -586,6 +602,11 @@ class Sub(XSub):
     def xinit(self) -> None:
         XSub.xinit(self)
         self.receives_all = self.own_subs is not None and self.own_subs.all
+
+    def xsetsockopt(self, name: str, value: Any) -> bool:
+        handled = XSub.xsetsockopt(self, name, value)
+        self.receives_all = self.own_subs is not None and self.own_subs.all  # the filter changed
+        return handled
 
     def xrecv(self) -> Message | None:
         fq: FairQueue = self.fq

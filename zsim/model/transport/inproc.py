@@ -28,6 +28,14 @@ def _sum_hwm(a: int, b: int) -> int:
     return a + b
 
 
+def _boosted(hwm: int, boost: int) -> int:
+    """``pipe_t::set_hwms`` of one direction: ``hwm + max(boost, 0)``, unlimited (0) when
+    either is 0 (a boost of -1, none, leaves the HWM as it is)."""
+    if hwm <= 0 or boost == 0:
+        return 0
+    return hwm + max(boost, 0)
+
+
 class InprocConnection(Connection):
     """An inproc connection: two shared pipes, no session, no engine."""
 
@@ -46,6 +54,10 @@ class InprocConnection(Connection):
         self.b2c: Pipe | None = None
         self.c_peer: Peer | None = None
         self.b_peer: Peer | None = None
+        # each end's set_hwms_boost: the other socket's (sndhwm, rcvhwm) when the pipes
+        # were attached to both (socket_base_t::connect_internal, ctx_t::connect_inproc_sockets)
+        self.c_boost: tuple[int, int] = (-1, -1)
+        self.b_boost: tuple[int, int] = (-1, -1)
         if binder is not None:
             self._create(binder, pending=False)
             binder.add_pending_peer(self.b_peer)  # type: ignore[arg-type]
@@ -79,6 +91,8 @@ class InprocConnection(Connection):
     def _make_binder_peer(self, binder: Socket) -> None:
         self.binder = binder
         c = self.connector
+        self.c_boost = (binder.options.sndhwm, binder.options.rcvhwm)
+        self.b_boost = (c.options.sndhwm, c.options.rcvhwm)
         self.b_peer = Peer(binder, c, self)
         self.b_peer.out_pipe, self.b_peer.in_pipe = self.b2c, self.c2b
         # Now that the binder is known, the connector's peer can see its routing id.
@@ -111,9 +125,34 @@ class InprocConnection(Connection):
 
     # -- termination -------------------------------------------------------------------
 
-    def close_side(self, sock: Socket, discard: bool = False, rule: int = RULE_LINGER) -> None:
-        """``sock`` closed: its unread inbound messages are lost; its outbound ones stay
-        readable by the peer until the delimiter (inproc has no linger: no session)."""
+    def update_hwms(self, sock: Socket) -> None:
+        """``pipe_t::set_hwms`` with the boosts of an inproc pipe pair: this end writes up to
+        its SNDHWM plus the peer's RCVHWM and reads with the LWM of its RCVHWM plus the
+        peer's SNDHWM, the peer's at the time the pipes were made (``set_hwms_boost``); the
+        other end gets ``set_hwms(SNDHWM, RCVHWM)`` of this socket with its own boosts
+        (``send_hwms_to_peer``), this socket's values at that time: libzmq 4.3.5 takes this
+        socket's RCVHWM, not the peer's SNDHWM, for the peer's writes to it."""
+        if self.conflate or self.c2b is None or self.b2c is None or self.binder is None:
+            return
+        if sock is self.connector:
+            out_pipe, in_pipe, boost, peer_boost = self.c2b, self.b2c, self.c_boost, self.b_boost
+        elif sock is self.binder:
+            out_pipe, in_pipe, boost, peer_boost = self.b2c, self.c2b, self.b_boost, self.c_boost
+        else:
+            return
+        options = sock.options
+        # this end: set_hwms(rcvhwm, sndhwm) with boost (peer sndhwm, peer rcvhwm)
+        out_pipe.hwm = _boosted(options.sndhwm, boost[1])
+        in_pipe.lwm = compute_lwm(_boosted(options.rcvhwm, boost[0]))
+        # the peer end: set_hwms(sndhwm, rcvhwm) of this socket, with the peer end's boost
+        # (this socket's options when the pipes were made)
+        in_pipe.hwm = _boosted(options.rcvhwm, peer_boost[1])
+        out_pipe.lwm = compute_lwm(_boosted(options.sndhwm, peer_boost[0]))
+
+    def close_side(self, sock: Socket, discard: bool = False, rule: int = RULE_LINGER, keep_inbound: bool = False) -> None:
+        """``sock`` closed or disconnected: its unread inbound messages are lost; its
+        outbound ones stay readable by the peer until the delimiter (inproc has no linger:
+        no session; ``keep_inbound`` does not arise: an inproc unbind ends no connection)."""
         if self.closed:
             return
         ctx = self.ctx

@@ -13,6 +13,7 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
+from ...constants import compute_lwm
 from ..context import Context
 from ..fates import (
     RULE_CRASH,
@@ -474,8 +475,9 @@ class StreamConnection(Connection):
                 waiting.remove(self)
             self.waiting_for_listener = False
 
-    def close_side(self, sock: Socket, discard: bool = False, rule: int = RULE_LINGER) -> None:
-        """``sock`` closed (``zmq_close``): honour its LINGER on this connection."""
+    def close_side(self, sock: Socket, discard: bool = False, rule: int = RULE_LINGER, keep_inbound: bool = False) -> None:
+        """``sock`` closed (``zmq_close``), disconnected or unbound: honour its LINGER on
+        this connection (see ``Connection.close_side``)."""
         if sock is self.connector:
             session = self.c_session
             self._stop_connecting()
@@ -488,21 +490,46 @@ class StreamConnection(Connection):
                 # no established link on this connection; forget any provisional peer
                 if self.b_peer is not None and self.b_peer.socket is sock:
                     sock.detach(self.b_peer)
+                if self.handshake_timer.armed and not self.closed and self.connector.is_open:
+                    # the listener went during the handshake: the connector's attempt
+                    # fails and it tries again after its reconnect interval
+                    self.handshake_timer.cancel()
+                    self._schedule_retry()
                 self.handshake_timer.cancel()
                 return
-        self._linger(session, sock, discard, rule)
+        self._linger(session, sock, discard, rule, keep_inbound)
 
-    def _linger(self, session: Session, sock: Socket, discard: bool, rule: int) -> None:
+    def update_hwms(self, sock: Socket) -> None:
+        """New HWMs on ``sock``'s pipes here: the socket -> session pipe holds SNDHWM and
+        the session reads it with its LWM; the session -> socket pipe holds RCVHWM (tcp and
+        ipc pipes have no boost: ``pipe_t::set_hwms`` with -1)."""
+        for peer in (self.c_peer, self.b_peer):
+            if peer is None or peer.socket is not sock:
+                continue
+            options = sock.options
+            for pipe, hwm in ((peer.out_pipe, options.sndhwm), (peer.in_pipe, options.rcvhwm)):
+                if pipe is not None and pipe.hwm >= 0:  # -1: a conflating pipe keeps its one slot
+                    pipe.hwm = hwm
+                    pipe.lwm = compute_lwm(hwm)
+
+    def _linger(self, session: Session, sock: Socket, discard: bool, rule: int, keep_inbound: bool = False) -> None:
         ctx = self.ctx
         if session.terminating:
             return
         session.terminating = True
         peer = session.peer
-        # Inbound messages the application never read are gone with the socket.
-        if session.in_pipe is not None:
-            record_lost(ctx, session.in_pipe.drain(), sock.index, session.in_pipe.index, rule)
-        if peer is not None:
-            sock.detach(peer)
+        in_pipe = session.in_pipe
+        if keep_inbound and in_pipe is not None and in_pipe.queue and sock.is_open and peer is not None:
+            # the socket end waits for the delimiter (pipe_t::process_pipe_term with
+            # _delay): what came in is still read, then the peer is forgotten
+            in_pipe.mark_delimited()
+            sock.post_peer_closing(peer)
+        else:
+            # Inbound messages the application never read are gone with the socket.
+            if in_pipe is not None:
+                record_lost(ctx, in_pipe.drain(), sock.index, in_pipe.index, rule)
+            if peer is not None:
+                sock.detach(peer)
         out_pipe = session.out_pipe
         linger = sock.options.linger
         if out_pipe is None:
