@@ -110,3 +110,22 @@ def fates(result: RunResult) -> list[tuple[str, str, str, str]]:
     """Every copy's (origin, state, socket, rule), in ledger order."""
     frame = result.messages_frame()
     return [(str(r.origin), str(r.state), str(r.socket), str(r.rule)) for r in frame.itertuples()]
+
+
+def reader(socket: str, log: list[Any], start_s: float = 0.0) -> Callable[[zsim.App], None]:
+    """An app that calls ``recv`` on ``socket`` from ``start_s`` on, for ever, and appends
+    (time, what it got) to ``log``: an XPUB's subscription messages (``kind``, ``topic``),
+    a ROUTER's envelopes, in the order the application would get them."""
+
+    def app(app: zsim.App) -> None:
+        def loop() -> Any:
+            if start_s:
+                yield app.env.timeout(start_s)
+            sock = app.socket(socket)
+            while True:
+                got = yield sock.recv()
+                log.append((app.env.now, got))
+
+        app.process(loop())
+
+    return app
