@@ -129,3 +129,28 @@ def reader(socket: str, log: list[Any], start_s: float = 0.0) -> Callable[[zsim.
         app.process(loop())
 
     return app
+
+
+def blocking_and_dontwait_send_without_peers(sock_type: str) -> list[tuple[str, float]]:
+    """The spec tests' ``test_block_on_send_no_peers``: a socket with SNDTIMEO 250 and no
+    peer; a DONTWAIT send, then a blocking one. Returns (outcome, time it returned) of
+    each. zsim refuses a socket without endpoints: this one binds an inproc name nobody
+    connects to, which gives it no peer either."""
+    raw = scenario({"name": "sc", "type": sock_type, "bind": "inproc://nobody", "options": {"sndtimeo": 250}},
+                   profile="ideal", until_s=1.0)
+    outcomes: list[tuple[str, float]] = []
+
+    def app(app: zsim.App) -> None:
+        def program() -> Any:
+            sock = app.socket("sc")
+            for dontwait in (True, False):
+                try:
+                    yield sock.send(0, dontwait=dontwait)
+                    outcomes.append(("sent", app.env.now))
+                except zsim.Again:
+                    outcomes.append(("EAGAIN", app.env.now))
+
+        app.process(program())
+
+    run(raw, app)
+    return outcomes
