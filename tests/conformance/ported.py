@@ -154,3 +154,43 @@ def blocking_and_dontwait_send_without_peers(sock_type: str) -> list[tuple[str, 
 
     run(raw, app)
     return outcomes
+
+
+#: testutil.cpp:49: bounce () sends this string twice, as a 2-part message (32 + 32 bytes)
+BOUNCE_SIZE, BOUNCE_PARTS = 64, 2
+
+
+def bounce(server: str, client: str) -> Callable[[zsim.App], None]:
+    """testutil.cpp:71 ``bounce (server, client)`` as an app: the client sends the 2-part
+    bounce message, the server receives it and sends it back, the client receives it.
+    What each side received goes to the app's ``got`` list: ("server"|"client", Received)."""
+    got: list[tuple[str, zsim.Received]] = []
+
+    def app(app: zsim.App) -> None:
+        def client_side() -> Any:
+            sock = app.socket(client)
+            yield sock.send(BOUNCE_SIZE, parts=BOUNCE_PARTS)
+            got.append(("client", (yield sock.recv())))
+
+        def server_side() -> Any:
+            sock = app.socket(server)
+            request = yield sock.recv()
+            got.append(("server", request))
+            yield sock.send(BOUNCE_SIZE, parts=BOUNCE_PARTS)
+
+        app.process(client_side())
+        app.process(server_side())
+
+    app.got = got  # type: ignore[attr-defined]
+    return app
+
+
+def bounced(server_socket: dict[str, Any], client_socket: dict[str, Any], **scenario_fields: Any) -> list[tuple[str, int]]:
+    """Run ``bounce`` between the two sockets: [(side, size received)], in order."""
+    app = bounce(server_socket["name"], client_socket["name"])
+    run(scenario(server_socket, client_socket, until_s=1.0, **scenario_fields), app)
+    return [(side, got.size) for side, got in app.got]  # type: ignore[attr-defined]
+
+
+#: what bounce () sees when the round trip works
+ROUND_TRIP = [("server", BOUNCE_SIZE), ("client", BOUNCE_SIZE)]
