@@ -535,16 +535,16 @@ LEFT_OUT: list[tuple[str, str, str]] = [
 #: libzmq 4.3.5 test files with no queuing assertion zsim could port: (files, why)
 SKIPPED_FILES: list[tuple[str, str]] = [
     ("test_pubsub.cpp", "runs over NORM only (transport not modelled)"),
-    ("the *_tipc.cpp, *_vmci.cpp twins, test_ws_transport.cpp, test_wss_transport.cpp, test_socks.cpp",
+    ("the `*_tipc.cpp` and `*_vmci.cpp` twins, test_ws_transport.cpp, test_wss_transport.cpp, test_socks.cpp",
      "other transports (TIPC, VMCI, WebSocket, SOCKS5 proxying): not modelled"),
     ("test_dgram.cpp, test_radio_dish.cpp, test_client_server.cpp, test_scatter_gather.cpp, test_peer.cpp, test_channel.cpp, "
      "test_thread_safe.cpp", "draft socket types (UDP, RADIO/DISH, CLIENT/SERVER, SCATTER/GATHER, PEER, CHANNEL)"),
-    ("test_stream*.cpp", "STREAM sockets (raw tcp): not modelled"),
+    ("`test_stream*.cpp`", "STREAM sockets (raw tcp): not modelled"),
     ("test_router_notify.cpp, test_hello_msg.cpp, test_hiccup_msg.cpp, test_disconnect_msg.cpp, test_pubsub_topics_count.cpp",
      "draft options"),
     ("test_mock_pub_sub.cpp, test_heartbeats.cpp, test_reconnect_options.cpp, test_monitor.cpp",
      "ZMTP bytes written by hand, heartbeats, monitor events: not queuing outcomes"),
-    ("test_security_*.cpp, test_sodium.cpp, the fuzzers, test_base85.cpp", "security and encoding"),
+    ("`test_security_*.cpp`, test_sodium.cpp, the fuzzers, test_base85.cpp", "security and encoding"),
     ("test_msg_ffn.cpp, test_msg_init.cpp, test_iov.cpp, test_metadata.cpp, test_app_meta.cpp, test_srcfd.cpp",
      "the message object's API and metadata"),
     ("test_setsockopt.cpp, test_getsockopt_memset.cpp, test_socket_null.cpp, test_ctx_options.cpp",
@@ -552,7 +552,7 @@ SKIPPED_FILES: list[tuple[str, str]] = [
     ("test_last_endpoint.cpp, test_ipc_wildcard.cpp, test_abstract_ipc.cpp, test_connect_resolve.cpp, test_bind_src_address.cpp, "
      "test_tcp_accept_filter.cpp, test_filter_ipc.cpp, test_diffserv.cpp, test_pair_tcp_cap_net_admin.cpp, test_busy_poll.cpp, "
      "test_use_fd.cpp, test_fork.cpp", "endpoint naming and resolution, OS specifics"),
-    ("test_many_sockets.cpp, test_shutdown_stress.cpp, test_poller.cpp, test_zmq_poll_fd.cpp, test_zmq_ppoll_*.cpp, "
+    ("test_many_sockets.cpp, test_shutdown_stress.cpp, test_poller.cpp, test_zmq_poll_fd.cpp, `test_zmq_ppoll_*.cpp`, "
      "test_timers.cpp, test_system.cpp, test_capabilities.cpp, test_atomics.cpp, test_ancillaries.cpp",
      "limits, polling and timer APIs, the build and environment: no message outcome"),
 ]

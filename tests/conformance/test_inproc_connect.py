@@ -57,6 +57,7 @@ def _pub_sub():
 def test_connect_before_bind_pub_sub_send_before_succeeds(transport):
     result = _pub_sub()
     assert result.summary["senders"]["before"]["sent"] == 1
+    assert len(result.messages_frame()) == 1  # the one copy is "after"'s: "before" had no subscriber to go to
 
 
 @ports("test_inproc_connect.cpp:117", "test_connect_before_bind_pub_sub: the SUB's first message is \"after\"",

@@ -19,28 +19,30 @@ def _fair_queue_in(transport: str):
                    sends=[{"socket": "req0", "count": 2, "size_bytes": 1, "start_s": SETTLE_S}],
                    recvs=[{"socket": "rep", "reply": True}], until_s=1.0)
     result = run(raw)
-    requests = [msg_id for msg_id, *_ in delivered(result, "rep")]
+    requests = [origin for _, origin, _, _ in delivered(result, "rep")]
     replies = [(msg_id, origin) for msg_id, origin, _, _ in delivered(result, "req0")]
+    assert not any(delivered(result, f"req{i}") for i in range(1, 5))
     return requests, replies
 
 
 @ports("test_spec_rep.cpp:31", "test_fair_queue_in: the REP receives reqs[0]'s first \"A\"", "received", TRANSPORTS)
 def test_fair_queue_in_first_request(transport):
     requests, _ = _fair_queue_in(transport)
-    assert len(requests) >= 1
+    assert requests[0] == "req0"
 
 
 @ports("test_spec_rep.cpp:33", "test_fair_queue_in: reqs[0] receives the reply", "received from the REP", TRANSPORTS)
 def test_fair_queue_in_first_reply(transport):
-    _, replies = _fair_queue_in(transport)
+    requests, replies = _fair_queue_in(transport)
     assert replies[0][1] == "rep"
+    assert len(replies) == len(requests)  # each reply answers a request received
 
 
 @ports("test_spec_rep.cpp:36", "test_fair_queue_in: the REP receives reqs[0]'s second \"A\"", "2 requests received",
        TRANSPORTS)
 def test_fair_queue_in_second_request(transport):
     requests, _ = _fair_queue_in(transport)
-    assert len(requests) == 2
+    assert requests == ["req0", "req0"]
 
 
 @ports("test_spec_rep.cpp:38", "test_fair_queue_in: reqs[0] receives the second reply", "2 replies received",
