@@ -51,6 +51,7 @@ from .model.appthread import AppThread, Workload
 from .model.fates import AGAIN, BLOCKED, CLOSED, EFSM, READY, RECEIVED, SENT, UNROUTABLE
 from .model.pipe import BOTTOM, MSG_ENVELOPE, MSG_ID, MSG_SIZE, MSG_T0, MSG_TOPIC, SUBSCRIBE_ID, Message
 from .model.socket import NEW, OPEN, Socket
+from .model.sockets import Rep
 from .model.workload import envelope_wire_bytes, message_wire_bytes
 from .socket_types import names
 
@@ -70,7 +71,8 @@ class Received:
     ``envelope``: the routing ids a ROUTER prepended (first = the peer it came from), to
     pass back in ``send(envelope=...)``; ``delimiter``: the message carries an empty
     delimiter frame under them (a REQ's request, a reply to one), which a REP or REQ it
-    is passed on to needs; ``kind`` is ``"message"``, or ``"subscribe"`` /
+    is passed on to needs; a REP's application sees neither (``rep_t::xrecv`` keeps them
+    for the reply); ``kind`` is ``"message"``, or ``"subscribe"`` /
     ``"unsubscribe"`` for what an XPUB hands its application.
     """
 
@@ -227,6 +229,11 @@ class AppSocket(Workload):
             delimiter = like.delimiter if like is not None else False
         if delimiter and BOTTOM not in envelope:
             envelope += (BOTTOM,)
+        if isinstance(sock, Rep) and sock.sending_reply:
+            # rep_t::xsend: the reply goes out under the routing ids and delimiter the
+            # request came with, which the socket kept (rep_t::xrecv); the application
+            # neither sees nor gives them
+            envelope = sock.reply_envelope
         if size < 0:
             event.fail(ValueError(f"send on {self.name!r}: size must be >= 0, got {size}"))
             return event
@@ -300,6 +307,10 @@ class AppSocket(Workload):
             if msg[MSG_ID] >= 0:  # an XPUB's subscription messages are not counted
                 self._threads[0].received(sock, msg, now)
             received = Received(msg)
+            if isinstance(sock, Rep):
+                # rep_t::xrecv keeps the routing ids and the delimiter for the reply and
+                # hands the application only the frames after them
+                received.envelope, received.delimiter = (), False
             self._env.call_later(self._recv_cost, lambda: event.succeed(received))
         elif status == EFSM:
             event.fail(self._state_error("recv"))
