@@ -326,16 +326,9 @@ class AppSocket(Workload):
     def _endpoint(self, text: str, verb: str) -> Any:
         """``text`` as the endpoint the scenario's model knows (its host resolved as a
         [[socket]]'s would be); a bad one is a ``ValueError`` naming it (EINVAL)."""
-        from . import spec
+        from .build import call_endpoint
 
-        scenario = self._app.model.scenario
-        own = scenario.process(self._sock.process.name).host if self._sock.process.name in {p.name for p in scenario.processes} else ""
-        where = f"app[{self._app.name}]: {verb} on {self.name!r}"
-        try:
-            return spec.resolve_endpoint(spec.parse_endpoint(str(text), where), own, scenario.hosts, where,
-                                         bind=verb in ("bind", "unbind"))
-        except ScenarioError as exc:
-            raise ValueError(str(exc)) from None
+        return call_endpoint(self._app.model, self._sock, text, f"app[{self._app.name}]: {verb}")
 
     def _open_for(self, verb: str) -> Socket:
         if self._sock.state != OPEN:
@@ -371,20 +364,14 @@ class AppSocket(Workload):
         ``rcvtimeo`` in ms, ``subscribe``, ...): checked as a [[socket]]'s ``options``
         are (a bad one is a ``ValueError`` naming it); it holds from now on where libzmq
         reads it, and SNDHWM/RCVHWM reach the pipes already attached (``World.set_option``)."""
-        from . import spec
+        from .build import call_options
 
         sock = self._open_for("setsockopt")
         if name in ("subscribe", "unsubscribe"):
             self._world.subscribe(sock, value.decode() if isinstance(value, bytes) else str(value), name == "subscribe")
             return
-        where = f"app[{self._app.name}]: setsockopt on {self.name!r}"
-        try:
-            parsed = spec.parse_options({name: value}, where, sock.type)
-        except ScenarioError as exc:
-            raise ValueError(str(exc)) from None
-        keys = ("sndhwm", "rcvhwm") if name == "hwm" else (name,)
-        for key in keys:
-            self._world.set_option(sock, key, getattr(parsed, key))
+        for key, checked in call_options(sock, name, value, f"app[{self._app.name}]: setsockopt on {self.name!r}"):
+            self._world.set_option(sock, key, checked)
 
     def subscribe(self, prefix: str | bytes) -> None:
         """``sock.subscribe(prefix)`` (SUB, XSUB)."""

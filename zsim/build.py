@@ -20,6 +20,7 @@ import numpy as np
 
 from . import profile as profile_module
 from .distributions import Distribution
+from .errors import ScenarioError
 from .ledger import Ledger
 from .model.cpu import Machine, Machines
 from .model.kernel import NORMAL, URGENT, Environment
@@ -28,7 +29,7 @@ from .model.socket import OPEN, Socket
 from .model.workload import Proxy, Receiver, Sender
 from .model.world import Process, World
 from .profile import Profile, TransportProfile
-from .spec import CallSpec, Scenario, check_affinity
+from .spec import CallSpec, Scenario, check_affinity, parse_endpoint, parse_options, resolve_endpoint
 
 
 class Streams:
@@ -422,6 +423,28 @@ def _schedule_timeline(model: Model) -> None:
             env.call_later(proc_spec.crash_at_s, process.crash)
         if proc_spec.restart_at_s is not None:
             env.call_later(proc_spec.restart_at_s, partial(_restart, model, process), priority=URGENT)
+
+
+def call_endpoint(model: Model, sock: Socket, text: str, verb: str) -> Any:
+    """``text`` as the endpoint a call of an app on ``sock`` names, resolved as a
+    [[socket]]'s would be (its process's host); a bad one is a ``ValueError`` naming it."""
+    scenario = model.scenario
+    own = next((proc.host for proc in scenario.processes if proc.name == sock.process.name), "")
+    where = f"{verb} on {sock.name!r}"
+    try:
+        return resolve_endpoint(parse_endpoint(str(text), where), own, scenario.hosts, where, bind=verb in ("bind", "unbind"))
+    except ScenarioError as exc:
+        raise ValueError(str(exc)) from None
+
+
+def call_options(sock: Socket, name: str, value: Any, where: str) -> list[tuple[str, Any]]:
+    """``(option, value)`` pairs a ``setsockopt(name, value)`` sets, checked as a
+    [[socket]]'s ``options`` are (``hwm`` sets both HWMs); a bad one is a ``ValueError``."""
+    try:
+        parsed = parse_options({name: value}, where, sock.type)
+    except ScenarioError as exc:
+        raise ValueError(str(exc)) from None
+    return [(key, getattr(parsed, key)) for key in (("sndhwm", "rcvhwm") if name == "hwm" else (name,))]
 
 
 def perform_call(model: Model, call: CallSpec) -> None:

@@ -2,7 +2,7 @@
 cimport cython
 
 from zsim.model.context cimport Context
-from zsim.model.cpu cimport Thread
+from zsim.model.cpu cimport Core
 from zsim.model.kernel cimport Clock, FastTimer, Timer
 from zsim.model.sink cimport LedgerSink
 from zsim.model.socket cimport Socket
@@ -16,7 +16,7 @@ cdef int BLOCKED, CLOSED, EFSM, RECEIVED, READY, TIMEOUT, IDLE, SENDING, FORWARD
 cdef class AppThread:
     cdef public Context ctx
     cdef public Clock clock
-    cdef public Thread cpu
+    cdef public Core cpu
     cdef public double wake_s
     cdef public LedgerSink ledger
     cdef public int status
@@ -61,11 +61,7 @@ cdef class AppThread:
     cpdef double blocked_send_s(self)
     @cython.locals(sock=Socket, each=Socket, kind=int)
     cpdef cancel(self)
-    @cython.locals(thread=Thread)
     cpdef burst(self, double cpu, FastTimer timer, double wait)
-    @cython.locals(thread=Thread, ready=double)
     cpdef burst_until(self, double cpu, FastTimer timer, double due, Sampler jitter, then)
-    @cython.locals(thread=Thread)
     cpdef sleep_until(self, FastTimer timer, double due)
-    @cython.locals(thread=Thread)
     cpdef abandon(self, owner)

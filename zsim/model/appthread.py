@@ -22,9 +22,9 @@ scripted in SimPy (``zsim.app.AppSocket``). It owns
   under it (``send``, ``forward``, ``recv``, ``poll``; ``done(status)`` ends it later);
 * the cost of waking the threads a call's writes woke (``wake_s``: the call's own, read
   after it; pipes charge it to the running call, see ``zsim.model.pipe.Pipe.write``);
-* the CPU bursts of the thread (``burst``): on the machine's cores when ``[machine]
-  cores`` is set (``cpu``, a ``zsim.model.cpu.Thread``), else on a core of its own, where
-  a burst of CPU is simply its length of time.
+* the CPU bursts of the thread (``burst``): on its ``cpu``, a ``zsim.model.cpu.Core``: the
+  machine's cores when ``[machine] cores`` is set (a ``Thread``), else a core of its own
+  (an ``OwnCore``), where a burst of CPU is simply its length of time.
 
 A thread is in at most one blocking call at a time, as a real one is. The workloads decide
 only what to send or receive and when, and what to do with a call's outcome.
@@ -36,6 +36,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..constants import INBOUND_POLL_RATE
+from .cpu import Core, OwnCore
 from .fates import (
     AGAIN,
     BLOCKED,
@@ -57,7 +58,6 @@ from .socket import OPEN, Socket
 if TYPE_CHECKING:  # pragma: no cover
     from ..sampler import Sampler
     from .context import Context
-    from .cpu import Thread
 
 # what a blocked thread waits in
 IDLE = 0
@@ -88,8 +88,9 @@ class AppThread:
         self.ctx = ctx
         self.clock = ctx.clock  # the time as a C double: see kernel.Clock
         self.ledger: LedgerSink = ctx.ledger  # typed in appthread.pxd: its reports are C calls
-        #: its thread on the machine's cores (None: a core of its own, ``[machine] cores = 0``)
-        self.cpu: Thread | None = None
+        #: where its CPU work runs: a thread on the machine's cores (``zsim.build`` sets it
+        #: with ``[machine] cores``) or a core of its own
+        self.cpu: Core = OwnCore(ctx.clock)
         #: what the last send attempt owes for waking the threads it woke (seconds)
         self.wake_s = 0.0
         #: the outcome of the last ``recv`` that returned no message, or of a ``poll``
@@ -408,36 +409,18 @@ class AppThread:
 
     def burst(self, cpu: float, timer: FastTimer, wait: float) -> None:
         """Burn ``cpu`` seconds of CPU, then arm ``timer`` ``wait`` seconds later."""
-        thread = self.cpu
-        if thread is None:
-            timer.arm(cpu + wait)  # a core of its own: the burst takes its length
-        else:
-            thread.run(cpu, timer, wait)
+        self.cpu.burst(cpu, timer, wait)
 
     def burst_until(self, cpu: float, timer: FastTimer, due: float, jitter: Sampler | None, then: Callable[[], object]) -> None:
         """Burn ``cpu`` seconds, then sleep until ``due`` (waking ``jitter`` late), or go on
-        at once if that is past. With cores, ``then()`` follows the burst and calls
-        ``sleep_until``; on a core of its own the end of the burst is known now."""
-        thread = self.cpu
-        if thread is not None:
-            thread.run_then(cpu, then)
-            return
-        ready = self.clock.now + cpu
-        if due > ready:
-            if jitter is not None:
-                due += jitter.next_float()  # the thread sleeps until then, and wakes late
-            timer.arm_at(due)
-        else:
-            timer.arm_at(ready)  # behind schedule: the next send goes back to back
+        at once if that is past. Sharing the machine's cores, ``then()`` follows the burst
+        and calls ``sleep_until``; on a core of its own the end of the burst is known now."""
+        self.cpu.burst_until(cpu, timer, due, jitter, then)
 
     def sleep_until(self, timer: FastTimer, due: float) -> None:
         """After ``burst_until``'s burst, with cores: a precise wait until ``due``."""
-        thread = self.cpu
-        assert thread is not None
-        thread.wait_until(timer, due)
+        self.cpu.sleep_until(timer, due)
 
     def abandon(self, owner: object) -> None:
         """``owner`` stopped: nothing of its work follows on the cores (``Thread.abandon``)."""
-        thread = self.cpu
-        if thread is not None:
-            thread.abandon(owner)
+        self.cpu.abandon(owner)

@@ -37,8 +37,9 @@ spin cut by the end of a slice would end at once when its thread runs again, its
 being past: the model then overstates the delay by at most the spin.) With ``wait_spin_s =
 0``, the default, the program only sleeps (``time.sleep``) and its waits use no core.
 
-``cores = 0`` builds no ``Machine`` at all: every thread then has a core of its own and the
-model is exactly the one without this module.
+``cores = 0`` builds no ``Machine`` at all: every application thread then has a core of its
+own (``OwnCore``, a ``Core`` like ``Thread``) and the model is exactly the one without this
+module.
 """
 
 from __future__ import annotations
@@ -82,7 +83,61 @@ def _arm(timer: Any, delay: float) -> None:
         timer.arm(delay)
 
 
-class Thread:
+class Core:
+    """Where an application thread's CPU work runs (``AppThread.cpu``): the machine's cores
+    (``Thread``) or a core of its own (``OwnCore``). One interface, so the calls of an
+    application thread never ask which."""
+
+    __slots__ = ()
+
+    def burst(self, cpu: float, timer: FastTimer, wait: float) -> None:
+        """Burn ``cpu`` seconds of CPU, then arm ``timer`` ``wait`` seconds later."""
+        raise NotImplementedError
+
+    def burst_until(self, cpu: float, timer: FastTimer, due: float, jitter: Any, then: Callable[[], Any]) -> None:
+        """Burn ``cpu`` seconds, then sleep until ``due`` (waking ``jitter`` late, a
+        ``Sampler`` or None), or go on at once if that is past."""
+        raise NotImplementedError
+
+    def sleep_until(self, timer: FastTimer, due: float) -> None:
+        """After ``burst_until``'s burst: a precise wait until ``due``, then ``timer``."""
+        raise NotImplementedError
+
+    def abandon(self, owner: Any) -> None:
+        """``owner`` (a workload) stopped: nothing of its work follows."""
+        raise NotImplementedError
+
+
+class OwnCore(Core):
+    """A core of its own (``[machine] cores = 0``: the model without contention): a burst
+    of CPU simply takes its length, and what follows it is known at once."""
+
+    __slots__ = ("clock",)
+
+    def __init__(self, clock: Any) -> None:
+        self.clock = clock
+
+    def burst(self, cpu: float, timer: FastTimer, wait: float) -> None:
+        timer.arm(cpu + wait)
+
+    def burst_until(self, cpu: float, timer: FastTimer, due: float, jitter: Any, then: Callable[[], Any]) -> None:
+        # the end of the burst is known now: no call of ``then`` is needed
+        ready = self.clock.now + cpu
+        if due > ready:
+            if jitter is not None:
+                due += jitter.next_float()  # the thread sleeps until then, and wakes late
+            timer.arm_at(due)
+        else:
+            timer.arm_at(ready)  # behind schedule: the next send goes back to back
+
+    def sleep_until(self, timer: FastTimer, due: float) -> None:
+        timer.arm_at(due)
+
+    def abandon(self, owner: Any) -> None:
+        """Nothing is queued on a core of its own: its timers are the owner's to cancel."""
+
+
+class Thread(Core):
     """One OS thread: its bursts, its queue of work, its statistics."""
 
     __slots__ = ("machine", "name", "kind", "process", "affinity", "restricted", "index", "remaining", "work", "rate",
@@ -128,6 +183,17 @@ class Thread:
         self.wait_spin_s = 0.0
 
     # -- application threads: a burst, then a sleep ------------------------------------------
+
+    def burst(self, cpu: float, timer: FastTimer, wait: float) -> None:
+        self.run(cpu, timer, wait)
+
+    def burst_until(self, cpu: float, timer: FastTimer, due: float, jitter: Any, then: Callable[[], Any]) -> None:
+        # sharing cores, the burst's end is known only when it ends: ``then`` follows it and
+        # calls ``sleep_until``
+        self.run_then(cpu, then)
+
+    def sleep_until(self, timer: FastTimer, due: float) -> None:
+        self.wait_until(timer, due)
 
     def run(self, cpu: float, timer: Any, wait: float = 0.0) -> None:
         """Burn ``cpu`` seconds of CPU, then arm ``timer`` ``wait`` seconds later."""
