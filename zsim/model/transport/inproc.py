@@ -102,9 +102,17 @@ class InprocConnection(Connection):
         self.ctx.rename_pipe(self.b2c, f"{binder.name}->{c.name}", frm=binder.name)
         if self.conflate:
             drop_displaced(self.ctx, self.b2c, binder)
+        peer = self.c_peer
+        assert peer is not None
+        arrives = peer.routing_key is None and peer.attached
         self._make_binder_peer(binder)
         # The bind side processes the bind command inside its own bind() call.
         binder.attach(self.b_peer)  # type: ignore[arg-type]
+        if arrives and c.is_open and c.traits.prepends_identity:
+            # connect_inproc_sockets writes the binder's routing id into the pipe a ROUTER
+            # connector reads (send_routing_id, if the connector is still open): it
+            # identifies the binder when it processes that activate_read
+            c.post_activate_read(self.b2c)
 
     def refuse(self, peer: Peer) -> None:
         self.close_side(peer.socket, discard=True)

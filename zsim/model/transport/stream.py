@@ -5,6 +5,10 @@ socket. The connect side gets its pipes at ``connect()`` (unless ``immediate``),
 side after the handshake. Disconnects, reconnects (``reconnect_ivl`` plus jitter), linger
 and the ipc EPOLLHUP loss of docs/model.md are modelled here; the engines and kernel
 buffers are in ``engine``.
+
+A ROUTER that connects learns its peer's routing id at the handshake: the engine pushes it
+into the pipe the ROUTER attached at ``connect()`` (``stream_engine_base_t::mechanism_ready``)
+and the ROUTER identifies the peer on that ``activate_read`` (``sockets.Router``).
 """
 
 from __future__ import annotations
@@ -340,9 +344,15 @@ class StreamConnection(Connection):
             self._hiccup_subscriptions()
         peer = self.c_peer
         assert peer is not None
+        arrives = peer.routing_key is None and peer.attached
         peer.remote = binder
         peer.routing_key = binder.routing_id
         peer.remote_subs = binder.own_subs
+        if arrives and self.connector.traits.prepends_identity and peer.in_pipe is not None:
+            # stream_engine_base_t::mechanism_ready: a ROUTER's engine pushes the peer's
+            # routing id into the pipe it attached at connect(); the socket identifies the
+            # peer when it processes that activate_read (router_t::xread_activated)
+            self.connector.post_activate_read(peer.in_pipe)
         if self.links == 1 and peer.out_pipe is not None and peer.in_pipe is not None:
             c = self.connector
             self.ctx.rename_pipe(peer.out_pipe, f"{c.name}->{binder.name} ({self.transport} send)", to=binder.name)
