@@ -3,7 +3,9 @@ the model's transports, each followed to the source:
 
 * a ROUTER that connects identifies its peer when the peer's routing id arrives (the
   handshake, or the bind of an inproc name), and ignores a second peer presenting an id
-  already in use (``router_t::identify_peer``).
+  already in use (``router_t::identify_peer``);
+* an inproc connect whose socket closed before anybody bound the name keeps its messages
+  for the binder (``ctx_t::pend_connection``, ``connect_inproc_sockets``).
 """
 
 from __future__ import annotations
@@ -70,3 +72,58 @@ def test_a_router_ignores_a_second_peer_presenting_a_routing_id_in_use():
     # never read: still in the ROUTER's pipe from "two" when the run ends
     assert from_two["state"].tolist() == ["queued_at_end"]
     assert from_two["pipe_name"].tolist() == ["two->router (tcp recv)"]
+
+
+# -- an inproc connect that closes before the bind ----------------------------------------
+
+
+def _connect_close_then_bind(linger: int, connectors: int = 1, **process: Any) -> dict[str, Any]:
+    """test_hwm.cpp test_inproc_connect_and_close_first (l.119-147, from l.241): PUSH
+    (SNDHWM 1) connects to inproc://a nobody has bound, sends DONTWAIT until EAGAIN, and
+    closes; then a PULL (RCVHWM 0) binds and receives."""
+    pushes = [{"name": f"push{i}", "type": "PUSH", "process": "p", "connect": "inproc://a", "close_at_s": 0.005,
+               "options": {"sndhwm": 1, "linger": linger}} for i in range(connectors)]
+    return scenario(
+        *pushes,
+        {"name": "pull", "type": "PULL", "process": "p", "bind": "inproc://a", "open_at_s": 0.01, "options": {"rcvhwm": 0}},
+        sends=[{"socket": f"push{i}", "count": 10_000, "dontwait": True, "on_again": "stop", "size_bytes": 0}
+               for i in range(connectors)],
+        recvs=[{"socket": "pull", "start_s": 0.3}],
+        processes=[{"name": "p", **process}], until_s=1.0,
+    )
+
+
+@pytest.mark.parametrize("linger", [-1, 0, 100])
+def test_a_closed_inproc_connect_keeps_its_messages_for_a_later_binder(linger):
+    """test_hwm.cpp:147 (and :245, the count): the context keeps the pending connection,
+    pipe and delimiter (``ctx_t::pend_connection``), and ``connect_pending`` hands it to the
+    binder, which reads up to the delimiter. LINGER does not apply: an inproc pipe has no
+    session (``pipe_t::process_pipe_term`` waits for the delimiter). The model lost it
+    under ``close_linger``."""
+    summary = _summary(_connect_close_then_bind(linger))
+    push, pull = summary["sockets"]["push0"], summary["sockets"]["pull"]
+    assert (push["sent"], push["send_again"], pull["received"]) == (1, 1, 1)
+    assert (summary["ledger"]["delivered"], summary["ledger"]["lost_on_close"]) == (1, 0)
+
+
+def test_every_closed_connect_of_a_name_reaches_its_later_binder():
+    """test_inproc_connect.cpp:188 (test_multiple_threads, with PUSH for its PAIR): every
+    connector sends one message and closes before the bind; the binder gets them all."""
+    summary = _summary(_connect_close_then_bind(-1, connectors=5))
+    assert summary["sockets"]["pull"]["received"] == 5
+    assert summary["ledger"]["delivered"] == summary["ledger"]["copies"] == 5
+
+
+def test_a_closed_connect_nobody_binds_in_time_is_still_queued_at_the_end():
+    raw = _connect_close_then_bind(-1)
+    raw["socket"][-1]["open_at_s"] = 2.0  # after the run's end
+    ledger = _summary(raw)["ledger"]
+    assert (ledger["queued_at_end"], ledger["lost_on_close"]) == (1, 0)
+
+
+@pytest.mark.parametrize("ending, rule", [({"exit_at_s": 0.008}, "close_linger"), ({"crash_at_s": 0.008}, "crash")])
+def test_the_context_ending_before_the_bind_loses_the_closed_connects_messages(ending, rule):
+    """``zmq_ctx_term`` binds a PAIR to every name with pending connects and closes it
+    (``ctx_t::terminate``): the messages go with the context, as they do when it dies."""
+    ledger = _summary(_connect_close_then_bind(-1, **ending))["ledger"]
+    assert (ledger["lost_on_close"], ledger["lost_by_rule"], ledger["delivered"]) == (1, {rule: 1}, 0)

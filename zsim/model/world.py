@@ -18,7 +18,7 @@ import numpy as np
 
 from .appthread import Workload
 from .context import Context
-from .fates import RULE_LINGER, WHERE_PIPE
+from .fates import RULE_CRASH, RULE_LINGER, WHERE_PIPE
 from .kernel import Environment
 from .params import ModelParams
 from .pipe import Message, Pipe
@@ -60,6 +60,7 @@ class Process:
             workload.stop()
         for sock in self.sockets:
             world.close_socket(sock)
+        world.drop_pending_inproc(self, RULE_LINGER)
         self._check_done()
 
     def _check_done(self) -> None:
@@ -83,6 +84,7 @@ class Process:
             workload.stop()
         for sock in self.sockets:
             world.crash_socket(sock)
+        world.drop_pending_inproc(self, RULE_CRASH)
         self.alive = False
         self.pending_sessions.clear()
 
@@ -139,8 +141,10 @@ class World(Context):
             key = endpoint.key
             self.listeners[key] = sock
             if endpoint.transport == "inproc":
+                # ctx_t::connect_pending: every connect still pending, also those whose
+                # socket closed meanwhile (their messages wait for this reader)
                 for conn in self.pending_inproc.pop(key, []):
-                    if conn.connector.is_open:
+                    if not conn.closed:
                         conn.bound(sock)
                         self.socket_connections[sock].append(conn)
             else:
@@ -205,6 +209,22 @@ class World(Context):
             conn.crash_side(sock)
         for peer in list(sock.peers):
             sock.detach(peer)
+
+    def drop_pending_inproc(self, process: Process, rule: int) -> None:
+        """``process``'s context ends (``zmq_ctx_term``, or the process died): the inproc
+        connects of its sockets that nobody bound lose what they hold (``ctx_t::terminate``
+        connects them to a PAIR it closes at once)."""
+        for key, pending in list(self.pending_inproc.items()):
+            kept = []
+            for conn in pending:
+                if conn.connector.process is process:
+                    conn.drop_pending(rule)
+                else:
+                    kept.append(conn)
+            if kept:
+                self.pending_inproc[key] = kept
+            else:
+                del self.pending_inproc[key]
 
     def _connections_of(self, sock: Socket) -> list[Connection]:
         result = list(self.socket_connections.get(sock, []))
