@@ -1,11 +1,13 @@
-"""Where libzmq 4.3.5's own tests (tests/*.cpp at v4.3.5) and its source disagreed with
-the model's transports, each followed to the source:
+"""Three places where libzmq 4.3.5's own tests (tests/*.cpp at v4.3.5) and its source
+disagreed with the model, each followed to the source:
 
 * a ROUTER that connects identifies its peer when the peer's routing id arrives (the
   handshake, or the bind of an inproc name), and ignores a second peer presenting an id
   already in use (``router_t::identify_peer``);
 * an inproc connect whose socket closed before anybody bound the name keeps its messages
-  for the binder (``ctx_t::pend_connection``, ``connect_inproc_sockets``).
+  for the binder (``ctx_t::pend_connection``, ``connect_inproc_sockets``);
+* handshakes served by one I/O thread complete in the order they started, so connects made
+  one after another attach in that order (``io_thread_t``'s poller loop).
 """
 
 from __future__ import annotations
@@ -127,3 +129,55 @@ def test_the_context_ending_before_the_bind_loses_the_closed_connects_messages(e
     (``ctx_t::terminate``): the messages go with the context, as they do when it dies."""
     ledger = _summary(_connect_close_then_bind(-1, **ending))["ledger"]
     assert (ledger["lost_on_close"], ledger["lost_by_rule"], ledger["delivered"]) == (1, {rule: 1}, 0)
+
+
+# -- handshakes on one I/O thread -----------------------------------------------------------
+
+
+def _req_and_five_reps(endpoint: str) -> dict[str, Any]:
+    """test_spec_req.cpp test_round_robin_out (l.19-42): a REQ binds, five REPs of the same
+    context connect one after another (here: at the same instant, in that order), and the
+    REQ's requests go to them in turn, in connect order."""
+    return scenario(
+        {"name": "req", "type": "REQ", "bind": endpoint},
+        *({"name": f"rep{i}", "type": "REP", "connect": endpoint} for i in range(5)),
+        sends=[{"socket": "req", "count": 5, "size_bytes": 4, "start_s": 1.5}],
+        recvs=[{"socket": f"rep{i}"} for i in range(5)],
+        profile="default", until_s=3.0,
+    )
+
+
+@pytest.mark.parametrize("endpoint", ["tcp://127.0.0.1:5555", "ipc://req-round-robin"])
+def test_simultaneous_connects_attach_in_connect_order(endpoint):
+    """One I/O thread serves the five handshakes one event at a time, in the order they
+    started: the k-th connect attaches k-th whatever its drawn latency, for every seed.
+    The model drew each handshake's time independently (seed 0: rep0, rep3, rep4, rep1,
+    rep2 over tcp)."""
+    for seed in range(4):
+        frame = zsim.run(_req_and_five_reps(endpoint), seed).messages_frame()
+        requests = frame[frame["origin"] == "req"].sort_values("msg_id")
+        assert requests["socket"].tolist() == [f"rep{i}" for i in range(5)], f"seed {seed}"
+
+
+def test_handshakes_on_threads_of_their_own_keep_their_own_times():
+    """Two connections that share no I/O thread (four processes, a core each): each
+    handshake takes its own drawn time, the same as with the other connection absent."""
+
+    def pairs(count: int) -> dict[str, Any]:
+        sockets, sends, recvs, processes = [], [], [], []
+        for i in range(count):
+            processes += [{"name": f"src{i}"}, {"name": f"dst{i}"}]
+            sockets += [{"name": f"push{i}", "type": "PUSH", "process": f"src{i}", "bind": f"tcp://127.0.0.1:{6000 + i}"},
+                        {"name": f"pull{i}", "type": "PULL", "process": f"dst{i}", "connect": f"tcp://127.0.0.1:{6000 + i}"}]
+            # blocked until the connection attaches: its first message's send time is then
+            sends.append({"socket": f"push{i}", "count": 1})
+            recvs.append({"socket": f"pull{i}"})
+        raw = scenario(*sockets, sends=sends, recvs=recvs, processes=processes, profile="default", until_s=0.1)
+        raw["machine"] = {"cores": 0}  # a core per thread: no CPU shared between the two either
+        return raw
+
+    for seed in range(3):
+        alone = zsim.run(pairs(1), seed).messages_frame()
+        both = zsim.run(pairs(2), seed).messages_frame()
+        first = both[both["origin"] == "push0"]
+        assert first["end_s"].tolist() == alone["end_s"].tolist()

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from .appthread import Workload
-from .context import Context
+from .context import Context, IoThread
 from .fates import RULE_CRASH, RULE_LINGER, WHERE_PIPE
 from .kernel import Environment
 from .params import ModelParams
@@ -31,10 +31,13 @@ from .transport import Connection, InprocConnection, Lingering, StreamConnection
 class Process:
     """A ``[[process]]``: one context, its sockets and workloads, its exit and crash."""
 
-    def __init__(self, world: World, name: str, index: int) -> None:
+    def __init__(self, world: World, name: str, index: int, io_threads: int = 1) -> None:
         self.world = world
         self.name = name
         self.index = index
+        #: its context's I/O threads (``[[process]] io_threads``), named as the machine's
+        #: threads are (``io.NAME``, or ``io.NAME.1``, ``io.NAME.2``, ... for several)
+        self.io_threads = [IoThread(f"io.{name}" if io_threads == 1 else f"io.{name}.{number + 1}") for number in range(io_threads)]
         self.host = ""  # the [[host]] it runs on ("" the default host)
         #: its host's machine costs (``zsim.build.host_params``): its sockets' and workloads'
         self.params = world.params
@@ -109,8 +112,8 @@ class World(Context):
 
     # -- construction ---------------------------------------------------------------------
 
-    def add_process(self, name: str) -> Process:
-        process = Process(self, name, len(self.processes))
+    def add_process(self, name: str, io_threads: int = 1) -> Process:
+        process = Process(self, name, len(self.processes), io_threads)
         self.processes.append(process)
         return process
 
