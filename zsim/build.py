@@ -22,7 +22,7 @@ from . import profile as profile_module
 from .distributions import Distribution
 from .errors import ScenarioError
 from .ledger import Ledger
-from .model.cpu import Machine, Machines
+from .model.cpu import Machine
 from .model.kernel import NORMAL, URGENT, Environment
 from .model.params import LinkParams, ModelParams, SchedulerParams, TransportParams, unix_skb_truesize, wake_cost_fn
 from .model.socket import OPEN, Socket
@@ -254,7 +254,7 @@ def build(scenario: Scenario, seed: int, profile: Profile | None = None, trace_d
     model = Model(scenario, seed, profile, env, world, ledger)
 
     for proc_spec in scenario.processes:
-        process = world.add_process(proc_spec.name)
+        process = world.add_process(proc_spec.name, proc_spec.io_threads)
         process.exit_after_sends = proc_spec.exit_after_sends
         # its host, and with it the machine's costs every socket and workload of it takes
         process.host = proc_spec.host
@@ -339,11 +339,7 @@ def _build_machines(model: Model) -> None:
             model.machines[host] = Machine(model.env, dataclasses.replace(by_host[host].scheduler, cores=cores), host)
     if not model.machines:
         return
-    if not scenario.hosts:
-        world.machine = model.machine = model.machines[""]
-    else:
-        model.machine = model.machines.get("")
-        world.machine = Machines(model.machines)
+    model.machine = model.machines.get("")
     machine_of = {proc.name: model.machines.get(proc.host) for proc in scenario.processes}
     declared = {host.name: host.cores for host in scenario.hosts}
     affinity: dict[str, tuple[int, ...] | None] = {}
@@ -384,13 +380,9 @@ def _build_machines(model: Model) -> None:
         machine = machine_of[proc_spec.name]
         if machine is None:
             continue
-        threads = []
-        for number in range(proc_spec.io_threads):
-            suffix = "" if proc_spec.io_threads == 1 else f".{number + 1}"
-            threads.append(machine.thread(unique(f"io.{proc_spec.name}{suffix}"), "io", proc_spec.name, affinity[proc_spec.name]))
-        machine.io_threads[model.processes[proc_spec.name]] = threads
-        for thread in threads:
-            machine.io_load[thread] = 0
+        # each of its context's I/O threads runs on a thread of the machine
+        for io in model.processes[proc_spec.name].io_threads:
+            io.cpu = machine.thread(unique(io.name), "io", proc_spec.name, affinity[proc_spec.name])
 
 
 def _schedule_timeline(model: Model) -> None:

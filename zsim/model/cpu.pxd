@@ -48,8 +48,6 @@ cdef class Machine:
     cdef public bint armed
     cdef public bint any_restricted
     cdef public int max_runnable
-    cdef public dict io_threads
-    cdef public dict io_load
 
     @cython.locals(other=Thread, using=int)
     cpdef bint contended(self, Thread thread)

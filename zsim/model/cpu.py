@@ -373,9 +373,6 @@ class Machine:
         self.armed = False
         self.any_restricted = False
         self.max_runnable = 0
-        #: the machine's I/O threads by process object, and how many engines each serves
-        self.io_threads: dict[Any, list[Thread]] = {}
-        self.io_load: dict[Thread, int] = {}
 
     def thread(self, name: str, kind: str, process: str, affinity: Iterable[int] | None = None) -> Thread:
         cores = self.all_cores if affinity is None else frozenset(affinity) & self.all_cores
@@ -383,19 +380,6 @@ class Machine:
         self.any_restricted = self.any_restricted or thread.restricted
         self.threads.append(thread)
         return thread
-
-    def io_thread(self, process: Any) -> Thread | None:
-        """The I/O thread a new engine of ``process`` runs on: the least loaded one, as
-        ``ctx_t::choose_io_thread`` picks it (ties: the first)."""
-        threads = self.io_threads.get(process)
-        if not threads:
-            return None
-        chosen = min(threads, key=lambda t: (self.io_load[t], t.index))
-        self.io_load[chosen] += 1
-        return chosen
-
-    def release_io_thread(self, thread: Thread) -> None:
-        self.io_load[thread] -= 1
 
     # -- processor sharing -----------------------------------------------------------------
 
@@ -572,22 +556,6 @@ class Machine:
             "cpu_s": sum(thread.cpu_s for thread in self.threads),
             "threads": threads,
         }
-
-
-class Machines:
-    """The machines of a deployment's hosts, each with its own cores: an engine's I/O
-    thread is on the machine of its process's host (``Process.host``), and a host without
-    a machine (``cores = 0``) gives it none (a core of its own)."""
-
-    def __init__(self, by_host: dict[str, Machine]) -> None:
-        self.by_host = by_host
-
-    def io_thread(self, process: Any) -> Thread | None:
-        machine = self.by_host.get(process.host)
-        return machine.io_thread(process) if machine is not None else None
-
-    def release_io_thread(self, thread: Thread) -> None:
-        thread.machine.release_io_thread(thread)
 
 
 def fair_shares(threads: list[Thread], cores: frozenset[int]) -> dict[Thread, float]:

@@ -81,7 +81,7 @@ cdef class RouteByIdentity:
     cdef public dict by_key
     cdef public bint mandatory
 
-    cpdef add(self, object key, Peer peer)
+    cpdef bint add(self, object key, Peer peer)
     cpdef remove(self, object key, Peer peer)
     @cython.locals(owner=SendOwner, peer=Peer, pipe=Pipe, now=double)
     cpdef int send(self, tuple msg) except? -1

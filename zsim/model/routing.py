@@ -311,10 +311,14 @@ class RouteByIdentity:
         self.by_key: dict[object, Peer] = {}
         self.mandatory = mandatory
 
-    def add(self, key: object, peer: Peer) -> None:
-        # router_t::identify_peer: a duplicate routing id is refused (no handover).
-        if key not in self.by_key:
-            self.by_key[key] = peer
+    def add(self, key: object, peer: Peer) -> bool:
+        """``router_t::identify_peer``'s ``add_out_pipe``: file ``peer`` under ``key``;
+        false if another peer has that routing id already (without ROUTER_HANDOVER, 4.3.5
+        "ignore[s] peers with duplicate ID": the newcomer is not filed)."""
+        if key in self.by_key:
+            return False
+        self.by_key[key] = peer
+        return True
 
     def remove(self, key: object, peer: Peer) -> None:
         if self.by_key.get(key) is peer:

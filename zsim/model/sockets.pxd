@@ -47,6 +47,7 @@ cdef class Req(Dealer):
 cdef class Router(Socket):
     cdef public FairQueue fq
     cdef public RouteByIdentity router
+    cdef public dict anonymous
 
 
 @cython.final

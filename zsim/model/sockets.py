@@ -232,14 +232,29 @@ class Req(Dealer):
 
 
 class Router(Socket):
-    """``router_t``: sends routed by the first envelope entry, reads fair-queued with the
-    sender's routing id pushed onto the envelope."""
+    """``router_t`` (src/router.cpp): sends routed by the first envelope entry, reads
+    fair-queued with the sender's routing id pushed onto the envelope.
 
-    __slots__ = ("fq", "router")
+    A peer is routed to and read from only once it is identified (``router_t::
+    xattach_pipe``, ``identify_peer``): its routing id must have arrived (``Peer.
+    routing_key``; a connect's arrives at the handshake, or when an inproc name is
+    bound) and be free. Until then its pipe is anonymous (``_anonymous_pipes``): not
+    in the routing table, not in the fair queue. The arrival is an ``activate_read`` on
+    the pipe (the session or the context writes the routing id into it), which
+    ``xread_activated`` answers by identifying the peer. A peer presenting a routing id
+    another peer already has stays anonymous for good: 4.3.5 without ROUTER_HANDOVER
+    "ignore[s] peers with duplicate ID", and having read that id, never looks at the
+    pipe again (no read fails, so no ``activate_read`` comes): nothing it sends is read
+    (test_router_handover.cpp:100)."""
+
+    __slots__ = ("fq", "router", "anonymous")
 
     def xinit(self) -> None:
         self.fq = FairQueue()
         self.router = RouteByIdentity(self, bool(self.options.router_mandatory))
+        # router_t::_anonymous_pipes, by the inbound pipe (what activate_read names): the
+        # peer whose routing id has not arrived, or None once its id was read and refused
+        self.anonymous: dict[Pipe, Peer | None] = {}
 
     def xsend(self, msg: Message) -> int:
         return self.router.send(msg)
@@ -264,11 +279,24 @@ class Router(Socket):
     def xhas_out(self) -> bool:
         return self.router.has_out()
 
-    def xattach(self, peer: Peer) -> None:
-        self.router.add(peer.routing_key, peer)
+    def _identify(self, peer: Peer) -> bool:
+        """``router_t::identify_peer``: file the peer under its routing id and read it,
+        or false (its id has not arrived, or is taken)."""
+        key = peer.routing_key
+        if key is None or not self.router.add(key, peer):
+            return False
         _attach_in(self.fq, peer)
+        return True
+
+    def xattach(self, peer: Peer) -> None:
+        if not self._identify(peer) and peer.in_pipe is not None:
+            self.anonymous[peer.in_pipe] = peer if peer.routing_key is None else None
 
     def xterminated(self, peer: Peer) -> None:
+        pipe = peer.in_pipe
+        if pipe is not None and self.anonymous and pipe in self.anonymous:
+            del self.anonymous[pipe]
+            return
         self.router.remove(peer.routing_key, peer)
         _terminate_in(self.fq, peer)
 
@@ -276,7 +304,19 @@ class Router(Socket):
         self.router.remove(peer.routing_key, peer)
 
     def xread_activated(self, pipe: Pipe) -> None:
-        self.fq.activated(pipe)
+        """``router_t::xread_activated``: an anonymous pipe's routing id has arrived (it
+        is identified, or refused for good), any other pipe rejoins the fair queue."""
+        anonymous = self.anonymous
+        if not anonymous or pipe not in anonymous:
+            self.fq.activated(pipe)
+            return
+        peer = anonymous[pipe]
+        if peer is None or peer.routing_key is None:
+            return  # refused already, or its routing id is not here yet
+        if self._identify(peer):
+            del anonymous[pipe]
+        else:
+            anonymous[pipe] = None
 
 
 class Rep(Socket):

@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 
 from .appthread import Workload
-from .context import Context
-from .fates import RULE_APP_DISCONNECT, RULE_LINGER, WHERE_PIPE
+from .context import Context, IoThread
+from .fates import RULE_APP_DISCONNECT, RULE_CRASH, RULE_LINGER, WHERE_PIPE
 from .kernel import Environment
 from .params import ModelParams
 from .pipe import Message, Pipe
@@ -32,10 +32,13 @@ from .transport import Connection, InprocConnection, Lingering, StreamConnection
 class Process:
     """A ``[[process]]``: one context, its sockets and workloads, its exit and crash."""
 
-    def __init__(self, world: World, name: str, index: int) -> None:
+    def __init__(self, world: World, name: str, index: int, io_threads: int = 1) -> None:
         self.world = world
         self.name = name
         self.index = index
+        #: its context's I/O threads (``[[process]] io_threads``), named as the machine's
+        #: threads are (``io.NAME``, or ``io.NAME.1``, ``io.NAME.2``, ... for several)
+        self.io_threads = [IoThread(f"io.{name}" if io_threads == 1 else f"io.{name}.{number + 1}") for number in range(io_threads)]
         self.host = ""  # the [[host]] it runs on ("" the default host)
         #: its host's machine costs (``zsim.build.host_params``): its sockets' and workloads'
         self.params = world.params
@@ -61,6 +64,7 @@ class Process:
             workload.stop()
         for sock in self.sockets:
             world.close_socket(sock)
+        world.drop_pending_inproc(self, RULE_LINGER)
         self._check_done()
 
     def _check_done(self) -> None:
@@ -84,6 +88,7 @@ class Process:
             workload.stop()
         for sock in self.sockets:
             world.crash_socket(sock)
+        world.drop_pending_inproc(self, RULE_CRASH)
         self.alive = False
         self.pending_sessions.clear()
 
@@ -111,8 +116,8 @@ class World(Context):
 
     # -- construction ---------------------------------------------------------------------
 
-    def add_process(self, name: str) -> Process:
-        process = Process(self, name, len(self.processes))
+    def add_process(self, name: str, io_threads: int = 1) -> Process:
+        process = Process(self, name, len(self.processes), io_threads)
         self.processes.append(process)
         return process
 
@@ -164,8 +169,10 @@ class World(Context):
         key = endpoint.key
         self.listeners[key] = sock
         if endpoint.transport == "inproc":
+            # ctx_t::connect_pending: every connect still pending, also those whose socket
+            # closed meanwhile (their messages wait for this reader)
             for conn in self.pending_inproc.pop(key, []):
-                if conn.connector.is_open:
+                if not conn.closed:
                     conn.bound(sock)
                     self.socket_connections[sock].append(conn)
         else:
@@ -300,6 +307,22 @@ class World(Context):
             conn.crash_side(sock)
         for peer in list(sock.peers):
             sock.detach(peer)
+
+    def drop_pending_inproc(self, process: Process, rule: int) -> None:
+        """``process``'s context ends (``zmq_ctx_term``, or the process died): the inproc
+        connects of its sockets that nobody bound lose what they hold (``ctx_t::terminate``
+        connects them to a PAIR it closes at once)."""
+        for key, pending in list(self.pending_inproc.items()):
+            kept = []
+            for conn in pending:
+                if conn.connector.process is process:
+                    conn.drop_pending(rule)
+                else:
+                    kept.append(conn)
+            if kept:
+                self.pending_inproc[key] = kept
+            else:
+                del self.pending_inproc[key]
 
     def _connections_of(self, sock: Socket) -> list[Connection]:
         result = list(self.socket_connections.get(sock, []))

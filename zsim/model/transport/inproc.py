@@ -4,6 +4,12 @@ One pipe per direction shared by both sockets; its HWM is the connector's SNDHWM
 binder's RCVHWM (0 = unlimited if either is 0). Connect-before-bind makes the pipes with
 the connector's own HWMs and raises them to the sums at bind time. The binder learns of
 the pipe through a ``bind`` command at its next command processing.
+
+There is no session, so no LINGER: a socket that closes leaves what it sent readable by its
+peer up to the delimiter. A connect nobody has bound yet is the context's
+(``ctx_t::pend_connection``): if its socket closes first, the pipe with its messages and
+delimiter waits for whoever binds the name (``ctx_t::connect_pending``), and goes only with
+the context (``ctx_t::terminate``: ``World.drop_pending_inproc``).
 """
 
 from __future__ import annotations
@@ -116,9 +122,25 @@ class InprocConnection(Connection):
         self.ctx.rename_pipe(self.b2c, f"{binder.name}->{c.name}", frm=binder.name)
         if self.conflate:
             drop_displaced(self.ctx, self.b2c, binder)
+        peer = self.c_peer
+        assert peer is not None
+        arrives = peer.routing_key is None and peer.attached
         self._make_binder_peer(binder)
+        b_peer = self.b_peer
+        assert b_peer is not None
         # The bind side processes the bind command inside its own bind() call.
-        binder.attach(self.b_peer)  # type: ignore[arg-type]
+        binder.attach(b_peer)
+        if not c.is_open:
+            # The connector closed before the bind: the pipe comes terminated (the
+            # binder reads it to the delimiter and can never write to it), which the
+            # binder learns at its next command processing, after every pending
+            # connection of this bind() is attached (a PAIR keeps the first)
+            binder.post_peer_closing(b_peer)
+        elif arrives and c.traits.prepends_identity:
+            # connect_inproc_sockets writes the binder's routing id into the pipe a ROUTER
+            # connector reads (send_routing_id, if the connector is still open): it
+            # identifies the binder when it processes that activate_read
+            c.post_activate_read(self.b2c)
 
     def refuse(self, peer: Peer) -> None:
         self.close_side(peer.socket, discard=True)
@@ -151,8 +173,15 @@ class InprocConnection(Connection):
 
     def close_side(self, sock: Socket, discard: bool = False, rule: int = RULE_LINGER, keep_inbound: bool = False) -> None:
         """``sock`` closed or disconnected: its unread inbound messages are lost; its
-        outbound ones stay readable by the peer until the delimiter (inproc has no linger:
-        no session; ``keep_inbound`` does not arise: an inproc unbind ends no connection)."""
+        outbound ones stay readable by the peer until the delimiter, whatever its LINGER
+        (inproc has no session: ``socket_base_t::process_term`` terminates the pipe, and the
+        peer's pipe waits for its reader to reach the delimiter, ``pipe_t::process_pipe_term``;
+        ``keep_inbound`` does not arise: an inproc unbind ends no connection).
+
+        A connect nobody has bound yet keeps them too: the context holds the pending
+        connection, pipe and delimiter, for whoever binds the name later
+        (``ctx_t::pend_connection``, ``connect_inproc_sockets``), until the context ends
+        (``drop_pending``)."""
         if self.closed:
             return
         ctx = self.ctx
@@ -164,6 +193,10 @@ class InprocConnection(Connection):
         sock.detach(mine)
         if in_pipe is not None:
             record_lost(ctx, in_pipe.drain(), sock.index, in_pipe.index, rule)
+        if other is None and not discard:
+            if out_pipe is not None:
+                out_pipe.mark_delimited()
+            return
         if other is None or not other.socket.is_open or discard:
             if out_pipe is not None:
                 record_lost(ctx, out_pipe.drain(), sock.index, out_pipe.index, rule)
@@ -177,6 +210,19 @@ class InprocConnection(Connection):
                 self.on_delimiter(out_pipe)
         # The peer can no longer write to us; it learns so at its next command processing.
         other.socket.post_peer_closing(other)
+
+    def drop_pending(self, rule: int) -> None:
+        """The connector's context ends with this connect still unbound: ``ctx_t::terminate``
+        binds a PAIR to the name and closes it, and what the pipe holds goes with it."""
+        if self.closed or self.binder is not None:
+            return
+        if self.connector.is_open:
+            self.close_side(self.connector, discard=True, rule=rule)
+            return
+        pipe = self.c2b
+        if pipe is not None:
+            record_lost(self.ctx, pipe.drain(), self.connector.index, pipe.index, rule)
+        self.closed = True
 
     def crash_side(self, sock: Socket) -> None:
         """Both pipes are gone with the process: what they hold is lost."""

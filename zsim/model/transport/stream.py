@@ -5,6 +5,20 @@ socket. The connect side gets its pipes at ``connect()`` (unless ``immediate``),
 side after the handshake. Disconnects, reconnects (``reconnect_ivl`` plus jitter), linger
 and the ipc EPOLLHUP loss of docs/model.md are modelled here; the engines and kernel
 buffers are in ``engine``.
+
+Each session runs on an I/O thread of its socket's context (``context.IoThread``): a
+connect's is chosen at ``connect()`` (``socket_base_t::connect_internal``), an accepted
+connection's at the accept (``stream_listener_base_t::create_engine``), the least loaded
+(``ctx_t::choose_io_thread``). A handshake takes its drawn latency (``[tcp] connect_s``), but
+both threads serve it one event at a time in the order events come, so it does not complete
+before a handshake started earlier on either of them (``StreamConnection._attempt``):
+connects made one after another from one context attach in that order, and the round
+robin of a REQ, DEALER or PUSH that binds follows it (test_spec_req.cpp:34). Handshakes
+that share no I/O thread keep their own times.
+
+A ROUTER that connects learns its peer's routing id at the handshake: the engine pushes it
+into the pipe the ROUTER attached at ``connect()`` (``stream_engine_base_t::mechanism_ready``)
+and the ROUTER identifies the peer on that ``activate_read`` (``sockets.Router``).
 """
 
 from __future__ import annotations
@@ -14,7 +28,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 from ...constants import compute_lwm
-from ..context import Context
+from ..context import Context, IoThread, choose_io_thread
 from ..fates import (
     RULE_CRASH,
     RULE_DISCONNECT,
@@ -46,11 +60,14 @@ REPLAYED_ATTEMPTS = 10_000
 class Session(PipeEndpoint):
     """``session_base_t``: the I/O-thread end of one socket's two pipes on a connection."""
 
-    def __init__(self, conn: StreamConnection, socket: Socket, role: str) -> None:
+    def __init__(self, conn: StreamConnection, socket: Socket, role: str, io_thread: IoThread) -> None:
         self.conn = conn
         self.ctx = conn.ctx
         self.socket = socket
         self.role = role  # "connect" | "bind"
+        #: the I/O thread of its socket's context it runs on (``ctx_t::choose_io_thread``
+        #: at connect() or at the accept), with its connecter and engines
+        self.io_thread = io_thread
         self.peer: Peer | None = None
         self.out_pipe: Pipe | None = None  # socket -> session
         self.in_pipe: Pipe | None = None  # session -> socket
@@ -87,6 +104,12 @@ class Session(PipeEndpoint):
         """The engine pulled the delimiter: everything queued went to the engine/kernel."""
         if self.terminating and not self.done:
             self.conn.session_finished(self)
+
+    def finish(self) -> None:
+        """The session is gone: its I/O thread serves one session less."""
+        if not self.done:
+            self.done = True
+            self.io_thread.load -= 1
 
 
 class Link:
@@ -159,7 +182,11 @@ class StreamConnection(Connection):
         self.io_wakeup = wakeup.sampler(None if wakeup.is_constant else ctx.stream(f"io.{connector.name}.{endpoint.text}"))
         #: the link between the two hosts (``network.Path``); None: loopback
         self.path: Path | None = None
-        self.c_session = Session(self, connector, "connect")
+        # socket_base_t::connect_internal: the session's I/O thread is chosen at connect()
+        self.c_session = Session(self, connector, "connect", choose_io_thread(connector.process.io_threads))
+        #: the I/O thread the binder's context chose for the connection it is accepting
+        #: (the bind-side session's, once the handshake completes); None: no handshake
+        self.accept_io: IoThread | None = None
         self.b_session: Session | None = None
         self.link: Link | None = None
         self.links = 0
@@ -201,10 +228,10 @@ class StreamConnection(Connection):
         else:
             c.attach(peer)  # connect_internal attaches in the application thread
 
-    def _create_bind_pipes(self, binder: Socket, number: int) -> Session:
+    def _create_bind_pipes(self, binder: Socket, number: int, io_thread: IoThread) -> Session:
         ctx = self.ctx
         c = self.connector
-        session = Session(self, binder, "bind")
+        session = Session(self, binder, "bind", io_thread)
         conflate = bool(binder.options.conflate) and binder.traits.conflate
         suffix = f" #{number}" if number > 1 else ""
         out_pipe = ctx.new_pipe(
@@ -243,13 +270,34 @@ class StreamConnection(Connection):
             provisional = Peer(binder, self.connector, self)
             binder.add_pending_peer(provisional)
             self.b_peer = provisional
+        # stream_listener_base_t::create_engine: the accepted connection's session goes
+        # to the least loaded I/O thread of the binder's context
+        self._release_accept()
+        accept_io = self.accept_io = choose_io_thread(binder.process.io_threads)
         delay = self.handshake.next()
         network = self.ctx.network
         if network is not None:
             self.path = network.path(self.connector.process.host, binder.process.host)
             if self.path is not None:
                 delay += self.path.handshake_s()
-        self.handshake_timer.arm(delay)
+        # Both I/O threads serve the handshake, each one event at a time in the order the
+        # events come: it completes after its own latency, and not before a handshake
+        # either thread started earlier (their completions keep the order they started in;
+        # handshakes on other threads keep their own times).
+        done_at = self.clock.now + delay
+        connect_io = self.c_session.io_thread
+        if connect_io.handshakes_until > done_at:
+            done_at = connect_io.handshakes_until
+        if accept_io.handshakes_until > done_at:
+            done_at = accept_io.handshakes_until
+        connect_io.handshakes_until = accept_io.handshakes_until = done_at
+        self.handshake_timer.arm_at(done_at)
+
+    def _release_accept(self) -> None:
+        """The connection being accepted will not be: its I/O thread serves one less."""
+        if self.accept_io is not None:
+            self.accept_io.load -= 1
+            self.accept_io = None
 
     def _reconnect_delay(self) -> float | None:
         """``stream_connecter_base_t::get_new_reconnect_ivl``, in seconds."""
@@ -321,14 +369,19 @@ class StreamConnection(Connection):
     def _handshake_done(self) -> None:
         binder = self.handshake_binder
         if self.closed or not self.connector.is_open:
+            self._release_accept()
             return
         listening: Socket | None = self.ctx.listeners.get(self.endpoint.key)
         if binder is None or not binder.is_open or listening is not binder:
+            self._release_accept()
             self._schedule_retry()
             return
         self.links += 1
         provisional = self.b_peer
-        b_session = self._create_bind_pipes(binder, self.links)
+        accept_io = self.accept_io
+        assert accept_io is not None  # chosen by the _attempt that armed this handshake
+        self.accept_io = None
+        b_session = self._create_bind_pipes(binder, self.links, accept_io)
         if provisional is not None and provisional is not self.b_peer:
             binder.forget_pending_peer(provisional)
         binder.add_pending_peer(self.b_peer)  # type: ignore[arg-type]
@@ -341,9 +394,15 @@ class StreamConnection(Connection):
             self._hiccup_subscriptions()
         peer = self.c_peer
         assert peer is not None
+        arrives = peer.routing_key is None and peer.attached
         peer.remote = binder
         peer.routing_key = binder.routing_id
         peer.remote_subs = binder.own_subs
+        if arrives and self.connector.traits.prepends_identity and peer.in_pipe is not None:
+            # stream_engine_base_t::mechanism_ready: a ROUTER's engine pushes the peer's
+            # routing id into the pipe it attached at connect(); the socket identifies the
+            # peer when it processes that activate_read (router_t::xread_activated)
+            self.connector.post_activate_read(peer.in_pipe)
         if self.links == 1 and peer.out_pipe is not None and peer.in_pipe is not None:
             c = self.connector
             self.ctx.rename_pipe(peer.out_pipe, f"{c.name}->{binder.name} ({self.transport} send)", to=binder.name)
@@ -423,7 +482,7 @@ class StreamConnection(Connection):
         peer = session.peer
         if peer is None or session.done:
             return
-        session.done = True
+        session.finish()
         binder = session.socket
         out_pipe, in_pipe = session.out_pipe, session.in_pipe
         if out_pipe is not None:
@@ -469,6 +528,7 @@ class StreamConnection(Connection):
         self.closed = True
         self.attempt_timer.cancel()
         self.handshake_timer.cancel()
+        self._release_accept()
         if self.waiting_for_listener:
             waiting = self.ctx.waiting_connects.get(self.endpoint.key, [])
             if self in waiting:
@@ -496,6 +556,7 @@ class StreamConnection(Connection):
                     self.handshake_timer.cancel()
                     self._schedule_retry()
                 self.handshake_timer.cancel()
+                self._release_accept()
                 return
         self._linger(session, sock, discard, rule, keep_inbound)
 
@@ -564,7 +625,7 @@ class StreamConnection(Connection):
         """The closing side's engine has everything (or linger gave up): close the fd."""
         if session.done:
             return
-        session.done = True
+        session.finish()
         if session.linger_timer is not None:
             session.linger_timer.cancel()
         engine = session.engine
@@ -613,6 +674,7 @@ class StreamConnection(Connection):
         return -1
 
     def conn_session_gone(self, session: Session) -> None:
+        session.finish()
         session.socket.process.session_closed(session)
 
     def crash_side(self, sock: Socket) -> None:
@@ -628,7 +690,7 @@ class StreamConnection(Connection):
             for pipe in (session.out_pipe, session.in_pipe):
                 if pipe is not None and pipe.queue:
                     record_lost(ctx, pipe.drain(), sock.index, pipe.index, RULE_CRASH)
-            session.done = True
+            session.finish()
             session.terminating = True
             if session.peer is not None:
                 sock.detach(session.peer)
