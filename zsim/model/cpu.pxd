@@ -22,9 +22,6 @@ cdef class Core:
 cdef class OwnCore(Core):
     cdef public Clock clock
 
-    @cython.locals(ready=double)
-    cpdef burst_until(self, double cpu, FastTimer timer, double due, Sampler jitter, then)
-
 
 @cython.locals(fast=FastTimer)
 cdef inline _arm(object timer, double delay)

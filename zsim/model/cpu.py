@@ -73,6 +73,11 @@ def SPIN() -> float:  # noqa: N802 - a marker: the burst is a precise wait's spi
     return 0.0
 
 
+def _owned(owner: Any, timer: Any, fn: Callable[[], Any] | None) -> bool:
+    """Whether a burst's follow-up (its timer or function) is ``owner``'s (a workload's)."""
+    return (timer is not None and timer is owner.timer) or (fn is not None and getattr(fn, "__self__", None) is owner)
+
+
 def _arm(timer: Any, delay: float) -> None:
     """``timer.arm(delay)``: a workload's ``FastTimer`` by a C call (compiled), any other timer
     by its method."""
@@ -270,17 +275,14 @@ class Thread(Core):
         but nothing follows it, and its queued work goes. Other workloads sharing the
         thread (several on one socket) keep theirs."""
 
-        def mine(timer: Any, fn: Callable[[], Any] | None) -> bool:
-            return (timer is not None and timer is owner.timer) or (fn is not None and getattr(fn, "__self__", None) is owner)
-
-        if mine(self.then_timer, self.then_fn):
+        if _owned(owner, self.then_timer, self.then_fn):
             self.then_timer = self.then_fn = None
         if self.asleep:
-            self.asleep = [item for item in self.asleep if not mine(item[1], None)]
+            self.asleep = [item for item in self.asleep if not _owned(owner, item[1], None)]
         if self.queue:
-            self.queue = deque(item for item in self.queue if not mine(item[1], item[3]))
+            self.queue = deque([item for item in self.queue if not _owned(owner, item[1], item[3])])
         pending = self.pending
-        if pending is not None and mine(pending[1], pending[3]):
+        if pending is not None and _owned(owner, pending[1], pending[3]):
             self.pending = None
             self.wake_timer.cancel()
             if self.queue:
