@@ -584,7 +584,9 @@ def from_dict(raw: Mapping[str, Any], *, base_dir: str = ".", source: str = "<di
         raise expansion.explain(exc) from None
     names = {"host": [h.name for h in scenario.hosts], "link": [link.name for link in scenario.links],
              "process": [p.name for p in scenario.processes], "socket": [s.name for s in scenario.sockets],
-             "send": [s.name for s in scenario.sends], "recv": [r.name for r in scenario.recvs]}
+             "send": [s.name for s in scenario.sends], "recv": [r.name for r in scenario.recvs],
+             # a [[call]] has no name: its label (``call[3]``), in the file's order as finish wants
+             "call": [f"call[{index}]" for index in range(len(expansion.raw.get("call") or []))]}
     return dataclasses.replace(scenario, templates=expansion.finish(names))
 
 

@@ -245,3 +245,21 @@ def test_a_restarted_process_reopens_what_it_declares_not_what_calls_changed():
     # inproc://a again, as it declares
     assert summary["sockets"]["pb"]["received"] == 24  # the sends at 0.26 .. 0.49
     assert summary["sockets"]["pa"]["received"] == 26 + 50  # 0.00 .. 0.25, then the 50 left from 0.6
+
+
+def test_a_call_on_a_socket_template_is_made_by_every_member():
+    # [[call]] socket = "sub{i}" is one call per member (it used to stop the load with a
+    # KeyError when the scenario had templates: the calls had no names for their template)
+    raw = scenario(
+        {"name": "pub", "type": "PUB", "bind": "inproc://p"},
+        {"name": "sub{i}", "count": 2, "type": "SUB", "connect": "inproc://p", "options": {"subscribe": ["A"]}},
+        sends=[{"socket": "pub", "count": 20, "interval_s": 0.01, "topic": ["A", "B"], "start_s": 0.1}],
+        recvs=[{"socket": "sub{i}"}],
+        until_s=1.0)
+    raw["call"] = [{"socket": "sub{i}", "at_s": 0.195, "subscribe": "B"}]
+    loaded = zsim.spec.from_dict(raw)
+    assert [(call.socket, call.label) for call in loaded.calls] == [("sub0", "call[0]"), ("sub1", "call[1]")]
+    assert [(t.kind, t.members) for t in loaded.templates if t.kind == "call"] == [("call", ("call[0]", "call[1]"))]
+    summary = run(raw)
+    # the 10 A, and the 5 B sent after the subscription (0.21 .. 0.29 s), at each member
+    assert summary["sockets"]["sub0"]["received"] == summary["sockets"]["sub1"]["received"] == 15

@@ -45,7 +45,10 @@ def header(s: Scenario, source: str, program_name: str, threads_only: bool, need
         "Carried over: processes (io_threads, affinity, [machine] cores), sockets (type, every option set explicitly, "
         "bind and connect in order), the timeline (open_at_s, close_at_s, start_s, exit_at_s, exit_after_sends, "
         "until_s), loops (count, duration_s, pacing, sizes, topics, frames, routing ids, dontwait, on_again, service "
-        "times, busy, replies, forward_to, pauses, on_timeout) and proxies. Not carried over, or only approximately:", 88)
+        "times, busy, replies, forward_to, pauses, on_timeout) and proxies"
+        + (", and the [[call]]s (bind, unbind, connect, disconnect, setsockopt, subscribe, unsubscribe), each made at its "
+           "time by the thread that owns its socket" if s.calls else "")
+        + ". Not carried over, or only approximately:", 88)
     for note in notes:
         lines += wrap(note, 86, "- ", "  ")
     text = "\n".join(doc_safe(line) for line in lines)  # the name and the description are the file's text
@@ -70,9 +73,6 @@ def caveats(plan: Plan, needs: set[str], folded: list[Template], expanded: list[
     else:
         notes.append(f"the end: at until_s = {seconds(s.until_s)} every process takes its counts and leaves at once "
                      "(LINGER 0), as the simulation stops there.")
-    if s.calls:
-        notes.append(f"[[call]]: the {len(s.calls)} calls the scenario makes while it runs (connect, disconnect, bind, "
-                     "unbind, setsockopt) are not written into this program: it keeps the sockets as they open.")
     workloads: list[SendSpec | RecvSpec] = [*s.sends, *s.recvs]
     short = [w.name for w in workloads if _short_wait(w)]
     if short:
