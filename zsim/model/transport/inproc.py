@@ -157,10 +157,14 @@ class InprocConnection(Connection):
         if self.conflate or self.c2b is None or self.b2c is None or self.binder is None:
             return
         if sock is self.connector:
-            out_pipe, in_pipe, boost, peer_boost = self.c2b, self.b2c, self.c_boost, self.b_boost
+            mine, out_pipe, in_pipe, boost, peer_boost = self.c_peer, self.c2b, self.b2c, self.c_boost, self.b_boost
         elif sock is self.binder:
-            out_pipe, in_pipe, boost, peer_boost = self.b2c, self.c2b, self.b_boost, self.c_boost
+            mine, out_pipe, in_pipe, boost, peer_boost = self.b_peer, self.b2c, self.c2b, self.b_boost, self.c_boost
         else:
+            return
+        if mine is None or not mine.attached:
+            # socket_base_t::update_pipe_options walks the pipes the socket has attached: a
+            # bind side that has not processed its "bind" command yet keeps the pipe's HWMs
             return
         options = sock.options
         # this end: set_hwms(rcvhwm, sndhwm) with boost (peer sndhwm, peer rcvhwm)

@@ -565,8 +565,8 @@ class StreamConnection(Connection):
         the session reads it with its LWM; the session -> socket pipe holds RCVHWM (tcp and
         ipc pipes have no boost: ``pipe_t::set_hwms`` with -1)."""
         for peer in (self.c_peer, self.b_peer):
-            if peer is None or peer.socket is not sock:
-                continue
+            if peer is None or peer.socket is not sock or not peer.attached:
+                continue  # update_pipe_options: only the pipes the socket has attached
             options = sock.options
             for pipe, hwm in ((peer.out_pipe, options.sndhwm), (peer.in_pipe, options.rcvhwm)):
                 if pipe is not None and pipe.hwm >= 0:  # -1: a conflating pipe keeps its one slot
