@@ -140,12 +140,13 @@ class AppThread:
 
     def attempt(self, sock: Socket, msg: Message) -> int:
         """One non-blocking ``zmq_send`` of a new message: SENT (counted), AGAIN or
-        UNROUTABLE (not counted: the caller may block); ``wake_s`` its wake-up cost."""
+        UNROUTABLE (not counted: the caller may block); ``wake_s`` its wake-up cost. A
+        control message (an XSUB's (un)subscription) is no message of the run: not counted."""
         ctx = self.ctx
         ctx.wake_debt = 0.0
         status = sock.send(msg)
         self.wake_s = ctx.wake_debt
-        if status == SENT:
+        if status == SENT and msg[0] >= 0:  # MSG_ID
             sock.sent += 1
             self.ctx.n_sent += 1
         return status

@@ -88,3 +88,7 @@ cdef class Socket(SendOwner):
     cpdef xpending(self, Peer peer)
     cpdef xforget(self, Peer peer)
     cpdef xhiccuped(self, Pipe pipe)
+    cpdef bint xsetsockopt(self, str name, value) except? -1
+    cpdef take_connect_routing_id(self)
+    cpdef list held_messages(self)
+    cpdef drop_held(self, int rule)

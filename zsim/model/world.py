@@ -18,7 +18,7 @@ import numpy as np
 
 from .appthread import Workload
 from .context import Context
-from .fates import RULE_LINGER, WHERE_PIPE
+from .fates import RULE_CRASH, RULE_LINGER, WHERE_PIPE
 from .kernel import Environment
 from .params import ModelParams
 from .pipe import Message, Pipe
@@ -190,6 +190,7 @@ class World(Context):
         # unread inbound messages of peers still attached (pipes of other kinds)
         for peer in list(sock.peers):
             sock.detach(peer)
+        sock.drop_held(RULE_LINGER)  # what it had read for its application goes with it
 
     def crash_socket(self, sock: Socket) -> None:
         if sock.state != OPEN:
@@ -205,6 +206,7 @@ class World(Context):
             conn.crash_side(sock)
         for peer in list(sock.peers):
             sock.detach(peer)
+        sock.drop_held(RULE_CRASH)
 
     def _connections_of(self, sock: Socket) -> list[Connection]:
         result = list(self.socket_connections.get(sock, []))
@@ -254,6 +256,9 @@ class World(Context):
             for engine, wire in ((link.c_engine, link.c2b), (link.b_engine, link.b2c)):
                 for msg, sock, pipe_index, place in in_flight(engine, wire):
                     items.append((msg, sock.index, pipe_index, place))
+        for sock in self.sockets:
+            for msg, pipe_index in sock.held_messages():  # read from their pipe, not by the application
+                items.append((msg, sock.index, pipe_index, WHERE_PIPE))
         return [item for item in items if item[0][0] >= 0]
 
 
