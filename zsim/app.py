@@ -224,8 +224,7 @@ class AppSocket(Workload):
         if event.triggered:
             return event
         if subscribe is not None or unsubscribe is not None:
-            return self._send_subscription(event, subscribe, unsubscribe, dontwait,
-                                           (size, topic, envelope, like, delimiter, cause, parts != 1))
+            return self._send_subscription(event, subscribe, unsubscribe, (size, topic, envelope, like, delimiter, cause, parts != 1))
         if size is None:
             # a received message's size counts its topic frame too: the payload is the rest
             size = like.size - len(like.topic.encode()) if like is not None else 0
@@ -261,10 +260,11 @@ class AppSocket(Workload):
             self._send_done(event, msg, status, thread.wake_s)
         return event
 
-    def _send_subscription(self, event: simpy.Event, subscribe: str | None, unsubscribe: str | None, dontwait: bool,
+    def _send_subscription(self, event: simpy.Event, subscribe: str | None, unsubscribe: str | None,
                            others: tuple[Any, ...]) -> simpy.Event:
         """``zmq_send`` of a (un)subscription message on an XSUB (``xsub_t::xsend``), through
-        the call layer as any send; it never blocks (``xsub_t::xhas_out``)."""
+        the call layer (``AppThread.send_control``); it never blocks (``xsub_t::xhas_out``),
+        so ``dontwait`` changes nothing."""
         sock = self._sock
         if not sock.traits.sends_upstream:
             event.fail(NotSupported(f"a {sock.type} socket ({self.name!r}) sends no (un)subscription message: an XSUB does "
@@ -284,7 +284,7 @@ class AppSocket(Workload):
         kind = SUBSCRIBE_ID if subscribe is not None else UNSUBSCRIBE_ID
         msg: Message = (kind, self._env.now, 0, frame_wire_bytes(len(prefix.encode()) + 1), prefix, (), sock.index, -1)
         thread = self._free_thread()
-        status = thread.send(sock, msg, dontwait, None)
+        status = thread.send_control(sock, msg)
         self._send_done(event, msg, status, thread.wake_s)
         return event
 

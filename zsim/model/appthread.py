@@ -140,15 +140,26 @@ class AppThread:
 
     def attempt(self, sock: Socket, msg: Message) -> int:
         """One non-blocking ``zmq_send`` of a new message: SENT (counted), AGAIN or
-        UNROUTABLE (not counted: the caller may block); ``wake_s`` its wake-up cost. A
-        control message (an XSUB's (un)subscription) is no message of the run: not counted."""
+        UNROUTABLE (not counted: the caller may block); ``wake_s`` its wake-up cost."""
         ctx = self.ctx
         ctx.wake_debt = 0.0
         status = sock.send(msg)
         self.wake_s = ctx.wake_debt
-        if status == SENT and msg[0] >= 0:  # MSG_ID
+        if status == SENT:
             sock.sent += 1
             self.ctx.n_sent += 1
+        return status
+
+    def send_control(self, sock: Socket, msg: Message) -> int:
+        """``zmq_send`` of a control message: an XSUB's (un)subscription (``xsub_t::xsend``),
+        which never blocks (``xsub_t::xhas_out``) and is no message of the run (not
+        counted): SENT or CLOSED; ``wake_s`` its wake-up cost."""
+        if sock.state != OPEN:
+            return CLOSED
+        ctx = self.ctx
+        ctx.wake_debt = 0.0
+        status = sock.send(msg)
+        self.wake_s = ctx.wake_debt
         return status
 
     def send(self, sock: Socket, msg: Message, dontwait: bool, done: Callable[[int], object] | None) -> int:
