@@ -971,9 +971,16 @@ def apply_options(sock: zmq.Socket, plan: dict[str, Any]) -> None:
         if opts[name] != default:
             sock.setsockopt(option, int(opts[name]))
     for name, option in (("immediate", zmq.IMMEDIATE), ("conflate", zmq.CONFLATE),
-                         ("router_mandatory", zmq.ROUTER_MANDATORY), ("xpub_nodrop", zmq.XPUB_NODROP)):
+                         ("router_mandatory", zmq.ROUTER_MANDATORY), ("xpub_nodrop", zmq.XPUB_NODROP),
+                         # XPUB_VERBOSE before XPUB_VERBOSER: the latter sets both of xpub_t's flags
+                         ("xpub_verbose", zmq.XPUB_VERBOSE), ("xpub_verboser", zmq.XPUB_VERBOSER), ("xpub_manual", zmq.XPUB_MANUAL),
+                         ("invert_matching", zmq.INVERT_MATCHING), ("router_handover", zmq.ROUTER_HANDOVER),
+                         ("probe_router", zmq.PROBE_ROUTER), ("req_relaxed", zmq.REQ_RELAXED), ("req_correlate", zmq.REQ_CORRELATE)):
         if opts[name]:
             sock.setsockopt(option, 1)
+    if opts["connect_routing_id"] is not None:
+        # taken by the next connect (binds do not use it): the socket's first
+        sock.setsockopt(zmq.CONNECT_ROUTING_ID, opts["connect_routing_id"].encode())
     if TYPES[sock_type].filters_on_recv:
         for prefix in opts["subscribe"]:
             sock.setsockopt(zmq.SUBSCRIBE, prefix.encode())

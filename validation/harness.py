@@ -287,6 +287,10 @@ def build_plans(scenario: Scenario, endpoints: EndpointMap, seed: int, results_d
                 "immediate": opts.immediate, "conflate": opts.conflate, "router_mandatory": opts.router_mandatory,
                 "xpub_nodrop": opts.xpub_nodrop, "sndbuf": opts.sndbuf, "rcvbuf": opts.rcvbuf,
                 "reconnect_ivl": opts.reconnect_ivl, "reconnect_ivl_max": opts.reconnect_ivl_max,
+                "xpub_verbose": opts.xpub_verbose, "xpub_verboser": opts.xpub_verboser, "xpub_manual": opts.xpub_manual,
+                "invert_matching": opts.invert_matching, "router_handover": opts.router_handover,
+                "probe_router": opts.probe_router, "connect_routing_id": opts.connect_routing_id,
+                "req_relaxed": opts.req_relaxed, "req_correlate": opts.req_correlate,
             },
             "calls": _call_plans(calls_of.get(sock.name, []), endpoints, host_of[sock.process]),
         })

@@ -46,10 +46,11 @@ import numpy as np
 import simpy
 
 from . import trust
-from .errors import Again, HostUnreachable, NoSuchEndpoint, NotSupported, ScenarioError, SocketClosed, StateError
+from .constants import frame_wire_bytes
+from .errors import Again, HostUnreachable, InvalidArgument, NoSuchEndpoint, NotSupported, ScenarioError, SocketClosed, StateError
 from .model.appthread import AppThread, Workload
 from .model.fates import AGAIN, BLOCKED, CLOSED, EFSM, READY, RECEIVED, SENT, UNROUTABLE
-from .model.pipe import BOTTOM, MSG_ENVELOPE, MSG_ID, MSG_SIZE, MSG_T0, MSG_TOPIC, SUBSCRIBE_ID, Message
+from .model.pipe import BOTTOM, MSG_ENVELOPE, MSG_ID, MSG_SIZE, MSG_T0, MSG_TOPIC, PROBE_ID, SUBSCRIBE_ID, UNSUBSCRIBE_ID, Message
 from .model.socket import NEW, OPEN, Socket
 from .model.sockets import Rep
 from .model.workload import envelope_wire_bytes, message_wire_bytes
@@ -65,6 +66,10 @@ _APP_CAN_SEND = frozenset(names("app_send"))
 _APP_CAN_RECV = frozenset(names("app_recv"))
 
 
+#: what a received control message is (``zsim.model.pipe``'s negative ids)
+_KINDS = {SUBSCRIBE_ID: "subscribe", UNSUBSCRIBE_ID: "unsubscribe", PROBE_ID: "probe"}
+
+
 class Received:
     """A message an app received: what a pyzmq ``recv_multipart`` would let it see.
 
@@ -72,8 +77,9 @@ class Received:
     pass back in ``send(envelope=...)``; ``delimiter``: the message carries an empty
     delimiter frame under them (a REQ's request, a reply to one), which a REP or REQ it
     is passed on to needs; a REP's application sees neither (``rep_t::xrecv`` keeps them
-    for the reply); ``kind`` is ``"message"``, or ``"subscribe"`` /
-    ``"unsubscribe"`` for what an XPUB hands its application.
+    for the reply); ``kind`` is ``"message"``, or ``"subscribe"`` / ``"unsubscribe"`` for
+    what an XPUB hands its application, or ``"probe"`` for the empty message a peer with
+    ``probe_router`` sent when it connected.
     """
 
     __slots__ = ("id", "topic", "size", "envelope", "delimiter", "sent_at", "kind")
@@ -86,10 +92,7 @@ class Received:
         self.delimiter: bool = BOTTOM in envelope
         self.envelope: tuple[Any, ...] = tuple(e for e in envelope if e != BOTTOM) if self.delimiter else envelope
         self.sent_at: float = msg[MSG_T0]
-        if self.id >= 0:
-            self.kind = "message"
-        else:
-            self.kind = "subscribe" if self.id == SUBSCRIBE_ID else "unsubscribe"
+        self.kind = _KINDS.get(self.id, "message")
 
     def __repr__(self) -> str:
         return f"<Received {self.kind} {self.id} topic={self.topic!r} size={self.size} envelope={self.envelope}>"
@@ -205,7 +208,8 @@ class AppSocket(Workload):
 
     def send(self, size: int | None = None, *, topic: str | None = None, envelope: Iterable[Any] | None = None,
              parts: int = 1, like: Received | None = None, delimiter: bool | None = None,
-             dontwait: bool = False, cause: Received | None = None) -> simpy.Event:
+             dontwait: bool = False, cause: Received | None = None, subscribe: str | None = None,
+             unsubscribe: str | None = None) -> simpy.Event:
         """``zmq_send`` of a message of ``size`` payload bytes (default 0); the event's
         value is the message id. ``envelope``: the routing ids in front of the message
         (a ROUTER sends to the peer its first one names and strips it). ``delimiter``:
@@ -214,11 +218,15 @@ class AppSocket(Workload):
         envelope and delimiter (a broker passing a request on); arguments given override
         them. ``cause``: the received message this one answers or was made from (default:
         ``like``'s), so request -> reply and source -> sink times follow it
-        (``zsim.results.causal_times``)."""
+        (``zsim.results.causal_times``). On an XSUB, ``subscribe=prefix`` /
+        ``unsubscribe=prefix`` send a (un)subscription message (``b"\\x01" + prefix`` /
+        ``b"\\x00" + prefix`` in pyzmq) instead: the event's value is None."""
         env, sock = self._env, self._sock
         event = self._call(_APP_CAN_SEND, "send")
         if event.triggered:
             return event
+        if subscribe is not None or unsubscribe is not None:
+            return self._send_subscription(event, subscribe, unsubscribe, (size, topic, envelope, like, delimiter, cause, parts != 1))
         if size is None:
             # a received message's size counts its topic frame too: the payload is the rest
             size = like.size - len(like.topic.encode()) if like is not None else 0
@@ -259,11 +267,40 @@ class AppSocket(Workload):
             self._send_done(event, msg, status, thread.wake_s)
         return event
 
+    def _send_subscription(self, event: simpy.Event, subscribe: str | None, unsubscribe: str | None,
+                           others: tuple[Any, ...]) -> simpy.Event:
+        """``zmq_send`` of a (un)subscription message on an XSUB (``xsub_t::xsend``), through
+        the call layer (``AppThread.send_control``); it never blocks (``xsub_t::xhas_out``),
+        so ``dontwait`` changes nothing."""
+        sock = self._sock
+        if not sock.traits.sends_upstream:
+            event.fail(NotSupported(f"a {sock.type} socket ({self.name!r}) sends no (un)subscription message: an XSUB does "
+                                    "(a SUB subscribes with subscribe(prefix))"))
+            return event
+        if subscribe is not None and unsubscribe is not None:
+            event.fail(ValueError(f"send on {self.name!r}: give subscribe= or unsubscribe=, not both"))
+            return event
+        if any(other not in (None, False) for other in others):
+            event.fail(ValueError(f"send on {self.name!r}: a (un)subscription message is its prefix alone (no size, topic, "
+                                  "envelope, parts, like, delimiter or cause)"))
+            return event
+        prefix = subscribe if subscribe is not None else unsubscribe
+        if not isinstance(prefix, str):
+            event.fail(TypeError(f"send on {self.name!r}: the prefix must be a str, got {type(prefix).__name__}"))
+            return event
+        kind = SUBSCRIBE_ID if subscribe is not None else UNSUBSCRIBE_ID
+        msg: Message = (kind, self._env.now, 0, frame_wire_bytes(len(prefix.encode()) + 1), prefix, (), sock.index, -1)
+        thread = self._free_thread()
+        status = thread.send_control(sock, msg)
+        self._send_done(event, msg, status, thread.wake_s)
+        return event
+
     def _send_done(self, event: simpy.Event, msg: Message, status: int, wake_s: float) -> None:
         """The send call returns (counted by ``AppThread``): after its cost, with the cost
-        of the wake-ups it caused."""
+        of the wake-ups it caused; its value is the message id (None: a control message)."""
         if status == SENT:
-            self._env.call_later(self._send_cost + wake_s, lambda: event.succeed(msg[MSG_ID]))
+            mid = msg[MSG_ID] if msg[MSG_ID] >= 0 else None
+            self._env.call_later(self._send_cost + wake_s, lambda: event.succeed(mid))
         elif status == UNROUTABLE:
             event.fail(HostUnreachable(f"ROUTER {self.name!r} (router_mandatory): no peer {msg[MSG_ENVELOPE][:1]!r}"))
         elif status == EFSM:
@@ -368,18 +405,10 @@ class AppSocket(Workload):
 
         sock = self._open_for("setsockopt")
         if name in ("subscribe", "unsubscribe"):
-            self._world.subscribe(sock, value.decode() if isinstance(value, bytes) else str(value), name == "subscribe")
+            self._set_subscription(name, value.decode() if isinstance(value, bytes) else value)
             return
         for key, checked in call_options(sock, name, value, f"app[{self._app.name}]: setsockopt on {self.name!r}"):
             self._world.set_option(sock, key, checked)
-
-    def subscribe(self, prefix: str | bytes) -> None:
-        """``sock.subscribe(prefix)`` (SUB, XSUB)."""
-        self.setsockopt("subscribe", prefix)
-
-    def unsubscribe(self, prefix: str | bytes) -> None:
-        """``sock.unsubscribe(prefix)`` (SUB, XSUB)."""
-        self.setsockopt("unsubscribe", prefix)
 
     # -- poll ------------------------------------------------------------------------
 
@@ -421,6 +450,32 @@ class AppSocket(Workload):
         else:
             event.succeed(status == READY)
         return event
+
+    # -- setsockopt(SUBSCRIBE/UNSUBSCRIBE) ---------------------------------------------
+
+    def subscribe(self, prefix: str) -> None:
+        """``setsockopt(zmq.SUBSCRIBE, prefix)``, at once (not an event): a SUB sends the
+        subscription to its publishers now (``sub_t::xsetsockopt``); an XPUB with
+        ``xpub_manual`` subscribes the pipe of the last (un)subscription it received
+        (``xpub_t::xsetsockopt``). Raises ``zsim.InvalidArgument`` on the other types, as
+        libzmq does (EINVAL), and ``zsim.SocketClosed`` if the socket is not open."""
+        self._set_subscription("subscribe", prefix)
+
+    def unsubscribe(self, prefix: str) -> None:
+        """``setsockopt(zmq.UNSUBSCRIBE, prefix)``: as ``subscribe``; a SUB sends the cancel
+        only when it removes the prefix's last reference (it counts its subscriptions)."""
+        self._set_subscription("unsubscribe", prefix)
+
+    def _set_subscription(self, option: str, prefix: str) -> None:
+        sock = self._sock
+        if not isinstance(prefix, str):
+            raise TypeError(f"{option} on {self.name!r}: the prefix must be a str, got {type(prefix).__name__}")
+        if sock.state != OPEN:
+            raise SocketClosed(f"socket {self.name!r} is not open")
+        if not sock.xsetsockopt(option, prefix):
+            manual = " without xpub_manual" if sock.traits.app_sees_subscriptions else ""
+            raise InvalidArgument(f"setsockopt({option.upper()}) on the {sock.type} socket {self.name!r}{manual}: not an option of "
+                                  f"the type (EINVAL)")
 
 
 class App:

@@ -72,6 +72,11 @@ class NotSupported(ZsimError):
     """A call the socket type does not have: send on a PULL, recv on a PUB (ENOTSUP)."""
 
 
+class InvalidArgument(ZsimError):
+    """``zmq_setsockopt`` of an option the socket type does not take now (pyzmq
+    ``ZMQError`` EINVAL): ``subscribe`` on an XSUB, a PUB, or an XPUB without ``xpub_manual``."""
+
+
 class SocketClosed(ZsimError):
     """The socket was closed (its process exited or crashed) while, or before, a call
     used it (pyzmq ``ZMQError`` ENOTSOCK / ETERM)."""

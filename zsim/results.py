@@ -637,7 +637,7 @@ POOLED_ALIASES: dict[str, str] = {
 #: row has the same columns whichever warnings its run raised.
 WARNING_CODES = ("no_subscription", "subscription_matches_nothing", "starts_after_horizon", "overloaded", "backlog_at_end",
                  "latency_not_settled", "loss_not_settled", "rate_not_achieved", "cpu_contention", "link_saturated",
-                 "window_limited", "sndbuf_limited")
+                 "window_limited", "sndbuf_limited", "incompatible_peer")
 #: run warnings about one socket (``path`` = ``socket[<name>]``), flagged 0/1 per socket
 SOCKET_FLAGS = ("backlog_at_end", "latency_not_settled", "loss_not_settled")
 #: Per receiving socket (``socket.<name>.<field>``): from its ``inbound`` table.

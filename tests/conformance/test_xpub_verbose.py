@@ -1,119 +1,309 @@
-"""libzmq tests/test_xpub_verbose.cpp (inproc): which subscriptions an XPUB passes to its
-application. Without XPUB_VERBOSE it passes the first subscription to a topic and filters
-duplicates, from the same SUB or another. Most of this test changes subscriptions on
-connected SUBs and sets XPUB_VERBOSE(R) while running: those assertions wait for
-``setsockopt`` at a time and ``xpub_verbose`` (docs/validation.md). Here each SUB
-subscribes at open, in the order the C test subscribes it."""
+"""libzmq tests/test_xpub_verbose.cpp (inproc): XPUB_VERBOSE passes duplicate
+subscriptions up to the XPUB's application, XPUB_VERBOSER duplicate cancels too; a SUB
+counts its subscriptions and sends a cancel only for its last reference (the SUBs
+subscribe and unsubscribe while connected, ``AppSocket.subscribe``)."""
 
 from __future__ import annotations
 
-from conformance.ported import delivered, endpoint, ports, reader, run, scenario
+import functools
 
-WHERE = endpoint("inproc", "soname")
+from conformance.options_ported import endpoint, ports, recv_now, run, scenario, set_type_option, steps, what
 
-
-def _one_sub(log=None):
-    """test_xpub_verbose.cpp:16 test_xpub_verbose_one_sub: XPUB binds, SUB connects and
-    subscribes to A, then B; the XPUB sends A and B; the SUB receives both."""
-    raw = scenario({"name": "pub", "type": "XPUB", "bind": WHERE},
-                   {"name": "sub", "type": "SUB", "connect": WHERE, "options": {"subscribe": ["A", "B"]}},
-                   sends=[{"socket": "pub", "count": 2, "topic": ["A", "B"], "size_bytes": 0, "start_s": 0.001}],
-                   recvs=[{"socket": "sub"}], until_s=1.0)
-    return run(raw, *([reader("pub", log)] if log is not None else []))
+START_S = 0.001  # the steps begin once the sockets are open (they open at 0)
 
 
-@ports("test_xpub_verbose.cpp:28", "test_xpub_verbose_one_sub: the XPUB receives {1,'A'}", "subscribe A first")
-def test_verbose_one_sub_subscription_a_arrives(transport):
-    log: list = []
-    _one_sub(log)
-    assert (log[0][1].kind, log[0][1].topic) == ("subscribe", "A")
+def _sockets(transport: str, subs: int) -> dict:
+    where = endpoint(transport, "soname")
+    return scenario({"name": "pub", "type": "XPUB", "bind": where},
+                    *({"name": f"sub{i}", "type": "SUB", "connect": where} for i in range(subs)))
 
 
-@ports("test_xpub_verbose.cpp:34", "test_xpub_verbose_one_sub: then {1,'B'} when the SUB subscribes to B",
-       "subscribe B second")
-def test_verbose_one_sub_subscription_b_arrives(transport):
-    log: list = []
-    _one_sub(log)
-    assert [(got.kind, got.topic) for _, got in log] == [("subscribe", "A"), ("subscribe", "B")]
+@functools.cache
+def _one_sub(transport: str) -> dict[int, object]:
+    """test_xpub_verbose_one_sub (l.16)."""
+    seen: dict[int, object] = {}
+
+    def flow(app):
+        pub, sub = app.socket("pub"), app.socket("sub0")
+        yield app.env.timeout(START_S)
+        sub.subscribe("A")
+        seen[28] = what((yield pub.recv()))
+        sub.subscribe("B")
+        seen[34] = what((yield pub.recv()))
+        sub.subscribe("A")
+        seen[40] = what((yield from recv_now(pub)))
+        set_type_option(pub, "xpub_verbose", 1)
+        sub.subscribe("A")
+        seen[50] = what((yield pub.recv()))
+        yield pub.send(topic="A")
+        yield pub.send(topic="B")
+        seen[56] = what((yield sub.recv()))
+        seen[57] = what((yield sub.recv()))
+
+    run(_sockets(transport, 1), steps(flow))
+    return seen
 
 
-@ports("test_xpub_verbose.cpp:56", "test_xpub_verbose_one_sub: the SUB receives A, then B (l.56-57)", "A then B")
-def test_verbose_one_sub_sub_receives_a_then_b(transport):
-    got = delivered(_one_sub(), "sub")
-    assert [msg_id for msg_id, *_ in got] == sorted(msg_id for msg_id, *_ in got) and len(got) == 2
+@ports("test_xpub_verbose.cpp:28", "the XPUB receives the SUB's subscription {1,'A'}", "subscribe A")
+def test_one_sub_first_subscription_reaches_the_xpub(transport):
+    assert _one_sub(transport)[28] == ("subscribe", "A")
 
 
-def _two_subs(sub0_topics, log=None):
-    """test_xpub_verbose.cpp:64 create_xpub_with_2_subs + :76
-    create_duplicate_subscription: XPUB binds, sub0 and sub1 connect; sub0 subscribes to
-    A (and B), then sub1 subscribes to A (1 ms later); the XPUB sends A, then B."""
-    raw = scenario({"name": "pub", "type": "XPUB", "bind": WHERE},
-                   {"name": "sub0", "type": "SUB", "connect": WHERE, "options": {"subscribe": sub0_topics}},
-                   {"name": "sub1", "type": "SUB", "connect": WHERE, "options": {"subscribe": "A"}, "open_at_s": 0.001},
-                   sends=[{"socket": "pub", "count": 2, "topic": ["A", "B"], "size_bytes": 0, "start_s": 0.002}],
-                   recvs=[{"socket": "sub0"}, {"socket": "sub1"}], until_s=1.0)
-    return run(raw, *([reader("pub", log)] if log is not None else []))
+@ports("test_xpub_verbose.cpp:34", "the XPUB receives the SUB's subscription {1,'B'}", "subscribe B")
+def test_one_sub_second_prefix_reaches_the_xpub(transport):
+    assert _one_sub(transport)[34] == ("subscribe", "B")
 
 
-@ports("test_xpub_verbose.cpp:83", "create_duplicate_subscription: the XPUB receives sub0's {1,'A'}", "subscribe A")
-def test_duplicate_subscription_first_arrives(transport):
-    log: list = []
-    _two_subs("A", log)
-    assert (log[0][1].kind, log[0][1].topic) == ("subscribe", "A")
-    assert log[0][0] < 0.001  # before sub1 exists: it is sub0's
+@ports("test_xpub_verbose.cpp:40", "a duplicate subscription from the same SUB is filtered by the XPUB", "EAGAIN")
+def test_one_sub_duplicate_is_filtered(transport):
+    assert _one_sub(transport)[40] == "EAGAIN"
 
 
-@ports("test_xpub_verbose.cpp:90", "create_duplicate_subscription: sub1's subscription to A is filtered (EAGAIN at "
-       "the XPUB)", "nothing more after sub0's A")
-def test_duplicate_subscription_from_second_sub_filtered(transport):
-    log: list = []
-    _two_subs("A", log)
-    assert [(got.kind, got.topic) for _, got in log] == [("subscribe", "A")]
+@ports("test_xpub_verbose.cpp:50", "with XPUB_VERBOSE the duplicate subscription reaches the application", "subscribe A")
+def test_one_sub_duplicate_passes_with_verbose(transport):
+    assert _one_sub(transport)[50] == ("subscribe", "A")
 
 
-@ports("test_xpub_verbose.cpp:104", "test_xpub_verbose_two_subs: sub0's subscription to B is received",
-       "subscribe A, then B; sub1's A filtered")
-def test_verbose_two_subs_subscription_b_arrives(transport):
-    log: list = []
-    _two_subs(["A", "B"], log)
-    assert [(got.kind, got.topic) for _, got in log] == [("subscribe", "A"), ("subscribe", "B")]
+@ports("test_xpub_verbose.cpp:56", "the SUB receives A", "A")
+def test_one_sub_receives_a(transport):
+    assert _one_sub(transport)[56] == ("A", ())
 
 
-@ports("test_xpub_verbose.cpp:122", "test_xpub_verbose_two_subs: sub0 gets A, sub1 gets A, sub0 gets B (l.122-124)",
-       "A at both, B at sub0 only")
-def test_verbose_two_subs_each_sub_receives_its_topics(transport):
-    result = _two_subs(["A", "B"])
-    first, second = sorted({msg_id for msg_id, *_ in delivered(result)})
-    assert sorted((msg_id, receiver) for msg_id, _, receiver, _ in delivered(result)) == [
-        (first, "sub0"), (first, "sub1"), (second, "sub0")]
+@ports("test_xpub_verbose.cpp:57", "then the SUB receives B", "B")
+def test_one_sub_receives_b(transport):
+    assert _one_sub(transport)[57] == ("B", ())
 
 
-@ports("test_xpub_verbose.cpp:153", "test_xpub_verboser_one_sub: the XPUB receives {1,'A'} when the SUB subscribes",
-       "subscribe A")
-def test_verboser_one_sub_subscription_arrives(transport):
-    log: list = []
-    run(scenario({"name": "pub", "type": "XPUB", "bind": WHERE},
-                 {"name": "sub", "type": "SUB", "connect": WHERE, "options": {"subscribe": "A"}}, until_s=1.0),
-        reader("pub", log))
-    assert [(got.kind, got.topic) for _, got in log] == [("subscribe", "A")]
+def _duplicate_subscription(app, pub, sub0, sub1, seen):
+    """create_duplicate_subscription (l.76): sub0 subscribes A, sub1 too."""
+    sub0.subscribe("A")
+    seen[83] = what((yield pub.recv()))
+    sub1.subscribe("A")
+    seen[90] = what((yield from recv_now(pub)))
 
 
-@ports("test_xpub_verbose.cpp:196", "test_xpub_verboser_one_sub: the SUB subscribed to A receives the XPUB's A",
-       "received")
-def test_verboser_one_sub_sub_receives_a(transport):
-    raw = scenario({"name": "pub", "type": "XPUB", "bind": WHERE},
-                   {"name": "sub", "type": "SUB", "connect": WHERE, "options": {"subscribe": "A"}},
-                   sends=[{"socket": "pub", "count": 1, "topic": "A", "size_bytes": 0, "start_s": 0.001}],
-                   recvs=[{"socket": "sub"}], until_s=1.0)
-    assert len(delivered(run(raw), "sub")) == 1
+@functools.cache
+def _two_subs(transport: str) -> dict[int, object]:
+    """test_xpub_verbose_two_subs (l.93)."""
+    seen: dict[int, object] = {}
+
+    def flow(app):
+        pub, sub0, sub1 = app.socket("pub"), app.socket("sub0"), app.socket("sub1")
+        yield app.env.timeout(START_S)
+        yield from _duplicate_subscription(app, pub, sub0, sub1, seen)
+        sub0.subscribe("B")
+        seen[104] = what((yield pub.recv()))
+        set_type_option(pub, "xpub_verbose", 1)
+        sub1.subscribe("A")
+        seen[115] = what((yield pub.recv()))
+        yield pub.send(topic="A")
+        yield pub.send(topic="B")
+        seen[122] = what((yield sub0.recv()))
+        seen[123] = what((yield sub1.recv()))
+        seen[124] = what((yield sub0.recv()))
+
+    run(_sockets(transport, 2), steps(flow))
+    return seen
 
 
-@ports("test_xpub_verbose.cpp:262", "test_xpub_verboser_two_subs: both SUBs subscribed to A receive A (l.262-263)",
-       "received by sub0 and sub1")
-def test_verboser_two_subs_both_receive_a(transport):
-    raw = scenario({"name": "pub", "type": "XPUB", "bind": WHERE},
-                   {"name": "sub0", "type": "SUB", "connect": WHERE, "options": {"subscribe": "A"}},
-                   {"name": "sub1", "type": "SUB", "connect": WHERE, "options": {"subscribe": "A"}},
-                   sends=[{"socket": "pub", "count": 1, "topic": "A", "size_bytes": 0, "start_s": 0.001}],
-                   recvs=[{"socket": "sub0"}, {"socket": "sub1"}], until_s=1.0)
-    assert sorted(receiver for _, _, receiver, _ in delivered(run(raw))) == ["sub0", "sub1"]
+@ports("test_xpub_verbose.cpp:83", "the XPUB receives sub0's subscription {1,'A'}", "subscribe A")
+def test_two_subs_first_subscription_reaches_the_xpub(transport):
+    assert _two_subs(transport)[83] == ("subscribe", "A")
+
+
+@ports("test_xpub_verbose.cpp:90", "sub1's subscription to the same prefix is filtered by the XPUB", "EAGAIN")
+def test_two_subs_second_subscriber_is_filtered(transport):
+    assert _two_subs(transport)[90] == "EAGAIN"
+
+
+@ports("test_xpub_verbose.cpp:104", "the XPUB receives sub0's subscription {1,'B'}", "subscribe B")
+def test_two_subs_new_prefix_reaches_the_xpub(transport):
+    assert _two_subs(transport)[104] == ("subscribe", "B")
+
+
+@ports("test_xpub_verbose.cpp:115", "with XPUB_VERBOSE sub1's repeated subscription reaches the application", "subscribe A")
+def test_two_subs_duplicate_passes_with_verbose(transport):
+    assert _two_subs(transport)[115] == ("subscribe", "A")
+
+
+@ports("test_xpub_verbose.cpp:122", "sub0 receives A", "A")
+def test_two_subs_sub0_receives_a(transport):
+    assert _two_subs(transport)[122] == ("A", ())
+
+
+@ports("test_xpub_verbose.cpp:123", "sub1 receives A", "A")
+def test_two_subs_sub1_receives_a(transport):
+    assert _two_subs(transport)[123] == ("A", ())
+
+
+@ports("test_xpub_verbose.cpp:124", "sub0 receives B", "B")
+def test_two_subs_sub0_receives_b(transport):
+    assert _two_subs(transport)[124] == ("B", ())
+
+
+@functools.cache
+def _verboser_one_sub(transport: str) -> dict[int, object]:
+    """test_xpub_verboser_one_sub (l.132)."""
+    seen: dict[int, object] = {}
+
+    def flow(app):
+        pub, sub = app.socket("pub"), app.socket("sub0")
+        yield app.env.timeout(START_S)
+        sub.unsubscribe("A")
+        seen[147] = what((yield from recv_now(pub)))
+        sub.subscribe("A")
+        seen[153] = what((yield pub.recv()))
+        sub.subscribe("A")
+        seen[159] = what((yield from recv_now(pub)))
+        sub.unsubscribe("A")
+        sub.unsubscribe("A")
+        seen[171] = what((yield pub.recv()))
+        seen[174] = what((yield from recv_now(pub)))
+        sub.unsubscribe("A")
+        seen[181] = what((yield from recv_now(pub)))
+        set_type_option(pub, "xpub_verboser", 1)
+        sub.subscribe("A")
+        seen[191] = what((yield pub.recv()))
+        yield pub.send(topic="A")
+        seen[196] = what((yield sub.recv()))
+        sub.unsubscribe("A")
+        seen[203] = what((yield pub.recv()))
+        sub.unsubscribe("A")
+        seen[211] = what((yield from recv_now(pub)))
+
+    run(_sockets(transport, 1), steps(flow))
+    return seen
+
+
+@ports("test_xpub_verbose.cpp:147", "a cancel of a prefix the SUB never subscribed to is filtered by the SUB", "EAGAIN")
+def test_verboser_one_sub_unknown_cancel_is_filtered(transport):
+    assert _verboser_one_sub(transport)[147] == "EAGAIN"
+
+
+@ports("test_xpub_verbose.cpp:153", "the XPUB receives {1,'A'}", "subscribe A")
+def test_verboser_one_sub_subscription_reaches_the_xpub(transport):
+    assert _verboser_one_sub(transport)[153] == ("subscribe", "A")
+
+
+@ports("test_xpub_verbose.cpp:159", "a second subscription to A (the SUB counts two) is filtered by the XPUB", "EAGAIN")
+def test_verboser_one_sub_duplicate_is_filtered(transport):
+    assert _verboser_one_sub(transport)[159] == "EAGAIN"
+
+
+@ports("test_xpub_verbose.cpp:171", "after two cancels the XPUB receives one {0,'A'}", "unsubscribe A")
+def test_verboser_one_sub_last_cancel_reaches_the_xpub(transport):
+    assert _verboser_one_sub(transport)[171] == ("unsubscribe", "A")
+
+
+@ports("test_xpub_verbose.cpp:174", "the SUB sent only its last cancel: nothing more", "EAGAIN")
+def test_verboser_one_sub_only_one_cancel(transport):
+    assert _verboser_one_sub(transport)[174] == "EAGAIN"
+
+
+@ports("test_xpub_verbose.cpp:181", "a cancel of a prefix the SUB no longer has is filtered by the SUB", "EAGAIN")
+def test_verboser_one_sub_gone_cancel_is_filtered(transport):
+    assert _verboser_one_sub(transport)[181] == "EAGAIN"
+
+
+@ports("test_xpub_verbose.cpp:191", "with XPUB_VERBOSER the new subscription reaches the application", "subscribe A")
+def test_verboser_one_sub_subscription_with_verboser(transport):
+    assert _verboser_one_sub(transport)[191] == ("subscribe", "A")
+
+
+@ports("test_xpub_verbose.cpp:196", "the SUB receives A", "A")
+def test_verboser_one_sub_receives_a(transport):
+    assert _verboser_one_sub(transport)[196] == ("A", ())
+
+
+@ports("test_xpub_verbose.cpp:203", "the XPUB receives the cancel {0,'A'}", "unsubscribe A")
+def test_verboser_one_sub_cancel_with_verboser(transport):
+    assert _verboser_one_sub(transport)[203] == ("unsubscribe", "A")
+
+
+@ports("test_xpub_verbose.cpp:211", "a cancel of a gone prefix is filtered by the SUB even with XPUB_VERBOSER", "EAGAIN")
+def test_verboser_one_sub_unmatched_cancel_is_filtered(transport):
+    assert _verboser_one_sub(transport)[211] == "EAGAIN"
+
+
+@functools.cache
+def _verboser_two_subs(transport: str) -> dict[int, object]:
+    """test_xpub_verboser_two_subs (l.218)."""
+    seen: dict[int, object] = {}
+
+    def flow(app):
+        pub, sub0, sub1 = app.socket("pub"), app.socket("sub0"), app.socket("sub1")
+        yield app.env.timeout(START_S)
+        yield from _duplicate_subscription(app, pub, sub0, sub1, {})
+        sub0.unsubscribe("A")
+        seen[229] = what((yield from recv_now(pub)))
+        sub1.unsubscribe("A")
+        seen[236] = what((yield pub.recv()))
+        seen[239] = what((yield from recv_now(pub)))
+        set_type_option(pub, "xpub_verboser", 1)
+        sub0.subscribe("A")
+        sub1.subscribe("A")
+        seen[254] = what((yield pub.recv()))
+        seen[257] = what((yield pub.recv()))
+        yield pub.send(topic="A")
+        seen[262] = what((yield sub0.recv()))
+        seen[263] = what((yield sub1.recv()))
+        sub1.unsubscribe("A")
+        seen[270] = what((yield pub.recv()))
+        sub0.unsubscribe("A")
+        seen[277] = what((yield pub.recv()))
+        sub1.unsubscribe("A")
+        seen[284] = what((yield from recv_now(pub)))
+
+    run(_sockets(transport, 2), steps(flow))
+    return seen
+
+
+@ports("test_xpub_verbose.cpp:229", "sub0 cancels while sub1 keeps A: no notification", "EAGAIN")
+def test_verboser_two_subs_cancel_while_another_keeps_it(transport):
+    assert _verboser_two_subs(transport)[229] == "EAGAIN"
+
+
+@ports("test_xpub_verbose.cpp:236", "sub1 cancels too: the XPUB receives {0,'A'}", "unsubscribe A")
+def test_verboser_two_subs_last_cancel_reaches_the_xpub(transport):
+    assert _verboser_two_subs(transport)[236] == ("unsubscribe", "A")
+
+
+@ports("test_xpub_verbose.cpp:239", "exactly one notification", "EAGAIN")
+def test_verboser_two_subs_only_one_cancel(transport):
+    assert _verboser_two_subs(transport)[239] == "EAGAIN"
+
+
+@ports("test_xpub_verbose.cpp:254", "with XPUB_VERBOSER the XPUB receives {1,'A'} from sub0", "subscribe A")
+def test_verboser_two_subs_first_subscription(transport):
+    assert _verboser_two_subs(transport)[254] == ("subscribe", "A")
+
+
+@ports("test_xpub_verbose.cpp:257", "and {1,'A'} from sub1", "subscribe A")
+def test_verboser_two_subs_second_subscription(transport):
+    assert _verboser_two_subs(transport)[257] == ("subscribe", "A")
+
+
+@ports("test_xpub_verbose.cpp:262", "sub0 receives A", "A")
+def test_verboser_two_subs_sub0_receives_a(transport):
+    assert _verboser_two_subs(transport)[262] == ("A", ())
+
+
+@ports("test_xpub_verbose.cpp:263", "sub1 receives A", "A")
+def test_verboser_two_subs_sub1_receives_a(transport):
+    assert _verboser_two_subs(transport)[263] == ("A", ())
+
+
+@ports("test_xpub_verbose.cpp:270", "with XPUB_VERBOSER sub1's cancel reaches the application while sub0 keeps A",
+       "unsubscribe A")
+def test_verboser_two_subs_cancel_while_another_keeps_it_passes(transport):
+    assert _verboser_two_subs(transport)[270] == ("unsubscribe", "A")
+
+
+@ports("test_xpub_verbose.cpp:277", "sub0's cancel reaches the application", "unsubscribe A")
+def test_verboser_two_subs_second_cancel(transport):
+    assert _verboser_two_subs(transport)[277] == ("unsubscribe", "A")
+
+
+@ports("test_xpub_verbose.cpp:284", "an unmatched cancel is filtered by the SUB even with XPUB_VERBOSER", "EAGAIN")
+def test_verboser_two_subs_unmatched_cancel_is_filtered(transport):
+    assert _verboser_two_subs(transport)[284] == "EAGAIN"

@@ -145,7 +145,9 @@ def test_every_scenario_field_is_one_the_exporter_knows():
         "call": {"socket", "at_s", "bind", "unbind", "connect", "disconnect", "set", "subscribe", "unsubscribe"},
         "machine": {"cores"},
         "options": {"sndhwm", "rcvhwm", "linger", "sndtimeo", "rcvtimeo", "subscribe", "immediate", "conflate", "router_mandatory",
-                    "xpub_nodrop", "sndbuf", "rcvbuf", "reconnect_ivl", "reconnect_ivl_max", "routing_id"},
+                    "xpub_nodrop", "sndbuf", "rcvbuf", "reconnect_ivl", "reconnect_ivl_max", "routing_id", "xpub_verbose",
+                    "xpub_verboser", "xpub_manual", "invert_matching", "router_handover", "probe_router", "connect_routing_id",
+                    "req_relaxed", "req_correlate"},
     }
     from zsim.constants import OPTION_DEFAULTS
 
@@ -287,6 +289,44 @@ def test_inproc_pub_sub_lossless_delivers_every_message_like_the_simulation(tmp_
     assert 500 - missed <= report["sockets"]["sub"]["received"] <= 500
     if missed == 0:
         assert counts(report["sockets"]) == counts(simulated)
+
+
+@pytest.mark.real
+def test_options_of_the_types_are_set_in_the_program_and_count_like_the_simulation(tmp_path):
+    # invert_matching on both sides: the SUB gets the topics it did not subscribe to, whatever
+    # arrives first (before its subscription reaches the PUB, the PUB sends it everything and
+    # it filters); probe_router: the ROUTER receives one empty message from the DEALER first
+    raw = {
+        "scenario": {"name": "options"},
+        "socket": [
+            {"name": "pub", "type": "PUB", "bind": "inproc://p", "options": {"sndhwm": 0, "invert_matching": True}},
+            {"name": "sub", "type": "SUB", "connect": "inproc://p", "options": {"subscribe": ["a"], "rcvhwm": 0, "invert_matching": True}},
+            {"name": "router", "type": "ROUTER", "bind": "inproc://r", "options": {"router_handover": True}},
+            {"name": "dealer", "type": "DEALER", "connect": "inproc://r", "options": {"probe_router": True}},
+        ],
+        "send": [{"socket": "pub", "count": 100, "topic": ["a", "b"], "interval_s": 0.0005, "start_s": 0.05},
+                 {"socket": "dealer", "count": 10, "interval_s": 0.001, "start_s": 0.05}],
+        "recv": [{"socket": "sub"}, {"socket": "router"}],
+    }
+    report, text = run_program(raw, tmp_path)
+    for line in ("sock.setsockopt(zmq.INVERT_MATCHING, 1)", "sock.setsockopt(zmq.PROBE_ROUTER, 1)",
+                 "sock.setsockopt(zmq.ROUTER_HANDOVER, 1)"):
+        assert line in text
+    simulated = zsim.run(raw, 1).summary["sockets"]
+    expected = {"pub": (100, 0), "sub": (0, 50), "router": (0, 11), "dealer": (10, 0)}
+    assert counts(simulated) == expected
+    assert counts(report["sockets"]) == expected
+
+
+def test_connect_routing_id_is_set_just_before_the_first_connect():
+    raw = {"socket": [{"name": "b1", "type": "ROUTER", "bind": "tcp://127.0.0.1:7001"},
+                      {"name": "b2", "type": "ROUTER", "bind": "tcp://127.0.0.1:7002"},
+                      {"name": "c", "type": "ROUTER", "connect": ["tcp://127.0.0.1:7001", "tcp://127.0.0.1:7002"],
+                       "options": {"connect_routing_id": "first"}}]}
+    lines = [line.strip() for line in export_pyzmq(spec.from_dict(raw)).splitlines()]
+    at = lines.index('sock.setsockopt(zmq.CONNECT_ROUTING_ID, b"first")  # the name of this connect\'s peer')
+    assert lines[at + 1] == 'sock.connect("tcp://127.0.0.1:7001")'
+    assert sum("CONNECT_ROUTING_ID" in line for line in lines) == 1
 
 
 @pytest.mark.real

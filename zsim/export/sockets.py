@@ -59,7 +59,10 @@ class Sockets:
             if value != default:
                 lines.append(f"    sock.setsockopt(zmq.{constant}, {value})")
         for name, constant in (("immediate", "IMMEDIATE"), ("conflate", "CONFLATE"), ("router_mandatory", "ROUTER_MANDATORY"),
-                               ("xpub_nodrop", "XPUB_NODROP")):
+                               ("xpub_nodrop", "XPUB_NODROP"), ("xpub_verbose", "XPUB_VERBOSE"), ("xpub_verboser", "XPUB_VERBOSER"),
+                               ("xpub_manual", "XPUB_MANUAL"), ("invert_matching", "INVERT_MATCHING"),
+                               ("router_handover", "ROUTER_HANDOVER"), ("probe_router", "PROBE_ROUTER"), ("req_relaxed", "REQ_RELAXED"),
+                               ("req_correlate", "REQ_CORRELATE")):
             if getattr(opts, name):
                 lines.append(f"    sock.setsockopt(zmq.{constant}, 1)")
         if traits.filters_on_recv:
@@ -67,7 +70,10 @@ class Sockets:
                 lines.append(f"    sock.setsockopt(zmq.SUBSCRIBE, {quoted_bytes(prefix)})" + ("  # everything" if prefix == "" else ""))
         for endpoint in sock.bind:
             lines.append(f"    sock.bind({quoted(endpoint.text)})")
-        for endpoint in sock.connect:
+        for index, endpoint in enumerate(sock.connect):
+            if index == 0 and opts.connect_routing_id is not None:
+                lines.append(f"    sock.setsockopt(zmq.CONNECT_ROUTING_ID, {quoted_bytes(opts.connect_routing_id)})  # the name of this "
+                             "connect's peer")
             if _on_host(endpoint):
                 lines.append(f"    sock.connect({_connect_text(endpoint)})  # a [[host]]'s name: its address in HOSTS")
             else:

@@ -38,6 +38,8 @@ cdef class AppThread:
     cpdef int send_new(self, Socket sock, double t0, tuple shape, bint dontwait, done) except? -1
     @cython.locals(ctx=Context, status=int)
     cpdef int attempt(self, Socket sock, tuple msg) except? -1
+    @cython.locals(ctx=Context, status=int)
+    cpdef int send_control(self, Socket sock, tuple msg) except? -1
     @cython.locals(status=int)
     cpdef int send(self, Socket sock, tuple msg, bint dontwait, done) except? -1
     @cython.locals(status=int)

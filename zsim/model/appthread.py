@@ -151,6 +151,18 @@ class AppThread:
             self.ctx.n_sent += 1
         return status
 
+    def send_control(self, sock: Socket, msg: Message) -> int:
+        """``zmq_send`` of a control message: an XSUB's (un)subscription (``xsub_t::xsend``),
+        which never blocks (``xsub_t::xhas_out``) and is no message of the run (not
+        counted): SENT or CLOSED; ``wake_s`` its wake-up cost."""
+        if sock.state != OPEN:
+            return CLOSED
+        ctx = self.ctx
+        ctx.wake_debt = 0.0
+        status = sock.send(msg)
+        self.wake_s = ctx.wake_debt
+        return status
+
     def send(self, sock: Socket, msg: Message, dontwait: bool, done: Callable[[int], object] | None) -> int:
         """``zmq_send`` of a new message (``socket_base_t::send``): SENT, a counted failure
         (AGAIN, UNROUTABLE), CLOSED, EFSM, or BLOCKED: then ``done(status)`` ends the call

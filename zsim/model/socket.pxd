@@ -74,7 +74,6 @@ cdef class Socket(SendOwner):
     cpdef recv(self)
     cpdef options_changed(self, str name)
     cpdef xoptions_changed(self, str name)
-    cpdef bint xsetsockopt(self, str name, value) except? -1
     cpdef bint send_refused(self) except? -1
     cpdef bint recv_refused(self) except? -1
     # the type's own side: overridden by each type in zsim/model/sockets.py
@@ -91,3 +90,7 @@ cdef class Socket(SendOwner):
     cpdef xpending(self, Peer peer)
     cpdef xforget(self, Peer peer)
     cpdef xhiccuped(self, Pipe pipe)
+    cpdef bint xsetsockopt(self, str name, value) except? -1
+    cpdef take_connect_routing_id(self)
+    cpdef list held_messages(self)
+    cpdef drop_held(self, int rule)

@@ -69,6 +69,24 @@ class SocketOptions(Protocol):
     def reconnect_ivl(self) -> int: ...
     @property
     def reconnect_ivl_max(self) -> int: ...
+    @property
+    def xpub_verbose(self) -> bool: ...
+    @property
+    def xpub_verboser(self) -> bool: ...
+    @property
+    def xpub_manual(self) -> bool: ...
+    @property
+    def invert_matching(self) -> bool: ...
+    @property
+    def router_handover(self) -> bool: ...
+    @property
+    def probe_router(self) -> bool: ...
+    @property
+    def connect_routing_id(self) -> str | None: ...
+    @property
+    def req_relaxed(self) -> bool: ...
+    @property
+    def req_correlate(self) -> bool: ...
 
 
 class Socket(SendOwner):
@@ -328,7 +346,10 @@ class Socket(SendOwner):
             pipe.write((SUBSCRIBE_ID if subscribe else UNSUBSCRIBE_ID, self.clock.now, 0, wire, prefix, (), self.index, -1))
 
     def _discard(self, msg: Message, pipe: Pipe, rule: int) -> None:
-        """A message read from ``pipe`` that the socket throws away by ``rule``."""
+        """A message read from ``pipe`` that the socket throws away by ``rule`` (a control
+        message, such as a probe, is no copy: nothing is counted)."""
+        if msg[0] < 0:  # MSG_ID
+            return
         self.discarded += 1
         self.ledger.discarded(msg, self.index, pipe.index, rule, self.clock.now)
 
@@ -363,11 +384,6 @@ class Socket(SendOwner):
 
     def xoptions_changed(self, name: str) -> None:
         """The type's fields read from an option that changed (ROUTER_MANDATORY, ...)."""
-
-    def xsetsockopt(self, name: str, value: Any) -> bool:
-        """A type's own ``zmq_setsockopt`` (``socket_base_t::xsetsockopt``): subscriptions;
-        False when the type has no such option."""
-        return False
 
     def send_refused(self) -> bool:
         """The type's state machine refuses a send now (EFSM; only where ``fsm``)."""
@@ -440,6 +456,27 @@ class Socket(SendOwner):
 
     def xhiccuped(self, pipe: Pipe) -> None:
         """``xhiccuped``: a reconnect emptied the outbound ``pipe`` of a connect."""
+
+    def xsetsockopt(self, name: str, value: Any) -> bool:
+        """The type's own ``zmq_setsockopt`` (``socket_base_t::xsetsockopt``): True when the
+        type took option ``name`` (its fields follow ``value`` now); False when it is not
+        one of the type's options (libzmq's EINVAL from ``xsetsockopt``, after which
+        ``socket_base_t::setsockopt`` tries ``options_t``, which knows neither
+        ``subscribe`` nor ``unsubscribe``)."""
+        return False
+
+    def take_connect_routing_id(self) -> str | None:
+        """The routing id the peer of this connect gets, consumed by it
+        (``routing_socket_base_t::extract_connect_routing_id``); None: the peer's own."""
+        return None
+
+    def held_messages(self) -> list[tuple[Message, int]]:
+        """Messages the socket read from its pipes and holds for its application, each with
+        the index of the pipe it came from (an XPUB's user messages: ``xpub_t::_pending_data``)."""
+        return []
+
+    def drop_held(self, rule: int) -> None:
+        """The socket is gone (closed, crashed): what it held is lost by ``rule``."""
 
     # ------------------------------------------------------------------------------
     # lifecycle

@@ -292,6 +292,7 @@ class World(Context):
         # unread inbound messages of peers still attached (pipes of other kinds)
         for peer in list(sock.peers):
             sock.detach(peer)
+        sock.drop_held(RULE_LINGER)  # what it had read for its application goes with it
 
     def crash_socket(self, sock: Socket) -> None:
         if sock.state != OPEN:
@@ -307,6 +308,7 @@ class World(Context):
             conn.crash_side(sock)
         for peer in list(sock.peers):
             sock.detach(peer)
+        sock.drop_held(RULE_CRASH)
 
     def drop_pending_inproc(self, process: Process, rule: int) -> None:
         """``process``'s context ends (``zmq_ctx_term``, or the process died): the inproc
@@ -372,6 +374,9 @@ class World(Context):
             for engine, wire in ((link.c_engine, link.c2b), (link.b_engine, link.b2c)):
                 for msg, sock, pipe_index, place in in_flight(engine, wire):
                     items.append((msg, sock.index, pipe_index, place))
+        for sock in self.sockets:
+            for msg, pipe_index in sock.held_messages():  # read from their pipe, not by the application
+                items.append((msg, sock.index, pipe_index, WHERE_PIPE))
         return [item for item in items if item[0][0] >= 0]
 
 

@@ -49,6 +49,13 @@ class Connection:
         """``peer``'s socket refused the connection (``pair_t``'s second peer)."""
         raise NotImplementedError
 
+    def release(self, peer: Peer, rule: int) -> None:
+        """``peer``'s socket terminates its pipes of this connection and stays open
+        (``pipe_t::terminate (true)``: a ROUTER handing a routing id over to a new peer).
+        What the socket had not read is dropped by ``rule``; what it had queued still
+        goes out."""
+        raise NotImplementedError
+
     def on_delimiter(self, pipe: Pipe) -> None:
         """A socket read ``pipe`` up to the delimiter."""
         raise NotImplementedError

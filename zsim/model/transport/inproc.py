@@ -64,6 +64,9 @@ class InprocConnection(Connection):
         # were attached to both (socket_base_t::connect_internal, ctx_t::connect_inproc_sockets)
         self.c_boost: tuple[int, int] = (-1, -1)
         self.b_boost: tuple[int, int] = (-1, -1)
+        # ZMQ_CONNECT_ROUTING_ID: the name the connecting ROUTER gives this peer, for good
+        # (router_t::identify_peer of the pipe the connect attaches)
+        self.connect_routing_id = connector.take_connect_routing_id()
         if binder is not None:
             self._create(binder, pending=False)
             binder.add_pending_peer(self.b_peer)  # type: ignore[arg-type]
@@ -91,6 +94,8 @@ class InprocConnection(Connection):
                 drop_displaced(self.ctx, self.b2c, binder)
         self.c_peer = Peer(c, binder if binder is not None else UnboundEnd(self.endpoint), self)
         self.c_peer.out_pipe, self.c_peer.in_pipe = self.c2b, self.b2c
+        if self.connect_routing_id is not None:
+            self.c_peer.routing_key = self.connect_routing_id
         if binder is not None:
             self._make_binder_peer(binder)
 
@@ -105,7 +110,8 @@ class InprocConnection(Connection):
         peer = self.c_peer
         assert peer is not None  # _create made it before any binder could appear
         peer.remote = binder
-        peer.routing_key = binder.routing_id
+        if self.connect_routing_id is None:
+            peer.routing_key = binder.routing_id
         peer.remote_subs = binder.own_subs
 
     def bound(self, binder: Socket) -> None:
@@ -144,6 +150,11 @@ class InprocConnection(Connection):
 
     def refuse(self, peer: Peer) -> None:
         self.close_side(peer.socket, discard=True)
+
+    def release(self, peer: Peer, rule: int) -> None:
+        """inproc has no session: the socket's end terminates as at its close, and the
+        peer reads what is left up to the delimiter (``pipe_t::terminate``)."""
+        self.close_side(peer.socket, rule=rule)
 
     # -- termination -------------------------------------------------------------------
 

@@ -200,6 +200,9 @@ class StreamConnection(Connection):
         self.b_peer: Peer | None = None
         self.immediate = bool(connector.options.immediate)
         self.backoff_ms = 0
+        #: ZMQ_CONNECT_ROUTING_ID: the name the connecting ROUTER gave this peer when its
+        #: connect attached the pipe (router_t::identify_peer), kept across handshakes
+        self.connect_routing_id: str | None = None
         if not self.immediate:
             self._create_connect_pipes()
         self._attempt()
@@ -220,6 +223,12 @@ class StreamConnection(Connection):
             drop_displaced(ctx, in_pipe, c)
         peer = Peer(c, remote, self)
         peer.out_pipe, peer.in_pipe = out_pipe, in_pipe
+        if not via_command:
+            # the connect attaches the pipe itself (locally initiated): a ROUTER names it
+            # by its ZMQ_CONNECT_ROUTING_ID, if set
+            self.connect_routing_id = c.take_connect_routing_id()
+            if self.connect_routing_id is not None:
+                peer.routing_key = self.connect_routing_id
         self.c_peer = peer
         self.c_session.peer = peer
         self.c_session.out_pipe, self.c_session.in_pipe = out_pipe, in_pipe
@@ -376,6 +385,9 @@ class StreamConnection(Connection):
             self._release_accept()
             self._schedule_retry()
             return
+        if binder.type not in self.connector.traits.valid_peers:
+            self._types_refused(binder)
+            return
         self.links += 1
         provisional = self.b_peer
         accept_io = self.accept_io
@@ -396,7 +408,8 @@ class StreamConnection(Connection):
         assert peer is not None
         arrives = peer.routing_key is None and peer.attached
         peer.remote = binder
-        peer.routing_key = binder.routing_id
+        if self.connect_routing_id is None:
+            peer.routing_key = binder.routing_id
         peer.remote_subs = binder.own_subs
         if arrives and self.connector.traits.prepends_identity and peer.in_pipe is not None:
             # stream_engine_base_t::mechanism_ready: a ROUTER's engine pushes the peer's
@@ -415,6 +428,24 @@ class StreamConnection(Connection):
         self.link.b_engine.kick_out()
         self.ctx.links.append(self.link)
 
+    def _types_refused(self, binder: Socket) -> None:
+        """The two socket types may not talk (``mechanism_t::check_socket_type`` on the
+        READY command's Socket-Type): both engines stop with a protocol error
+        (``stream_engine_base_t::error``). The bind side's session ends before it made a
+        pipe; the connect side's session terminates and does not reconnect
+        (``session_base_t::engine_error``: ``protocol_error`` -> ``terminate``), and its
+        pipes go with what was queued in them (rule ``disconnect``). Nothing reaches
+        either socket."""
+        self._stop_connecting()
+        provisional = self.b_peer
+        if provisional is not None:
+            binder.forget_pending_peer(provisional)
+            self.b_peer = None
+        self._drop_connect_pipes(RULE_DISCONNECT)
+        session = self.c_session
+        session.peer = None
+        session.out_pipe = session.in_pipe = None
+
     def _hiccup_subscriptions(self) -> None:
         peer = self.c_peer
         if peer is None or peer.out_pipe is None:
@@ -429,6 +460,26 @@ class StreamConnection(Connection):
     def refuse(self, peer: Peer) -> None:
         if self.link is not None:
             self.link_broken(self.link, "refused", None)
+
+    def release(self, peer: Peer, rule: int) -> None:
+        """The socket's end of the session's pipes terminates (``pipe_t::terminate``) and
+        the session lives on without them (``session_base_t::pipe_terminated``: ``_pipe =
+        NULL``; only a raw socket's session closes the connection): what the socket had not
+        read is dropped, what it had queued goes out, and its engine, unable to push, stops
+        reading, so what the peer sends from now on stays in the connection."""
+        sock = peer.socket
+        sessions = [s for s in (self.b_session, self.c_session) if s is not None and s.peer is peer]
+        sock.detach(peer)
+        for session in sessions:
+            in_pipe = session.in_pipe
+            if in_pipe is not None:
+                record_lost(self.ctx, in_pipe.drain(), sock.index, in_pipe.index, rule)
+                session.in_pipe = None
+            out_pipe = session.out_pipe
+            if out_pipe is not None and not out_pipe.delimited:
+                out_pipe.mark_delimited()
+                if session.engine is not None:
+                    session.engine.kick_out()
 
     # -- breaking --------------------------------------------------------------------------
 
