@@ -85,7 +85,7 @@ class Context:
         self.listeners: dict[tuple[str, str, str], Any] = {}
         # inproc connects made before anybody bound the name (ctx_t::pending_connections)
         self.pending_inproc: dict[tuple[str, str, str], list[Any]] = {}
-        # tcp/ipc connects retrying until a listener appears
+        # tcp/ipc connects retrying until a listener appears (their ``Connecter``s)
         self.waiting_connects: dict[tuple[str, str, str], list[Any]] = {}
         self.next_message_id = 0
         #: messages the applications sent (``AppThread``: a C counter, read by the run's summary)

@@ -176,8 +176,8 @@ class World(Context):
                     conn.bound(sock)
                     self.socket_connections[sock].append(conn)
         else:
-            for stream in self.waiting_connects.pop(key, []):
-                stream.listener_appeared()
+            for connecter in self.waiting_connects.pop(key, []):
+                connecter.listener_appeared()
 
     def _connect(self, sock: Socket, endpoint: Any) -> None:
         """``zmq_connect`` of one endpoint (``socket_base_t::connect``)."""
