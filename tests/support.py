@@ -80,3 +80,59 @@ def dealer_worker_behind_broker(*clients: dict[str, Any]) -> dict[str, Any]:
         "send": [{"socket": c["name"], "start_s": 0.3, **{k: v for k, v in c.items() if k != "name"}} for c in clients],
         "recv": [{"socket": "w", "reply": True}],
     }
+
+
+# -- [[call]]s whose outcome load cannot change (run simulated, by the real harness and as an
+# exported program): every call is 100 ms or more from the sends around it
+
+
+def push_disconnects_one_pull(transport: str = "tcp") -> dict[str, Any]:
+    """A PUSH round-robins 10 messages over two PULLs, disconnects from the first at 0.3 s,
+    then sends 10 more: the first gets 5, the second 5 + 10."""
+    endpoint = {"tcp": "tcp://127.0.0.1:{port}", "ipc": "ipc://calls-{port}", "inproc": "inproc://calls-{port}"}[transport]
+    a, b = endpoint.format(port=5801), endpoint.format(port=5802)
+    raw = scenario({"name": "pa", "type": "PULL", "bind": a}, {"name": "pb", "type": "PULL", "bind": b},
+                   {"name": "push", "type": "PUSH", "connect": [a, b]},
+                   sends=[{"name": "before", "socket": "push", "count": 10, "start_s": 0.1, "size_bytes": 32},
+                          {"name": "after", "socket": "push", "count": 10, "start_s": 0.5, "size_bytes": 32}],
+                   recvs=[{"socket": "pa"}, {"socket": "pb"}], name="push-disconnects")
+    raw["call"] = [{"socket": "push", "at_s": 0.3, "disconnect": a}]
+    return raw
+
+
+def sub_subscribes_later() -> dict[str, Any]:
+    """A SUB of topic A subscribes to B too at 0.4 s: of 10 messages alternating A and B
+    before, it gets the 5 A; of 10 after, all 10."""
+    raw = scenario({"name": "pub", "type": "PUB", "bind": "tcp://127.0.0.1:5803"},
+                   {"name": "sub", "type": "SUB", "connect": "tcp://127.0.0.1:5803", "options": {"subscribe": ["A"]}},
+                   sends=[{"name": "before", "socket": "pub", "count": 10, "topic": ["A", "B"], "start_s": 0.2, "size_bytes": 32},
+                          {"name": "after", "socket": "pub", "count": 10, "topic": ["A", "B"], "start_s": 0.6, "size_bytes": 32}],
+                   recvs=[{"socket": "sub"}], name="sub-subscribes")
+    raw["call"] = [{"socket": "sub", "at_s": 0.4, "subscribe": "B"}]
+    return raw
+
+
+def pull_unbinds_and_binds_again() -> dict[str, Any]:
+    """A PULL unbinds its tcp endpoint at 0.25 s and binds it again at 0.6 s: the PUSH sends
+    10 before, 10 while nobody listens (queued for its reconnect), and all 20 arrive."""
+    raw = scenario({"name": "pull", "type": "PULL", "bind": "tcp://127.0.0.1:5804"},
+                   {"name": "push", "type": "PUSH", "connect": "tcp://127.0.0.1:5804", "options": {"reconnect_ivl": 10}},
+                   sends=[{"name": "before", "socket": "push", "count": 10, "start_s": 0.1, "size_bytes": 32},
+                          {"name": "unbound", "socket": "push", "count": 10, "start_s": 0.4, "size_bytes": 32}],
+                   recvs=[{"socket": "pull"}], name="pull-rebinds")
+    raw["call"] = [{"socket": "pull", "at_s": 0.25, "unbind": "tcp://127.0.0.1:5804"},
+                   {"socket": "pull", "at_s": 0.6, "bind": "tcp://127.0.0.1:5804"}]
+    return raw
+
+
+def hwm_raised_while_connected(on: str = "push") -> dict[str, Any]:
+    """test_sockopt_hwm.cpp:59 (test_change_after_connected): a PULL (RCVHWM 1) connects
+    over inproc, a PUSH (SNDHWM 1) binds after it, then SNDHWM 5 on the PUSH (``on =
+    "pull"``: RCVHWM 5 on the PULL, which has no loop) while connected: 5 + 1 sends before
+    EAGAIN. (libzmq's order: the connect is pending when the bind attaches the pipe to both.)"""
+    raw = scenario({"name": "pull", "type": "PULL", "connect": "inproc://hwm", "options": {"rcvhwm": 1}},
+                   {"name": "push", "type": "PUSH", "bind": "inproc://hwm", "open_at_s": 0.02, "options": {"sndhwm": 1}},
+                   sends=[{"socket": "push", "count": 10_000, "dontwait": True, "on_again": "stop", "size_bytes": 0, "start_s": 0.1}],
+                   until_s=0.5, name="hwm-raised")
+    raw["call"] = [{"socket": on, "at_s": 0.05, "set": {"sndhwm" if on == "push" else "rcvhwm": 5}}]
+    return raw

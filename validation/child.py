@@ -14,9 +14,10 @@ stdin/stdout (one JSON object or command per line):
    ``{"done": true}`` and leaves with ``os._exit`` (no linger: the run is over).
 
 Inside the process: one thread per socket (it creates, binds and connects the socket at
-``open_at_s``, runs that socket's ``[[send]]``/``[[recv]]`` workloads, closes it at
-``close_at_s``), one thread per ``[[proxy]]`` (``zmq.proxy_steerable`` with a capture socket
-that counts what is forwarded), and the main thread for the timeline: process exit
+``open_at_s``, runs that socket's ``[[send]]``/``[[recv]]`` workloads, makes its ``[[call]]``s
+at their times (``CallTimeline``), closes it at ``close_at_s``), one thread per ``[[proxy]]``
+(``zmq.proxy_steerable`` with a capture socket that counts what is forwarded), and the main
+thread for the timeline: process exit
 (``exit_at_s``/``exit_after_sends``: stop the workloads, close every socket with its LINGER,
 ``ctx.term()``; a term still blocked at the end is reported as ``term_blocked``) and crash
 (``crash_at_s``: results written, then SIGKILL).
@@ -242,6 +243,7 @@ class SendTask:
         self.finished_at: float | None = None
         self.rtt = array("d")
         self.replies = 0
+        self.reply_timeouts = 0  # a REQ's recv of its reply that RCVTIMEO ended
         self.done = False
         # The workload's own schedule: each attempt is due when the previous send call (and
         # reply, for a REQ) returned plus the drawn interval. What ZeroMQ takes (time inside
@@ -272,6 +274,7 @@ class SendTask:
         parts = plan["parts"]
         dontwait = plan["dontwait"]
         stop_on_again = plan["on_again"] == "stop"
+        stop_on_timeout = plan.get("on_timeout", "retry") == "stop"
         is_req = TYPES[plan["socket_type"]].request
         widx = plan["index"]
         spin = plan.get("wait_spin_s", 0.0)
@@ -306,11 +309,17 @@ class SendTask:
                     stats.sent += 1
                     proc.last_activity = now
                     if is_req:
-                        reply = yield ("recv",)
+                        while True:
+                            reply = yield ("recv",)
+                            if reply is not None:
+                                break
+                            # zmq.Again: RCVTIMEO expired before the reply came
+                            self.reply_timeouts += 1
+                            stats.recv_again += 1
+                            if stop_on_timeout:
+                                return
                         self.progress_at = done_at = _pc()
                         self.zmq_s += done_at - returned
-                        if reply is None:
-                            return
                         stats.record(reply, done_at)
                         self.replies += 1
                         self.rtt.append(done_at - now)
@@ -507,6 +516,8 @@ class SocketAgent:
         # a socket a [[recv]] of this socket forwards to: opened and used by this thread
         self.forward: SocketAgent | None = None
         self.owned = False  # this socket is another agent's forward socket
+        #: the [[call]]s of this thread's sockets (None: it makes none, and waits as before)
+        self.timeline: CallTimeline | None = None
 
     # -- socket set-up ------------------------------------------------------------------
 
@@ -537,11 +548,15 @@ class SocketAgent:
             if self.forward is not None:
                 self.forward.sock = self.forward.open()
             try:
+                if self.timeline is not None:
+                    self.timeline.start()
                 gens = [task.run() for task in self.tasks]
                 if len(gens) == 1:
                     self.run_one(gens[0])
                 elif gens:
                     self.run_many(gens)
+                if self.timeline is not None:
+                    self._calls_before(float("inf"), 0.0)  # the calls left, until the close
                 if self.close_deadline is not None:
                     wait_until(self.close_deadline, stop)
                 else:
@@ -566,16 +581,79 @@ class SocketAgent:
                 if isinstance(task, SendTask):
                     task.finish()
 
-    # -- blocking operations, bounded by close_at_s ----------------------------------------
+    # -- blocking operations, bounded by close_at_s and the next [[call]] ---------------------
 
-    def _limit_ms(self, option_ms: int) -> int:
-        """The timeout to use for one blocking call: the option, cut at close_at_s."""
+    def _limit_ms(self, option_ms: int, began: float) -> int:
+        """The timeout to use for one blocking call: the option, cut at close_at_s (and, on
+        a thread with [[call]]s, at the next call: ``_limit_at_calls_ms``)."""
+        if self.timeline is not None:
+            return self._limit_at_calls_ms(option_ms, began)
         if self.close_deadline is None:
             return option_ms
         remaining = int((self.close_deadline - _pc()) * 1000) + 1
         if remaining <= 0:
             raise Closing()
         return remaining if option_ms < 0 else min(option_ms, remaining)
+
+    def _limit_at_calls_ms(self, option_ms: int, began: float) -> int:
+        """``_limit_ms`` on a thread with [[call]]s: the calls due now are made first, then
+        the wait is cut at the next one (or the close); the option (SNDTIMEO/RCVTIMEO) counts
+        from ``began``, the start of the send or receive, as the simulator arms it once when
+        the call blocks (``zsim.model.appthread``)."""
+        timeline = self.timeline
+        assert timeline is not None
+        while True:
+            now = _pc()
+            close = self.close_deadline
+            if close is not None and now >= close:
+                raise Closing()
+            upcoming = timeline.next_at
+            if upcoming is not None and now >= upcoming:
+                timeline.make_due()
+                continue
+            left = option_ms if option_ms < 0 else max(0, option_ms - int((now - began) * 1000))
+            cut = close if upcoming is None else upcoming if close is None else min(close, upcoming)
+            if cut is None:
+                return left
+            remaining = int((cut - now) * 1000) + 1
+            return remaining if left < 0 else min(left, remaining)
+
+    def _calls_before(self, deadline: float, spin_s: float) -> bool:
+        """Wait for and make every call due before ``deadline`` (and before the close), each
+        at its time; False when the process is stopping."""
+        timeline = self.timeline
+        assert timeline is not None
+        stop = self.proc.stop
+        while True:
+            upcoming = timeline.next_at
+            if upcoming is None or upcoming >= deadline or (self.close_deadline is not None and upcoming >= self.close_deadline):
+                return True
+            if not wait_until(upcoming, stop, spin_s):
+                return False
+            timeline.make_due(upcoming)
+
+    def _compute(self, cpu_s: float) -> bool | None:
+        """``compute`` on a thread with [[call]]s: the work stops at each call's time for the
+        calls, then goes on with what it had left (the simulator makes a call at its time
+        whatever the thread is doing)."""
+        timeline = self.timeline
+        assert timeline is not None
+        stop = self.proc.stop
+        target = _cpu() + cpu_s
+        while True:
+            upcoming, close = timeline.next_at, self.close_deadline
+            until = close if upcoming is None else upcoming if close is None else min(close, upcoming)
+            done = compute(target - _cpu(), stop, until)
+            if done is not None:
+                return done
+            if close is not None and _pc() >= close:
+                return None
+            timeline.make_due()
+
+    def make_call(self, call: dict[str, Any]) -> None:
+        """One [[call]] on this socket (``make_call``)."""
+        assert self.sock is not None
+        make_call(self.sock, self.plan, call, self.proc)
 
     def send_blocking(self, frames: list[bytes], dontwait: bool) -> str:
         sock = self.sock
@@ -604,8 +682,8 @@ class SocketAgent:
         option = self.plan["options"]["sndtimeo"]
         try:
             while True:
-                limit = self._limit_ms(option)
-                if self.close_deadline is not None:
+                limit = self._limit_ms(option, began)
+                if self.close_deadline is not None or self.timeline is not None:
                     sock.sndtimeo = limit
                 try:
                     if single:
@@ -632,8 +710,8 @@ class SocketAgent:
         multipart = self.plan["multipart"]
         began = _pc()
         while True:
-            if self.close_deadline is not None:
-                sock.rcvtimeo = self._limit_ms(option)
+            if self.close_deadline is not None or self.timeline is not None:
+                sock.rcvtimeo = self._limit_ms(option, began)
             try:
                 if multipart:
                     return sock.recv_multipart()
@@ -649,6 +727,7 @@ class SocketAgent:
     def run_one(self, gen: Generator[Any, Any, None]) -> None:
         """One workload on the socket: plain blocking calls (the most faithful)."""
         stop = self.proc.stop
+        timeline = self.timeline
         value: Any = None
         while True:
             try:
@@ -656,13 +735,18 @@ class SocketAgent:
             except StopIteration:
                 return
             op = request[0]
+            if timeline is not None and timeline.next_at is not None and _pc() >= timeline.next_at:
+                timeline.make_due()
             if op == "spin":
-                value = compute(request[1], stop, self.close_deadline)
+                value = compute(request[1], stop, self.close_deadline) if timeline is None else self._compute(request[1])
                 if value is None:  # closing before the work was done
                     gen.close()
                     raise Closing()
             elif op == "wait":
                 deadline = request[1]
+                if timeline is not None and not self._calls_before(deadline, request[2]):
+                    value = False
+                    continue
                 if self.close_deadline is not None and deadline > self.close_deadline:
                     wait_until(self.close_deadline, stop)
                     gen.close()
@@ -697,6 +781,7 @@ class SocketAgent:
         stop = self.proc.stop
         opts = self.plan["options"]
         multipart = self.plan["multipart"]
+        timeline = self.timeline
         pending: dict[int, list[Any]] = {}
         for index, gen in enumerate(gens):
             try:
@@ -709,6 +794,9 @@ class SocketAgent:
             now = _pc()
             if self.close_deadline is not None and now >= self.close_deadline:
                 raise Closing()
+            if timeline is not None and timeline.next_at is not None and now >= timeline.next_at:
+                timeline.make_due()
+                now = _pc()
             progressed = False
             for index in list(pending):
                 request, since = pending[index]
@@ -716,7 +804,7 @@ class SocketAgent:
                 result: Any = _NOTHING
                 if op == "spin":
                     # CPU work: the thread computes, its other workloads wait
-                    result = compute(request[1], stop, self.close_deadline)
+                    result = compute(request[1], stop, self.close_deadline) if timeline is None else self._compute(request[1])
                     if result is None:
                         raise Closing()
                 elif op == "wait":
@@ -784,6 +872,8 @@ class SocketAgent:
                         deadlines.append(since + opts["rcvtimeo"] / 1000.0)
             if self.close_deadline is not None:
                 deadlines.append(self.close_deadline)
+            if timeline is not None and timeline.next_at is not None:
+                deadlines.append(timeline.next_at)
             deadline = min(deadlines) if deadlines else None
             if events:
                 timeout_ms = None if deadline is None else max(0, int((deadline - _pc()) * 1000) - 1)
@@ -797,6 +887,73 @@ class SocketAgent:
 
 
 _NOTHING = object()
+
+
+def make_call(sock: zmq.Socket, plan: dict[str, Any], call: dict[str, Any], proc: Process) -> None:
+    """One [[call]] on ``sock`` (``zsim.build.perform_call``), by the thread that owns it:
+    zmq_bind, zmq_unbind, zmq_connect or zmq_disconnect of each endpoint, zmq_setsockopt of
+    each option in order (``plan``'s options follow: a timeout holds from the next send or
+    receive), or (un)subscriptions (an XSUB sends them as messages). What libzmq refuses is
+    reported with the counts; the run goes on."""
+    action = call["action"]
+    try:
+        for endpoint in call["endpoints"]:
+            if action == "bind":
+                sock.bind(endpoint)
+            elif action == "unbind":
+                sock.unbind(endpoint)
+            elif action == "connect":
+                sock.connect(endpoint)
+            else:
+                sock.disconnect(endpoint)
+        for name, value in call["options"]:
+            sock.setsockopt(getattr(zmq, name.upper()), value.encode() if isinstance(value, str) else int(value))
+            if name in plan["options"]:
+                plan["options"][name] = value
+        subscribe = action == "subscribe"
+        for prefix in call["prefixes"]:
+            if subscribes_by_message(plan["type"]):
+                sock.send((b"\x01" if subscribe else b"\x00") + prefix.encode())
+            else:
+                sock.setsockopt(zmq.SUBSCRIBE if subscribe else zmq.UNSUBSCRIBE, prefix.encode())
+    except zmq.ZMQError as exc:
+        proc.error(f"socket {plan['name']}: {call['label']} ({action}): {exc}")
+
+
+class CallTimeline:
+    """The ``[[call]]``s on the sockets one thread owns (its socket, and the one a stage of
+    it forwards to), in the scenario's order: the thread makes each at its time, as the
+    simulator does (``zsim.build.perform_call``); ZeroMQ sockets are not thread-safe. Every
+    blocking wait of the thread ends at ``next_at`` (``SocketAgent._limit_at_calls_ms``,
+    ``_calls_before``, ``_compute``, ``run_many``), the thread makes the calls due
+    (``make_due``) and goes on with what it was doing."""
+
+    def __init__(self, proc: Process, entries: list[tuple[float, int, SocketAgent, dict[str, Any]]]) -> None:
+        self.proc = proc
+        #: (at_s, the call's place in the scenario, the socket's agent, the call), in time order
+        self.entries = sorted(entries, key=lambda entry: (entry[0], entry[1]))
+        #: perf_counter time of the next call (None: none left, or not started)
+        self.next_at: float | None = None
+
+    def start(self) -> None:
+        """The thread's sockets are open: the calls are due from t0 + at_s on (those due now
+        are made now)."""
+        self._advance()
+        self.make_due()
+
+    def _advance(self) -> None:
+        self.next_at = self.proc.t0 + self.entries[0][0] if self.entries else None
+
+    def make_due(self, upto: float | None = None) -> None:
+        """Make every call due by now (or by ``upto``, when a wait for it has just ended). A
+        process that is leaving makes no more calls (the simulator skips them too)."""
+        limit = _pc() if upto is None else max(upto, _pc())
+        t0 = self.proc.t0
+        while self.entries and t0 + self.entries[0][0] <= limit:
+            _at, _order, agent, call = self.entries.pop(0)
+            if not self.proc.stop.is_set():
+                agent.make_call(call)
+        self._advance()
 
 
 def apply_options(sock: zmq.Socket, plan: dict[str, Any]) -> None:
@@ -814,9 +971,16 @@ def apply_options(sock: zmq.Socket, plan: dict[str, Any]) -> None:
         if opts[name] != default:
             sock.setsockopt(option, int(opts[name]))
     for name, option in (("immediate", zmq.IMMEDIATE), ("conflate", zmq.CONFLATE),
-                         ("router_mandatory", zmq.ROUTER_MANDATORY), ("xpub_nodrop", zmq.XPUB_NODROP)):
+                         ("router_mandatory", zmq.ROUTER_MANDATORY), ("xpub_nodrop", zmq.XPUB_NODROP),
+                         # XPUB_VERBOSE before XPUB_VERBOSER: the latter sets both of xpub_t's flags
+                         ("xpub_verbose", zmq.XPUB_VERBOSE), ("xpub_verboser", zmq.XPUB_VERBOSER), ("xpub_manual", zmq.XPUB_MANUAL),
+                         ("invert_matching", zmq.INVERT_MATCHING), ("router_handover", zmq.ROUTER_HANDOVER),
+                         ("probe_router", zmq.PROBE_ROUTER), ("req_relaxed", zmq.REQ_RELAXED), ("req_correlate", zmq.REQ_CORRELATE)):
         if opts[name]:
             sock.setsockopt(option, 1)
+    if opts["connect_routing_id"] is not None:
+        # taken by the next connect (binds do not use it): the socket's first
+        sock.setsockopt(zmq.CONNECT_ROUTING_ID, opts["connect_routing_id"].encode())
     if TYPES[sock_type].filters_on_recv:
         for prefix in opts["subscribe"]:
             sock.setsockopt(zmq.SUBSCRIBE, prefix.encode())
@@ -844,6 +1008,9 @@ class ProxyAgent:
         self.back_stats = SocketStats(back["name"])
         self.forwarded = 0
         self.unknown = 0
+        #: why zmq.proxy_steerable returned, if a send in it failed (EAGAIN, EHOSTUNREACH)
+        self.failed: str | None = None
+        self.failed_at: float | None = None
         self.capture_endpoint = f"inproc://zsim-capture-{self.name}"
         self.control_endpoint = f"inproc://zsim-control-{self.name}"
         self.counter_ready = threading.Event()
@@ -931,8 +1098,17 @@ class ProxyAgent:
             closes = [p["close_at_s"] for p in (self.front_plan, self.back_plan) if p["close_at_s"] is not None]
             if closes:
                 threading.Thread(target=self._terminate_at, args=(proc.t0 + min(closes),), daemon=True).start()
-            with contextlib.suppress(zmq.ContextTerminated):
+            try:
                 zmq.proxy_steerable(front, back, capture, control)
+            except zmq.ContextTerminated:
+                pass
+            except zmq.ZMQError as exc:
+                # a send inside the proxy failed (SNDTIMEO expired, a ROUTER_MANDATORY
+                # without that peer): zmq_proxy returns -1 and the proxy is over
+                if exc.errno not in (zmq.EAGAIN, zmq.EHOSTUNREACH):
+                    raise
+                self.failed = "EAGAIN" if exc.errno == zmq.EAGAIN else "EHOSTUNREACH"
+                self.failed_at = _pc()
             # ended by a close_at_s: close what is due, keep the rest until its time
             for plan, sock in sorted(opened, key=lambda item: item[0]["close_at_s"] if item[0]["close_at_s"] is not None else 1e18):
                 if plan["close_at_s"] is not None:
@@ -1028,6 +1204,14 @@ class Process:
             if target is not None:
                 agent.forward = self.agents[target]
                 self.agents[target].owned = True
+        for agent in self.agents.values():
+            # one timeline per thread: its socket's calls and its forward socket's
+            members = [agent] if agent.forward is None else [agent, agent.forward]
+            entries = [(call["at_s"], call["order"], member, call) for member in members for call in member.plan.get("calls", ())]
+            if entries and not agent.owned:
+                timeline = CallTimeline(self, entries)
+                for member in members:
+                    member.timeline = timeline
         self.busy_threads = len(self.agents) + len(self.proxies) > 1
 
     # -- called from worker threads ------------------------------------------------------------
@@ -1108,6 +1292,8 @@ class Process:
                 "unroutable": task.unroutable, "finished_at_s": rel(task.finished_at) if task.done else None,
                 "schedule": task.schedule(),
             }
+            if TYPES[task.plan["socket_type"]].request:
+                senders[task.name]["reply_timeouts"] = task.reply_timeouts
             rtt = _copy(task.rtt)
             if len(rtt):
                 np.save(os.path.join(results_dir, f"rtt-{task.name}.npy"), rtt)
@@ -1119,6 +1305,10 @@ class Process:
         send_time = sum(a.send_time for a in self.agents.values())
         proxies = {p.name: {"frontend": p.front_plan["name"], "backend": p.back_plan["name"], "forwarded": p.forwarded,
                             "unclassified": p.unknown} for p in self.proxies}
+        for p in self.proxies:
+            if p.failed is not None:
+                proxies[p.name]["failed"] = p.failed
+                proxies[p.name]["failed_at_s"] = rel(p.failed_at)
         return {
             "process": self.name,
             "snapshot_s": now - t0,

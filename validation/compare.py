@@ -1007,6 +1007,9 @@ def validate(source: str | Path | Scenario, replications: int | None = None, see
         raise ScenarioError(f"app[{scenario.apps[0].name}].function",
                             "the real-pyzmq harness runs the scenario's [[send]]/[[recv]] workloads only, not SimPy app code "
                             "(simulation only; zsim validate runs no app code)")
+    from .harness import check_calls
+
+    check_calls(scenario)  # refused before the simulated runs too
     if scenario.hosts:  # what cannot be built is refused before anything runs
         from .harness import check_deployment
 

@@ -4,7 +4,8 @@
 
 * one OS process per ``[[process]]`` (``python -m validation.child``), with one
   ``zmq.Context`` each; inside it one thread per socket (running that socket's ``[[send]]``
-  and ``[[recv]]`` workloads) and one per ``[[proxy]]``;
+  and ``[[recv]]`` workloads and making its ``[[call]]``s at their times) and one per
+  ``[[proxy]]``;
 * real endpoints: ``inproc://`` names as written, ``ipc://`` paths in a fresh temporary
   directory, ``tcp://127.0.0.1`` with free ports chosen now (the port in the file only
   identifies the endpoint);
@@ -126,11 +127,13 @@ class EndpointMap:
         result = cls(tmpdir, where=where)
         keys: list[Endpoint] = []
         seen: set[tuple[str, str, str]] = set()
-        for sock in scenario.sockets:
-            for endpoint in (*sock.bind, *sock.connect):
-                if endpoint.key not in seen:
-                    seen.add(endpoint.key)
-                    keys.append(endpoint)
+        # a [[call]]'s endpoints too: a bind at a time gets the port its connects get
+        named = [e for sock in scenario.sockets for e in (*sock.bind, *sock.connect)]
+        named += [e for call in scenario.calls for e in call.endpoints]
+        for endpoint in named:
+            if endpoint.key not in seen:
+                seen.add(endpoint.key)
+                keys.append(endpoint)
         tcp = [e for e in keys if e.transport == "tcp"]
         if where is None:
             ports = free_tcp_ports(len(tcp))
@@ -214,6 +217,7 @@ def _last_timeline_s(scenario: Scenario) -> float:
         times.append(send.start_s)
     for recv in scenario.recvs:
         times.append(recv.start_s)
+    times += [call.at_s for call in scenario.calls]
     return max(times)
 
 
@@ -252,6 +256,7 @@ def build_plans(scenario: Scenario, endpoints: EndpointMap, seed: int, results_d
         raise ScenarioError(f"app[{scenario.apps[0].name}]",
                             "the real-pyzmq harness runs the scenario's [[send]]/[[recv]] workloads only, not SimPy app code "
                             "(simulation only)")
+    check_calls(scenario)
     check_deployment(scenario)
     cpus = real_cpus(scenario)
     late = _expected_wait_lateness(scenario)
@@ -276,6 +281,9 @@ def build_plans(scenario: Scenario, endpoints: EndpointMap, seed: int, results_d
             "recvs": [],
             "proxies": [],
         }
+    calls_of: dict[str, list[tuple[int, spec.CallSpec]]] = {}
+    for order, call in enumerate(scenario.calls):
+        calls_of.setdefault(call.socket, []).append((order, call))
     for sock in scenario.sockets:
         opts = sock.options
         plans[sock.process]["sockets"].append({
@@ -293,7 +301,12 @@ def build_plans(scenario: Scenario, endpoints: EndpointMap, seed: int, results_d
                 "immediate": opts.immediate, "conflate": opts.conflate, "router_mandatory": opts.router_mandatory,
                 "xpub_nodrop": opts.xpub_nodrop, "sndbuf": opts.sndbuf, "rcvbuf": opts.rcvbuf,
                 "reconnect_ivl": opts.reconnect_ivl, "reconnect_ivl_max": opts.reconnect_ivl_max,
+                "xpub_verbose": opts.xpub_verbose, "xpub_verboser": opts.xpub_verboser, "xpub_manual": opts.xpub_manual,
+                "invert_matching": opts.invert_matching, "router_handover": opts.router_handover,
+                "probe_router": opts.probe_router, "connect_routing_id": opts.connect_routing_id,
+                "req_relaxed": opts.req_relaxed, "req_correlate": opts.req_correlate,
             },
+            "calls": _call_plans(calls_of.get(sock.name, []), endpoints, host_of[sock.process]),
         })
     for send in scenario.sends:
         sock = by_name[send.socket]
@@ -312,6 +325,7 @@ def build_plans(scenario: Scenario, endpoints: EndpointMap, seed: int, results_d
             "parts": send.parts,
             "dontwait": scenario.never_waits(send),
             "on_again": send.on_again,
+            "on_timeout": send.on_timeout,
             "pacing": send.pacing,
             "to": list(send.to),
             "loop_cpu_s": send.loop_cpu_s,
@@ -366,6 +380,26 @@ def build_plans(scenario: Scenario, endpoints: EndpointMap, seed: int, results_d
             "frontend": proxy.frontend,
             "backend": proxy.backend,
             "sides": sides,
+        })
+    return plans
+
+
+def _call_plans(calls: list[tuple[int, spec.CallSpec]], endpoints: EndpointMap, host: str) -> list[dict[str, Any]]:
+    """A socket's [[call]]s as its thread makes them (``validation.child.CallTimeline``):
+    real endpoints (a bind or unbind as the socket binds, a connect or disconnect as it
+    connects from its host), options by pyzmq's names in the table's order, prefixes; each
+    with its place among the scenario's calls (``order``: calls at one time go in file order)."""
+    plans = []
+    for order, call in calls:
+        binding = call.action in ("bind", "unbind")
+        plans.append({
+            "label": call.label,
+            "at_s": call.at_s,
+            "order": order,
+            "action": call.action,
+            "endpoints": [endpoints.real(e) if binding else endpoints.real(e, host) for e in call.endpoints],
+            "options": [[name, value] for name, value in call.options],
+            "prefixes": list(call.prefixes),
         })
     return plans
 
@@ -436,6 +470,19 @@ def _host_cpus(scenario: Scenario, usable: list[int]) -> dict[str, list[int] | N
                                     f"host {proc.host or 'default'!r}")
         found[proc.name] = [machine[core] for core in proc.affinity]
     return found
+
+
+def check_calls(scenario: Scenario) -> None:
+    """The [[call]]s the harness cannot make, refused in one line: those on a [[proxy]]'s
+    sockets. zmq_proxy owns both sockets in its thread until it returns; stopping it
+    (TERMINATE), making the call and starting zmq.proxy_steerable again left the restarted
+    proxy deaf to its sockets in about half the runs tried (pyzmq 27.3, libzmq 4.3.5)."""
+    proxied = {name for proxy in scenario.proxies for name in (proxy.frontend, proxy.backend)}
+    for call in scenario.calls:
+        if call.socket in proxied:
+            raise ScenarioError(f"{call.label} (socket {call.socket})",
+                                "the real-pyzmq harness runs a [[proxy]] as zmq.proxy_steerable, which holds its sockets' thread: "
+                                "it makes no [[call]]s on them (simulation and zsim export only)")
 
 
 def check_deployment(scenario: Scenario) -> None:

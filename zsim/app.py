@@ -46,12 +46,13 @@ import numpy as np
 import simpy
 
 from . import trust
-from .errors import Again, HostUnreachable, NotSupported, ScenarioError, SocketClosed, StateError
-from .model.appthread import BLOCKED, CLOSED, AppThread, Workload
-from .model.fates import SENT, UNROUTABLE
-from .model.pipe import BOTTOM, MSG_ENVELOPE, MSG_ID, MSG_SIZE, MSG_T0, MSG_TOPIC, SUBSCRIBE_ID, Message
+from .constants import frame_wire_bytes
+from .errors import Again, HostUnreachable, InvalidArgument, NoSuchEndpoint, NotSupported, ScenarioError, SocketClosed, StateError
+from .model.appthread import AppThread, Workload
+from .model.fates import AGAIN, BLOCKED, CLOSED, EFSM, READY, RECEIVED, SENT, UNROUTABLE
+from .model.pipe import BOTTOM, MSG_ENVELOPE, MSG_ID, MSG_SIZE, MSG_T0, MSG_TOPIC, PROBE_ID, SUBSCRIBE_ID, UNSUBSCRIBE_ID, Message
 from .model.socket import NEW, OPEN, Socket
-from .model.sockets import Req
+from .model.sockets import Rep
 from .model.workload import envelope_wire_bytes, message_wire_bytes
 from .socket_types import names
 
@@ -65,14 +66,20 @@ _APP_CAN_SEND = frozenset(names("app_send"))
 _APP_CAN_RECV = frozenset(names("app_recv"))
 
 
+#: what a received control message is (``zsim.model.pipe``'s negative ids)
+_KINDS = {SUBSCRIBE_ID: "subscribe", UNSUBSCRIBE_ID: "unsubscribe", PROBE_ID: "probe"}
+
+
 class Received:
     """A message an app received: what a pyzmq ``recv_multipart`` would let it see.
 
     ``envelope``: the routing ids a ROUTER prepended (first = the peer it came from), to
     pass back in ``send(envelope=...)``; ``delimiter``: the message carries an empty
     delimiter frame under them (a REQ's request, a reply to one), which a REP or REQ it
-    is passed on to needs; ``kind`` is ``"message"``, or ``"subscribe"`` /
-    ``"unsubscribe"`` for what an XPUB hands its application.
+    is passed on to needs; a REP's application sees neither (``rep_t::xrecv`` keeps them
+    for the reply); ``kind`` is ``"message"``, or ``"subscribe"`` / ``"unsubscribe"`` for
+    what an XPUB hands its application, or ``"probe"`` for the empty message a peer with
+    ``probe_router`` sent when it connected.
     """
 
     __slots__ = ("id", "topic", "size", "envelope", "delimiter", "sent_at", "kind")
@@ -85,10 +92,7 @@ class Received:
         self.delimiter: bool = BOTTOM in envelope
         self.envelope: tuple[Any, ...] = tuple(e for e in envelope if e != BOTTOM) if self.delimiter else envelope
         self.sent_at: float = msg[MSG_T0]
-        if self.id >= 0:
-            self.kind = "message"
-        else:
-            self.kind = "subscribe" if self.id == SUBSCRIBE_ID else "unsubscribe"
+        self.kind = _KINDS.get(self.id, "message")
 
     def __repr__(self) -> str:
         return f"<Received {self.kind} {self.id} topic={self.topic!r} size={self.size} envelope={self.envelope}>"
@@ -112,12 +116,12 @@ class AppSocket(Workload):
         params = getattr(sock.process, "params", None) or world.params
         self._send_cost = params.send_call_s
         self._recv_cost = params.recv_call_s
-        # its calls into the model (zsim.model.appthread): a blocked send has its own
-        # AppThread, as the SimPy process making it is a thread of the application
-        self._thread = self._new_thread()
+        # its calls into the model (zsim.model.appthread, the one layer where a call waits):
+        # each call blocked at once has its own AppThread, as the SimPy process making it
+        # is a thread of the application
+        self._threads: list[AppThread] = [self._new_thread()]
         # calls waiting on the socket: each fails with SocketClosed if the socket closes
         self._pending: list[Callable[[Exception], None]] = []
-        self._owes_reply = False  # REP: a request was received, its reply not yet sent
         self._poll: simpy.Event | None = None  # the pending poll() without timeout, shared
         self.socket: Socket | None = sock
         self.app_name = app.name
@@ -126,6 +130,15 @@ class AppSocket(Workload):
     def _new_thread(self) -> AppThread:
         thread = AppThread(self._world)
         thread.count_stop = True  # a send the closing socket ends was blocked until then
+        return thread
+
+    def _free_thread(self) -> AppThread:
+        """An AppThread in no blocking call (a new one if every one is blocked)."""
+        for thread in self._threads:
+            if not thread.blocked_call():
+                return thread
+        thread = self._new_thread()
+        self._threads.append(thread)
         return thread
 
     @property
@@ -148,7 +161,6 @@ class AppSocket(Workload):
 
     def resume(self) -> None:
         """The process restarted: the socket is fresh; calls made from now on work."""
-        self._owes_reply = False
 
     def _call(self, types: frozenset[str], verb: str) -> simpy.Event:
         """A new call's event, already failed if this socket type cannot ``verb``
@@ -169,11 +181,35 @@ class AppSocket(Workload):
             event.fail(SocketClosed(f"socket {self.name!r} is closed"))
         return event
 
+    def _state_error(self, verb: str) -> StateError:
+        """EFSM from the type's state machine (``req_t``, ``rep_t``), in pyzmq's words."""
+        sock = self._sock
+        if sock.traits.request:
+            why = "send while a reply is pending" if verb == "send" else "recv before a request was sent"
+        else:
+            why = "send before a request was received" if verb == "send" else "recv before the reply was sent"
+        return StateError(f"{sock.type} socket {self.name!r}: {why} (EFSM)")
+
+    def _wait_for(self, thread: AppThread, fail: Callable[[Exception], object]) -> Callable[[Exception], None]:
+        """Register a blocked call: if the socket closes, ``fail`` ends it (SocketClosed)."""
+
+        def closed(error: Exception) -> None:
+            thread.cancel()
+            fail(error)
+
+        self._pending.append(closed)
+        return closed
+
+    def _unwait(self, closed: Callable[[Exception], None]) -> None:
+        if closed in self._pending:
+            self._pending.remove(closed)
+
     # -- send ------------------------------------------------------------------------
 
     def send(self, size: int | None = None, *, topic: str | None = None, envelope: Iterable[Any] | None = None,
              parts: int = 1, like: Received | None = None, delimiter: bool | None = None,
-             dontwait: bool = False, cause: Received | None = None) -> simpy.Event:
+             dontwait: bool = False, cause: Received | None = None, subscribe: str | None = None,
+             unsubscribe: str | None = None) -> simpy.Event:
         """``zmq_send`` of a message of ``size`` payload bytes (default 0); the event's
         value is the message id. ``envelope``: the routing ids in front of the message
         (a ROUTER sends to the peer its first one names and strips it). ``delimiter``:
@@ -182,13 +218,18 @@ class AppSocket(Workload):
         envelope and delimiter (a broker passing a request on); arguments given override
         them. ``cause``: the received message this one answers or was made from (default:
         ``like``'s), so request -> reply and source -> sink times follow it
-        (``zsim.results.causal_times``)."""
+        (``zsim.results.causal_times``). On an XSUB, ``subscribe=prefix`` /
+        ``unsubscribe=prefix`` send a (un)subscription message (``b"\\x01" + prefix`` /
+        ``b"\\x00" + prefix`` in pyzmq) instead: the event's value is None."""
         env, sock = self._env, self._sock
         event = self._call(_APP_CAN_SEND, "send")
         if event.triggered:
             return event
+        if subscribe is not None or unsubscribe is not None:
+            return self._send_subscription(event, subscribe, unsubscribe, (size, topic, envelope, like, delimiter, cause, parts != 1))
         if size is None:
-            size = like.size if like is not None else 0
+            # a received message's size counts its topic frame too: the payload is the rest
+            size = like.size - len(like.topic.encode()) if like is not None else 0
         if topic is None:
             topic = like.topic if like is not None else ""
         envelope = tuple(envelope) if envelope is not None else (like.envelope if like is not None else ())
@@ -196,149 +237,178 @@ class AppSocket(Workload):
             delimiter = like.delimiter if like is not None else False
         if delimiter and BOTTOM not in envelope:
             envelope += (BOTTOM,)
+        if isinstance(sock, Rep) and sock.sending_reply:
+            # rep_t::xsend: the reply goes out under the routing ids and delimiter the
+            # request came with, which the socket kept (rep_t::xrecv); the application
+            # neither sees nor gives them
+            envelope = sock.reply_envelope
         if size < 0:
             event.fail(ValueError(f"send on {self.name!r}: size must be >= 0, got {size}"))
             return event
-        traits = sock.traits
-        if isinstance(sock, Req) and sock.awaiting_reply:
-            event.fail(StateError(f"REQ socket {self.name!r}: send while a reply is pending (EFSM)"))
-            return event
-        if traits.reply and not self._owes_reply:
-            event.fail(StateError(f"REP socket {self.name!r}: send before a request was received (EFSM)"))
-            return event
         total, wire = message_wire_bytes(size, topic, parts)
         wire += envelope_wire_bytes(envelope)
-        if traits.request:
+        if sock.traits.request:
             wire += 2  # the REQ's empty delimiter frame
-        thread = self._thread
-        if thread.pending is not None:  # another of the app's sends is blocked in it
-            thread = self._new_thread()
+        thread = self._free_thread()
         made_from = cause if cause is not None else like
         cause_id = made_from.id if made_from is not None and made_from.id >= 0 else -1
         msg = thread.message(env.now, total, wire, topic, envelope, sock.index, cause_id)
-        if traits.reply:
-            self._owes_reply = False
-
-        def closed(error: Exception) -> None:
-            thread.cancel()
-            event.fail(error)
+        closed: Callable[[Exception], None] | None = None
 
         def done(status: int) -> None:
-            self._pending.remove(closed)
-            if status == CLOSED:
-                closed(SocketClosed(f"socket {self.name!r} was closed while a call waited on it"))
-            else:
-                self._send_done(event, msg, status, thread.wake_s)
+            if closed is not None:
+                self._unwait(closed)
+            self._send_done(event, msg, status, thread.wake_s)
 
         status = thread.send(sock, msg, dontwait, done)
         if status == BLOCKED:
-            self._pending.append(closed)
+            closed = self._wait_for(thread, event.fail)
         else:
             self._send_done(event, msg, status, thread.wake_s)
         return event
 
+    def _send_subscription(self, event: simpy.Event, subscribe: str | None, unsubscribe: str | None,
+                           others: tuple[Any, ...]) -> simpy.Event:
+        """``zmq_send`` of a (un)subscription message on an XSUB (``xsub_t::xsend``), through
+        the call layer (``AppThread.send_control``); it never blocks (``xsub_t::xhas_out``),
+        so ``dontwait`` changes nothing."""
+        sock = self._sock
+        if not sock.traits.sends_upstream:
+            event.fail(NotSupported(f"a {sock.type} socket ({self.name!r}) sends no (un)subscription message: an XSUB does "
+                                    "(a SUB subscribes with subscribe(prefix))"))
+            return event
+        if subscribe is not None and unsubscribe is not None:
+            event.fail(ValueError(f"send on {self.name!r}: give subscribe= or unsubscribe=, not both"))
+            return event
+        if any(other not in (None, False) for other in others):
+            event.fail(ValueError(f"send on {self.name!r}: a (un)subscription message is its prefix alone (no size, topic, "
+                                  "envelope, parts, like, delimiter or cause)"))
+            return event
+        prefix = subscribe if subscribe is not None else unsubscribe
+        if not isinstance(prefix, str):
+            event.fail(TypeError(f"send on {self.name!r}: the prefix must be a str, got {type(prefix).__name__}"))
+            return event
+        kind = SUBSCRIBE_ID if subscribe is not None else UNSUBSCRIBE_ID
+        msg: Message = (kind, self._env.now, 0, frame_wire_bytes(len(prefix.encode()) + 1), prefix, (), sock.index, -1)
+        thread = self._free_thread()
+        status = thread.send_control(sock, msg)
+        self._send_done(event, msg, status, thread.wake_s)
+        return event
+
     def _send_done(self, event: simpy.Event, msg: Message, status: int, wake_s: float) -> None:
         """The send call returns (counted by ``AppThread``): after its cost, with the cost
-        of the wake-ups it caused."""
+        of the wake-ups it caused; its value is the message id (None: a control message)."""
         if status == SENT:
-            self._env.call_later(self._send_cost + wake_s, lambda: event.succeed(msg[MSG_ID]))
+            mid = msg[MSG_ID] if msg[MSG_ID] >= 0 else None
+            self._env.call_later(self._send_cost + wake_s, lambda: event.succeed(mid))
         elif status == UNROUTABLE:
             event.fail(HostUnreachable(f"ROUTER {self.name!r} (router_mandatory): no peer {msg[MSG_ENVELOPE][:1]!r}"))
+        elif status == EFSM:
+            event.fail(self._state_error("send"))
+        elif status == CLOSED:
+            event.fail(SocketClosed(f"socket {self.name!r} was closed while a call waited on it"))
         else:
             event.fail(Again(f"send on {self.name!r} would block"))
-
-    def _park(self, attempt: Callable[[], Callable[[], object] | None], expired: Callable[[], object],
-              closed: Callable[[Exception], object], timeout_s: float | None) -> None:
-        """Block a call on the socket, as ``socket_base_t`` blocks a thread: after each
-        command to the socket ``attempt()`` tries again and returns what completes the call,
-        or None to wait on; after ``timeout_s`` ``expired()`` ends it; if the socket closes
-        ``closed(error)`` does. Exactly one of them runs, once."""
-        sock = self._sock
-        done = False
-
-        def finish(then: Callable[[], object]) -> None:
-            nonlocal done
-            done = True
-            sock.stop_waiting(wake)
-            if close in self._pending:
-                self._pending.remove(close)
-            then()
-
-        def wake() -> None:
-            if done:
-                return
-            complete = attempt()
-            if complete is None:
-                sock.wait(wake)
-            else:
-                finish(complete)
-
-        def close(error: Exception) -> None:
-            if not done:
-                finish(lambda: closed(error))
-
-        def expire() -> None:
-            if not done:
-                finish(expired)
-
-        self._pending.append(close)
-        sock.wait(wake)
-        if timeout_s is not None:
-            self._env.call_later(max(0.0, timeout_s), expire)
 
     # -- recv ------------------------------------------------------------------------
 
     def recv(self, *, dontwait: bool = False) -> simpy.Event:
         """``zmq_recv``: the event's value is a ``Received``."""
-        sock = self._sock
         event = self._call(_APP_CAN_RECV, "receive")
         if event.triggered:
             return event
-        traits = sock.traits
-        if isinstance(sock, Req) and not sock.awaiting_reply:
-            event.fail(StateError(f"REQ socket {self.name!r}: recv before a request was sent (EFSM)"))
-            return event
-        if traits.reply and self._owes_reply:
-            event.fail(StateError(f"REP socket {self.name!r}: recv before the reply was sent (EFSM)"))
-            return event
-        thread = self._thread
-        msg = thread.recv(sock)
-        if msg is None and sock.mailbox:
-            sock.process_commands()
-            msg = sock.xrecv()
+        thread = self._free_thread()
+        closed: Callable[[Exception], None] | None = None
+
+        def done(status: int) -> None:
+            if closed is not None:
+                self._unwait(closed)
+            got = thread.got
+            thread.got = None
+            self._recv_done(event, status, got, True)
+
+        msg = thread.recv(self._sock, dontwait, done)
         if msg is not None:
-            self._got(event, msg)
-        elif dontwait or sock.options.rcvtimeo == 0:
-            thread.recv_failed(sock)
-            event.fail(Again(f"recv on {self.name!r} would block"))
+            self._recv_done(event, RECEIVED, msg, False)
+        elif thread.status == BLOCKED:
+            closed = self._wait_for(thread, event.fail)
         else:
-            self._block_recv(event)
+            self._recv_done(event, thread.status, None, False)
         return event
 
-    def _got(self, event: simpy.Event, msg: Message) -> None:
-        sock, now = self._sock, self._env.now
-        if msg[MSG_ID] >= 0:  # an XPUB's subscription messages are not counted
-            self._thread.received(sock, msg, now)
-        if sock.traits.reply:
-            self._owes_reply = True
-        received = Received(msg)
-        self._env.call_later(self._recv_cost, lambda: event.succeed(received))
-
-    def _block_recv(self, event: simpy.Event) -> None:
-        sock, thread = self._sock, self._thread
-
-        def attempt() -> Callable[[], object] | None:
-            msg = thread.woken_recv(sock)
-            if msg is None:
-                return None
-            return lambda: self._got(event, msg)
-
-        def expired() -> None:
-            thread.recv_failed(sock)
+    def _recv_done(self, event: simpy.Event, status: int, msg: Message | None, blocked: bool) -> None:
+        """The recv call returns: the message after the call's cost, or its failure
+        (``blocked``: it had blocked, so an EAGAIN is RCVTIMEO's)."""
+        if status == RECEIVED and msg is not None:
+            sock, now = self._sock, self._env.now
+            if msg[MSG_ID] >= 0:  # an XPUB's subscription messages are not counted
+                self._threads[0].received(sock, msg, now)
+            received = Received(msg)
+            if isinstance(sock, Rep):
+                # rep_t::xrecv keeps the routing ids and the delimiter for the reply and
+                # hands the application only the frames after them
+                received.envelope, received.delimiter = (), False
+            self._env.call_later(self._recv_cost, lambda: event.succeed(received))
+        elif status == EFSM:
+            event.fail(self._state_error("recv"))
+        elif status == CLOSED:
+            event.fail(SocketClosed(f"socket {self.name!r} was closed while a call waited on it"))
+        elif blocked and status == AGAIN:
             event.fail(Again(f"recv on {self.name!r}: RCVTIMEO expired"))
+        else:
+            event.fail(Again(f"recv on {self.name!r} would block"))
 
-        timeout = sock.options.rcvtimeo
-        self._park(attempt, expired, event.fail, timeout / 1000.0 if timeout > 0 else None)
+    # -- lifecycle calls -------------------------------------------------------------
+
+    def _endpoint(self, text: str, verb: str) -> Any:
+        """``text`` as the endpoint the scenario's model knows (its host resolved as a
+        [[socket]]'s would be); a bad one is a ``ValueError`` naming it (EINVAL)."""
+        from .build import call_endpoint
+
+        return call_endpoint(self._app.model, self._sock, text, f"app[{self._app.name}]: {verb}")
+
+    def _open_for(self, verb: str) -> Socket:
+        if self._sock.state != OPEN:
+            raise SocketClosed(f"socket {self.name!r} is not open: cannot {verb}")
+        return self._sock
+
+    def bind(self, endpoint: str) -> None:
+        """``zmq_bind`` now (``World.bind``)."""
+        sock = self._open_for("bind")
+        found = self._endpoint(endpoint, "bind")
+        holder = self._world.listeners.get(found.key)
+        if holder is not None and holder is not sock:
+            raise ValueError(f"bind on {self.name!r}: {found.text} is bound by socket {holder.name!r} (EADDRINUSE)")
+        self._world.bind(sock, found)
+
+    def connect(self, endpoint: str) -> None:
+        """``zmq_connect`` now (``World.connect``); a tcp/ipc peer need not listen yet."""
+        self._world.connect(self._open_for("connect"), self._endpoint(endpoint, "connect"))
+
+    def disconnect(self, endpoint: str) -> None:
+        """``zmq_disconnect`` now (``World.disconnect``: what the connection holds goes as
+        LINGER says, rule ``app_disconnect``); ``NoSuchEndpoint`` (ENOENT) if not connected."""
+        if not self._world.disconnect(self._open_for("disconnect"), self._endpoint(endpoint, "disconnect")):
+            raise NoSuchEndpoint(f"disconnect on {self.name!r}: {endpoint!r} is not connected (ENOENT)")
+
+    def unbind(self, endpoint: str) -> None:
+        """``zmq_unbind`` now (``World.unbind``); ``NoSuchEndpoint`` (ENOENT) if not bound."""
+        if not self._world.unbind(self._open_for("unbind"), self._endpoint(endpoint, "unbind")):
+            raise NoSuchEndpoint(f"unbind on {self.name!r}: {endpoint!r} is not bound (ENOENT)")
+
+    def setsockopt(self, name: str, value: Any) -> None:
+        """``zmq_setsockopt`` now, with pyzmq's lowercase names and units (``sndhwm``,
+        ``rcvtimeo`` in ms, ``subscribe``, ...): checked as a [[socket]]'s ``options``
+        are (a bad one is a ``ValueError`` naming it); it holds from now on where libzmq
+        reads it, and SNDHWM/RCVHWM reach the pipes already attached (``World.set_option``)."""
+        from .build import call_options
+
+        sock = self._open_for("setsockopt")
+        if name in ("subscribe", "unsubscribe"):
+            self._set_subscription(name, value.decode() if isinstance(value, bytes) else value)
+            return
+        for key, checked in call_options(sock, name, value, f"app[{self._app.name}]: setsockopt on {self.name!r}"):
+            self._world.set_option(sock, key, checked)
 
     # -- poll ------------------------------------------------------------------------
 
@@ -359,17 +429,53 @@ class AppSocket(Workload):
         event = env.event()
         if sock.state != OPEN:
             return self._closed(event)
-        if sock.has_in():
-            event.succeed(True)
-            return event
-        if timeout_s is None:
-            self._poll = event
+        thread = self._free_thread()
+        closed: Callable[[Exception], None] | None = None
 
-        def attempt() -> Callable[[], object] | None:
-            return (lambda: event.succeed(True)) if sock.has_in() else None
+        def done(status: int) -> None:
+            if closed is not None:
+                self._unwait(closed)
+            if status == CLOSED:
+                event.fail(SocketClosed(f"socket {self.name!r} was closed while a call waited on it"))
+            else:
+                event.succeed(status == READY)
 
-        self._park(attempt, lambda: event.succeed(False), event.fail, timeout_s)
+        status = thread.poll((sock,), sock.has_in, -1.0 if timeout_s is None else max(0.0, timeout_s), done)
+        if status == BLOCKED:
+            closed = self._wait_for(thread, event.fail)
+            if timeout_s is None:
+                self._poll = event
+        elif status == CLOSED:
+            return self._closed(event)
+        else:
+            event.succeed(status == READY)
         return event
+
+    # -- setsockopt(SUBSCRIBE/UNSUBSCRIBE) ---------------------------------------------
+
+    def subscribe(self, prefix: str) -> None:
+        """``setsockopt(zmq.SUBSCRIBE, prefix)``, at once (not an event): a SUB sends the
+        subscription to its publishers now (``sub_t::xsetsockopt``); an XPUB with
+        ``xpub_manual`` subscribes the pipe of the last (un)subscription it received
+        (``xpub_t::xsetsockopt``). Raises ``zsim.InvalidArgument`` on the other types, as
+        libzmq does (EINVAL), and ``zsim.SocketClosed`` if the socket is not open."""
+        self._set_subscription("subscribe", prefix)
+
+    def unsubscribe(self, prefix: str) -> None:
+        """``setsockopt(zmq.UNSUBSCRIBE, prefix)``: as ``subscribe``; a SUB sends the cancel
+        only when it removes the prefix's last reference (it counts its subscriptions)."""
+        self._set_subscription("unsubscribe", prefix)
+
+    def _set_subscription(self, option: str, prefix: str) -> None:
+        sock = self._sock
+        if not isinstance(prefix, str):
+            raise TypeError(f"{option} on {self.name!r}: the prefix must be a str, got {type(prefix).__name__}")
+        if sock.state != OPEN:
+            raise SocketClosed(f"socket {self.name!r} is not open")
+        if not sock.xsetsockopt(option, prefix):
+            manual = " without xpub_manual" if sock.traits.app_sees_subscriptions else ""
+            raise InvalidArgument(f"setsockopt({option.upper()}) on the {sock.type} socket {self.name!r}{manual}: not an option of "
+                                  f"the type (EINVAL)")
 
 
 class App:

@@ -20,15 +20,16 @@ import numpy as np
 
 from . import profile as profile_module
 from .distributions import Distribution
+from .errors import ScenarioError
 from .ledger import Ledger
-from .model.cpu import Machine, Machines
+from .model.cpu import Machine
 from .model.kernel import NORMAL, URGENT, Environment
 from .model.params import LinkParams, ModelParams, SchedulerParams, TransportParams, unix_skb_truesize, wake_cost_fn
-from .model.socket import Socket
+from .model.socket import OPEN, Socket
 from .model.workload import Proxy, Receiver, Sender
 from .model.world import Process, World
 from .profile import Profile, TransportProfile
-from .spec import Scenario, check_affinity
+from .spec import CallSpec, Scenario, check_affinity, parse_endpoint, parse_options, resolve_endpoint
 
 
 class Streams:
@@ -187,6 +188,8 @@ class Model:
     sockets: dict[str, Socket] = field(default_factory=dict)
     processes: dict[str, Process] = field(default_factory=dict)
     app_names: list[str] = field(default_factory=list)  # apps started on this model (zsim.app)
+    #: [[call]]s not made because their socket was not open then: (label, time)
+    calls_skipped: list[tuple[str, float]] = field(default_factory=list)
     machine: Machine | None = None  # the shared cores ([machine] cores > 0) of the default host
     #: every host's machine, by host name ("" the default host), for hosts with cores > 0
     machines: dict[str, Machine] = field(default_factory=dict)
@@ -251,7 +254,7 @@ def build(scenario: Scenario, seed: int, profile: Profile | None = None, trace_d
     model = Model(scenario, seed, profile, env, world, ledger)
 
     for proc_spec in scenario.processes:
-        process = world.add_process(proc_spec.name)
+        process = world.add_process(proc_spec.name, proc_spec.io_threads)
         process.exit_after_sends = proc_spec.exit_after_sends
         # its host, and with it the machine's costs every socket and workload of it takes
         process.host = proc_spec.host
@@ -274,7 +277,7 @@ def build(scenario: Scenario, seed: int, profile: Profile | None = None, trace_d
             size=_sampler(send.size, streams, send.streams["size"], integer=True),
             start_s=scenario.starts_at(send), topics=send.topics, parts=send.parts,
             dontwait=scenario.never_waits(send), on_again=send.on_again, to=send.to, pacing=send.pacing,
-            loop_cpu_s=send.loop_cpu_s, wait_spin_s=send.wait_spin_s,
+            loop_cpu_s=send.loop_cpu_s, wait_spin_s=send.wait_spin_s, on_timeout=send.on_timeout,
         )
         sock.process.workloads.append(sender)
         model.senders.append(sender)
@@ -336,11 +339,7 @@ def _build_machines(model: Model) -> None:
             model.machines[host] = Machine(model.env, dataclasses.replace(by_host[host].scheduler, cores=cores), host)
     if not model.machines:
         return
-    if not scenario.hosts:
-        world.machine = model.machine = model.machines[""]
-    else:
-        model.machine = model.machines.get("")
-        world.machine = Machines(model.machines)
+    model.machine = model.machines.get("")
     machine_of = {proc.name: model.machines.get(proc.host) for proc in scenario.processes}
     declared = {host.name: host.cores for host in scenario.hosts}
     affinity: dict[str, tuple[int, ...] | None] = {}
@@ -381,13 +380,9 @@ def _build_machines(model: Model) -> None:
         machine = machine_of[proc_spec.name]
         if machine is None:
             continue
-        threads = []
-        for number in range(proc_spec.io_threads):
-            suffix = "" if proc_spec.io_threads == 1 else f".{number + 1}"
-            threads.append(machine.thread(unique(f"io.{proc_spec.name}{suffix}"), "io", proc_spec.name, affinity[proc_spec.name]))
-        machine.io_threads[model.processes[proc_spec.name]] = threads
-        for thread in threads:
-            machine.io_load[thread] = 0
+        # each of its context's I/O threads runs on a thread of the machine
+        for io in model.processes[proc_spec.name].io_threads:
+            io.cpu = machine.thread(unique(io.name), "io", proc_spec.name, affinity[proc_spec.name])
 
 
 def _schedule_timeline(model: Model) -> None:
@@ -402,6 +397,8 @@ def _schedule_timeline(model: Model) -> None:
         sock = model.sockets[sock_spec.name]
         if sock_spec.close_at_s is not None:
             env.call_later(sock_spec.close_at_s, partial(world.close_socket, sock), priority=NORMAL)
+    for call in scenario.calls:
+        env.call_later(call.at_s, partial(perform_call, model, call), priority=NORMAL)
     for sender in model.senders:
         sender.start()
     for receiver in model.receivers:
@@ -420,13 +417,63 @@ def _schedule_timeline(model: Model) -> None:
             env.call_later(proc_spec.restart_at_s, partial(_restart, model, process), priority=URGENT)
 
 
+def call_endpoint(model: Model, sock: Socket, text: str, verb: str) -> Any:
+    """``text`` as the endpoint a call of an app on ``sock`` names, resolved as a
+    [[socket]]'s would be (its process's host); a bad one is a ``ValueError`` naming it."""
+    scenario = model.scenario
+    own = next((proc.host for proc in scenario.processes if proc.name == sock.process.name), "")
+    where = f"{verb} on {sock.name!r}"
+    try:
+        return resolve_endpoint(parse_endpoint(str(text), where), own, scenario.hosts, where, bind=verb in ("bind", "unbind"))
+    except ScenarioError as exc:
+        raise ValueError(str(exc)) from None
+
+
+def call_options(sock: Socket, name: str, value: Any, where: str) -> list[tuple[str, Any]]:
+    """``(option, value)`` pairs a ``setsockopt(name, value)`` sets, checked as a
+    [[socket]]'s ``options`` are (``hwm`` sets both HWMs); a bad one is a ``ValueError``."""
+    try:
+        parsed = parse_options({name: value}, where, sock.type)
+    except ScenarioError as exc:
+        raise ValueError(str(exc)) from None
+    return [(key, getattr(parsed, key)) for key in (("sndhwm", "rcvhwm") if name == "hwm" else (name,))]
+
+
+def perform_call(model: Model, call: CallSpec) -> None:
+    """A ``[[call]]`` at its time: the socket's thread calls ``zmq_bind``, ``zmq_unbind``,
+    ``zmq_connect``, ``zmq_disconnect``, ``zmq_setsockopt`` or (un)subscribes. A socket that
+    is not open then (its process crashed, exited or has not restarted) gets no call: its
+    program is not running. The scenario's checks made sure each call is valid when the
+    socket lives as declared."""
+    world = model.world
+    sock = model.sockets[call.socket]
+    if sock.state != OPEN or not sock.process.alive or sock.process.exiting:
+        model.calls_skipped.append((call.label, world.clock.now))
+        return
+    action = call.action
+    for endpoint in call.endpoints:
+        if action == "bind":
+            world.bind(sock, endpoint)
+        elif action == "connect":
+            world.connect(sock, endpoint)
+        elif action == "disconnect":
+            world.disconnect(sock, endpoint)
+        else:
+            world.unbind(sock, endpoint)
+    for name, value in call.options:
+        world.set_option(sock, name, value)
+    for prefix in call.prefixes:
+        world.subscribe(sock, prefix, action == "subscribe")
+
+
 def _restart(model: Model, process: Process) -> None:
-    """The crashed process starts again: fresh sockets (same names), workloads resume."""
+    """The crashed process starts again: fresh sockets (same names, the endpoints and
+    options its program declares), workloads resume."""
     world = model.world
     process.alive = True
     process.exiting = False
     for sock in process.sockets:
-        sock.reset()
+        world.reset_socket(sock)
         world.open_socket(sock)
     for workload in process.workloads:
         workload.resume()

@@ -196,6 +196,23 @@ def static_warnings(scenario: Scenario) -> list[dict[str, str]]:
                     "subscription_matches_nothing", f"socket[{sock.name}].options.subscribe",
                     f"no topic sent in this scenario starts with {', '.join(repr(p) for p in unmatched)} "
                     f"(topics sent: {shown}); subscriptions are prefix matches on the first frame"))
+    bound = {endpoint.key: sock for sock in scenario.sockets for endpoint in sock.bind}
+    for sock in scenario.sockets:
+        for index, endpoint in enumerate(sock.connect):
+            peer = bound.get(endpoint.key)
+            if peer is None or peer.type in TYPES[sock.type].valid_peers:
+                continue
+            allowed = ", ".join(sorted(TYPES[sock.type].valid_peers))
+            if endpoint.transport == "inproc":
+                outcome = ("libzmq does not check socket types on inproc: they are connected, and each side follows its own type's "
+                           "rules")
+            else:
+                outcome = (f"the {endpoint.transport} handshake refuses them (ZMTP Socket-Type): nothing is delivered either way, the "
+                           "connect is not retried and what the connector queued is dropped")
+            found.append(_warning(
+                "incompatible_peer", f"socket[{sock.name}].connect[{index}]",
+                f"a {sock.type} connects to the {peer.type} socket {peer.name!r}, which ZeroMQ does not pair with a {sock.type} "
+                f"(only {allowed}); {outcome}"))
     until = scenario.until_s
     if until is not None:
         for send in scenario.sends:

@@ -28,6 +28,15 @@ OPTION_DEFAULTS: dict[str, object] = {
     "reconnect_ivl": 100,
     "reconnect_ivl_max": 0,
     "routing_id": None,
+    "xpub_verbose": False,
+    "xpub_verboser": False,
+    "xpub_manual": False,
+    "invert_matching": False,
+    "router_handover": False,
+    "probe_router": False,
+    "connect_routing_id": None,
+    "req_relaxed": False,
+    "req_correlate": False,
 }
 
 #: Options that exist in ZeroMQ and that users sometimes set, which zsim does not model.
@@ -44,12 +53,8 @@ KNOWN_UNMODELLED_OPTIONS = frozenset(
         "ipv6",
         "maxmsgsize",
         "multicast_hops",
-        "probe_router",
         "rate",
         "recovery_ivl",
-        "req_correlate",
-        "req_relaxed",
-        "router_handover",
         "tcp_keepalive",
         "tcp_keepalive_cnt",
         "tcp_keepalive_idle",
@@ -57,18 +62,45 @@ KNOWN_UNMODELLED_OPTIONS = frozenset(
         "tcp_maxrt",
         "tos",
         "unsubscribe",
-        "xpub_manual",
-        "xpub_verbose",
-        "xpub_verboser",
         "xpub_welcome_msg",
         "zap_domain",
         "plain_server",
         "curve_server",
         "stream_notify",
-        "invert_matching",
+    }
+)
+
+#: Options of libzmq 4.3.5's draft API (``zmq.h``, ``#ifdef ZMQ_BUILD_DRAFT_API``), which zsim
+#: does not model. A release build (pyzmq's wheels) refuses most with EINVAL; it takes those
+#: its source handles without an ``#ifdef`` (``DRAFT_OPTIONS_TAKEN``: ``xpub_t::xsetsockopt``'s
+#: XPUB_MANUAL_LAST_VALUE and ONLY_FIRST_SUBSCRIBE, and a few of ``options_t``'s), measured on
+#: pyzmq 27.3.0 with libzmq 4.3.5.
+DRAFT_OPTIONS = frozenset(
+    {
+        "zap_enforce_domain",
+        "loopback_fastpath",
+        "metadata",
+        "multicast_loop",
+        "router_notify",
+        "xpub_manual_last_value",
+        "socks_username",
+        "socks_password",
         "in_batch_size",
         "out_batch_size",
+        "only_first_subscribe",
+        "reconnect_stop",
+        "hello_msg",
+        "disconnect_msg",
+        "priority",
+        "busy_poll",
+        "hiccup_msg",
+        "xsub_verbose_unsubscribe",
+        "topics_count",
     }
+)
+DRAFT_OPTIONS_TAKEN = frozenset(
+    {"zap_enforce_domain", "loopback_fastpath", "metadata", "multicast_loop", "xpub_manual_last_value", "socks_username",
+     "socks_password", "only_first_subscribe", "reconnect_stop"}
 )
 
 #: libzmq internal constants (``src/config.hpp``, ``options_t``).

@@ -85,8 +85,17 @@ class StateError(ZsimError):
     """A REQ/REP call out of turn (pyzmq ``ZMQError`` EFSM)."""
 
 
+class NoSuchEndpoint(ZsimError):
+    """``disconnect``/``unbind`` of an endpoint the socket does not connect/bind (ENOENT)."""
+
+
 class NotSupported(ZsimError):
     """A call the socket type does not have: send on a PULL, recv on a PUB (ENOTSUP)."""
+
+
+class InvalidArgument(ZsimError):
+    """``zmq_setsockopt`` of an option the socket type does not take now (pyzmq
+    ``ZMQError`` EINVAL): ``subscribe`` on an XSUB, a PUB, or an XPUB without ``xpub_manual``."""
 
 
 class SocketClosed(ZsimError):

@@ -491,6 +491,10 @@ def _lost_causes(ctx: _Context, rule: str, socket: str, start: float, end: float
                          "under its routing ids (rep_t::xrecv, req_t::xrecv); a DEALER or ROUTER [[send]] or a forwarding "
                          "stage sends none, a REQ's requests and the replies to them carry it"),
         "no_peer": "the peer to reply to was gone",
+        "app_disconnect": ("the application ended their connection with zmq_disconnect or zmq_unbind ([[call]]): what had come "
+                           "in unread was thrown away, what it had sent went as LINGER allowed"),
+        "send_failed": ("a proxy's blocking send of it failed when the target's SNDTIMEO expired: zmq_proxy returned -1 "
+                        "with the message closed, and the proxy forwarded nothing more"),
     }.get(rule)
     if what:
         out.append(f"Rule {rule}: {what}.")

@@ -416,6 +416,12 @@ def summarise(model: Model, wall_s: float) -> RunResult:
                             strict=True))
     rtt, e2e = causal_times(table, len(world.sockets))
     socket_name = [sock.name for sock in world.sockets]
+    # a send still blocked when the run ends was blocked until now
+    still_blocked: dict[int, float] = {}
+    for thread in world.app_threads:
+        waited = thread.blocked_send_s()
+        if waited > 0 and thread.target is not None:
+            still_blocked[thread.target.index] = still_blocked.get(thread.target.index, 0.0) + waited
     sockets: dict[str, SocketSummary] = {}
     for sock in world.sockets:
         sock_latency = per_socket[sock.index]
@@ -430,7 +436,7 @@ def summarise(model: Model, wall_s: float) -> RunResult:
             "dropped": sock.dropped,
             "discarded": sock.discarded,
             "lost_on_close": int(lost_at[sock.index]),
-            "blocked_s": sock.blocked_s,
+            "blocked_s": sock.blocked_s + still_blocked.get(sock.index, 0.0),
             "blocked_count": sock.blocked_count,
         }
         if len(sock_latency):
@@ -512,6 +518,8 @@ def summarise(model: Model, wall_s: float) -> RunResult:
             sender_entry["finished_at_s"] = sender.finished_at
         if len(sender.rtt):
             sender_entry["rtt_s"] = percentiles(np.frombuffer(sender.rtt, dtype=np.float64))
+        if sender.is_request:
+            sender_entry["reply_timeouts"] = sender.reply_timeouts
         senders[sender.name] = sender_entry
     receivers: dict[str, ReceiverSummary] = {}
     for r in model.receivers:
@@ -521,8 +529,12 @@ def summarise(model: Model, wall_s: float) -> RunResult:
             reading["pause_count"] = r.pause_count
             reading["pauses"] = [[float(start), float(end)] for start, end in record]
         receivers[r.name] = reading
-    proxies: dict[str, ProxySummary] = {
-        p.name: {"frontend": p.frontend.name, "backend": p.backend.name, "forwarded": p.forwarded} for p in model.proxies}
+    proxies: dict[str, ProxySummary] = {}
+    for p in model.proxies:
+        proxies[p.name] = {"frontend": p.frontend.name, "backend": p.backend.name, "forwarded": p.forwarded}
+        if p.failed is not None:  # zmq_proxy returned -1: a send in it failed
+            proxies[p.name]["failed"] = p.failed
+            proxies[p.name]["failed_at_s"] = p.failed_at
     # with a machine (``[machine] cores``), the CPU each process's threads used: the same
     # number the real harness reports (``time.process_time`` from t0), for comparison
     # (``io_cpu_s``: of which the context's I/O threads, as the harness reads libzmq's)
@@ -625,7 +637,7 @@ POOLED_ALIASES: dict[str, str] = {
 #: row has the same columns whichever warnings its run raised.
 WARNING_CODES = ("no_subscription", "subscription_matches_nothing", "starts_after_horizon", "overloaded", "backlog_at_end",
                  "latency_not_settled", "loss_not_settled", "rate_not_achieved", "cpu_contention", "link_saturated",
-                 "window_limited", "sndbuf_limited")
+                 "window_limited", "sndbuf_limited", "incompatible_peer")
 #: run warnings about one socket (``path`` = ``socket[<name>]``), flagged 0/1 per socket
 SOCKET_FLAGS = ("backlog_at_end", "latency_not_settled", "loss_not_settled")
 #: Per receiving socket (``socket.<name>.<field>``): from its ``inbound`` table.

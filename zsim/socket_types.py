@@ -6,7 +6,8 @@ read ``TYPES[name]``; no other module lists socket types or branches on a type n
 
 Sources (libzmq 4.3.5): ``src/pub.cpp``/``xpub.cpp`` (dist), ``push.cpp``/``dealer.cpp``/
 ``req.cpp`` (lb), ``router.cpp``/``rep.cpp`` (identity), ``pair.cpp``, ``pull.cpp``/``sub.cpp``/
-``xsub.cpp`` (fq); valid peers: ``mechanism_t::check_socket_type``; conflate: the types whose
+``xsub.cpp`` (fq); valid peers: ``mechanism_t::check_socket_type`` (checked in the ZMTP
+handshake of tcp and ipc only: inproc connects any two types); conflate: the types whose
 ``xattach_pipe`` honours ``options.conflate`` (``socket_base_t::attach_pipe`` callers in
 ``session_base.cpp``/``socket_base.cpp``: DEALER, PULL, PUSH, PUB, SUB).
 """
@@ -45,6 +46,8 @@ class SocketType:
     single_peer: bool = False  # PAIR: a second peer is refused (pair_t::xattach_pipe)
     conflate: bool = False  # options.conflate takes effect
     has_routing_id: bool = False  # sends its routing id in the handshake (REQ, REP, DEALER, ROUTER)
+    probes: bool = False  # ZMQ_PROBE_ROUTER: an empty message to each new peer (router_t, dealer_t::xattach_pipe)
+    sends_upstream: bool = False  # XSUB: its application sends (un)subscriptions and messages upstream (xsub_t::xsend)
 
     @property
     def scheduled_send(self) -> bool:
@@ -53,8 +56,15 @@ class SocketType:
 
     @property
     def app_send(self) -> bool:
-        """``zmq_send`` is valid on it (a scripted ``[[app]]`` may send)."""
-        return self.send is not None
+        """``zmq_send`` is valid on it (a scripted ``[[app]]`` may send; an XSUB sends
+        upstream)."""
+        return self.send is not None or self.sends_upstream
+
+    @property
+    def inverts_matching(self) -> bool:
+        """ZMQ_INVERT_MATCHING takes effect: the publisher's matching (``xpub_t::xsend``)
+        or a filtering subscriber's (``xsub_t::match``); an XSUB does not filter."""
+        return self.send == DIST or self.filters_on_recv
 
     @property
     def app_recv(self) -> bool:
@@ -91,14 +101,14 @@ TYPES: dict[str, SocketType] = {
         _t("PAIR", PAIR, True, MUTE_BLOCK, ("PAIR",), single_peer=True),
         _t("PUB", DIST, False, MUTE_DROP, ("SUB", "XSUB"), reads_subscriptions=True, conflate=True),
         _t("SUB", NONE, True, None, ("PUB", "XPUB"), sends_subscriptions=True, filters_on_recv=True, conflate=True),
-        _t("REQ", LB, True, MUTE_BLOCK, ("REP", "ROUTER"), request=True, has_routing_id=True),
+        _t("REQ", LB, True, MUTE_BLOCK, ("REP", "ROUTER"), request=True, has_routing_id=True, probes=True),
         _t("REP", REPLY, True, MUTE_DROP, ("REQ", "DEALER"), reply=True, has_routing_id=True),
-        _t("DEALER", LB, True, MUTE_BLOCK, ("REP", "DEALER", "ROUTER"), conflate=True, has_routing_id=True),
-        _t("ROUTER", ROUTE, True, MUTE_DROP, ("REQ", "DEALER", "ROUTER"), prepends_identity=True, has_routing_id=True),
+        _t("DEALER", LB, True, MUTE_BLOCK, ("REP", "DEALER", "ROUTER"), conflate=True, has_routing_id=True, probes=True),
+        _t("ROUTER", ROUTE, True, MUTE_DROP, ("REQ", "DEALER", "ROUTER"), prepends_identity=True, has_routing_id=True, probes=True),
         _t("PULL", NONE, True, None, ("PUSH",), conflate=True),
         _t("PUSH", LB, False, MUTE_BLOCK, ("PULL",), conflate=True),
         _t("XPUB", DIST, False, MUTE_DROP, ("SUB", "XSUB"), reads_subscriptions=True, app_sees_subscriptions=True),
-        _t("XSUB", NONE, True, None, ("PUB", "XPUB"), sends_subscriptions=True),
+        _t("XSUB", NONE, True, None, ("PUB", "XPUB"), sends_subscriptions=True, sends_upstream=True),
     )
 }
 

@@ -151,6 +151,8 @@ class SenderSummary(SenderRates):
     blocked_s: NotRequired[Annotated[float, SIM_ONLY]]
     finished_at_s: NotRequired[float]
     rtt_s: NotRequired[Percentiles]
+    #: a REQ's: recv calls for its replies that RCVTIMEO ended (zmq.Again)
+    reply_timeouts: NotRequired[int]
 
 
 class ReceiverSummary(TypedDict):
@@ -167,6 +169,9 @@ class ProxySummary(TypedDict):
     frontend: str
     backend: str
     forwarded: int
+    #: zmq_proxy returned -1 because a send in it failed: "EAGAIN" (SNDTIMEO), "EHOSTUNREACH"
+    failed: NotRequired[str]
+    failed_at_s: NotRequired[float | None]
 
 
 class ProcessSummary(TypedDict):

@@ -54,9 +54,10 @@ from typing import Any
 from .errors import ScenarioError
 
 #: Sections whose blocks may be templates (``proxy`` only may not use ``{i}``).
-SECTIONS = ("host", "link", "process", "socket", "send", "recv")
+SECTIONS = ("host", "link", "process", "socket", "send", "recv", "call")
 #: The field that gives a block's number of members, per section.
-COUNT_FIELD = {"host": "count", "link": "count", "process": "count", "socket": "count", "send": "copies", "recv": "copies"}
+COUNT_FIELD = {"host": "count", "link": "count", "process": "count", "socket": "count", "send": "copies", "recv": "copies",
+               "call": "copies"}
 #: Most members one template may have: far beyond any topology zsim simulates in useful
 #: time, low enough that a typo (``count = 1e9``) is refused at once instead of filling memory.
 MAX_MEMBERS = 100_000
@@ -348,7 +349,7 @@ def expand_templates(raw: dict[str, Any], valid_name: Callable[[str], bool]) -> 
             _make_template(block, _Root("", _count_of(entry, "count", block)), valid_name, templates)
         blocks["socket"].append(block)
 
-    for section in ("send", "recv"):
+    for section in ("send", "recv", "call"):
         for index, entry in enumerate(entries[section]):
             block = _Block(section, entry, _plain_label(section, index, entry))
             owner = _reference(entry.get("socket"), templates["socket"], f"{block.label}.socket", "socket")

@@ -81,8 +81,8 @@ def test_out_writes_parquet(tmp_path, capsys):
         ('[scenario]\nname = "x"\n[[socket]\nname = "a"\n', "TOML syntax error"),
         ('[[socket]]\nname = "a"\ntype = "PUB"\nbind = ["tcp://*:1"]\noptions = { sndhwm = -5 }\n', "socket[a].options.sndhwm: must be >= "
                                                                                                     "0, got -5"),
-        ('[[socket]]\nname = "a"\ntype = "PUB"\nbind = ["inproc://x"]\n[[socket]]\nname = "b"\ntype = "PULL"\nconnect = ["inproc://x"]\n',
-         "a PULL cannot talk to the PUB socket 'a'"),
+        ('[[socket]]\nname = "a"\ntype = "PUB"\nbind = ["inproc://x"]\n[[socket]]\nname = "b"\ntype = "PULL"\nconnect = ["inproc://y"]\n',
+         "socket[b].connect[0]: nobody binds inproc://y"),
     ],
 )
 def test_bad_scenario_exits_2_with_one_line_and_no_traceback(tmp_path, content, expected):

@@ -166,9 +166,41 @@ def test_a_rep_answers_an_app_dealer_only_when_it_sends_the_delimiter():
         app.process(worker())
 
     summary = zsim.run(raw, 0, apps=[app]).summary
-    assert seen == [("request", 1, 2, True), ("reply", (), True), ("request", 3, 5, True), ("sent", 0, 1, 3)]
+    # the REP application sees the body only (rep_t::xrecv keeps the delimiter for the reply)
+    assert seen == [("request", 1, 2, False), ("reply", (), True), ("request", 3, 5, False), ("sent", 0, 1, 3)]
     assert summary["ledger"]["discarded_by_rule"] == {"no_delimiter": 1}
     assert (summary["sockets"]["rep"]["received"], summary["sockets"]["rep"]["discarded"]) == (2, 1)
+
+
+def test_a_rep_application_sees_the_body_only_and_its_reply_goes_back_under_the_envelope():
+    """libzmq's test_spec_rep.cpp:88-90: rep_t::xrecv copies the routing ids and the
+    delimiter to the reply pipe and hands the application only the body; rep_t::xsend
+    puts them back in front of the reply. Over tcp the reply is as long on the wire as a
+    [[recv]] reply = true REP's: 10 bytes of body + 2 + two 7-byte routing-id frames."""
+    raw = scenario({"name": "rep", "type": "REP", "bind": "tcp://127.0.0.1:5600"},
+                   {"name": "d", "type": "DEALER", "connect": "tcp://127.0.0.1:5600"}, until_s=1.0)
+    seen = []
+
+    def app(app):
+        rep, dealer = app.socket("rep"), app.socket("d")
+
+        def client():
+            yield app.env.timeout(0.01)
+            yield dealer.send(10, envelope=("X", "Y"), delimiter=True)
+            reply = yield dealer.recv()
+            seen.append(("reply", reply.envelope, reply.delimiter, reply.size))
+
+        def worker():
+            request = yield rep.recv()
+            seen.append(("request", request.envelope, request.delimiter, request.size))
+            yield rep.send(like=request)
+
+        app.process(client())
+        app.process(worker())
+
+    summary = zsim.run(raw, 0, apps=[app]).summary
+    assert seen == [("request", (), False, 10), ("reply", ("X", "Y"), True, 10)]
+    assert summary["links"][0]["max_kernel_bytes"] == {"d->rep": 26, "rep->d": 26}
 
 
 def test_a_call_waiting_when_its_process_exits_gets_socket_closed():
@@ -350,3 +382,28 @@ def test_an_apps_calls_cost_what_its_hosts_machine_charges(tmp_path):
     plain = done.pop("a")
     zsim.run(on_host("board.toml"), 0, apps=[app])
     assert done["a"] > 10 * plain > 0
+
+
+def test_a_message_passed_on_like_the_received_keeps_its_size_and_topic():
+    """``send(like=received)`` copies a message: a topic frame is not counted into its
+    payload again at every hop (the size grew by the topic's length per hop before)."""
+    sizes = []
+    raw = scenario({"name": "a", "type": "PUSH", "bind": "inproc://a"},
+                   {"name": "b", "type": "PULL", "connect": "inproc://a"},
+                   {"name": "c", "type": "PUSH", "bind": "inproc://c"},
+                   {"name": "d", "type": "PULL", "connect": "inproc://c"})
+
+    def app(app):
+        a, b, c, d = (app.socket(n) for n in "abcd")
+
+        def relay():
+            yield a.send(10, topic="AB")
+            first = yield b.recv()
+            yield c.send(like=first)
+            second = yield d.recv()
+            sizes.extend([(first.size, first.topic), (second.size, second.topic)])
+
+        app.process(relay())
+
+    zsim.run(raw, 0, apps=[app])
+    assert sizes == [(12, "AB"), (12, "AB")]

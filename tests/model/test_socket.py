@@ -509,8 +509,13 @@ def test_each_type_builds_the_composition_its_row_names(type_name: str):
     assert isinstance(sock, Rep) == t.reply
     assert isinstance(sock, Router) == t.prepends_identity
     assert isinstance(sock, Pair) == t.single_peer
-    # a type that cannot send keeps socket_base_t's xsend, which refuses
-    assert (type(sock).xsend is Socket.xsend) == (t.send is None)
+    # a type that cannot send refuses in its xsend (socket_base_t's, or sub_t's: ENOTSUP);
+    # an XSUB sends upstream (xsub_t::xsend)
+    assert (isinstance(sock, XSub) and not isinstance(sock, Sub)) == t.sends_upstream
+    if not t.app_send:
+        with pytest.raises(RuntimeError, match="do not send application messages"):
+            sock.xsend(Net().msg())
+    assert (type(sock).xsend is Socket.xsend) == (t.send is None and not t.filters_on_recv and not t.sends_upstream)
 
 
 # -- PAIR ----------------------------------------------------------------------------------

@@ -19,7 +19,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import zsim
-from support import dealer_worker_behind_broker
+from support import (
+    dealer_worker_behind_broker,
+    hwm_raised_while_connected,
+    pull_unbinds_and_binds_again,
+    push_disconnects_one_pull,
+    sub_subscribes_later,
+)
 from topologies import proxied, topologies  # every socket family, transport, close, crash, restart
 from zsim import spec
 from zsim.cli import main
@@ -93,14 +99,21 @@ def router_design() -> dict[str, Any]:
     return tomllib.loads(block)
 
 
+def calls_design() -> dict[str, Any]:
+    """The ventilator of docs/export.md whose first worker leaves at 1 s (the TOML under "Calls while it runs")."""
+    doc = (ROOT / "docs" / "export.md").read_text()
+    (block,) = re.findall(r"```toml\n(.*?)```", doc.split("### Calls while it runs")[1], re.S)[:1]
+    return tomllib.loads(block)
+
+
 def test_the_excerpts_in_docs_export_md_are_what_export_writes():
     written = "\n".join(export_pyzmq(spec.load(path)) for path in (EXAMPLES / "broker.toml",
                                                                      ROOT / "experiments" / "task_pipeline" / "pipeline.toml"))
-    written += "\n" + export_pyzmq(spec.from_dict(router_design()))
+    written += "\n" + export_pyzmq(spec.from_dict(router_design())) + "\n" + export_pyzmq(spec.from_dict(calls_design()))
     lines = set(written.splitlines())
     doc = (ROOT / "docs" / "export.md").read_text()
     blocks = re.findall(r"```python\n(.*?)```", doc, re.S)
-    assert len(blocks) >= 4
+    assert len(blocks) >= 5
     missing = [line for block in blocks for line in block.splitlines() if line.strip() not in ("", "...") and line not in lines]
     assert missing == []
 
@@ -120,23 +133,26 @@ def test_every_scenario_field_is_one_the_exporter_knows():
     # a new field must be carried over by zsim export, or said in the program's header to
     # be left out; this fails until someone has decided which (docs/export.md, Field by field)
     known = {
-        "top": {"scenario", "machine", "host", "link", "process", "socket", "send", "recv", "proxy", "app", "validation", "sweep",
-                "limits"},
+        "top": {"scenario", "machine", "host", "link", "process", "socket", "send", "recv", "proxy", "app", "call", "validation",
+                "sweep", "limits"},
         "process": {"name", "exit_at_s", "exit_after_sends", "crash_at_s", "restart_at_s", "affinity", "io_threads", "host"},
         "socket": {"name", "type", "process", "bind", "connect", "open_at_s", "close_at_s", "options"},
         "send": {"name", "socket", "count", "duration_s", "interval_s", "rate_per_s", "size_bytes", "start_s", "topic", "parts",
-                 "dontwait", "on_again", "to", "pacing", "loop_cpu_s", "wait_spin_s"},
+                 "dontwait", "on_again", "to", "pacing", "loop_cpu_s", "wait_spin_s", "on_timeout"},
         "recv": {"name", "socket", "service_s", "busy", "start_s", "count", "duration_s", "reply", "reply_size_bytes",
                  "pause_every_s", "pause_s", "on_timeout", "forward_to", "loop_cpu_s", "wait_spin_s"},
         "proxy": {"name", "frontend", "backend"},
+        "call": {"socket", "at_s", "bind", "unbind", "connect", "disconnect", "set", "subscribe", "unsubscribe"},
         "machine": {"cores"},
         "options": {"sndhwm", "rcvhwm", "linger", "sndtimeo", "rcvtimeo", "subscribe", "immediate", "conflate", "router_mandatory",
-                    "xpub_nodrop", "sndbuf", "rcvbuf", "reconnect_ivl", "reconnect_ivl_max", "routing_id"},
+                    "xpub_nodrop", "sndbuf", "rcvbuf", "reconnect_ivl", "reconnect_ivl_max", "routing_id", "xpub_verbose",
+                    "xpub_verboser", "xpub_manual", "invert_matching", "router_handover", "probe_router", "connect_routing_id",
+                    "req_relaxed", "req_correlate"},
     }
     from zsim.constants import OPTION_DEFAULTS
 
     assert {"top": spec._TOP_KEYS, "process": spec._PROCESS_KEYS, "socket": spec._SOCKET_KEYS, "send": spec._SEND_KEYS,
-            "recv": spec._RECV_KEYS, "proxy": spec._PROXY_KEYS, "machine": spec._MACHINE_KEYS,
+            "recv": spec._RECV_KEYS, "proxy": spec._PROXY_KEYS, "call": spec._CALL_KEYS, "machine": spec._MACHINE_KEYS,
             "options": set(OPTION_DEFAULTS)} == known
     assert spec._HOST_KEYS == {"name", "cores", "profile"}
     assert spec._LINK_KEYS == {"name", "hosts", "bandwidth_bps", "latency_s", "mtu_bytes", "queue_bytes", "loss"}
@@ -273,6 +289,44 @@ def test_inproc_pub_sub_lossless_delivers_every_message_like_the_simulation(tmp_
     assert 500 - missed <= report["sockets"]["sub"]["received"] <= 500
     if missed == 0:
         assert counts(report["sockets"]) == counts(simulated)
+
+
+@pytest.mark.real
+def test_options_of_the_types_are_set_in_the_program_and_count_like_the_simulation(tmp_path):
+    # invert_matching on both sides: the SUB gets the topics it did not subscribe to, whatever
+    # arrives first (before its subscription reaches the PUB, the PUB sends it everything and
+    # it filters); probe_router: the ROUTER receives one empty message from the DEALER first
+    raw = {
+        "scenario": {"name": "options"},
+        "socket": [
+            {"name": "pub", "type": "PUB", "bind": "inproc://p", "options": {"sndhwm": 0, "invert_matching": True}},
+            {"name": "sub", "type": "SUB", "connect": "inproc://p", "options": {"subscribe": ["a"], "rcvhwm": 0, "invert_matching": True}},
+            {"name": "router", "type": "ROUTER", "bind": "inproc://r", "options": {"router_handover": True}},
+            {"name": "dealer", "type": "DEALER", "connect": "inproc://r", "options": {"probe_router": True}},
+        ],
+        "send": [{"socket": "pub", "count": 100, "topic": ["a", "b"], "interval_s": 0.0005, "start_s": 0.05},
+                 {"socket": "dealer", "count": 10, "interval_s": 0.001, "start_s": 0.05}],
+        "recv": [{"socket": "sub"}, {"socket": "router"}],
+    }
+    report, text = run_program(raw, tmp_path)
+    for line in ("sock.setsockopt(zmq.INVERT_MATCHING, 1)", "sock.setsockopt(zmq.PROBE_ROUTER, 1)",
+                 "sock.setsockopt(zmq.ROUTER_HANDOVER, 1)"):
+        assert line in text
+    simulated = zsim.run(raw, 1).summary["sockets"]
+    expected = {"pub": (100, 0), "sub": (0, 50), "router": (0, 11), "dealer": (10, 0)}
+    assert counts(simulated) == expected
+    assert counts(report["sockets"]) == expected
+
+
+def test_connect_routing_id_is_set_just_before_the_first_connect():
+    raw = {"socket": [{"name": "b1", "type": "ROUTER", "bind": "tcp://127.0.0.1:7001"},
+                      {"name": "b2", "type": "ROUTER", "bind": "tcp://127.0.0.1:7002"},
+                      {"name": "c", "type": "ROUTER", "connect": ["tcp://127.0.0.1:7001", "tcp://127.0.0.1:7002"],
+                       "options": {"connect_routing_id": "first"}}]}
+    lines = [line.strip() for line in export_pyzmq(spec.from_dict(raw)).splitlines()]
+    at = lines.index('sock.setsockopt(zmq.CONNECT_ROUTING_ID, b"first")  # the name of this connect\'s peer')
+    assert lines[at + 1] == 'sock.connect("tcp://127.0.0.1:7001")'
+    assert sum("CONNECT_ROUTING_ID" in line for line in lines) == 1
 
 
 @pytest.mark.real
@@ -442,4 +496,94 @@ def test_process_exit_with_linger_minus_one_blocks_term_like_the_simulation(tmp_
     assert report["sockets"]["push"]["sent"] == summary["sockets"]["push"]["sent"] == 10
     assert report["processes"]["sender"]["term_blocked"] is summary["processes"]["sender"]["term_blocked"] is True
     assert report["processes"]["sender"]["exit_started_s"] >= 0.5  # never early; how late depends on the machine
+
+
+# -- [[call]]s: made by the thread that owns the socket, at their times ----------------------
+
+
+def test_a_call_is_the_pyzmq_call_at_its_time_in_the_thread_that_owns_the_socket():
+    text = export_pyzmq(spec.from_dict(push_disconnects_one_pull()))
+    # the thread's calls, as (t, call), each with its [[call]] named
+    assert '        (0.3, lambda: push.disconnect("tcp://127.0.0.1:5801")),  # call[0]' in text
+    assert ("        calls = Calls(proc, push_calls(push))  # its [[call]]s, made by this thread at their times\n"
+            "        send_before(proc, push, calls)\n"
+            "        send_after(proc, push, calls)\n"
+            "        calls.finish()  # the [[call]]s still to come, each at its time\n") in text
+    # its loops wait through them: the start, and a send that would block
+    assert "def send_before(proc: Proc, push: zmq.Socket, calls: Calls) -> None:" in text
+    assert "    if not calls.sleep_until(0.1):" in text and "        calls.send(push, proc.stamp(message))" in text
+    # the other threads, without calls, are written as before
+    assert "        message = pa.recv_multipart()" in text and "    if not proc.sleep_until(0.0):" in text
+    header = " ".join(text.split('"""')[1].split())
+    assert ("and the [[call]]s (bind, unbind, connect, disconnect, setsockopt, subscribe, unsubscribe), each made at its time by "
+            "the thread that owns its socket. Not carried over") in header
+    assert "are not written into this program" not in header
+    # a socket without loops makes its calls; a set is one setsockopt per option; an XSUB
+    # subscribes by sending
+    text = export_pyzmq(spec.from_dict(hwm_raised_while_connected("pull")))
+    assert "    with proc.open(\"pull\", open_pull, at_s=0.0) as pull:\n        calls = Calls(proc, pull_calls(pull))" in text
+    assert "        (0.05, lambda: pull.setsockopt(zmq.RCVHWM, 5)),  # call[0]: set" in text
+    raw = sub_subscribes_later()
+    raw["socket"][1].update(type="XSUB")
+    raw["call"].append({"socket": "sub", "at_s": 0.45, "unsubscribe": "A"})
+    text = export_pyzmq(spec.from_dict(raw))
+    assert '        (0.4, lambda: sub.send(b"\\x01" + b"B")),  # call[0]: subscribe' in text
+    assert '        (0.45, lambda: sub.send(b"\\x00" + b"A")),  # call[1]: unsubscribe' in text
+    checked = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "--config", str(ROOT / "pyproject.toml"),
+                              "--stdin-filename", "program.py", "-"], input=text, capture_output=True, text=True, timeout=60)
+    assert checked.returncode == 0, checked.stdout
+
+
+def test_a_program_without_calls_has_no_calls_plumbing():
+    raw = push_disconnects_one_pull()
+    del raw["call"]
+    text = export_pyzmq(spec.from_dict(raw))
+    assert "Calls" not in text and "calls" not in text
+
+
+def test_calls_on_a_socket_template_fold_into_one_function_of_i():
+    raw = load_toml(ROOT / "experiments" / "task_pipeline" / "pipeline.toml", "scenario")
+    raw["call"] = [{"socket": "w{i+1}_out", "at_s": 0.25, "set": {"sndhwm": 10}}]
+    text = export_pyzmq(spec.from_dict(raw))
+    assert "def w_in_calls(w_out: zmq.Socket, i: int) -> list[tuple[float, Any]]:" in text
+    assert "        (0.25, lambda: w_out.setsockopt(zmq.SNDHWM, 10)),  # call[{i}]: set" in text
+    assert "            calls = Calls(proc, w_in_calls(w_out, i))" in text
+
+
+def test_a_call_after_a_proxy_ends_is_refused_in_one_line():
+    raw = _broker_with_a_dealer_client()
+    raw["socket"][0]["close_at_s"] = 0.5
+    raw["call"] = [{"socket": "backend", "at_s": 0.6, "set": {"sndhwm": 5}}]
+    with pytest.raises(zsim.ScenarioError, match=re.escape("call[0] (socket backend).at_s: is 0.6 s, after proxy proxy0 ends (one of its "
+                                                            "sockets closes at 0.5 s)")):
+        export_pyzmq(spec.from_dict(raw))
+
+
+@pytest.mark.real
+@pytest.mark.parametrize("design, expected", [
+    (push_disconnects_one_pull, {"pa": (0, 5), "pb": (0, 15), "push": (20, 0)}),
+    (sub_subscribes_later, {"pub": (20, 0), "sub": (0, 15)}),
+    (pull_unbinds_and_binds_again, {"pull": (0, 20), "push": (20, 0)}),
+    (hwm_raised_while_connected, {"pull": (0, 0), "push": (6, 0)}),
+])
+def test_a_program_with_calls_counts_what_the_simulation_counts(design, expected, tmp_path):
+    # Each call is 100 ms or more from the sends around it (support): the counts are exact
+    # unless a thread stalls for that long.
+    raw = _free_ports(design())
+    report, text = run_program(raw, tmp_path)
+    assert "class Calls:" in text
+    assert counts(report["sockets"]) == counts(zsim.run(raw, 1).summary["sockets"]) == expected
+
+
+@pytest.mark.real
+def test_a_proxy_makes_the_calls_on_its_sockets(tmp_path):
+    # the broker's frontend ROUTER raises its SNDHWM and the REQ clients' replies still come
+    # back; the backend DEALER's RCVHWM is lowered while the proxy is blocked in its poll
+    raw = _broker_with_a_dealer_client()
+    raw["call"] = [{"socket": "frontend", "at_s": 0.1, "set": {"sndhwm": 2000}},
+                   {"socket": "backend", "at_s": 0.2, "set": {"rcvhwm": 500}}]
+    report, text = run_program(raw, tmp_path)
+    assert "                events = calls.poll(poller)" in text
+    expected = {"frontend": (20, 77), "backend": (77, 20), "asker": (20, 20), "dealer": (57, 0), "worker": (20, 20)}
+    assert counts(report["sockets"]) == counts(zsim.run(raw, 1).summary["sockets"]) == expected
 

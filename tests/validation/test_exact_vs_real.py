@@ -231,3 +231,66 @@ def test_hwm_option_number_is_rejected_by_libzmq_4(ctx):
         spec.from_dict({"socket": [{"name": "s", "type": "SUB", "bind": ["inproc://a"], "options": {"HWM": 10}}]})
     options = spec.from_dict({"socket": [{"name": "s", "type": "SUB", "bind": ["inproc://a"], "options": {"hwm": 7}}]}).socket("s").options
     assert (options.sndhwm, options.rcvhwm) == (7, 7)
+
+
+# -- the options of the socket types, and the socket-type check ----------------------------------
+
+
+@pytest.mark.parametrize("name,type_name,value", [("router_notify", "ROUTER", 3), ("hiccup_msg", "DEALER", b"h"),
+                                                    ("xpub_manual_last_value", "XPUB", 1), ("only_first_subscribe", "XPUB", 1)])
+def test_draft_options_as_a_release_build_of_libzmq_4_3_5_takes_them_and_zsim_refuses_them(ctx, name, type_name, value):
+    """Draft API (zmq.h's ZMQ_BUILD_DRAFT_API section): router_t's ROUTER_NOTIFY and
+    options_t's HICCUP_MSG are #ifdef'd out of a release build (EINVAL); xpub_t::xsetsockopt
+    handles XPUB_MANUAL_LAST_VALUE and ONLY_FIRST_SUBSCRIBE without an #ifdef."""
+    from zsim import spec
+    from zsim.constants import DRAFT_OPTIONS_TAKEN
+    from zsim.errors import UnsupportedOption
+
+    sock = ctx.socket(getattr(zmq, type_name))
+    try:
+        sock.setsockopt(getattr(zmq, name.upper()), value)
+        taken = True
+    except zmq.ZMQError:
+        taken = False
+    assert taken == (name in DRAFT_OPTIONS_TAKEN)
+    with pytest.raises(UnsupportedOption, match="draft API"):
+        spec.from_dict({"socket": [{"name": "x", "type": type_name, "bind": ["inproc://a"], "options": {name: value}}]})
+
+
+def test_inproc_connects_a_pair_to_a_pull(ctx):
+    """libzmq checks socket types in the ZMTP handshake only: over inproc they talk."""
+    name = endpoint()
+    pull = ctx.socket(zmq.PULL)
+    pull.bind(name)
+    pair = ctx.socket(zmq.PAIR)
+    pair.connect(name)
+    for _ in range(3):
+        pair.send(b"x")
+    real = sum(1 for _ in range(3) if pull.poll(1000) and pull.recv())
+    raw = scenario({"name": "pull", "type": "PULL", "bind": ["inproc://x"]}, {"name": "pair", "type": "PAIR", "connect": ["inproc://x"]},
+                   sends=[{"socket": "pair", "count": 3}], recvs=[{"socket": "pull"}])
+    assert real == run(raw)["sockets"]["pull"]["received"] == 3
+
+
+def test_a_duplicate_routing_id_is_never_read_without_handover(ctx):
+    """router_t::identify_peer ignores the second peer named X: its messages stay unread."""
+    name = endpoint()
+    router = ctx.socket(zmq.ROUTER)
+    router.bind(name)
+    one, two = ctx.socket(zmq.DEALER), ctx.socket(zmq.DEALER)
+    one.routing_id = two.routing_id = b"X"
+    one.connect(name)
+    one.send(b"1")
+    assert router.recv_multipart() == [b"X", b"1"]
+    two.connect(name)
+    two.send(b"2")
+    two.send(b"3")
+    real = 1 + sum(1 for _ in range(2) if router.poll(300))
+    raw = scenario({"name": "router", "type": "ROUTER", "bind": ["inproc://x"]},
+                   {"name": "one", "type": "DEALER", "connect": ["inproc://x"], "options": {"routing_id": "X"}},
+                   {"name": "two", "type": "DEALER", "connect": ["inproc://x"], "open_at_s": 0.01, "options": {"routing_id": "X"}},
+                   sends=[{"socket": "one", "count": 1}, {"socket": "two", "count": 2, "start_s": 0.02}], recvs=[{"socket": "router"}],
+                   until_s=1.0)
+    summary = run(raw)
+    assert real == summary["sockets"]["router"]["received"] == 1
+    assert summary["ledger"]["queued_at_end"] == 2

@@ -45,7 +45,10 @@ def header(s: Scenario, source: str, program_name: str, threads_only: bool, need
         "Carried over: processes (io_threads, affinity, [machine] cores), sockets (type, every option set explicitly, "
         "bind and connect in order), the timeline (open_at_s, close_at_s, start_s, exit_at_s, exit_after_sends, "
         "until_s), loops (count, duration_s, pacing, sizes, topics, frames, routing ids, dontwait, on_again, service "
-        "times, busy, replies, forward_to, pauses, on_timeout) and proxies. Not carried over, or only approximately:", 88)
+        "times, busy, replies, forward_to, pauses, on_timeout) and proxies"
+        + (", and the [[call]]s (bind, unbind, connect, disconnect, setsockopt, subscribe, unsubscribe), each made at its "
+           "time by the thread that owns its socket" if s.calls else "")
+        + ". Not carried over, or only approximately:", 88)
     for note in notes:
         lines += wrap(note, 86, "- ", "  ")
     text = "\n".join(doc_safe(line) for line in lines)  # the name and the description are the file's text

@@ -5,7 +5,10 @@ each send, or a schedule) and counts what each send did (sent, send_again,
 send_unroutable); per [[recv]] a loop that receives, works (a wait, or a busy loop),
 stalls, replies or forwards, and counts; per socket whose [[send]] and [[recv]] run side by
 side (``plan.SocketUnit.interleaved``), one zmq.Poller loop that does both. A loop of a
-process that starts again resumes with the attempts it had left (``resumable``).
+process that starts again resumes with the attempts it had left (``resumable``). A loop of a
+thread with ``[[call]]``s (``calls``) waits through the thread's ``Calls`` (the plumbing): its
+sleeps, polls and blocking sends and receives end at each call's time, the thread makes it,
+and the wait goes on.
 """
 
 from __future__ import annotations
@@ -43,9 +46,10 @@ class Loops:
             head += [f"        if proc.now() >= {num(end_s)}:", "            return"]
         return head
 
-    def send_loop(self, send: SendSpec, member: bool, resumable: bool) -> list[str]:
+    def send_loop(self, send: SendSpec, member: bool, resumable: bool, calls: bool = False) -> list[str]:
         """``send_<loop>(proc, sock)``: waits for its start, then sends and counts, paced as
-        the [[send]] says, until its count, its duration or its socket's close."""
+        the [[send]] says, until its count, its duration or its socket's close; with
+        ``calls``, ``send_<loop>(proc, sock, calls)``, whose waits end at each [[call]]."""
         sock = self.s.socket(send.socket)
         traits = TYPES[sock.type]
         var = self.names.var(sock, member)
@@ -55,31 +59,32 @@ class Loops:
         doc = f"[[send]] {send.name} on {sock.name}: {self._send_words(send)}."
         if traits.request:
             doc += " Each request waits for its reply (REQ)."
-        params = f"proc: Proc, {var}: zmq.Socket" + (", i: int" if member else "")
+        params = f"proc: Proc, {var}: zmq.Socket" + (", calls: Calls" if calls else "") + (", i: int" if member else "")
         lines = [f"def {fn}({params}) -> None:", *docstring(doc, 4)]
         schedule = send.pacing == "schedule" and not (send.interval.is_constant and send.interval.value == 0)
         prelude, message = self._send_prelude(send)
         lines += prelude[:self._rng_lines(send)]
+        waits = _waits(calls)
         if schedule:
-            lines += [f"    due = {num(start)}", "    if not proc.sleep_until(due):", "        return"]
+            lines += [f"    due = {num(start)}", f"    if not {waits}.sleep_until(due):", "        return"]
         else:
-            lines += [f"    if not proc.sleep_until({num(start)}):", "        return"]
+            lines += [f"    if not {waits}.sleep_until({num(start)}):", "        return"]
         lines += prelude[self._rng_lines(send):]
         need_n = len(send.topics or ("",)) > 1 or len(send.to) > 1
         lines += self._loop_head(send.count, end_s, need_n, send.name, resumable)
         body = "        "
         if sock.close_at_s is not None and not send.dontwait and sock.options.sndtimeo < 0 and traits.mute == "block":
             # a send that could block for ever must give up when the socket closes (SNDTIMEO bounds the others)
-            lines += [f"{body}if not {var}.poll(proc.ms_until({num(sock.close_at_s)}), zmq.POLLOUT):",
+            lines += [f"{body}if not {_ready(var, 'zmq.POLLOUT', sock.close_at_s, calls)}:",
                       f"{body}    return  # still no room when the socket closes"]
-        lines += self._send_one(send, var, body, message, "return")
+        lines += self._send_one(send, var, body, message, "return", calls)
         if not (send.interval.is_constant and send.interval.value == 0):
             if schedule:
                 lines += [f"{body}due += {draw(send.interval, 'intervals')}",
-                          f"{body}if not proc.sleep_until(due):  # behind schedule: at once, until caught up",
+                          f"{body}if not {waits}.sleep_until(due):  # behind schedule: at once, until caught up",
                           f"{body}    return"]
             else:
-                lines += [f"{body}if not proc.sleep({draw(send.interval, 'intervals')}):", f"{body}    return"]
+                lines += [f"{body}if not {waits}.sleep({draw(send.interval, 'intervals')}):", f"{body}    return"]
         return lines
 
     def _send_end(self, send: SendSpec) -> float | None:
@@ -136,9 +141,11 @@ class Loops:
             lines.append(f"    message = {message[0]}")
         return lines, message
 
-    def _send_one(self, send: SendSpec, var: str, body: str, message: tuple[str | None, str], stop: str) -> list[str]:
+    def _send_one(self, send: SendSpec, var: str, body: str, message: tuple[str | None, str], stop: str,
+                  calls: bool = False) -> list[str]:
         """One send of a [[send]] and its counts (``_send_prelude`` first); ``stop`` ends the
-        loop (on_again = "stop")."""
+        loop (on_again = "stop"); with ``calls``, a send or receive that blocks makes the
+        thread's [[call]]s due meanwhile."""
         sock = self.s.socket(send.socket)
         traits = TYPES[sock.type]
         lines = []
@@ -155,18 +162,27 @@ class Loops:
             frames_expr = body_expr
         call = f"{var}.send_multipart({frames_expr}" if multi else f"{var}.send({body_expr}"
         call += ", zmq.DONTWAIT)" if send.dontwait else ")"
+        if calls and not send.dontwait:
+            call = f"calls.send_multipart({var}, {frames_expr})" if multi else f"calls.send({var}, {body_expr})"
         again = send.dontwait or sock.options.sndtimeo >= 0
         unroutable = traits.send == ROUTE and sock.options.router_mandatory
         after = [f"proc.count({var}, \"sent\")"]
         if traits.request:
-            reply = [f"reply = {var}.recv_multipart()"]
+            take = f"calls.recv_multipart({var})" if calls else f"{var}.recv_multipart()"
+            reply = [f"reply = {take}"]
             if sock.close_at_s is not None and sock.options.rcvtimeo < 0:
-                reply = [f"if not {var}.poll(proc.ms_until({num(sock.close_at_s)})):",
+                reply = [f"if not {_ready(var, 'zmq.POLLIN', sock.close_at_s, calls)}:",
                          "    return  # no reply before the socket closes", *reply]
             elif sock.options.rcvtimeo >= 0:
-                reply = ["try:", f"    reply = {var}.recv_multipart()",
-                         "except zmq.Again:  # RCVTIMEO expired: a REQ cannot send again before its reply",
-                         "    return"]
+                if send.on_timeout == "stop":
+                    reply = ["try:", f"    reply = {take}",
+                             "except zmq.Again:  # RCVTIMEO expired: a REQ cannot send again before its reply",
+                             f"    proc.count({var}, \"recv_again\")",
+                             "    return  # on_timeout = \"stop\""]
+                else:
+                    reply = ["while True:", "    try:", f"        reply = {take}", "        break",
+                             "    except zmq.Again:  # RCVTIMEO expired before the reply: wait again (on_timeout = \"retry\")",
+                             f"        proc.count({var}, \"recv_again\")"]
             after += reply + [f"proc.received({var}, reply)  # the reply, and the time since the request"]
         stop_line = stop if send.on_again == "stop" else None
         if again or unroutable:
@@ -188,10 +204,10 @@ class Loops:
             lines += [f"{body}{call}"] + [f"{body}{line}" for line in after]
         return lines
 
-    def interleaved_loop(self, unit: SocketUnit, member: bool, resumable: bool) -> list[str]:
+    def interleaved_loop(self, unit: SocketUnit, member: bool, resumable: bool, calls: bool = False) -> list[str]:
         """A socket's [[send]] and [[recv]] in one zmq.Poller loop (``plan.Plan`` found it can
         be written): it waits for a message or for the next send, whichever comes first, as the
-        simulator's two loops do side by side."""
+        simulator's two loops do side by side (with ``calls``: or for the next [[call]])."""
         sock = unit.sock
         send = next(w for w in unit.loops if isinstance(w, SendSpec))
         recv = next(w for w in unit.loops if isinstance(w, RecvSpec))
@@ -201,14 +217,16 @@ class Loops:
                f"simulator runs the two side by side. [[send]] {send.name}: {self._send_words(send)}. [[recv]] {recv.name}: "
                f"{f'{recv.count:,} messages' if recv.count is not None else 'every message'} from t = "
                f"{seconds(self.s.starts_at(recv))}.")
-        lines = [f"def {fn}(proc: Proc, {var}: zmq.Socket{', i: int' if member else ''}) -> None:", *docstring(doc, 4)]
+        params = f"proc: Proc, {var}: zmq.Socket" + (", calls: Calls" if calls else "") + (", i: int" if member else "")
+        lines = [f"def {fn}({params}) -> None:", *docstring(doc, 4)]
         prelude, message = self._send_prelude(send)
         lines += prelude
+        waits = _waits(calls)
         blocks = TYPES[sock.type].mute == "block" and not send.dontwait
         send_end, recv_end = self._send_end(send), self.s.ends_at(recv)
         if sock.close_at_s is not None:
             recv_end = sock.close_at_s if recv_end is None else min(recv_end, sock.close_at_s)
-        lines += [f"    if not proc.sleep_until({num(self.s.starts_at(recv))}):", "        return",
+        lines += [f"    if not {waits}.sleep_until({num(self.s.starts_at(recv))}):", "        return",
                   "    poller = zmq.Poller()", f"    poller.register({var}, zmq.POLLIN)",
                   f"    due = {num(self.s.starts_at(send))}  # when {send.name} sends next"]
         counted = send.count is not None or len(send.topics) > 1 or len(send.to) > 1
@@ -228,9 +246,9 @@ class Loops:
         if blocks:  # a send waits for room (POLLOUT), as the simulator's send loop blocks, while receives go on
             lines += [f"{body}ready = sending and proc.now() >= due",
                       f"{body}poller.register({var}, (zmq.POLLIN if receiving else 0) | (zmq.POLLOUT if ready else 0))",
-                      f"{body}events = proc.poll(poller, None if ready or not sending else due)  # a message, room, or the next send"]
+                      f"{body}events = {waits}.poll(poller, None if ready or not sending else due)  # a message, room, or the next send"]
         else:
-            lines.append(f"{body}events = proc.poll(poller, due if sending else None)  # a message, or the next send")
+            lines.append(f"{body}events = {waits}.poll(poller, due if sending else None)  # a message, or the next send")
         lines += [f"{body}if events is None:", f"{body}    return  # the process is leaving"]
         incoming = f"events.get({var}, 0) & zmq.POLLIN" if blocks else f"{var} in events"
         lines += [f"{body}if {incoming}:", f"{body}    message_in = {var}.recv_multipart()",
@@ -280,9 +298,10 @@ class Loops:
         self.names.needs.add("frames")
         return None, f"frames({topic_expr}, {size}, {send.parts})"
 
-    def recv_loop(self, recv: RecvSpec, member: bool, resumable: bool) -> list[str]:
+    def recv_loop(self, recv: RecvSpec, member: bool, resumable: bool, calls: bool = False) -> list[str]:
         """``recv_<loop>(proc, sock)``: waits for its start, then receives, works, stalls,
-        replies or forwards, and counts, until its count, its duration or its socket's close."""
+        replies or forwards, and counts, until its count, its duration or its socket's close;
+        with ``calls``, ``recv_<loop>(proc, sock, calls)``, whose waits end at each [[call]]."""
         sock = self.s.socket(recv.socket)
         var = self.names.var(sock, member)
         fn = self.names.ident("recv", recv.name, member, prefix="recv_")
@@ -307,14 +326,15 @@ class Loops:
             doc += "; replies to each"
         doc += "."
         params = f"proc: Proc, {var}: zmq.Socket" + (f", {self.names.var(forward, member)}: zmq.Socket" if forward else "")
-        params += ", i: int" if member else ""
+        params += (", calls: Calls" if calls else "") + (", i: int" if member else "")
         lines = [f"def {fn}({params}) -> None:", *docstring(doc, 4)]
+        waits = _waits(calls)
         if random:
             self.names.needs.add("rng")
             lines.append(f"    rng = proc.rng({quoted(recv.name)})  # numpy: not the simulator's draws")
             lines += value_lists([(recv.service, "service_times"), (recv.reply_size, "reply_sizes"), (recv.pause_every, "pause_gaps"),
                               (recv.pause, "pause_lengths")])
-        lines += [f"    if not proc.sleep_until({num(start)}):", "        return"]
+        lines += [f"    if not {waits}.sleep_until({num(start)}):", "        return"]
         pauses = recv.pause_every is not None and recv.pause is not None
         timeout = sock.options.rcvtimeo >= 0
         if pauses:
@@ -332,11 +352,11 @@ class Loops:
             lines += [f"{body}if proc.now() >= next_pause:  # a stall (a GC pause): no recv meanwhile",
                       f"{body}    pause = {draw(recv.pause, 'pause_lengths')}",
                       f"{body}    next_pause = proc.now() + pause + {draw(recv.pause_every, 'pause_gaps')}",
-                      f"{body}    if not proc.sleep(pause):", f"{body}        return"]
+                      f"{body}    if not {waits}.sleep(pause):", f"{body}        return"]
         if close is not None and not timeout:  # (RCVTIMEO bounds the wait otherwise)
-            lines += [f"{body}if not {var}.poll(proc.ms_until({num(close)})):",
+            lines += [f"{body}if not {_ready(var, 'zmq.POLLIN', close, calls)}:",
                       f"{body}    return  # nothing more before the socket closes"]
-        take = f"message = {var}.recv_multipart()"
+        take = f"message = calls.recv_multipart({var})" if calls else f"message = {var}.recv_multipart()"
         if timeout:
             retry = "continue" if recv.on_timeout == "retry" else "return"
             lines += [f"{body}try:", f"{body}    {take}",
@@ -349,16 +369,17 @@ class Loops:
             lines.append(f"{body}received += 1")
         if not (recv.service.is_constant and recv.service.value == 0):
             if recv.busy:
-                lines += [f"{body}if not proc.busy({draw(recv.service, 'service_times')}):  # the work, on the CPU (busy = true)",
+                lines += [f"{body}if not {waits}.busy({draw(recv.service, 'service_times')}):  # the work, on the CPU (busy = true)",
                           f"{body}    return"]
             else:
-                lines += [f"{body}if not proc.sleep({draw(recv.service, 'service_times')}):  # the work", f"{body}    return"]
+                lines += [f"{body}if not {waits}.sleep({draw(recv.service, 'service_times')}):  # the work", f"{body}    return"]
         if forward is not None:
             out = self.names.var(forward, member)
             size = "sum(len(frame) for frame in message)"
             if recv.reply_size is not None:
                 size = draw(recv.reply_size, "reply_sizes", integer=True)
-            lines.append(f"{body}{out}.send(proc.carry(message, {size}))  # blocks while {forward.name} has no room")
+            sent = f"calls.send({out}, proc.carry(message, {size}))" if calls else f"{out}.send(proc.carry(message, {size}))"
+            lines.append(f"{body}{sent}  # blocks while {forward.name} has no room")
             lines.append(f"{body}proc.count({out}, \"sent\")")
         elif recv.reply:
             lines += self._reply(recv, sock, var, body)
@@ -414,6 +435,20 @@ class Loops:
                       f"{body}    if error.errno != zmq.EHOSTUNREACH:", f"{body}        raise",
                       f"{body}    proc.count({var}, \"send_unroutable\")"]
         return lines + [f"{body}else:", f"{body}    proc.count({var}, \"sent\")"]
+
+
+def _waits(calls: bool) -> str:
+    """What a loop's sleeps and polls go through: ``proc``, or the thread's ``calls`` (they
+    end at each [[call]] for the thread to make it)."""
+    return "calls" if calls else "proc"
+
+
+def _ready(var: str, event: str, until_s: float, calls: bool) -> str:
+    """The wait for a socket's event until ``until_s`` (its close): a poll, or with ``calls``
+    the thread's (it makes the [[call]]s due meanwhile)."""
+    if calls:
+        return f"calls.wait({var}, {event}, {num(until_s)})"
+    return f"{var}.poll(proc.ms_until({num(until_s)}), {event})" if event != "zmq.POLLIN" else f"{var}.poll(proc.ms_until({num(until_s)}))"
 
 
 def _stampable(send: SendSpec, traits: Any) -> bool:

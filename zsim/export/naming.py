@@ -28,7 +28,7 @@ _RESERVED = frozenset(
         "payload", "received", "next_pause", "message_in", "events", "ready", "sending", "receiving", "pause", "error", "args",
         "parser", "processes", "process", "thread",
         "report", "result", "ctx", "name", "opener", "target", "intervals", "sizes", "service_times", "reply_sizes",
-        "pause_gaps", "pause_lengths",
+        "pause_gaps", "pause_lengths", "calls", "Calls",
     }
 )
 

@@ -7,7 +7,8 @@ poll loop where the simulator runs them side by side and one thread can do so fa
 sockets to the proxy. What cannot be laid out so is refused here, in one line naming the
 socket. The plan also says which sockets wait for a peer's bind before they connect
 (``waits``), when the timeline's last event is, and (``notes``) where the program runs
-one after another what the simulator runs side by side.
+one after another what the simulator runs side by side. A socket's ``[[call]]``s belong to
+the thread that owns it (``SocketUnit.calls``, ``Plan.proxy_calls``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from dataclasses import dataclass, field
 from .. import spec
 from ..errors import ScenarioError
 from ..socket_types import TYPES
-from ..spec import RecvSpec, Scenario, SendSpec, SocketSpec
+from ..spec import CallSpec, RecvSpec, Scenario, SendSpec, SocketSpec
 from ..templates import Template
 from .literals import seconds
 
@@ -32,6 +33,8 @@ class SocketUnit:
     forward: SocketSpec | None = None
     #: a [[send]] and a [[recv]] that the simulator runs side by side: one poll loop (``interleaved``)
     interleaved: bool = False
+    #: the [[call]]s on its socket and on its forward socket, in time order (the thread makes them)
+    calls: list[CallSpec] = field(default_factory=list)
 
 
 class Plan:
@@ -56,6 +59,12 @@ class Plan:
         self.proxies_of: dict[str, list[spec.ProxySpec]] = {}
         for proxy in scenario.proxies:
             self.proxies_of.setdefault(scenario.socket(proxy.frontend).process, []).append(proxy)
+        #: per socket, its [[call]]s with their places in the scenario's (time-ordered) list
+        self.calls_of: dict[str, list[tuple[int, CallSpec]]] = {}
+        for index, call in enumerate(scenario.calls):
+            self.calls_of.setdefault(call.socket, []).append((index, call))
+        #: per proxy, the [[call]]s on its two sockets in time order (its thread makes them)
+        self.proxy_calls = {proxy.name: self._proxy_calls(proxy) for proxy in scenario.proxies}
         self.units = self._units()
         #: per socket, the sockets in other threads whose bind it waits for before it connects
         self.waits = self._waits()
@@ -94,10 +103,29 @@ class Plan:
             forwards = {w.forward_to for w in ordered if isinstance(w, RecvSpec) and w.forward_to is not None}
             unit = SocketUnit(sock, ordered, s.socket(forwards.pop()) if forwards else None)
             unit.interleaved = self._side_by_side(unit)
+            unit.calls = self._calls_of_thread([sock.name] + ([unit.forward.name] if unit.forward is not None else []))
             units[sock.process].append(unit)
             if not unit.interleaved:
                 self._note_sequential(unit)
         return units
+
+    def _calls_of_thread(self, sockets: list[str]) -> list[CallSpec]:
+        """The [[call]]s on the sockets one thread owns, in time order (calls at one time in
+        the file's order)."""
+        return [call for _index, call in sorted(found for name in sockets for found in self.calls_of.get(name, []))]
+
+    def _proxy_calls(self, proxy: spec.ProxySpec) -> list[CallSpec]:
+        """The [[call]]s on a proxy's sockets, which its poll loop makes until it ends (when
+        one of them closes); a call after that is refused in one line."""
+        s = self.s
+        calls = self._calls_of_thread([proxy.frontend, proxy.backend])
+        closes = [t for t in (s.socket(proxy.frontend).close_at_s, s.socket(proxy.backend).close_at_s) if t is not None]
+        for call in calls:
+            if closes and call.at_s >= min(closes):
+                raise ScenarioError(f"{call.label} (socket {call.socket}).at_s",
+                                    f"is {call.at_s:g} s, after proxy {proxy.name} ends (one of its sockets closes at {min(closes):g} s): "
+                                    "the exported program makes a proxy's calls in its poll loop")
+        return calls
 
     def _side_by_side(self, unit: SocketUnit) -> bool:
         """Whether a [[send]] and a [[recv]] of the socket overlap in time (the simulator runs
@@ -171,7 +199,7 @@ class Plan:
 
     def last_event(self) -> float:
         """When the timeline's last event happens (a socket opens or closes, a loop starts or
-        ends, a process exits, crashes or starts again)."""
+        ends, a process exits, crashes or starts again, a [[call]] is made)."""
         s = self.s
         times = [0.0]
         for sock in s.sockets:
@@ -181,4 +209,5 @@ class Plan:
         workloads: list[SendSpec | RecvSpec] = [*s.sends, *s.recvs]
         for w in workloads:
             times.append(s.starts_at(w) + (w.duration_s or 0.0))
+        times += [call.at_s for call in s.calls]
         return max(times)

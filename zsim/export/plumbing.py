@@ -403,3 +403,104 @@ def frames(topic: bytes, size: int, parts: int) -> list[bytes]:
     base, extra = divmod(size, payload)
     return ([topic] if topic else []) + [bytes(base + (1 if k < extra else 0)) for k in range(payload)]
 '''
+
+#: With [[call]]s: a thread's timeline of calls, and the waits that end at the next one.
+CALLS = '''
+
+class Calls:
+    """The [[call]]s on the sockets of one thread, (t, call) in time order: the thread that
+    owns the sockets makes each at its time (a ZeroMQ socket belongs to one thread). Its
+    loops wait through it: a sleep, a poll, a blocking send or receive ends at the next
+    call's time, the thread makes the calls due and goes on with what it had left (SNDTIMEO
+    and RCVTIMEO count from the start of the send or receive, as zmq_send reads them). A
+    process that is leaving makes no more calls; one started again (restart_s) makes only
+    those from then on: it opens its sockets as its program declares them."""
+
+    def __init__(self, proc: Proc, calls: list[tuple[float, Any]], restart_s: float | None = None) -> None:
+        self.proc = proc
+        self.calls = [(t_s, call) for t_s, call in calls if not (proc.restarted and restart_s is not None and t_s < restart_s)]
+        self.make_due()
+
+    def make_due(self) -> None:
+        """Make every call whose time has come."""
+        while self.calls and self.calls[0][0] <= self.proc.now() and not self.proc.stopping.is_set():
+            _, call = self.calls.pop(0)
+            call()
+
+    def next_s(self, until_s: float | None = None) -> float | None:
+        """When the next call is due, if before until_s (None: whenever)."""
+        if self.calls and (until_s is None or self.calls[0][0] < until_s):
+            return self.calls[0][0]
+        return None
+
+    def sleep_until(self, t_s: float) -> bool:
+        """proc.sleep_until, making the calls due meanwhile; False when the process is leaving."""
+        while (next_s := self.next_s(t_s)) is not None:
+            if not self.proc.sleep_until(next_s):
+                return False
+            self.make_due()
+        return self.proc.sleep_until(t_s)
+
+    def sleep(self, seconds: float) -> bool:
+        return self.sleep_until(self.proc.now() + seconds)
+
+    def busy(self, seconds: float) -> bool:
+        """proc.busy, making the calls due as it goes (between slices of 1 ms of CPU time)."""
+        target = time.thread_time() + seconds
+        while (left := target - time.thread_time()) > 0:
+            self.make_due()
+            if not self.proc.busy(min(left, 0.001)):
+                return False
+        return not self.proc.stopping.is_set()
+
+    def poll(self, poller: zmq.Poller, until_s: float | None = None) -> dict[zmq.Socket, int] | None:
+        """proc.poll, making the calls due meanwhile: the events, {} at until_s, None when
+        the process is leaving."""
+        while (next_s := self.next_s(until_s)) is not None:
+            events = self.proc.poll(poller, next_s)
+            if events is None or events:
+                return events
+            self.make_due()
+        return self.proc.poll(poller, until_s)
+
+    def wait(self, sock: zmq.Socket, event: int, until_s: float | None = None) -> bool:
+        """Until sock can receive (zmq.POLLIN) or send (zmq.POLLOUT), making the calls due
+        meanwhile; False at until_s or when the process is leaving."""
+        poller = zmq.Poller()
+        poller.register(sock, event)
+        return bool(self.poll(poller, until_s))
+
+    def send(self, sock: zmq.Socket, data: Any) -> None:
+        """sock.send(data): blocks while there is no room (up to SNDTIMEO, then zmq.Again),
+        making the calls due meanwhile."""
+        self._blocking(sock, zmq.POLLOUT, lambda: sock.send(data, zmq.DONTWAIT))
+
+    def send_multipart(self, sock: zmq.Socket, frames: list[Any]) -> None:
+        """sock.send_multipart(frames), as send."""
+        self._blocking(sock, zmq.POLLOUT, lambda: sock.send_multipart(frames, zmq.DONTWAIT))
+
+    def recv_multipart(self, sock: zmq.Socket) -> list[bytes]:
+        """sock.recv_multipart(): blocks until a message comes (up to RCVTIMEO, then
+        zmq.Again), making the calls due meanwhile."""
+        return self._blocking(sock, zmq.POLLIN, lambda: sock.recv_multipart(zmq.DONTWAIT))
+
+    def _blocking(self, sock: zmq.Socket, event: int, attempt: Any) -> Any:
+        timeout_ms = sock.getsockopt(zmq.SNDTIMEO if event == zmq.POLLOUT else zmq.RCVTIMEO)
+        end_s = None if timeout_ms < 0 else self.proc.now() + timeout_ms / 1000
+        while True:
+            try:
+                return attempt()
+            except zmq.Again:
+                if end_s is not None and self.proc.now() >= end_s:
+                    raise
+            if not self.wait(sock, event, end_s) and self.proc.stopping.is_set():
+                raise Stopped()
+
+    def finish(self) -> None:
+        """The calls still to come, each at its time (the loops are done; the socket stays
+        open until it closes)."""
+        while (next_s := self.next_s()) is not None:
+            if not self.proc.sleep_until(next_s):
+                return
+            self.make_due()
+'''

@@ -42,7 +42,8 @@ class _Program:
         self.program_name = program_name
         self.plan = Plan(scenario)
         self.names = Namespace(self.plan.member_of)
-        self.sockets = Sockets(scenario, self.names, self.plan.waits)
+        restarts = {proc.name: proc.restart_at_s for proc in scenario.processes if proc.restart_at_s is not None}
+        self.sockets = Sockets(scenario, self.names, self.plan.waits, restarts)
         self.loops = Loops(scenario, self.names)
         self.folded: list[Template] = []  # written once, as functions of i
         self.expanded: list[Template] = []  # written out member by member
@@ -67,6 +68,8 @@ class _Program:
             fixed += "\n" + plumbing.RNG.rstrip("\n")
         if "frames" in self.names.needs:
             fixed += "\n" + plumbing.FRAMES.rstrip("\n")
+        if "calls" in self.names.needs:
+            fixed += "\n" + plumbing.CALLS.rstrip("\n")
         parts = [header(s, self.source, self.program_name, threads_only, self.names.needs, notes),
                  imports(s, self.names.needs) + "\n\n" + constants(self.plan)]
         parts += sections
@@ -175,7 +178,10 @@ class _Program:
             starts.append(f"    proc.start({self.names.ident('proxy', proxy.name, False, suffix='_proxy')})")
             blocks += ["\n".join(self.sockets.opener(self.s.socket(proxy.frontend), False)),
                        "\n".join(self.sockets.opener(self.s.socket(proxy.backend), False)),
-                       "\n".join(self.sockets.proxy(proxy))]
+                       "\n".join(self.sockets.proxy(proxy, self.plan.proxy_calls[proxy.name]))]
+            if self.plan.proxy_calls[proxy.name]:
+                calls_fn = self.names.ident("proxy", proxy.name, False, suffix="_calls")
+                blocks.append("\n".join(self.sockets.calls(calls_fn, self.plan.proxy_calls[proxy.name], False)))
         live = []
         if proc.exit_at_s is not None:
             live.append(f"exit_at_s={num(proc.exit_at_s)}")
@@ -193,14 +199,18 @@ class _Program:
         if unit.forward is not None:
             blocks.append("\n".join(self.sockets.opener(unit.forward, member)))
         blocks.append("\n".join(self.sockets.thread(unit, proc.exit_after_sends, member)))
+        calls = bool(unit.calls)
+        if calls:
+            calls_fn = self.names.ident("socket", unit.sock.name, member, suffix="_calls")
+            blocks.append("\n".join(self.sockets.calls(calls_fn, unit.calls, member)))
         if unit.interleaved:
-            blocks.append("\n".join(self.loops.interleaved_loop(unit, member, resumable)))
+            blocks.append("\n".join(self.loops.interleaved_loop(unit, member, resumable, calls)))
             return "\n\n\n".join(blocks)
         for workload in unit.loops:
             if isinstance(workload, SendSpec):
-                blocks.append("\n".join(self.loops.send_loop(workload, member, resumable)))
+                blocks.append("\n".join(self.loops.send_loop(workload, member, resumable, calls)))
             else:
-                blocks.append("\n".join(self.loops.recv_loop(workload, member, resumable)))
+                blocks.append("\n".join(self.loops.recv_loop(workload, member, resumable, calls)))
         return "\n\n\n".join(blocks)
 
     def _try_fold(self, texts: Any) -> str | None:

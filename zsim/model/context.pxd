@@ -1,7 +1,17 @@
 # C declarations for zsim/model/context.py (Cython pure-Python mode; see zsim/native.py).
 # World (zsim/model/world.py) is a Python subclass: it keeps its own fields in a __dict__.
 
+cimport cython
+
 from zsim.model.kernel cimport Clock
+
+
+@cython.final
+cdef class IoThread:
+    cdef public str name
+    cdef public long load
+    cdef public double handshakes_until
+    cdef public object cpu
 
 
 cdef class Context:
@@ -23,5 +33,5 @@ cdef class Context:
     cdef public double wake_debt
     cdef public dict wake_groups
     cdef public object until_s
-    cdef public object machine
     cdef public object network
+    cdef public list app_threads

@@ -35,6 +35,40 @@ class PipeInfo:
         self.kind = kind
 
 
+class IoThread:
+    """One of a context's I/O threads (``io_thread_t``, ``[[process]] io_threads``): the
+    thread that runs the sessions, connecters and engines of its connections.
+
+    ``load`` is what ``ctx_t::choose_io_thread`` compares: libzmq counts the file
+    descriptors in the thread's poller; here, the tcp/ipc sessions the thread serves (a
+    connect's from ``connect()`` on, an accepted connection's from the accept), which is
+    that count without the listeners and without the lag before a new descriptor is
+    registered. ``handshakes_until`` is when the last handshake it serves completes: its
+    poller serves events one at a time in the order they come, so a handshake started
+    after another on the same thread does not complete before it
+    (``stream.StreamConnection._attempt``). ``cpu`` is the ``cpu.Thread`` it runs on
+    (``[machine] cores``), None for a core of its own."""
+
+    __slots__ = ("name", "load", "handshakes_until", "cpu")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.load = 0
+        self.handshakes_until = float("-inf")
+        self.cpu: Any = None
+
+
+def choose_io_thread(threads: list[IoThread]) -> IoThread:
+    """``ctx_t::choose_io_thread``: the least loaded thread (the first of equals), whose
+    load grows by the session it now serves (``IoThread.load``)."""
+    chosen = threads[0]
+    for thread in threads:
+        if thread.load < chosen.load:
+            chosen = thread
+    chosen.load += 1
+    return chosen
+
+
 class Context:
     """Shared services of one simulation run (see the module docstring)."""
 
@@ -51,7 +85,7 @@ class Context:
         self.listeners: dict[tuple[str, str, str], Any] = {}
         # inproc connects made before anybody bound the name (ctx_t::pending_connections)
         self.pending_inproc: dict[tuple[str, str, str], list[Any]] = {}
-        # tcp/ipc connects retrying until a listener appears
+        # tcp/ipc connects retrying until a listener appears (their ``Connecter``s)
         self.waiting_connects: dict[tuple[str, str, str], list[Any]] = {}
         self.next_message_id = 0
         #: messages the applications sent (``AppThread``: a C counter, read by the run's summary)
@@ -63,10 +97,11 @@ class Context:
         self.wake_debt = 0.0
         self.wake_groups: dict[Any, WakeGroup] = {}
         self.until_s: float | None = None
-        #: the cores threads share (``zsim.model.cpu.Machine``); None: a core per thread
-        self.machine: Any = None
         #: the links between hosts (``transport.network.Network``); None: one machine
         self.network: Any = None
+        #: every application thread's calls (``zsim.model.appthread.AppThread``), for what
+        #: is still blocked when the run ends
+        self.app_threads: list[Any] = []
 
     def new_pipe(self, name: str, frm: str, to: str, kind: str, hwm: int, writer: Any, reader: Any, conflate: bool, owner: Any) -> Pipe:
         pipe = Pipe(self.env, name, hwm, writer, reader, conflate, index=len(self.pipes))

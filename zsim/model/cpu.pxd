@@ -2,12 +2,26 @@
 cimport cython
 
 from zsim.model.kernel cimport Clock, FastTimer, Timer
+from zsim.sampler cimport Sampler
 
 cdef double DONE_S
 cdef double INFINITY
 cdef int MAX_EXACT_SETS
 
 cdef class Thread
+
+
+cdef class Core:
+    cpdef burst(self, double cpu, FastTimer timer, double wait)
+    cpdef burst_until(self, double cpu, FastTimer timer, double due, Sampler jitter, then)
+    cpdef sleep_until(self, FastTimer timer, double due)
+    cpdef abandon(self, owner)
+
+
+@cython.final
+cdef class OwnCore(Core):
+    cdef public Clock clock
+
 
 @cython.locals(fast=FastTimer)
 cdef inline _arm(object timer, double delay)
@@ -31,8 +45,6 @@ cdef class Machine:
     cdef public bint armed
     cdef public bint any_restricted
     cdef public int max_runnable
-    cdef public dict io_threads
-    cdef public dict io_load
 
     @cython.locals(other=Thread, using=int)
     cpdef bint contended(self, Thread thread)
@@ -49,7 +61,7 @@ cdef class Machine:
 
 
 @cython.final
-cdef class Thread:
+cdef class Thread(Core):
     cdef public Machine machine
     cdef public str name
     cdef public str kind

@@ -37,8 +37,9 @@ spin cut by the end of a slice would end at once when its thread runs again, its
 being past: the model then overstates the delay by at most the spin.) With ``wait_spin_s =
 0``, the default, the program only sleeps (``time.sleep``) and its waits use no core.
 
-``cores = 0`` builds no ``Machine`` at all: every thread then has a core of its own and the
-model is exactly the one without this module.
+``cores = 0`` builds no ``Machine`` at all: every application thread then has a core of its
+own (``OwnCore``, a ``Core`` like ``Thread``) and the model is exactly the one without this
+module.
 """
 
 from __future__ import annotations
@@ -72,6 +73,11 @@ def SPIN() -> float:  # noqa: N802 - a marker: the burst is a precise wait's spi
     return 0.0
 
 
+def _owned(owner: Any, timer: Any, fn: Callable[[], Any] | None) -> bool:
+    """Whether a burst's follow-up (its timer or function) is ``owner``'s (a workload's)."""
+    return (timer is not None and timer is owner.timer) or (fn is not None and getattr(fn, "__self__", None) is owner)
+
+
 def _arm(timer: Any, delay: float) -> None:
     """``timer.arm(delay)``: a workload's ``FastTimer`` by a C call (compiled), any other timer
     by its method."""
@@ -82,7 +88,61 @@ def _arm(timer: Any, delay: float) -> None:
         timer.arm(delay)
 
 
-class Thread:
+class Core:
+    """Where an application thread's CPU work runs (``AppThread.cpu``): the machine's cores
+    (``Thread``) or a core of its own (``OwnCore``). One interface, so the calls of an
+    application thread never ask which."""
+
+    __slots__ = ()
+
+    def burst(self, cpu: float, timer: FastTimer, wait: float) -> None:
+        """Burn ``cpu`` seconds of CPU, then arm ``timer`` ``wait`` seconds later."""
+        raise NotImplementedError
+
+    def burst_until(self, cpu: float, timer: FastTimer, due: float, jitter: Any, then: Callable[[], Any]) -> None:
+        """Burn ``cpu`` seconds, then sleep until ``due`` (waking ``jitter`` late, a
+        ``Sampler`` or None), or go on at once if that is past."""
+        raise NotImplementedError
+
+    def sleep_until(self, timer: FastTimer, due: float) -> None:
+        """After ``burst_until``'s burst: a precise wait until ``due``, then ``timer``."""
+        raise NotImplementedError
+
+    def abandon(self, owner: Any) -> None:
+        """``owner`` (a workload) stopped: nothing of its work follows."""
+        raise NotImplementedError
+
+
+class OwnCore(Core):
+    """A core of its own (``[machine] cores = 0``: the model without contention): a burst
+    of CPU simply takes its length, and what follows it is known at once."""
+
+    __slots__ = ("clock",)
+
+    def __init__(self, clock: Any) -> None:
+        self.clock = clock
+
+    def burst(self, cpu: float, timer: FastTimer, wait: float) -> None:
+        timer.arm(cpu + wait)
+
+    def burst_until(self, cpu: float, timer: FastTimer, due: float, jitter: Any, then: Callable[[], Any]) -> None:
+        # the end of the burst is known now: no call of ``then`` is needed
+        ready = self.clock.now + cpu
+        if due > ready:
+            if jitter is not None:
+                due += jitter.next_float()  # the thread sleeps until then, and wakes late
+            timer.arm_at(due)
+        else:
+            timer.arm_at(ready)  # behind schedule: the next send goes back to back
+
+    def sleep_until(self, timer: FastTimer, due: float) -> None:
+        timer.arm_at(due)
+
+    def abandon(self, owner: Any) -> None:
+        """Nothing is queued on a core of its own: its timers are the owner's to cancel."""
+
+
+class Thread(Core):
     """One OS thread: its bursts, its queue of work, its statistics."""
 
     __slots__ = ("machine", "name", "kind", "process", "affinity", "restricted", "index", "remaining", "work", "rate",
@@ -128,6 +188,17 @@ class Thread:
         self.wait_spin_s = 0.0
 
     # -- application threads: a burst, then a sleep ------------------------------------------
+
+    def burst(self, cpu: float, timer: FastTimer, wait: float) -> None:
+        self.run(cpu, timer, wait)
+
+    def burst_until(self, cpu: float, timer: FastTimer, due: float, jitter: Any, then: Callable[[], Any]) -> None:
+        # sharing cores, the burst's end is known only when it ends: ``then`` follows it and
+        # calls ``sleep_until``
+        self.run_then(cpu, then)
+
+    def sleep_until(self, timer: FastTimer, due: float) -> None:
+        self.wait_until(timer, due)
 
     def run(self, cpu: float, timer: Any, wait: float = 0.0) -> None:
         """Burn ``cpu`` seconds of CPU, then arm ``timer`` ``wait`` seconds later."""
@@ -204,17 +275,14 @@ class Thread:
         but nothing follows it, and its queued work goes. Other workloads sharing the
         thread (several on one socket) keep theirs."""
 
-        def mine(timer: Any, fn: Callable[[], Any] | None) -> bool:
-            return (timer is not None and timer is owner.timer) or (fn is not None and getattr(fn, "__self__", None) is owner)
-
-        if mine(self.then_timer, self.then_fn):
+        if _owned(owner, self.then_timer, self.then_fn):
             self.then_timer = self.then_fn = None
         if self.asleep:
-            self.asleep = [item for item in self.asleep if not mine(item[1], None)]
+            self.asleep = [item for item in self.asleep if not _owned(owner, item[1], None)]
         if self.queue:
-            self.queue = deque(item for item in self.queue if not mine(item[1], item[3]))
+            self.queue = deque([item for item in self.queue if not _owned(owner, item[1], item[3])])
         pending = self.pending
-        if pending is not None and mine(pending[1], pending[3]):
+        if pending is not None and _owned(owner, pending[1], pending[3]):
             self.pending = None
             self.wake_timer.cancel()
             if self.queue:
@@ -307,9 +375,6 @@ class Machine:
         self.armed = False
         self.any_restricted = False
         self.max_runnable = 0
-        #: the machine's I/O threads by process object, and how many engines each serves
-        self.io_threads: dict[Any, list[Thread]] = {}
-        self.io_load: dict[Thread, int] = {}
 
     def thread(self, name: str, kind: str, process: str, affinity: Iterable[int] | None = None) -> Thread:
         cores = self.all_cores if affinity is None else frozenset(affinity) & self.all_cores
@@ -317,19 +382,6 @@ class Machine:
         self.any_restricted = self.any_restricted or thread.restricted
         self.threads.append(thread)
         return thread
-
-    def io_thread(self, process: Any) -> Thread | None:
-        """The I/O thread a new engine of ``process`` runs on: the least loaded one, as
-        ``ctx_t::choose_io_thread`` picks it (ties: the first)."""
-        threads = self.io_threads.get(process)
-        if not threads:
-            return None
-        chosen = min(threads, key=lambda t: (self.io_load[t], t.index))
-        self.io_load[chosen] += 1
-        return chosen
-
-    def release_io_thread(self, thread: Thread) -> None:
-        self.io_load[thread] -= 1
 
     # -- processor sharing -----------------------------------------------------------------
 
@@ -506,22 +558,6 @@ class Machine:
             "cpu_s": sum(thread.cpu_s for thread in self.threads),
             "threads": threads,
         }
-
-
-class Machines:
-    """The machines of a deployment's hosts, each with its own cores: an engine's I/O
-    thread is on the machine of its process's host (``Process.host``), and a host without
-    a machine (``cores = 0``) gives it none (a core of its own)."""
-
-    def __init__(self, by_host: dict[str, Machine]) -> None:
-        self.by_host = by_host
-
-    def io_thread(self, process: Any) -> Thread | None:
-        machine = self.by_host.get(process.host)
-        return machine.io_thread(process) if machine is not None else None
-
-    def release_io_thread(self, thread: Thread) -> None:
-        thread.machine.release_io_thread(thread)
 
 
 def fair_shares(threads: list[Thread], cores: frozenset[int]) -> dict[Thread, float]:

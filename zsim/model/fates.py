@@ -15,6 +15,14 @@ SENT = 0
 AGAIN = 1  # would block: EAGAIN
 UNROUTABLE = 2  # EHOSTUNREACH (ROUTER_MANDATORY)
 
+# -- what else an application's call can end with (zsim.model.appthread) ---------------------
+BLOCKED = 3  # the call blocked: it ends later, with done(status)
+CLOSED = 4  # the socket is closed, or closed while the call was blocked on it (ETERM)
+EFSM = 5  # the type's state machine refuses the call now (REQ/REP out of turn)
+RECEIVED = 6  # a blocked recv got a message
+READY = 7  # a poll's events are there
+TIMEOUT = 8  # a poll's timeout expired first
+
 # -- final states of a copy ----------------------------------------------------------------
 DELIVERED = 0
 FORWARDED = 1
@@ -40,6 +48,8 @@ RULE_CRASH = 11  # the process crashed
 RULE_REQ_STATE = 12  # REQ: reply from a pipe it did not send to
 RULE_KERNEL_LOST = 13  # tcp/ipc: in the kernel or in flight when the connection broke
 RULE_NO_DELIMITER = 14  # REP/REQ: a message without the empty delimiter frame (rep_t/req_t::xrecv)
+RULE_SEND_FAILED = 15  # zmq_proxy: a message it received whose send failed (EAGAIN at SNDTIMEO); the proxy ends
+RULE_APP_DISCONNECT = 16  # in a connection the application ended with zmq_disconnect or zmq_unbind
 
 RULES = {
     0: "",
@@ -57,6 +67,8 @@ RULES = {
     RULE_REQ_STATE: "req_state",
     RULE_KERNEL_LOST: "kernel_lost",
     RULE_NO_DELIMITER: "no_delimiter",
+    RULE_SEND_FAILED: "send_failed",
+    RULE_APP_DISCONNECT: "app_disconnect",
 }
 
 # -- where a message queued at the end sits -------------------------------------------------

@@ -67,8 +67,11 @@ class RemoteEnd(Protocol):
     for the binder of an inproc connect that nobody has bound yet."""
 
     name: str
-    routing_id: str
     own_subs: Subscriptions | None
+
+    @property
+    def routing_id(self) -> str | None:
+        """Its routing id; None while it is not known (``UnboundEnd``)."""
 
 
 class Peer:
@@ -100,7 +103,10 @@ class Peer:
         self.applied = Subscriptions()  # subscriptions received from this peer (PUB side)
         # What the subscriber wants, to tell "not subscribed yet" from "not wanted".
         self.remote_subs: Subscriptions | None = remote.own_subs
-        self.routing_key = remote.routing_id
+        # the routing id the remote end presented (what a ROUTER files the peer under);
+        # None until it arrives: a connect learns it at the handshake (tcp, ipc) or when
+        # somebody binds the name (inproc)
+        self.routing_key: str | None = remote.routing_id
         self.alive = True
         self.in_fq = False
 
@@ -110,9 +116,13 @@ class Peer:
 
 class UnboundEnd:
     """The far end of a connect that nobody has bound yet: an inproc name still pending
-    (``ctx_t::pend_connection``) or a tcp/ipc endpoint before the handshake names it."""
+    (``ctx_t::pend_connection``) or a tcp/ipc endpoint before the handshake names it.
+
+    It has no routing id yet: libzmq's engine pushes the peer's routing id into the pipe
+    after the handshake (``stream_engine_base_t::mechanism_ready``), and the context
+    writes the binder's when the name is bound (``ctx_t::connect_inproc_sockets``)."""
 
     def __init__(self, endpoint: Any) -> None:
         self.name: str = endpoint.text
-        self.routing_id: str = endpoint.text
+        self.routing_id: str | None = None
         self.own_subs: Subscriptions | None = None

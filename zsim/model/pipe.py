@@ -12,7 +12,7 @@ Messages are tuples ``(id, t0, size, wire, topic, envelope, origin, cause)`` sha
 the copies a fan-out makes; the pipe never looks inside them. ``cause`` is the id of the
 message this one answers or was made from (a reply's request, a pipeline stage's task), -1
 for none: the ledger keeps it, so a run's results rebuild request -> reply and task ->
-result times (``zsim.results``). Control messages (subscriptions) have a
+result times (``zsim.results``). Control messages (subscriptions, probes) have a
 negative id. The envelope is the routing ids in front of the body, first frame first (a
 ROUTER pushes the sender's on receive and routes by, and strips, the first one on send),
 followed by ``BOTTOM`` when the message carries an empty delimiter frame.
@@ -66,6 +66,9 @@ MSG_CAUSE = 7
 
 SUBSCRIBE_ID = -1
 UNSUBSCRIBE_ID = -2
+#: the empty message a socket with ZMQ_PROBE_ROUTER writes to each new peer
+#: (``router_t::xattach_pipe``, ``dealer_t::xattach_pipe``): no application sent it
+PROBE_ID = -3
 
 #: the empty delimiter frame (libzmq's "bottom" of the traceback stack), the envelope's
 #: last entry when the message has one: a REQ puts it under its request (req_t::xsend),

@@ -64,14 +64,18 @@ cdef class Distribute:
     cdef public list peers
     cdef public bint nodrop
     cdef public set _members
+    cdef public bint invert
+    cdef public bint counts_joiners
 
     cpdef add(self, Peer peer)
     cpdef remove(self, Peer peer)
-    @cython.locals(peer=Peer, pipe=Pipe)
+    @cython.locals(peer=Peer, pipe=Pipe, invert=bint)
     cpdef bint check_hwm(self, str topic)
     cpdef bint has_out(self)
     @cython.locals(owner=SendOwner, peer=Peer, pipe=Pipe, applied=Subscriptions, copies=long, dropped=long, hwm=long)
     cpdef int send(self, tuple msg) except? -1
+    @cython.locals(owner=SendOwner, peer=Peer, pipe=Pipe, applied=Subscriptions, copies=long, dropped=long)
+    cpdef int _send_inverted(self, tuple msg, str topic) except? -1
 
 
 @cython.final
@@ -81,7 +85,7 @@ cdef class RouteByIdentity:
     cdef public dict by_key
     cdef public bint mandatory
 
-    cpdef add(self, object key, Peer peer)
+    cpdef bint add(self, object key, Peer peer)
     cpdef remove(self, object key, Peer peer)
     @cython.locals(owner=SendOwner, peer=Peer, pipe=Pipe, now=double)
     cpdef int send(self, tuple msg) except? -1

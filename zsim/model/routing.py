@@ -227,14 +227,21 @@ class Distribute:
     tell the user *why* a copy was lost).
     """
 
-    __slots__ = ("owner", "clock", "peers", "nodrop", "_members")
+    __slots__ = ("owner", "clock", "peers", "nodrop", "_members", "invert", "counts_joiners")
 
-    def __init__(self, owner: SendOwner, nodrop: bool = False) -> None:
+    def __init__(self, owner: SendOwner, nodrop: bool = False, invert: bool = False) -> None:
         self.owner = owner
         self.clock = owner.clock
         self.peers: list[Peer] = []  # in attach order: the order copies are made
         self.nodrop = nodrop
         self._members: set[int] = set()  # id(peer): membership in O(1) for large fan-outs
+        #: ZMQ_INVERT_MATCHING: the eligible pipes that do *not* match get the message
+        #: (``xpub_t::xsend`` -> ``dist_t::reverse_match``)
+        self.invert = invert
+        #: a subscriber whose subscription has not reached this side yet costs a copy,
+        #: dropped (the slow joiner); off where the application decides what each pipe is
+        #: subscribed to (``xpub_manual``): there, what the subscriber wants says nothing
+        self.counts_joiners = True
 
     def add(self, peer: Peer) -> None:
         if id(peer) not in self._members:
@@ -247,10 +254,12 @@ class Distribute:
             self.peers.remove(peer)
 
     def check_hwm(self, topic: str) -> bool:
-        """``dist_t::check_hwm`` over the matching pipes (``xpub_nodrop``)."""
+        """``dist_t::check_hwm`` over the matching pipes (``xpub_nodrop``; inverted with
+        ``invert``)."""
+        invert = self.invert
         for peer in self.peers:
             pipe = peer.out_pipe
-            if peer.attached and pipe is not None and pipe.out_active and peer.applied.matches(topic):
+            if peer.attached and pipe is not None and pipe.out_active and (peer.applied.matches(topic) != invert):
                 if not pipe.check_hwm():
                     return False
         return True
@@ -270,6 +279,8 @@ class Distribute:
         topic = msg[MSG_TOPIC]
         if self.nodrop and not self.check_hwm(topic):
             return AGAIN
+        if self.invert:
+            return self._send_inverted(msg, topic)
         owner = self.owner
         copies = dropped = 0  # counted locally, added to the socket once
         for peer in self.peers:
@@ -287,13 +298,43 @@ class Distribute:
                     dropped += 1
                     pipe.dropped += 1  # type: ignore[union-attr]
                     owner.ledger.dropped(msg, owner.index, pipe.index, RULE_HWM, self.clock.now)  # type: ignore[union-attr]
-            elif peer.alive and peer.remote_subs is not None and peer.remote_subs.matches(topic):
+            elif peer.alive and peer.remote_subs is not None and self.counts_joiners and peer.remote_subs.matches(topic):
                 # The subscriber wants it, but this side cannot know yet: the slow joiner.
                 copies += 1
                 dropped += 1
                 pipe_index = peer.out_pipe.index if peer.out_pipe is not None else -1
                 rule = RULE_NOT_SUBSCRIBED if peer.attached else RULE_NOT_CONNECTED
                 owner.ledger.dropped(msg, owner.index, pipe_index, rule, self.clock.now)
+        owner.copies += copies
+        if dropped:
+            owner.dropped += dropped
+        return SENT
+
+    def _send_inverted(self, msg: Message, topic: str) -> int:
+        """``send`` with ZMQ_INVERT_MATCHING: a copy to every attached pipe whose
+        subscriptions do not match the topic (a pipe subscribed to nothing gets everything),
+        dropped per full pipe. A subscriber not attached yet that would take the message
+        (it inverts too, as ZeroMQ asks of both sides: it takes what matches none of its
+        subscriptions) costs a copy dropped as ``not_connected``."""
+        owner = self.owner
+        copies = dropped = 0
+        for peer in self.peers:
+            pipe = peer.out_pipe
+            if peer.attached:
+                applied = peer.applied
+                if applied.all or applied.matches(topic) or pipe is None:
+                    continue
+                copies += 1
+                if pipe.check_write():
+                    pipe.write(msg)
+                else:
+                    dropped += 1
+                    pipe.dropped += 1
+                    owner.ledger.dropped(msg, owner.index, pipe.index, RULE_HWM, self.clock.now)
+            elif peer.alive and peer.remote_subs is not None and self.counts_joiners and not peer.remote_subs.matches(topic):
+                copies += 1
+                dropped += 1
+                owner.ledger.dropped(msg, owner.index, pipe.index if pipe is not None else -1, RULE_NOT_CONNECTED, self.clock.now)
         owner.copies += copies
         if dropped:
             owner.dropped += dropped
@@ -311,10 +352,14 @@ class RouteByIdentity:
         self.by_key: dict[object, Peer] = {}
         self.mandatory = mandatory
 
-    def add(self, key: object, peer: Peer) -> None:
-        # router_t::identify_peer: a duplicate routing id is refused (no handover).
-        if key not in self.by_key:
-            self.by_key[key] = peer
+    def add(self, key: object, peer: Peer) -> bool:
+        """``router_t::identify_peer``'s ``add_out_pipe``: file ``peer`` under ``key``;
+        false if another peer has that routing id already (without ROUTER_HANDOVER, 4.3.5
+        "ignore[s] peers with duplicate ID": the newcomer is not filed)."""
+        if key in self.by_key:
+            return False
+        self.by_key[key] = peer
+        return True
 
     def remove(self, key: object, peer: Peer) -> None:
         if self.by_key.get(key) is peer:

@@ -28,6 +28,9 @@ cdef class Socket(SendOwner):
     cdef public double throttle_s
     cdef public Sampler wake_sampler
     cdef public object options
+    cdef public int sndtimeo
+    cdef public int rcvtimeo
+    cdef public bint fsm
     cdef public object on_activate_read
     cdef public object on_activate_write
     # the rest
@@ -69,6 +72,10 @@ cdef class Socket(SendOwner):
     @cython.locals(now=double, last=double)
     cpdef int send(self, tuple msg) except? -1
     cpdef recv(self)
+    cpdef options_changed(self, str name)
+    cpdef xoptions_changed(self, str name)
+    cpdef bint send_refused(self) except? -1
+    cpdef bint recv_refused(self) except? -1
     # the type's own side: overridden by each type in zsim/model/sockets.py
     cpdef xinit(self)
     cpdef int xsend(self, tuple msg) except? -1
@@ -83,3 +90,7 @@ cdef class Socket(SendOwner):
     cpdef xpending(self, Peer peer)
     cpdef xforget(self, Peer peer)
     cpdef xhiccuped(self, Pipe pipe)
+    cpdef bint xsetsockopt(self, str name, value) except? -1
+    cpdef take_connect_routing_id(self)
+    cpdef list held_messages(self)
+    cpdef drop_held(self, int rule)

@@ -69,6 +69,24 @@ class SocketOptions(Protocol):
     def reconnect_ivl(self) -> int: ...
     @property
     def reconnect_ivl_max(self) -> int: ...
+    @property
+    def xpub_verbose(self) -> bool: ...
+    @property
+    def xpub_verboser(self) -> bool: ...
+    @property
+    def xpub_manual(self) -> bool: ...
+    @property
+    def invert_matching(self) -> bool: ...
+    @property
+    def router_handover(self) -> bool: ...
+    @property
+    def probe_router(self) -> bool: ...
+    @property
+    def connect_routing_id(self) -> str | None: ...
+    @property
+    def req_relaxed(self) -> bool: ...
+    @property
+    def req_correlate(self) -> bool: ...
 
 
 class Socket(SendOwner):
@@ -80,7 +98,7 @@ class Socket(SendOwner):
         "ctx", "env", "name", "type", "traits", "process", "options", "routing_id", "state", "peers",
         "mailbox", "last_command_time", "ticks", "waiters", "wake_pending", "own_subs",
         "sent", "send_again", "send_unroutable", "received", "recv_again", "discarded",
-        "blocked_s", "blocked_count", "last_pipe_index",
+        "blocked_s", "blocked_count", "last_pipe_index", "fsm", "sndtimeo", "rcvtimeo",
         "throttle_s", "wake_sampler", "on_activate_read", "on_activate_write", "wake_timer",
         "__weakref__",
     )
@@ -104,6 +122,11 @@ class Socket(SendOwner):
         self.traits: SocketType = TYPES[type_name]
         self.process = process
         self.options = options
+        # the options a blocked call reads, as C fields (``set_options`` keeps them current)
+        self.sndtimeo: int = options.sndtimeo
+        self.rcvtimeo: int = options.rcvtimeo
+        #: the type has a state machine that may refuse a call (REQ, REP): ``send_refused``
+        self.fsm = False
         self.routing_id = routing_id
         self.state = NEW
         self.peers: list[Peer] = []
@@ -323,7 +346,10 @@ class Socket(SendOwner):
             pipe.write((SUBSCRIBE_ID if subscribe else UNSUBSCRIBE_ID, self.clock.now, 0, wire, prefix, (), self.index, -1))
 
     def _discard(self, msg: Message, pipe: Pipe, rule: int) -> None:
-        """A message read from ``pipe`` that the socket throws away by ``rule``."""
+        """A message read from ``pipe`` that the socket throws away by ``rule`` (a control
+        message, such as a probe, is no copy: nothing is counted)."""
+        if msg[0] < 0:  # MSG_ID
+            return
         self.discarded += 1
         self.ledger.discarded(msg, self.index, pipe.index, rule, self.clock.now)
 
@@ -347,6 +373,25 @@ class Socket(SendOwner):
     def has_out(self) -> bool:
         """ZMQ_POLLOUT."""
         return self.xhas_out()
+
+    def options_changed(self, name: str) -> None:
+        """``zmq_setsockopt`` changed option ``name`` (``options`` is the new set): what the
+        socket keeps of it as fields follows (the type's own: ``xoptions_changed``)."""
+        options = self.options
+        self.sndtimeo = options.sndtimeo
+        self.rcvtimeo = options.rcvtimeo
+        self.xoptions_changed(name)
+
+    def xoptions_changed(self, name: str) -> None:
+        """The type's fields read from an option that changed (ROUTER_MANDATORY, ...)."""
+
+    def send_refused(self) -> bool:
+        """The type's state machine refuses a send now (EFSM; only where ``fsm``)."""
+        return False
+
+    def recv_refused(self) -> bool:
+        """The type's state machine refuses a recv now (EFSM; only where ``fsm``)."""
+        return False
 
     # ------------------------------------------------------------------------------
     # receiving
@@ -411,6 +456,27 @@ class Socket(SendOwner):
 
     def xhiccuped(self, pipe: Pipe) -> None:
         """``xhiccuped``: a reconnect emptied the outbound ``pipe`` of a connect."""
+
+    def xsetsockopt(self, name: str, value: Any) -> bool:
+        """The type's own ``zmq_setsockopt`` (``socket_base_t::xsetsockopt``): True when the
+        type took option ``name`` (its fields follow ``value`` now); False when it is not
+        one of the type's options (libzmq's EINVAL from ``xsetsockopt``, after which
+        ``socket_base_t::setsockopt`` tries ``options_t``, which knows neither
+        ``subscribe`` nor ``unsubscribe``)."""
+        return False
+
+    def take_connect_routing_id(self) -> str | None:
+        """The routing id the peer of this connect gets, consumed by it
+        (``routing_socket_base_t::extract_connect_routing_id``); None: the peer's own."""
+        return None
+
+    def held_messages(self) -> list[tuple[Message, int]]:
+        """Messages the socket read from its pipes and holds for its application, each with
+        the index of the pipe it came from (an XPUB's user messages: ``xpub_t::_pending_data``)."""
+        return []
+
+    def drop_held(self, rule: int) -> None:
+        """The socket is gone (closed, crashed): what it held is lost by ``rule``."""
 
     # ------------------------------------------------------------------------------
     # lifecycle

@@ -9,11 +9,12 @@ from zsim.model.pipe cimport Pipe
 from zsim.model.routing cimport Distribute, FairQueue, LoadBalance, RouteByIdentity
 from zsim.model.socket cimport Socket
 
-cdef int MSG_ENVELOPE, MSG_ID, MSG_TOPIC, SUBSCRIBE_ID, UNSUBSCRIBE_ID
-cdef int AGAIN, SENT, RULE_FILTERED, RULE_HWM, RULE_NO_DELIMITER, RULE_NO_PEERS, RULE_REQ_STATE
+cdef int MSG_ENVELOPE, MSG_ID, MSG_TOPIC, MSG_WIRE, PROBE_ID, SUBSCRIBE_ID, UNSUBSCRIBE_ID, REQUEST_ID_WIRE
+cdef int AGAIN, SENT, RULE_DISCONNECT, RULE_FILTERED, RULE_HWM, RULE_NO_DELIMITER, RULE_NO_PEERS, RULE_REQ_STATE
 
 cdef _attach_in(FairQueue fq, Peer peer)
 cdef _terminate_in(FairQueue fq, Peer peer)
+cdef _probe(Socket sock, Peer peer)
 cdef inline _take(Socket sock, FairQueue fq)
 
 
@@ -31,6 +32,7 @@ cdef class Push(Socket):
 cdef class Dealer(Socket):
     cdef public LoadBalance lb
     cdef public FairQueue fq
+    cdef public bint probe_router
 
     @cython.locals(pipe=Pipe)
     cpdef int xsend(self, tuple msg) except? -1
@@ -41,12 +43,19 @@ cdef class Dealer(Socket):
 cdef class Req(Dealer):
     cdef public Pipe reply_pipe
     cdef public bint awaiting_reply
+    cdef public bint strict
+    cdef public bint correlate
+    cdef public long long request_id
 
 
 @cython.final
 cdef class Router(Socket):
     cdef public FairQueue fq
     cdef public RouteByIdentity router
+    cdef public dict anonymous
+    cdef public bint handover
+    cdef public bint probe_router
+    cdef public object connect_routing_id
 
 
 @cython.final
@@ -54,6 +63,7 @@ cdef class Rep(Socket):
     cdef public FairQueue fq
     cdef public Peer reply_peer
     cdef public object reply_envelope
+    cdef public bint sending_reply
 
 
 @cython.final
@@ -67,8 +77,18 @@ cdef class XPub(Socket):
     cdef public Distribute dist
     cdef public Subscriptions all_subs
     cdef public list pending_subscriptions
+    cdef public list pending_sources
+    cdef public bint verbose_subs
+    cdef public bint verbose_unsubs
+    cdef public bint manual
+    cdef public dict manual_subs
+    cdef public list pending_pipes
+    cdef public Peer last_pipe
 
+    cpdef _set_manual(self, bint manual)
+    @cython.locals(requested=Subscriptions)
     cpdef _read_subscriptions(self, Pipe pipe, Peer peer)
+    cpdef _user_message(self, tuple msg, Pipe pipe)
     cpdef _pass_up(self, str prefix, bint subscribe)
 
 
@@ -82,8 +102,10 @@ cdef class XSub(Socket):
     cdef public FairQueue fq
 
     cpdef xrecv(self)
+    cpdef _subscription(self, str prefix, bint subscribe)
 
 
 @cython.final
 cdef class Sub(XSub):
     cdef public bint receives_all
+    cdef public bint invert

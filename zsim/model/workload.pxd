@@ -7,7 +7,7 @@ from zsim.model.kernel cimport Clock, FastTimer, Timer
 from zsim.model.socket cimport Socket
 from zsim.sampler cimport Sampler
 
-cdef int OPEN, AGAIN, SENT, BLOCKED, CLOSED
+cdef int OPEN, AGAIN, SENT, BLOCKED, CLOSED, READY, RECEIVED
 cdef int MSG_ENVELOPE, MSG_ID, MSG_TOPIC, SUBSCRIBE_ID
 
 
@@ -59,6 +59,9 @@ cdef class Sender:
     cdef public object finished_at
     cdef public object after_call
     cdef public object on_send_done
+    cdef public object on_reply_done
+    cdef public str on_timeout
+    cdef public long reply_timeouts
 
     @cython.locals(sock=Socket, status=int, cost=double, wait=double, queued_before=long, thread=AppThread, tail=tuple)
     cpdef _fire(self, event=*)
@@ -93,9 +96,8 @@ cdef class Receiver:
     cdef public double recv_cost
     cdef public Socket forward_to
     cdef public AppThread thread
-    cdef public Timer timeout_timer
-    cdef public object on_woken
-    cdef public long rcvtimeo
+    cdef public object on_recv_done
+    cdef public object on_forward_done
     # the rest
     cdef public Context world
     cdef public object env
@@ -113,13 +115,11 @@ cdef class Receiver:
     cdef public object pauses
     cdef public long pause_count
     cdef public object pending_reply
-    cdef public object forwarding
-    cdef public double forward_blocked_since
 
-    @cython.locals(sock=Socket)
+    @cython.locals(sock=Socket, thread=AppThread)
     cpdef _try(self, event=*)
-    @cython.locals(sock=Socket)
-    cpdef _woken(self)
+    @cython.locals(thread=AppThread)
+    cpdef _recv_done(self, int status)
     @cython.locals(thread=AppThread, service=double, busy=double)
     cpdef _got(self, tuple msg)
 
@@ -138,7 +138,16 @@ cdef class Proxy:
     cdef public FastTimer timer
     cdef public bint done
     cdef public bint waiting
-    cdef public object pending
     cdef public long forwarded
+    cdef public object failed
+    cdef public object failed_at
     cdef public double cost
     cdef public object ledger
+    cdef public tuple sockets
+    cdef public Socket source
+    cdef public Socket target
+    cdef public long moved
+    cdef public bint replies_next
+    cdef public object on_ready
+    cdef public object on_poll_done
+    cdef public object on_forward_done

@@ -25,8 +25,8 @@ from array import array
 from typing import TYPE_CHECKING, Any
 
 from ..constants import frame_wire_bytes
-from .appthread import BLOCKED, CLOSED, AppThread
-from .fates import AGAIN, SENT
+from .appthread import AppThread
+from .fates import AGAIN, BLOCKED, CLOSED, READY, RECEIVED, SENT
 from .params import params_of
 from .pipe import BOTTOM, MSG_ENVELOPE, MSG_ID, MSG_TOPIC, SUBSCRIBE_ID, Message
 from .socket import OPEN, Socket
@@ -105,6 +105,7 @@ class Sender:
         pacing: str = "after_send",
         loop_cpu_s: float = 0.0,
         wait_spin_s: float = 0.0,
+        on_timeout: str = "retry",
     ) -> None:
         self.world = world
         self.env = world.env
@@ -139,6 +140,11 @@ class Sender:
         self.awaiting_reply = False
         self.request_sent_at = 0.0
         self.rtt = array("d")
+        # a REQ's wait for its reply: RCVTIMEO expiring ends the recv with EAGAIN, then
+        # "retry" waits again (recv once more), "stop" ends the workload (the REQ cannot
+        # send before that reply came)
+        self.on_timeout = on_timeout
+        self.reply_timeouts = 0
         params = params_of(process, world.params)
         # an attempt costs the send call plus the program's own work around it
         self.send_cost = params.send_call_s + loop_cpu_s
@@ -164,6 +170,7 @@ class Sender:
         self.thread = AppThread(world)  # its calls, their counters and its CPU
         self.after_call = self._after_call  # what follows a scheduled send's burst: one bound method, made once
         self.on_send_done = self._send_done  # what ends a blocked send: made once
+        self.on_reply_done = self._reply_done  # what ends a blocked wait for the reply: made once
 
     def start(self) -> None:
         self.timer.arm_at(self.start_s)
@@ -174,7 +181,6 @@ class Sender:
             self.finished_at = self.clock.now
         self.timer.cancel()
         self.thread.cancel()
-        self.socket.stop_waiting(self._reply_woken)
         self.thread.abandon(self)
 
     def resume(self) -> None:
@@ -318,22 +324,38 @@ class Sender:
 
     # REQ: send, then recv the reply
     def _await_reply(self) -> None:
-        sock = self.socket
-        msg = self.thread.recv(sock)
-        if msg is None:
-            sock.wait(self._reply_woken)
-            return
-        self._reply(msg)
+        thread = self.thread
+        msg = thread.recv(self.socket, False, self.on_reply_done)
+        if msg is not None:
+            self._reply(msg)
+        elif thread.status != BLOCKED:
+            self._reply_done(thread.status)
 
-    def _reply_woken(self) -> None:
+    def _reply_done(self, status: int) -> None:
+        """The recv of the reply ended (``AppThread.recv``): the reply, RCVTIMEO, or closed."""
         if self.done:
             return
-        msg = self.socket.xrecv()
-        if msg is None:
-            self.socket.wait(self._reply_woken)
+        if status == RECEIVED:
+            msg = self.thread.got
+            self.thread.got = None
+            self._reply(msg)  # type: ignore[arg-type]  # RECEIVED: a message
             return
-        self.socket.stop_waiting(self._reply_woken)
-        self._reply(msg)
+        if status == AGAIN:
+            # zmq.Again after RCVTIMEO (counted on the socket by the call)
+            self.reply_timeouts += 1
+            if self.on_timeout == "retry" and not (self.world.until_s is None and self.world.quiescent()):
+                self.thread.burst(self.recv_cost, self.timer, 0.0)
+                self.timer.set_fn(self._retry_reply)
+                return
+        self._finish()
+
+    def _retry_reply(self, event: object = None) -> None:
+        """``on_timeout = "retry"``: after the failed call, wait for the reply again."""
+        if event is not None and event is not self.timer._event:
+            return
+        self.timer.set_fn(self._fire)
+        if not self.done:
+            self._await_reply()
 
     def _reply(self, msg: Message) -> None:
         now = self.clock.now
@@ -386,7 +408,6 @@ class Receiver:
         self.pause = pause
         self.on_timeout = on_timeout
         self.timer = self.env.fast_timer(self._try)
-        self.timeout_timer = self.env.timer(self._timeout)
         self.received = 0
         self.done = False
         self.waiting = False
@@ -407,14 +428,11 @@ class Receiver:
         self.pause_count = 0
         self.pending_reply: Message | None = None
         self.forward_to = forward_to
-        self.forwarding: Message | None = None
-        self.forward_blocked_since = 0.0
         self.busy = busy  # the service time is CPU work (a busy loop), not a sleep
         self.thread = AppThread(world)  # its calls, their counters and its CPU
-        # read at every wait: one bound method made once (the socket's waiter list finds it
-        # by identity), the timeout as a C field
-        self.on_woken = self._woken
-        self.rcvtimeo: int = socket.options.rcvtimeo
+        # what ends a blocked recv or forward send: bound methods made once
+        self.on_recv_done = self._recv_done
+        self.on_forward_done = self._forward_done
 
     def start(self) -> None:
         if self.pause_every is not None:
@@ -424,12 +442,8 @@ class Receiver:
     def stop(self) -> None:
         self.done = True
         self.timer.cancel()
-        self.timeout_timer.cancel()
-        if self.waiting:
-            self.socket.stop_waiting(self.on_woken)
-            self.waiting = False
-        if self.forward_to is not None:
-            self.forward_to.stop_waiting(self._forward_retry)
+        self.thread.cancel()
+        self.waiting = False
         self.thread.abandon(self)
 
     def resume(self) -> None:
@@ -462,38 +476,30 @@ class Receiver:
             self.next_pause_at = now + length + self.pause_every.next()  # type: ignore[union-attr]
             self.timer.arm(length)
             return
-        msg = self.thread.recv(sock)
-        if msg is None:
+        thread = self.thread
+        msg = thread.recv(sock, False, self.on_recv_done)
+        if msg is not None:
+            self._got(msg)
+        elif thread.status == BLOCKED:
             self.waiting = True
-            sock.wait(self.on_woken)
-            timeout = self.rcvtimeo
-            if timeout > 0 and not self.timeout_timer.armed:
-                self.timeout_timer.arm(timeout / 1000.0)
-            elif timeout == 0:
-                self._timeout()
-            return
-        self._got(msg)
+        else:
+            self._recv_done(thread.status)
 
-    def _woken(self) -> None:
+    def _recv_done(self, status: int) -> None:
+        """The recv ended (``AppThread.recv``): a message, RCVTIMEO (counted by the call),
+        or the socket closed."""
+        self.waiting = False
         if self.done:
             return
-        sock = self.socket
-        msg = self.thread.woken_recv(sock)
-        if msg is None:
-            sock.wait(self.on_woken)
+        if status == RECEIVED:
+            thread = self.thread
+            msg = thread.got
+            thread.got = None
+            self._got(msg)  # type: ignore[arg-type]  # RECEIVED: a message
             return
-        sock.stop_waiting(self.on_woken)
-        self.waiting = False
-        self.timeout_timer.cancel()
-        self._got(msg)
-
-    def _timeout(self) -> None:
-        if not self.waiting:
+        if status != AGAIN:
+            self.stop()
             return
-        sock = self.socket
-        sock.stop_waiting(self.on_woken)
-        self.waiting = False
-        self.thread.recv_failed(sock)
         if self.on_timeout == "stop":
             self.stop()
             return
@@ -532,37 +538,28 @@ class Receiver:
             thread.burst(self.recv_cost, self.timer, service)  # on a core of its own: busy, as one time
 
     def _send_forward(self, event: object = None) -> None:
-        """Send the stage's result; a full socket blocks the stage (like ``send()``)."""
+        """Send the stage's result with a blocking ``send()`` (SNDTIMEO bounds it; a result
+        that cannot be sent, ``zmq.Again``, is skipped, counted on the socket)."""
         if event is not None and event is not self.timer._event:
             return
         self.timer.set_fn(self._try)
         msg = self.pending_reply
         self.pending_reply = None
-        if msg is None or self.done:
-            return
-        self.forwarding = (msg[0], self.clock.now) + msg[2:]
-        self.forward_blocked_since = self.clock.now
-        self._forward_retry()
-
-    def _forward_retry(self) -> None:
         target = self.forward_to
-        msg = self.forwarding
         if msg is None or self.done or target is None:
             return
-        if target.state != OPEN:
-            self.forwarding = None
+        status = self.thread.send(target, (msg[0], self.clock.now) + msg[2:], False, self.on_forward_done)
+        if status != BLOCKED:
+            self._forward_done(status)
+
+    def _forward_done(self, status: int) -> None:
+        """The stage's send ended: on to the next recv after the call, unless its socket closed."""
+        if self.done:
+            return
+        if status == CLOSED:
             self.stop()
             return
         thread = self.thread
-        status = thread.attempt(target, msg)
-        if status == AGAIN and target.options.sndtimeo != 0:
-            target.wait(self._forward_retry)
-            return
-        target.stop_waiting(self._forward_retry)
-        self.forwarding = None
-        thread.blocked(target, self.forward_blocked_since)
-        if status != SENT:
-            thread.failed(target, status)
         thread.burst(self.send_cost + thread.wake_s, self.timer, 0.0)
 
     def _send_reply(self, event: object = None) -> None:
@@ -572,22 +569,30 @@ class Receiver:
         msg = self.pending_reply
         self.pending_reply = None
         sock = self.socket
-        if msg is not None and not self.done and sock.is_open:
-            now = self.clock.now
-            msg = (msg[0], now) + msg[2:]
-            status = self.thread.attempt(sock, msg)
-            if status != SENT:
-                self.thread.failed(sock, status)
+        if msg is not None and not self.done:
+            # a reply never blocks (REP and ROUTER drop; a DEALER's EAGAIN is counted)
+            self.thread.send(sock, (msg[0], self.clock.now) + msg[2:], True, None)
         self.thread.burst(self.send_cost, self.timer, 0.0)
 
 
-class Proxy:
-    """``zmq.proxy(frontend, backend)``: forward whatever can move, both directions.
+#: ``zmq::proxy_burst_size`` (src/config.hpp): the most messages one ``forward`` moves
+PROXY_BURST_SIZE = 1000
 
-    Like ``proxy_steerable`` in 4.3.5 it reads a side only while the other side reports
-    POLLOUT, so a full DEALER/PUSH backend pushes back on the frontend, while an XPUB
-    backend (always POLLOUT) drops. Sends inside a burst are blocking. Subscriptions
-    received by an XPUB are passed to the XSUB, which sends them upstream.
+
+class Proxy:
+    """``zmq.proxy(frontend, backend)``, as libzmq 4.3.5's ``proxy`` loop (src/proxy.cpp).
+
+    It polls both sockets (``zmq_poll`` through ``AppThread.poll``); a side with POLLIN
+    whose other side has POLLOUT is forwarded, the requests (frontend -> backend) first,
+    then the replies, each as a burst (``forward``): up to ``PROXY_BURST_SIZE`` messages,
+    each a recv with DONTWAIT and a *blocking* send, until the source has none. So a full
+    DEALER/PUSH backend pushes back on the frontend (no POLLOUT: the frontend is not read,
+    but a burst under way blocks in its send), while an XPUB backend (always POLLOUT)
+    drops. A send honours the target's SNDTIMEO: one that fails (EAGAIN when it expires,
+    EHOSTUNREACH from a ROUTER_MANDATORY) makes ``zmq_proxy`` return -1, and so does a
+    burst's first recv finding nothing; the proxy ends there, the message it held is
+    dropped (rule ``send_failed`` or ``unroutable``), and ``failed`` says why.
+    Subscriptions received by an XPUB are passed to the XSUB, which sends them upstream.
     """
 
     is_sender = False
@@ -601,15 +606,28 @@ class Proxy:
         self.backend = backend
         self.process = process
         self.socket = None  # a proxy is stopped by its process, not by one socket
-        self.timer = self.env.fast_timer(self._step)
+        self.timer = self.env.fast_timer(self._tick)
         self.done = False
         self.waiting = False
-        self.pending: tuple[Message, Socket] | None = None
         self.forwarded = 0
+        #: why zmq_proxy returned (None: it did not): "EAGAIN", "EHOSTUNREACH"
+        self.failed: str | None = None
+        self.failed_at: float | None = None
         params = params_of(process, world.params)
         self.cost = params.recv_call_s + params.send_call_s
         self.ledger = world.ledger
         self.thread = AppThread(world)  # its calls, their counters and its CPU
+        self.sockets = (frontend, backend)
+        # the burst under way (source None: none), how many it moved, and whether the
+        # replies are forwarded after it (backend POLLIN with frontend POLLOUT at the poll)
+        self.source: Socket | None = None
+        self.target: Socket | None = None
+        self.moved = 0
+        self.replies_next = False
+        # bound methods made once: the call layer finds its callbacks by identity
+        self.on_ready = self._ready
+        self.on_poll_done = self._poll_done
+        self.on_forward_done = self._forward_done
 
     def start(self) -> None:
         self.timer.arm(0.0)
@@ -617,74 +635,126 @@ class Proxy:
     def stop(self) -> None:
         self.done = True
         self.timer.cancel()
-        self._unwait()
+        self.thread.cancel()
+        self.waiting = False
+        self.source = self.target = None
         self.thread.abandon(self)
 
     def resume(self) -> None:
+        if self.failed is not None:
+            return  # zmq_proxy returned: the thread that ran it is over
         self.done = False
-        self.pending = None
+        self.source = self.target = None
         self.timer.arm(0.0)
 
-    def _unwait(self) -> None:
-        if self.waiting:
-            self.waiting = False
-            self.frontend.stop_waiting(self._woken)
-            self.backend.stop_waiting(self._woken)
+    def _ready(self) -> bool:
+        """What the proxy's poll waits for: a side with a message whose other side takes one."""
+        front, back = self.frontend, self.backend
+        return (front.has_in() and back.has_out()) or (back.has_in() and front.has_out())
 
-    def _woken(self) -> None:
-        if self.done:
-            return
-        self._unwait()
-        self._step()
-
-    def _step(self, event: object = None) -> None:
+    def _tick(self, event: object = None) -> None:
         if self.done or (event is not None and event is not self.timer._event):
             return
+        if self.source is not None:
+            self._next()
+        else:
+            self._step()
+
+    def _step(self) -> None:
+        """One turn of the proxy loop: poll everything now, forward what can move."""
         front, back = self.frontend, self.backend
         if not front.is_open or not back.is_open:
             self.stop()
             return
-        if self.pending is not None:
-            msg, target = self.pending
-            if self._send(msg, target) == AGAIN:
+        front_in, front_out = front.has_in(), front.has_out()
+        back_in, back_out = back.has_in(), back.has_out()
+        if front_in and back_out:
+            self.replies_next = back_in and front_out
+            self._burst(front, back)
+        elif back_in and front_out:
+            self.replies_next = False
+            self._burst(back, front)
+        else:
+            # nothing can move: zmq_poll until something can
+            status = self.thread.poll(self.sockets, self.on_ready, -1.0, self.on_poll_done, False)
+            if status == BLOCKED:
                 self.waiting = True
-                target.wait(self._woken)
-                return
-            self.pending = None
-            self._burn()
+            else:
+                self._poll_done(status)
+
+    def _poll_done(self, status: int) -> None:
+        self.waiting = False
+        if self.done:
             return
-        if front.has_in() and back.has_out():
-            if self._forward(front, back):
-                return
-        if back.has_in() and front.has_out():
-            if self._forward(back, front):
-                return
-        self.waiting = True
-        front.wait(self._woken)
-        back.wait(self._woken)
+        if status == READY:
+            self._step()
+        else:
+            self.stop()  # a socket closed under the poll
 
-    def _forward(self, source: Socket, target: Socket) -> bool:
-        msg = self.thread.recv(source)
+    def _burst(self, source: Socket, target: Socket) -> None:
+        self.source, self.target, self.moved = source, target, 0
+        self._next()
+
+    def _next(self) -> None:
+        """The burst's next message: recv with DONTWAIT, then a blocking send."""
+        source, target = self.source, self.target
+        if source is None or target is None:
+            return
+        if not source.is_open or not target.is_open:
+            self.stop()
+            return
+        thread = self.thread
+        msg = thread.try_recv(source) if self.moved < PROXY_BURST_SIZE else None
         if msg is None:
-            return False
-        self.thread.took(source, msg, self.clock.now)
+            if self.moved == 0:
+                # forward(): "if (errno == EAGAIN && i > 0) return 0; return -1": the
+                # poll said POLLIN and the recv found nothing: zmq_proxy returns -1
+                self._fail("EAGAIN")
+                return
+            self._burst_over()
+            return
+        thread.took(source, msg, self.clock.now)
         self.forwarded += 1
-        if self._send(msg, target) == AGAIN:
-            self.pending = (msg, target)
-            self.waiting = True
-            target.wait(self._woken)
-            return True
-        self._burn()
-        return True
-
-    def _burn(self) -> None:
-        """The recv and send calls of one forwarded message, then the next step."""
-        self.thread.burst(self.cost, self.timer, 0.0)
-
-    def _send(self, msg: Message, target: Socket) -> int:
+        self.moved += 1
         if msg[MSG_ID] < 0:
             # a subscription from an XPUB, or an XSUB forwarding it upstream
             if isinstance(target, XSub):
-                return target.send_subscription(msg[MSG_TOPIC], msg[MSG_ID] == SUBSCRIBE_ID)
-            return SENT
-        return self.thread.forward(target, msg)
+                target.send_subscription(msg[MSG_TOPIC], msg[MSG_ID] == SUBSCRIBE_ID)
+            self._burn()
+            return
+        status = thread.forward(target, msg, self.on_forward_done)
+        if status == BLOCKED:
+            self.waiting = True
+        else:
+            self._forward_done(status)
+
+    def _burst_over(self) -> None:
+        """The source has no more: the replies' burst if the poll found one, else poll."""
+        if self.replies_next and self.source is self.frontend:
+            self.replies_next = False
+            if self.backend.is_open and self.frontend.is_open:
+                self._burst(self.backend, self.frontend)
+                return
+        self.source = self.target = None
+        self._step()
+
+    def _forward_done(self, status: int) -> None:
+        """The blocking send of a forwarded message ended: on, or zmq_proxy returns."""
+        self.waiting = False
+        if self.done:
+            return
+        if status == SENT:
+            self._burn()
+        elif status == CLOSED:
+            self.stop()
+        else:
+            self._fail("EAGAIN" if status == AGAIN else "EHOSTUNREACH")
+
+    def _fail(self, why: str) -> None:
+        self.failed = why
+        self.failed_at = self.clock.now
+        self.stop()
+
+    def _burn(self) -> None:
+        """The recv and send calls of one forwarded message, then the burst goes on."""
+        self.thread.burst(self.cost, self.timer, 0.0)

@@ -28,8 +28,17 @@ class Connection:
     connector: Socket
     endpoint: Any  # zsim.spec.Endpoint: its text, transport, address and key
 
-    def close_side(self, sock: Socket, discard: bool = False, rule: int = RULE_LINGER) -> None:
-        """``sock`` closed (``zmq_close``): its side of the connection goes, with LINGER."""
+    def close_side(self, sock: Socket, discard: bool = False, rule: int = RULE_LINGER, keep_inbound: bool = False) -> None:
+        """``sock`` closed (``zmq_close``), or ended this connection (``zmq_disconnect``,
+        ``zmq_unbind``): its side of the connection goes, with LINGER; what it holds is
+        recorded under ``rule``. ``keep_inbound``: the socket stays and reads what came in
+        up to the delimiter (an unbind's accepted session)."""
+        raise NotImplementedError
+
+    def update_hwms(self, sock: Socket) -> None:
+        """``sock`` changed SNDHWM/RCVHWM: its pipes on this connection take them
+        (``socket_base_t::update_pipe_options``: ``pipe_t::set_hwms`` on its end,
+        ``send_hwms_to_peer`` for the other end)."""
         raise NotImplementedError
 
     def crash_side(self, sock: Socket) -> None:
@@ -38,6 +47,13 @@ class Connection:
 
     def refuse(self, peer: Peer) -> None:
         """``peer``'s socket refused the connection (``pair_t``'s second peer)."""
+        raise NotImplementedError
+
+    def release(self, peer: Peer, rule: int) -> None:
+        """``peer``'s socket terminates its pipes of this connection and stays open
+        (``pipe_t::terminate (true)``: a ROUTER handing a routing id over to a new peer).
+        What the socket had not read is dropped by ``rule``; what it had queued still
+        goes out."""
         raise NotImplementedError
 
     def on_delimiter(self, pipe: Pipe) -> None:

@@ -26,7 +26,8 @@ from ..occupancy import Occupancy
 from ..pipe import MSG_WIRE, Message
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..context import Context
+    from ..context import Context, IoThread
+    from ..cpu import Thread
     from ..params import TransportParams
     from ..pipe import Pipe
 
@@ -37,6 +38,7 @@ class EngineSession(Protocol):
     socket: Any
     out_pipe: Pipe | None
     in_pipe: Pipe | None
+    io_thread: IoThread  # the I/O thread its engines run on
 
     def push(self, msg: Message) -> bool: ...
 
@@ -158,8 +160,8 @@ class Engine:
         self.in_cost = 0.0  # the CPU seconds of the last in event's work
         self.closed = False
         self.latency = link.latency_sampler
-        machine = self.ctx.machine
-        self.io = machine.io_thread(session.socket.process) if machine is not None else None
+        # the machine's thread its session's I/O thread runs on (None: a core of its own)
+        self.io: Thread | None = session.io_thread.cpu
         if self.io is not None:
             # events wait for the I/O thread, then burn their cost on it (see _out_task)
             self.out_timer = self.env.timer(self._out_submit)
@@ -492,6 +494,4 @@ class Engine:
         self.closed = True
         self.out_timer.cancel()
         self.in_timer.cancel()
-        if self.io is not None:
-            self.ctx.machine.release_io_thread(self.io)
-            self.io = None
+        self.io = None

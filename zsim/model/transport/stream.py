@@ -1,19 +1,32 @@
-"""tcp and ipc connections (``session_base_t``, ``tcp_connecter_t``/``ipc_connecter_t``).
+"""tcp and ipc connections: what ``World`` asks of a connect, over libzmq's three parts.
 
 socket --pipe(SNDHWM)--> session/engine --kernel bytes--> engine/session --pipe(RCVHWM)-->
-socket. The connect side gets its pipes at ``connect()`` (unless ``immediate``), the bind
-side after the handshake. Disconnects, reconnects (``reconnect_ivl`` plus jitter), linger
-and the ipc EPOLLHUP loss of docs/model.md are modelled here; the engines and kernel
-buffers are in ``engine``.
+socket. libzmq splits a connection into its connecter (``stream_connecter_base_t``: the
+attempts and retries; here ``connecter.Connecter``), its sessions (``session_base_t``: the
+I/O-thread end of each socket's pipes, which ends as LINGER says; ``session.Session``) and
+an engine per established connection (``stream_engine_base_t``: bytes between the kernel
+and the pipes; ``engine.Engine``, on the two kernel directions of a ``Link``).
+``StreamConnection`` ties them together: the connect side gets its pipes at ``connect()``
+(unless ``immediate``), the bind side after the handshake (``engine_ready``);
+disconnects, reconnects and the ipc EPOLLHUP loss of docs/model.md are decided here.
+
+Each session runs on an I/O thread of its socket's context (``context.IoThread``): a
+connect's is chosen at ``connect()`` (``socket_base_t::connect_internal``), an accepted
+connection's at the accept (``stream_listener_base_t::create_engine``), the least loaded
+(``ctx_t::choose_io_thread``); the connecter orders the handshakes they serve.
+
+A ROUTER that connects learns its peer's routing id at the handshake: the engine pushes it
+into the pipe the ROUTER attached at ``connect()`` (``stream_engine_base_t::mechanism_ready``)
+and the ROUTER identifies the peer on that ``activate_read`` (``sockets.Router``).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
-from ..context import Context
+from ...constants import compute_lwm
+from ..context import Context, IoThread, choose_io_thread
 from ..fates import (
     RULE_CRASH,
     RULE_DISCONNECT,
@@ -24,69 +37,18 @@ from ..fates import (
 )
 from ..params import params_of
 from ..peer import Peer, UnboundEnd
-from ..pipe import MSG_ID, Message, Pipe, PipeEndpoint
+from ..pipe import MSG_ID, Pipe
 from ..socket import Socket
+from .connecter import Connecter
 from .connection import Connection, Lingering
 from .engine import Engine, Wire
-from .losses import drop_displaced, in_flight, record_discarded, record_lost, wire_messages
+from .losses import drop_displaced, in_flight, record_discarded, record_lost
+from .session import Session
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...sampler import Sampler
     from ..params import TransportParams
     from .network import Path
-
-#: The reconnect attempts a connect replays one by one when the listener it waited for
-#: appears (each draws its jitter). Past this many (about 25 minutes of the default
-#: 100-200 ms intervals), the next attempt is placed by the retries' steady phase instead:
-#: replaying 10^8 s of retries took half an hour of one Python loop no run limit could stop.
-REPLAYED_ATTEMPTS = 10_000
-
-
-class Session(PipeEndpoint):
-    """``session_base_t``: the I/O-thread end of one socket's two pipes on a connection."""
-
-    def __init__(self, conn: StreamConnection, socket: Socket, role: str) -> None:
-        self.conn = conn
-        self.ctx = conn.ctx
-        self.socket = socket
-        self.role = role  # "connect" | "bind"
-        self.peer: Peer | None = None
-        self.out_pipe: Pipe | None = None  # socket -> session
-        self.in_pipe: Pipe | None = None  # session -> socket
-        self.engine: Engine | None = None
-        self.terminating = False
-        self.linger_timer: Any = None
-        self.done = False
-
-    # pipe endpoint protocol (I/O thread: commands take effect after a wake-up latency)
-    def post_activate_read(self, pipe: Pipe) -> None:
-        engine = self.engine
-        if engine is not None:
-            engine.kick_out(self.conn.io_wakeup.next())
-        elif self.terminating and pipe.delimited and not pipe.queue:
-            self.delimiter_reached()
-
-    def post_activate_write(self, pipe: Pipe, read_count: int) -> None:
-        delay = self.conn.io_wakeup.next()
-        self.ctx.env.call_later(delay, lambda: self._activate_write(pipe, read_count))
-
-    def _activate_write(self, pipe: Pipe, read_count: int) -> None:
-        if pipe.apply_activate_write(read_count) and self.engine is not None:
-            self.engine.restart_input()
-
-    def push(self, msg: Message) -> bool:
-        """``session_base_t::push_msg``: into the session->socket pipe, or fail (EAGAIN)."""
-        pipe = self.in_pipe
-        if pipe is None or not pipe.check_write():
-            return False
-        pipe.write(msg)
-        return True
-
-    def delimiter_reached(self) -> None:
-        """The engine pulled the delimiter: everything queued went to the engine/kernel."""
-        if self.terminating and not self.done:
-            self.conn.session_finished(self)
-
 
 class Link:
     """One established tcp/ipc connection: two engines and two kernel directions."""
@@ -146,35 +108,30 @@ class StreamConnection(Connection):
         self.params = params_of(connector.process, ctx.params).transport(self.transport)
         self.connector = connector
         self.index = index
-        # one random stream per drawn quantity, named after the connection: a reconnect or
-        # a longer handshake leaves the hop latencies (and every other connection) alone
         name = f"conn.{connector.name}.{endpoint.text}"
-        self.rng = ctx.stream(f"{name}.reconnect")  # the reconnect jitter
-        handshake, latency = self.params.handshake, self.params.hop_latency
-        self.handshake = handshake.sampler(None if handshake.is_constant else ctx.stream(f"{name}.handshake"))
+        latency = self.params.hop_latency
         # the hop latency of both directions of every link this connection makes
         self.latency_sampler = latency.sampler(None if latency.is_constant else ctx.stream(f"{name}.latency"))
         wakeup = self.params.io_wakeup
         self.io_wakeup = wakeup.sampler(None if wakeup.is_constant else ctx.stream(f"io.{connector.name}.{endpoint.text}"))
         #: the link between the two hosts (``network.Path``); None: loopback
         self.path: Path | None = None
-        self.c_session = Session(self, connector, "connect")
+        # socket_base_t::connect_internal: the session's I/O thread is chosen at connect()
+        self.c_session = Session(self, connector, "connect", choose_io_thread(connector.process.io_threads))
         self.b_session: Session | None = None
         self.link: Link | None = None
         self.links = 0
         self.closed = False
-        self.attempt_timer = self.env.timer(self._attempt)
-        self.handshake_timer = self.env.timer(self._handshake_done)
-        self.handshake_binder: Socket | None = None
-        self.last_attempt = self.clock.now
-        self.waiting_for_listener = False
         self.c_peer: Peer | None = None
         self.b_peer: Peer | None = None
         self.immediate = bool(connector.options.immediate)
-        self.backoff_ms = 0
+        self.connecter = Connecter(self)
+        #: ZMQ_CONNECT_ROUTING_ID: the name the connecting ROUTER gave this peer when its
+        #: connect attached the pipe (router_t::identify_peer), kept across handshakes
+        self.connect_routing_id: str | None = None
         if not self.immediate:
             self._create_connect_pipes()
-        self._attempt()
+        self.connecter.attempt()
 
     # -- pipes ---------------------------------------------------------------------------
 
@@ -192,6 +149,12 @@ class StreamConnection(Connection):
             drop_displaced(ctx, in_pipe, c)
         peer = Peer(c, remote, self)
         peer.out_pipe, peer.in_pipe = out_pipe, in_pipe
+        if not via_command:
+            # the connect attaches the pipe itself (locally initiated): a ROUTER names it
+            # by its ZMQ_CONNECT_ROUTING_ID, if set
+            self.connect_routing_id = c.take_connect_routing_id()
+            if self.connect_routing_id is not None:
+                peer.routing_key = self.connect_routing_id
         self.c_peer = peer
         self.c_session.peer = peer
         self.c_session.out_pipe, self.c_session.in_pipe = out_pipe, in_pipe
@@ -200,10 +163,10 @@ class StreamConnection(Connection):
         else:
             c.attach(peer)  # connect_internal attaches in the application thread
 
-    def _create_bind_pipes(self, binder: Socket, number: int) -> Session:
+    def _create_bind_pipes(self, binder: Socket, number: int, io_thread: IoThread) -> Session:
         ctx = self.ctx
         c = self.connector
-        session = Session(self, binder, "bind")
+        session = Session(self, binder, "bind", io_thread)
         conflate = bool(binder.options.conflate) and binder.traits.conflate
         suffix = f" #{number}" if number > 1 else ""
         out_pipe = ctx.new_pipe(
@@ -224,110 +187,17 @@ class StreamConnection(Connection):
         self.b_peer = peer
         return session
 
-    # -- connecting ----------------------------------------------------------------------
+    # -- connected ------------------------------------------------------------------------
 
-    def _attempt(self) -> None:
-        """``tcp_connecter_t::start_connecting``: the listener is there or it is not."""
-        if self.closed or not self.connector.is_open:
-            return
-        self.last_attempt = self.clock.now
-        binder = self.ctx.listeners.get(self.endpoint.key)
-        if binder is None or not binder.is_open:
-            self._schedule_retry()
-            return
-        # TCP connect + ZMTP greeting + READY: engine_ready on both sides.
-        self.handshake_binder = binder
-        if self.b_peer is None or not self.b_peer.alive:
-            # For loss accounting the binder knows a subscriber is on its way.
-            provisional = Peer(binder, self.connector, self)
-            binder.add_pending_peer(provisional)
-            self.b_peer = provisional
-        delay = self.handshake.next()
-        network = self.ctx.network
-        if network is not None:
-            self.path = network.path(self.connector.process.host, binder.process.host)
-            if self.path is not None:
-                delay += self.path.handshake_s()
-        self.handshake_timer.arm(delay)
-
-    def _reconnect_delay(self) -> float | None:
-        """``stream_connecter_base_t::get_new_reconnect_ivl``, in seconds."""
-        opts = self.connector.options
-        ivl = opts.reconnect_ivl
-        if ivl <= 0:
-            return None
-        if opts.reconnect_ivl_max > 0:
-            # exponential backoff up to the maximum, no jitter
-            current = self.backoff_ms if self.backoff_ms else ivl
-            self.backoff_ms = min(current * 2, opts.reconnect_ivl_max)
-            return current / 1000.0
-        return (ivl + int(self.rng.integers(0, ivl))) / 1000.0
-
-    def _schedule_retry(self) -> None:
-        delay = self._reconnect_delay()
-        if delay is None:
-            self.closed = True  # RECONNECT_IVL <= 0: the endpoint is given up
-            return
-        if self.ctx.listeners.get(self.endpoint.key) is None:
-            # Nobody listens: do not fill the schedule with failing attempts; the next
-            # attempt is computed when a listener appears (World.open_binds).
-            self.waiting_for_listener = True
-            self.ctx.waiting_connects.setdefault(self.endpoint.key, []).append(self)
-            self._pending_delay = delay
-            return
-        self.attempt_timer.arm(delay)
-
-    def listener_appeared(self) -> None:
-        """A socket bound the endpoint: the next reconnect attempt after now happens."""
-        if not self.waiting_for_listener or self.closed:
-            return
-        self.waiting_for_listener = False
-        attempt = self.last_attempt + self._pending_delay
-        now = self.clock.now
-        replayed = 0
-        while attempt < now:
-            if replayed == REPLAYED_ATTEMPTS:
-                attempt = now + self._steady_wait(now - attempt)
-                break
-            delay = self._reconnect_delay()
-            if delay is None:
-                self.closed = True
-                return
-            attempt += delay
-            replayed += 1
-        self.attempt_timer.arm(attempt - now)
-
-    def _steady_wait(self, behind: float) -> float:
-        """Seconds from now to the next attempt of a connect that has retried for far longer
-        than its interval and whose last replayed attempt was ``behind`` seconds ago."""
-        opts = self.connector.options
-        if opts.reconnect_ivl_max > 0:
-            # the backoff reached its maximum within 32 doublings: attempts every backoff_ms
-            period = self.backoff_ms / 1000.0
-            late = math.fmod(behind, period)
-            return period - late if late > 0 else 0.0
-        # Intervals of ivl + U{0 .. ivl-1} ms: the one under way at a time far from the
-        # start is drawn in proportion to its length (a renewal process in equilibrium,
-        # by rejection: a draw d is kept with probability d / longest), and the time is
-        # uniform within it
-        ivl = opts.reconnect_ivl
-        longest = 2 * ivl - 1
-        while True:
-            length = ivl + int(self.rng.integers(0, ivl))
-            if self.rng.random() * longest < length:
-                return length * (1.0 - self.rng.random()) / 1000.0
-
-    def _handshake_done(self) -> None:
-        binder = self.handshake_binder
-        if self.closed or not self.connector.is_open:
-            return
-        listening: Socket | None = self.ctx.listeners.get(self.endpoint.key)
-        if binder is None or not binder.is_open or listening is not binder:
-            self._schedule_retry()
+    def engine_ready(self, binder: Socket, accept_io: IoThread) -> None:
+        """The handshake with ``binder`` completed (``session_base_t::engine_ready`` on
+        both sides): the bind side's session and pipes, an engine each, a ``Link``."""
+        if binder.type not in self.connector.traits.valid_peers:
+            self._types_refused(binder)
             return
         self.links += 1
         provisional = self.b_peer
-        b_session = self._create_bind_pipes(binder, self.links)
+        b_session = self._create_bind_pipes(binder, self.links, accept_io)
         if provisional is not None and provisional is not self.b_peer:
             binder.forget_pending_peer(provisional)
         binder.add_pending_peer(self.b_peer)  # type: ignore[arg-type]
@@ -340,9 +210,16 @@ class StreamConnection(Connection):
             self._hiccup_subscriptions()
         peer = self.c_peer
         assert peer is not None
+        arrives = peer.routing_key is None and peer.attached
         peer.remote = binder
-        peer.routing_key = binder.routing_id
+        if self.connect_routing_id is None:
+            peer.routing_key = binder.routing_id
         peer.remote_subs = binder.own_subs
+        if arrives and self.connector.traits.prepends_identity and peer.in_pipe is not None:
+            # stream_engine_base_t::mechanism_ready: a ROUTER's engine pushes the peer's
+            # routing id into the pipe it attached at connect(); the socket identifies the
+            # peer when it processes that activate_read (router_t::xread_activated)
+            self.connector.post_activate_read(peer.in_pipe)
         if self.links == 1 and peer.out_pipe is not None and peer.in_pipe is not None:
             c = self.connector
             self.ctx.rename_pipe(peer.out_pipe, f"{c.name}->{binder.name} ({self.transport} send)", to=binder.name)
@@ -354,6 +231,24 @@ class StreamConnection(Connection):
         self.link.c_engine.kick_out()
         self.link.b_engine.kick_out()
         self.ctx.links.append(self.link)
+
+    def _types_refused(self, binder: Socket) -> None:
+        """The two socket types may not talk (``mechanism_t::check_socket_type`` on the
+        READY command's Socket-Type): both engines stop with a protocol error
+        (``stream_engine_base_t::error``). The bind side's session ends before it made a
+        pipe; the connect side's session terminates and does not reconnect
+        (``session_base_t::engine_error``: ``protocol_error`` -> ``terminate``), and its
+        pipes go with what was queued in them (rule ``disconnect``). Nothing reaches
+        either socket."""
+        self._stop_connecting()
+        provisional = self.b_peer
+        if provisional is not None:
+            binder.forget_pending_peer(provisional)
+            self.b_peer = None
+        self._drop_connect_pipes(RULE_DISCONNECT)
+        session = self.c_session
+        session.peer = None
+        session.out_pipe = session.in_pipe = None
 
     def _hiccup_subscriptions(self) -> None:
         peer = self.c_peer
@@ -369,6 +264,26 @@ class StreamConnection(Connection):
     def refuse(self, peer: Peer) -> None:
         if self.link is not None:
             self.link_broken(self.link, "refused", None)
+
+    def release(self, peer: Peer, rule: int) -> None:
+        """The socket's end of the session's pipes terminates (``pipe_t::terminate``) and
+        the session lives on without them (``session_base_t::pipe_terminated``: ``_pipe =
+        NULL``; only a raw socket's session closes the connection): what the socket had not
+        read is dropped, what it had queued goes out, and its engine, unable to push, stops
+        reading, so what the peer sends from now on stays in the connection."""
+        sock = peer.socket
+        sessions = [s for s in (self.b_session, self.c_session) if s is not None and s.peer is peer]
+        sock.detach(peer)
+        for session in sessions:
+            in_pipe = session.in_pipe
+            if in_pipe is not None:
+                record_lost(self.ctx, in_pipe.drain(), sock.index, in_pipe.index, rule)
+                session.in_pipe = None
+            out_pipe = session.out_pipe
+            if out_pipe is not None and not out_pipe.delimited:
+                out_pipe.mark_delimited()
+                if session.engine is not None:
+                    session.engine.kick_out()
 
     # -- breaking --------------------------------------------------------------------------
 
@@ -404,40 +319,19 @@ class StreamConnection(Connection):
             self.link = None
         # bind side: session_base_t::engine_error -> terminate
         b_session = link.b_session
-        self._terminate_bind_session(b_session, RULE_DISCONNECT)
+        if b_session.engine_error(RULE_DISCONNECT) and self.b_session is b_session:
+            self.b_session = None
         # connect side
         c_session = link.c_session
         if c_session.terminating:
-            self.conn_session_gone(c_session)
+            c_session.gone()
             return
         if self.immediate:
             peer = self.c_peer
             if peer is not None:
                 self._drop_connect_pipes(RULE_DISCONNECT)
         if self.connector.is_open and not self.closed:
-            self.last_attempt = self.clock.now
-            self._schedule_retry()
-
-    def _terminate_bind_session(self, session: Session, rule: int) -> None:
-        peer = session.peer
-        if peer is None or session.done:
-            return
-        session.done = True
-        binder = session.socket
-        out_pipe, in_pipe = session.out_pipe, session.in_pipe
-        if out_pipe is not None:
-            n = record_discarded(self.ctx, out_pipe.drain(), binder.index, out_pipe.index, rule)
-            binder.discarded += n
-        if in_pipe is not None and in_pipe.queue and binder.is_open:
-            # readable until the delimiter
-            in_pipe.mark_delimited()
-            binder.post_peer_closing(peer)
-        else:
-            if in_pipe is not None and in_pipe.queue:
-                record_lost(self.ctx, in_pipe.drain(), binder.index, in_pipe.index, RULE_LINGER)
-            binder.post_detach(peer)
-        if self.b_session is session:
-            self.b_session = None
+            self.connecter.reconnect()
 
     def _drop_connect_pipes(self, rule: int) -> None:
         peer = self.c_peer
@@ -466,16 +360,11 @@ class StreamConnection(Connection):
         """The connector is gone (closed or crashed): no more attempts, handshakes, or
         waiting for a listener to appear."""
         self.closed = True
-        self.attempt_timer.cancel()
-        self.handshake_timer.cancel()
-        if self.waiting_for_listener:
-            waiting = self.ctx.waiting_connects.get(self.endpoint.key, [])
-            if self in waiting:
-                waiting.remove(self)
-            self.waiting_for_listener = False
+        self.connecter.stop()
 
-    def close_side(self, sock: Socket, discard: bool = False, rule: int = RULE_LINGER) -> None:
-        """``sock`` closed (``zmq_close``): honour its LINGER on this connection."""
+    def close_side(self, sock: Socket, discard: bool = False, rule: int = RULE_LINGER, keep_inbound: bool = False) -> None:
+        """``sock`` closed (``zmq_close``), disconnected or unbound: honour its LINGER on
+        this connection (see ``Connection.close_side``)."""
         if sock is self.connector:
             session = self.c_session
             self._stop_connecting()
@@ -488,86 +377,25 @@ class StreamConnection(Connection):
                 # no established link on this connection; forget any provisional peer
                 if self.b_peer is not None and self.b_peer.socket is sock:
                     sock.detach(self.b_peer)
-                self.handshake_timer.cancel()
+                self.connecter.listener_gone()
                 return
-        self._linger(session, sock, discard, rule)
+        session.terminate(sock, discard, rule, keep_inbound)
 
-    def _linger(self, session: Session, sock: Socket, discard: bool, rule: int) -> None:
-        ctx = self.ctx
-        if session.terminating:
-            return
-        session.terminating = True
-        peer = session.peer
-        # Inbound messages the application never read are gone with the socket.
-        if session.in_pipe is not None:
-            record_lost(ctx, session.in_pipe.drain(), sock.index, session.in_pipe.index, rule)
-        if peer is not None:
-            sock.detach(peer)
-        out_pipe = session.out_pipe
-        linger = sock.options.linger
-        if out_pipe is None:
-            self.session_finished(session)
-            return
-        out_pipe.mark_delimited()
-        engine = session.engine
-        if discard or linger == 0 or (engine is None and linger == 0):
-            self._discard_out(session, sock, rule)
-            return
-        if not out_pipe.queue and (engine is None or not engine.out_batch):
-            self.session_finished(session)
-            return
-        if engine is not None:
-            engine.kick_out()
-        if linger > 0:
-            session.linger_timer = ctx.env.timer(lambda: self._linger_expired(session, sock, rule))
-            session.linger_timer.arm(linger / 1000.0)
-
-    def _discard_out(self, session: Session, sock: Socket, rule: int) -> None:
-        out_pipe = session.out_pipe
-        if out_pipe is not None:
-            record_lost(self.ctx, out_pipe.drain(), sock.index, out_pipe.index, rule)
-        self.session_finished(session)
-
-    def _linger_expired(self, session: Session, sock: Socket, rule: int) -> None:
-        if session.done:
-            return
-        self._discard_out(session, sock, rule)
-
-    def session_finished(self, session: Session) -> None:
-        """The closing side's engine has everything (or linger gave up): close the fd."""
-        if session.done:
-            return
-        session.done = True
-        if session.linger_timer is not None:
-            session.linger_timer.cancel()
-        engine = session.engine
-        link = cast(Link, engine.link) if engine is not None else None
-        if engine is not None and link is not None and not link.broken:
-            # The last batch goes to the kernel; the fd is closed after it (FIN).
-            out_wire = engine.out_wire
-            if engine.out_batch:
-                out_wire.push_last(engine.out_batch)
-                engine.drop_output()
-                out_wire.observe(self.clock.now)
-            engine.shutdown()
-            session.engine = None
-            # Whatever the peer sent us and we never decoded is lost.
-            sock = session.socket
-            in_index = session.in_pipe.index if session.in_pipe is not None else -1
-            lost = engine.undecoded() + wire_messages(engine.in_wire, engine)
-            record_lost(self.ctx, lost, sock.index, in_index, RULE_LINGER)
-            engine.in_wire.clear()
-            engine.drop_input()
-            engine.in_wire.observe(self.clock.now)
-            other = link.b_engine if engine is link.c_engine else link.c_engine
-            other.peer_closed()
-            if self.link is link:
-                # The link lives on until the other side reads EOF.
-                pass
-        session.socket.process.session_closed(session)
+    def update_hwms(self, sock: Socket) -> None:
+        """New HWMs on ``sock``'s pipes here: the socket -> session pipe holds SNDHWM and
+        the session reads it with its LWM; the session -> socket pipe holds RCVHWM (tcp and
+        ipc pipes have no boost: ``pipe_t::set_hwms`` with -1)."""
+        for peer in (self.c_peer, self.b_peer):
+            if peer is None or peer.socket is not sock or not peer.attached:
+                continue  # update_pipe_options: only the pipes the socket has attached
+            options = sock.options
+            for pipe, hwm in ((peer.out_pipe, options.sndhwm), (peer.in_pipe, options.rcvhwm)):
+                if pipe is not None and pipe.hwm >= 0:  # -1: a conflating pipe keeps its one slot
+                    pipe.hwm = hwm
+                    pipe.lwm = compute_lwm(hwm)
 
     def serves(self, sock: Socket) -> bool:
-        return (self.b_session is not None and self.b_session.socket is sock) or self.handshake_binder is sock
+        return (self.b_session is not None and self.b_session.socket is sock) or self.connecter.binder is sock
 
     def lingering(self, sock: Socket) -> list[Lingering]:
         sessions: list[Lingering] = []
@@ -585,12 +413,8 @@ class StreamConnection(Connection):
             return self.connector.index if reader.role == "bind" else bound_at(self.endpoint)
         return -1
 
-    def conn_session_gone(self, session: Session) -> None:
-        session.socket.process.session_closed(session)
-
     def crash_side(self, sock: Socket) -> None:
         """The process of ``sock`` died: no linger, its kernel data is gone, the peer sees a reset."""
-        ctx = self.ctx
         link = self.link
         if link is not None and not link.broken:
             self.link_broken(link, "crash", None, rule=RULE_CRASH)
@@ -598,10 +422,4 @@ class StreamConnection(Connection):
         if sock is self.connector:
             self._stop_connecting()
         if session is not None:
-            for pipe in (session.out_pipe, session.in_pipe):
-                if pipe is not None and pipe.queue:
-                    record_lost(ctx, pipe.drain(), sock.index, pipe.index, RULE_CRASH)
-            session.done = True
-            session.terminating = True
-            if session.peer is not None:
-                sock.detach(session.peer)
+            session.crash(sock, RULE_CRASH)
