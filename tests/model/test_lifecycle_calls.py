@@ -287,3 +287,50 @@ def test_a_type_option_on_another_type_is_refused_whatever_its_value(option):
                    {"name": "pull", "type": "PULL", "connect": "inproc://a"})
     with pytest.raises(zsim.ScenarioError, match=f"socket\\[push\\].options.{option}: applies to"):
         zsim.run(raw, 0)
+
+
+def _handover(call_at_s=None):
+    # test_router_handover.cpp's steps: a second DEALER with the routing id "X" connects
+    # while the first is still connected, and sends
+    raw = scenario(
+        {"name": "router", "type": "ROUTER", "bind": "inproc://r"},
+        {"name": "one", "type": "DEALER", "connect": "inproc://r", "options": {"routing_id": "X"}},
+        {"name": "two", "type": "DEALER", "connect": "inproc://r", "open_at_s": 0.2, "options": {"routing_id": "X"}},
+        sends=[{"socket": "one", "count": 1, "start_s": 0.1}, {"socket": "two", "count": 1, "start_s": 0.3}],
+        recvs=[{"socket": "router"}],
+        until_s=1.0)
+    if call_at_s is not None:
+        raw["call"] = [{"socket": "router", "at_s": call_at_s, "set": {"router_handover": True}}]
+    return raw
+
+
+def test_a_type_option_set_by_a_call_reaches_the_type():
+    """socket_base_t::setsockopt offers an option to the type's xsetsockopt first:
+    ROUTER_HANDOVER set at 0.05 s lets the second "X" take the id, so the ROUTER reads its
+    message too (the [[call]] used to change the options record and not the ROUTER)."""
+    assert run(_handover())["sockets"]["router"]["received"] == 1  # router_t::identify_peer: the duplicate is ignored
+    assert run(_handover(call_at_s=0.05))["sockets"]["router"]["received"] == 2
+
+
+def test_xpub_verbose_set_by_an_app_passes_the_duplicate_subscription_up():
+    # test_xpub_verbose.cpp:44-50: zmq_setsockopt (pub, ZMQ_XPUB_VERBOSE) on the running XPUB
+    raw = scenario(
+        {"name": "pub", "type": "XPUB", "bind": "inproc://p"},
+        {"name": "sub0", "type": "SUB", "connect": "inproc://p", "open_at_s": 0.1, "options": {"subscribe": ["A"]}},
+        {"name": "sub1", "type": "SUB", "connect": "inproc://p", "open_at_s": 0.2, "options": {"subscribe": ["A"]}},
+        until_s=1.0)
+    got = []
+
+    def app(app):
+        pub = app.socket("pub")
+
+        def read():
+            pub.setsockopt("xpub_verbose", True)
+            while True:
+                msg = yield pub.recv()
+                got.append((msg.kind, msg.topic))
+
+        app.process(read())
+
+    zsim.run(raw, 0, apps=[app])
+    assert got == [("subscribe", "A"), ("subscribe", "A")]
