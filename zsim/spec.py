@@ -720,8 +720,6 @@ def _from_expanded(raw: dict[str, Any], base_dir: str, source: str) -> Scenario:
                       for i, text in enumerate(_str_list(table.get("bind", []), f"{path}.bind")))
         connects = tuple(resolve_endpoint(parse_endpoint(text, f"{path}.connect[{i}]"), own, hosts, f"{path}.connect[{i}]")
                          for i, text in enumerate(_str_list(table.get("connect", []), f"{path}.connect")))
-        if not binds and not connects:
-            raise ScenarioError(path, "binds and connects nothing: give bind = [...] or connect = [...]")
         open_at = _time(table.get("open_at_s", 0.0), f"{path}.open_at_s")
         close_at = _opt_time(table, "close_at_s", path)
         if close_at is not None and close_at < open_at:
@@ -737,6 +735,12 @@ def _from_expanded(raw: dict[str, Any], base_dir: str, source: str) -> Scenario:
         seen_process.add(DEFAULT_PROCESS)
     by_name = {sock.name: sock for sock in sockets}
     calls = _parse_calls(raw.get("call", []), by_name, host_of, hosts)
+    # a socket may get its endpoints from [[call]]s alone (zmq_socket, later zmq_bind)
+    called = {call.socket for call in calls if call.action in ("bind", "connect")}
+    for sock in sockets:
+        if not sock.bind and not sock.connect and sock.name not in called:
+            raise ScenarioError(f"socket[{sock.name}]",
+                                "binds and connects nothing: give bind = [...] or connect = [...] (or a [[call]] that does)")
 
     _check_topology(sockets, calls)
     _check_links(sockets, host_of, links, calls)

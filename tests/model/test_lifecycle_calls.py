@@ -334,3 +334,32 @@ def test_xpub_verbose_set_by_an_app_passes_the_duplicate_subscription_up():
 
     zsim.run(raw, 0, apps=[app])
     assert got == [("subscribe", "A"), ("subscribe", "A")]
+
+
+@pytest.mark.parametrize("transport", ["tcp", "inproc"])
+def test_a_socket_may_take_its_only_endpoint_from_a_call(transport):
+    """zmq_socket now, zmq_bind later: test_inproc_connect.cpp:273 test_unbind binds a
+    second PAIR to the name the first unbound, which a [[socket]] cannot declare (two
+    binds of one endpoint)."""
+    where = {"tcp": "tcp://127.0.0.1:5650", "inproc": "inproc://late"}[transport]
+    raw = scenario(
+        {"name": "first", "type": "PULL", "bind": where},
+        {"name": "second", "type": "PULL"},
+        {"name": "push", "type": "PUSH", "connect": where, "open_at_s": 0.3},
+        sends=[{"socket": "push", "count": 10, "interval_s": 0.01, "start_s": 0.3}],
+        recvs=[{"socket": "first"}, {"socket": "second"}],
+        until_s=1.0)
+    raw["call"] = [{"socket": "first", "at_s": 0.1, "unbind": where},
+                   {"socket": "second", "at_s": 0.2, "bind": where}]
+    summary = run(raw)
+    assert (summary["sockets"]["first"]["received"], summary["sockets"]["second"]["received"]) == (0, 10)
+
+
+def test_a_socket_without_endpoints_and_no_call_to_make_one_is_one_line():
+    raw = scenario({"name": "pull", "type": "PULL", "bind": "inproc://a"},
+                   {"name": "push", "type": "PUSH", "connect": "inproc://a"},
+                   {"name": "idle", "type": "PULL"})
+    raw["call"] = [{"socket": "idle", "at_s": 0.1, "set": {"rcvhwm": 5}}]
+    with pytest.raises(zsim.ScenarioError, match=r"^socket\[idle\]: binds and connects nothing: give bind = \[...\] or connect = "
+                                                 r"\[...\] \(or a \[\[call\]\] that does\)$"):
+        zsim.run(raw, 0)
