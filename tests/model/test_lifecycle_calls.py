@@ -363,3 +363,49 @@ def test_a_socket_without_endpoints_and_no_call_to_make_one_is_one_line():
     with pytest.raises(zsim.ScenarioError, match=r"^socket\[idle\]: binds and connects nothing: give bind = \[...\] or connect = "
                                                  r"\[...\] \(or a \[\[call\]\] that does\)$"):
         zsim.run(raw, 0)
+
+
+@pytest.mark.parametrize("transport", ["tcp", "ipc"])
+def test_a_connection_that_will_not_reconnect_lets_its_endpoint_go(transport):
+    """RECONNECT_IVL -1, the listener unbinds: session_base_t::reconnect sends the socket
+    term_endpoint, which ends the endpoint as zmq_disconnect does (test_reconnect_ivl.cpp).
+    The PUSH then has no pipe (a send: EAGAIN, where zsim used to queue it in the dead
+    connection's pipe), a zmq_disconnect finds nothing (ENOENT), and a new zmq_connect, once
+    the PULL binds again, is a new connection that delivers."""
+    where = {"tcp": "tcp://127.0.0.1:5660", "ipc": "ipc://no-reconnect"}[transport]
+    raw = scenario({"name": "pull", "type": "PULL", "bind": where},
+                   {"name": "push", "type": "PUSH", "connect": where, "options": {"reconnect_ivl": -1}},
+                   until_s=2.0)
+    seen = {}
+
+    def app(app):
+        env, push, pull = app.env, app.socket("push"), app.socket("pull")
+
+        def dontwait_send():
+            try:
+                yield push.send(1, dontwait=True)
+                return "sent"
+            except zsim.Again:
+                return "EAGAIN"
+
+        def steps():
+            yield push.send(1)
+            yield pull.recv()
+            pull.unbind(where)
+            yield env.timeout(0.3)
+            seen["after_unbind"] = yield from dontwait_send()
+            with pytest.raises(zsim.NoSuchEndpoint):
+                push.disconnect(where)
+            pull.bind(where)
+            yield env.timeout(0.3)
+            seen["after_rebind"] = yield from dontwait_send()
+            push.connect(where)
+            yield env.timeout(0.3)
+            seen["after_connect"] = yield from dontwait_send()
+            seen["received"] = (yield pull.recv()).size
+
+        app.process(steps())
+
+    zsim.run(raw, 0, apps=[app])
+    assert seen == {"after_unbind": "EAGAIN", "after_rebind": "EAGAIN", "after_connect": "sent", "received": 1}
+
