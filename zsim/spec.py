@@ -907,6 +907,11 @@ def _parse_calls(raw: Any, by_name: Mapping[str, SocketSpec], host_of: Mapping[s
     return tuple(calls)
 
 
+def _closed_by(sock: SocketSpec, at_s: float) -> bool:
+    close_at = sock.close_at_s
+    return close_at is not None and close_at <= at_s
+
+
 def _check_call_endpoints(calls: Sequence[CallSpec], by_name: Mapping[str, SocketSpec]) -> None:
     """Replay each socket's endpoints over time: a disconnect must name one it connects
     then, an unbind one it binds then (libzmq: ENOENT); a connect or bind of one it already
@@ -932,7 +937,8 @@ def _check_call_endpoints(calls: Sequence[CallSpec], by_name: Mapping[str, Socke
                                             "not modelled")
                 connected[call.socket].add(endpoint.key)
             elif call.action == "bind":
-                others = [name for name, keys in bound.items() if endpoint.key in keys]
+                # a socket closed by then has let its endpoints go (zmq_close unbinds)
+                others = [name for name, keys in bound.items() if endpoint.key in keys and not _closed_by(by_name[name], call.at_s)]
                 if others:
                     raise ScenarioError(at, f"{endpoint.text} is bound by socket {others[0]!r} at {call.at_s:g} s (EADDRINUSE)")
                 bound[call.socket].add(endpoint.key)

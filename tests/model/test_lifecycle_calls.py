@@ -409,3 +409,21 @@ def test_a_connection_that_will_not_reconnect_lets_its_endpoint_go(transport):
     zsim.run(raw, 0, apps=[app])
     assert seen == {"after_unbind": "EAGAIN", "after_rebind": "EAGAIN", "after_connect": "sent", "received": 1}
 
+
+@pytest.mark.parametrize(("close_at_s", "refused"), [(0.2, False), (0.4, True)])
+def test_a_call_may_bind_what_a_closed_socket_bound(close_at_s, refused):
+    """zmq_close lets the endpoint go: a new socket binds it (test_rebind_ipc.cpp,
+    test_immediate.cpp:172); while the first is open, the bind is EADDRINUSE."""
+    where = "ipc://rebound"
+    raw = scenario({"name": "sb0", "type": "PUSH", "bind": where, "close_at_s": close_at_s},
+                   {"name": "sb1", "type": "PUSH", "open_at_s": 0.3},
+                   {"name": "sc", "type": "PULL", "connect": where},
+                   sends=[{"socket": "sb0", "count": 1, "size_bytes": 2}, {"socket": "sb1", "count": 1, "size_bytes": 2, "start_s": 0.3}],
+                   recvs=[{"socket": "sc"}], until_s=1.0)
+    raw["call"] = [{"socket": "sb1", "at_s": 0.3, "bind": where}]
+    if refused:
+        with pytest.raises(zsim.ScenarioError, match=r"^call\[0\] \(socket sb1\)\.bind\[0\]: ipc://rebound is bound by socket 'sb0' "
+                                                     r"at 0\.3 s \(EADDRINUSE\)$"):
+            zsim.run(raw, 0)
+    else:
+        assert run(raw)["sockets"]["sc"]["received"] == 2
