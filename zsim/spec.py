@@ -724,8 +724,6 @@ def _from_expanded(raw: dict[str, Any], base_dir: str, source: str) -> Scenario:
                       for i, text in enumerate(_str_list(table.get("bind", []), f"{path}.bind")))
         connects = tuple(resolve_endpoint(parse_endpoint(text, f"{path}.connect[{i}]"), own, hosts, f"{path}.connect[{i}]")
                          for i, text in enumerate(_str_list(table.get("connect", []), f"{path}.connect")))
-        if not binds and not connects:
-            raise ScenarioError(path, "binds and connects nothing: give bind = [...] or connect = [...]")
         open_at = _time(table.get("open_at_s", 0.0), f"{path}.open_at_s")
         close_at = _opt_time(table, "close_at_s", path)
         if close_at is not None and close_at < open_at:
@@ -741,6 +739,12 @@ def _from_expanded(raw: dict[str, Any], base_dir: str, source: str) -> Scenario:
         seen_process.add(DEFAULT_PROCESS)
     by_name = {sock.name: sock for sock in sockets}
     calls = _parse_calls(raw.get("call", []), by_name, host_of, hosts)
+    # a socket may get its endpoints from [[call]]s alone (zmq_socket, later zmq_bind)
+    called = {call.socket for call in calls if call.action in ("bind", "connect")}
+    for sock in sockets:
+        if not sock.bind and not sock.connect and sock.name not in called:
+            raise ScenarioError(f"socket[{sock.name}]",
+                                "binds and connects nothing: give bind = [...] or connect = [...] (or a [[call]] that does)")
 
     _check_topology(sockets, calls)
     _check_links(sockets, host_of, links, calls)
@@ -907,6 +911,11 @@ def _parse_calls(raw: Any, by_name: Mapping[str, SocketSpec], host_of: Mapping[s
     return tuple(calls)
 
 
+def _closed_by(sock: SocketSpec, at_s: float) -> bool:
+    close_at = sock.close_at_s
+    return close_at is not None and close_at <= at_s
+
+
 def _check_call_endpoints(calls: Sequence[CallSpec], by_name: Mapping[str, SocketSpec]) -> None:
     """Replay each socket's endpoints over time: a disconnect must name one it connects
     then, an unbind one it binds then (libzmq: ENOENT); a connect or bind of one it already
@@ -932,7 +941,8 @@ def _check_call_endpoints(calls: Sequence[CallSpec], by_name: Mapping[str, Socke
                                             "not modelled")
                 connected[call.socket].add(endpoint.key)
             elif call.action == "bind":
-                others = [name for name, keys in bound.items() if endpoint.key in keys]
+                # a socket closed by then has let its endpoints go (zmq_close unbinds)
+                others = [name for name, keys in bound.items() if endpoint.key in keys and not _closed_by(by_name[name], call.at_s)]
                 if others:
                     raise ScenarioError(at, f"{endpoint.text} is bound by socket {others[0]!r} at {call.at_s:g} s (EADDRINUSE)")
                 bound[call.socket].add(endpoint.key)

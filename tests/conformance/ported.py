@@ -1,5 +1,6 @@
 """What every conformance test shares: the ``@ports`` record of the libzmq assertion a test
-ports, endpoints per transport, and readers of a run's outcome.
+ports (the one registry ``table.py`` reads), endpoints per transport, scenarios, readers of
+a run's outcome, and the steps of a C test written as an ``[[app]]`` (SimPy) process.
 
 A test ports one assertion of libzmq v4.3.5's tests/ (the C file and line it names): it
 builds the C test's sockets as a scenario, runs it, and asserts what the C test asserts,
@@ -8,12 +9,17 @@ libzmq's tests are C loops on one context: a zmq call costs about 0.1 us. Tests 
 ``profile = "ideal"`` (calls and engines cost nothing) where the assertion depends on the
 C program outrunning the I/O thread, and the shipped profile (pyzmq's costs) where time
 does not matter or the C test sleeps (``SETTLE_TIME``, 300 ms: testutil.hpp:31).
+
+A C test whose steps are timed calls (bind, connect, disconnect, unbind, setsockopt at a
+time) is a scenario with ``[[call]]`` tables (``calls=``); one that reads each call's result
+(EAGAIN here, a message there) is an app (``steps``): ``zmq_recv``/``zmq_send``/
+``zmq_setsockopt`` on the scenario's sockets, a ``msleep`` as a timeout.
 """
 
 from __future__ import annotations
 
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,15 +74,21 @@ def endpoint(transport: str, name: str) -> str:
 
 def scenario(*sockets: dict[str, Any], sends: Sequence[dict[str, Any]] = (), recvs: Sequence[dict[str, Any]] = (),
              proxies: Sequence[dict[str, Any]] = (), processes: Sequence[dict[str, Any]] = (),
-             profile: str = "default", until_s: float | None = None) -> dict[str, Any]:
+             calls: Sequence[dict[str, Any]] = (), profile: str = "default", until_s: float | None = None) -> dict[str, Any]:
     """A scenario dict (docs/scenario-format.md) of these tables."""
     raw: dict[str, Any] = {"scenario": {"name": "conformance", "profile": profile}, "socket": list(sockets)}
     if until_s is not None:
         raw["scenario"]["until_s"] = until_s
-    for key, tables in (("send", sends), ("recv", recvs), ("proxy", proxies), ("process", processes)):
+    for key, tables in (("send", sends), ("recv", recvs), ("proxy", proxies), ("process", processes), ("call", calls)):
         if tables:
             raw[key] = list(tables)
     return raw
+
+
+def app_scenario(*sockets: dict[str, Any], profile: str = "ideal", until_s: float = 10.0, **tables: Any) -> dict[str, Any]:
+    """A scenario of these sockets whose steps are an app's (``steps``): the C program's
+    calls cost nothing unless ``profile`` says otherwise; 10 s is longer than any test."""
+    return scenario(*sockets, profile=profile, until_s=until_s, **tables)
 
 
 def run(raw: dict[str, Any], *apps: Callable[[zsim.App], Any], seed: int = 1) -> RunResult:
@@ -194,3 +206,65 @@ def bounced(server_socket: dict[str, Any], client_socket: dict[str, Any], **scen
 
 #: what bounce () sees when the round trip works
 ROUND_TRIP = [("server", BOUNCE_SIZE), ("client", BOUNCE_SIZE)]
+
+
+# -- the steps of a C test as an app -------------------------------------------------
+
+Steps = Generator[Any, Any, Any]
+
+
+def steps(flow: Callable[[zsim.App], Steps]) -> Callable[[zsim.App], None]:
+    """An app that runs ``flow(app)`` as its one process."""
+
+    def app(app: zsim.App) -> None:
+        app.process(flow(app))
+
+    return app
+
+
+def recv_now(sock: zsim.AppSocket) -> Steps:
+    """``zmq_recv (s, ..., ZMQ_DONTWAIT)``: what arrived, or "EAGAIN"."""
+    try:
+        got = yield sock.recv(dontwait=True)
+    except zsim.Again:
+        return "EAGAIN"
+    return got
+
+
+def recv_timed(sock: zsim.AppSocket) -> Steps:
+    """A blocking ``zmq_recv`` on a socket with ``rcvtimeo`` (ZMQ_RCVTIMEO): what arrived,
+    or "EAGAIN" when the timeout expired."""
+    try:
+        got = yield sock.recv()
+    except zsim.Again:
+        return "EAGAIN"
+    return got
+
+
+def send_now(sock: zsim.AppSocket, size: int = 0, **fields: Any) -> Steps:
+    """``zmq_send (s, ..., ZMQ_DONTWAIT)``: "sent", or "EAGAIN"."""
+    try:
+        yield sock.send(size, dontwait=True, **fields)
+    except zsim.Again:
+        return "EAGAIN"
+    return "sent"
+
+
+def what(got: Any) -> Any:
+    """A received message as the C test reads it: ("subscribe", prefix), ("unsubscribe",
+    prefix), ("probe", envelope), or (topic, envelope) for a message; "EAGAIN" as is."""
+    if isinstance(got, str):
+        return got
+    if got.kind in ("subscribe", "unsubscribe"):
+        return (got.kind, got.topic)
+    if got.kind == "probe":
+        return ("probe", got.envelope)
+    return (got.topic, got.envelope)
+
+
+def pollout(sock: zsim.AppSocket) -> bool:
+    """``ZMQ_EVENTS & ZMQ_POLLOUT`` (``zmq_getsockopt``): would a send not block now
+    (``socket_base_t::getsockopt`` -> ``xhas_out``, after processing commands)."""
+    model = sock._sock
+    model.process_commands()
+    return model.has_out()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 
-from conformance.options_ported import SETTLE_S, endpoint, ports, recv_now, run, scenario, steps
+from conformance.ported import SETTLE_S, app_scenario, endpoint, ports, recv_now, run, steps
 
 Y_OPENS_S = 0.01  # yconn is made after X has connected to Z (see _while_receiving)
 
@@ -33,8 +33,8 @@ def _router_2_router(transport: str, named: bool) -> dict[object, object]:
         got = yield rconn1.recv()
         seen["ok"] = (got.envelope, got.size)
 
-    run(scenario({"name": "rbind", "type": "ROUTER", "bind": where, "options": {"linger": 0, **ids[0]}},
-                 {"name": "rconn1", "type": "ROUTER", "connect": where,
+    run(app_scenario({"name": "rbind", "type": "ROUTER", "bind": where, "options": {"linger": 0, **ids[0]}},
+                     {"name": "rconn1", "type": "ROUTER", "connect": where,
                   "options": {"linger": 0, "connect_routing_id": "conn1", **ids[1]}}, profile="default"), steps(flow))
     return seen
 
@@ -78,10 +78,10 @@ def _while_receiving(transport: str) -> dict[object, object]:
         got = yield zbind.recv()
         seen["z"] = (got.envelope, got.id == hi)
 
-    run(scenario({"name": "xbind", "type": "ROUTER", "bind": x, "connect": z,
+    run(app_scenario({"name": "xbind", "type": "ROUTER", "bind": x, "connect": z,
                   "options": {"linger": 0, "routing_id": "X", "connect_routing_id": "Z"}},
-                 {"name": "zbind", "type": "ROUTER", "bind": z, "options": {"linger": 0, "routing_id": "Z"}},
-                 {"name": "yconn", "type": "ROUTER", "connect": x, "open_at_s": Y_OPENS_S,
+                     {"name": "zbind", "type": "ROUTER", "bind": z, "options": {"linger": 0, "routing_id": "Z"}},
+                     {"name": "yconn", "type": "ROUTER", "connect": x, "open_at_s": Y_OPENS_S,
                   "options": {"linger": 0, "routing_id": "Y", "connect_routing_id": "X"}}, profile="default"), steps(flow))
     return seen
 

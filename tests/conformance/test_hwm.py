@@ -140,17 +140,29 @@ def test_finite_both_connect_first(transport):
     assert _count(transport, 1, 1, True) == (2, 1)
 
 
+def _connect_and_close_first(transport):
+    """test_hwm.cpp:119 test_inproc_connect_and_close_first (SNDHWM 1, RCVHWM 0): PUSH
+    connects to ``inproc://a``, which nobody binds, sends DONTWAIT until EAGAIN and closes;
+    then a PULL binds and receives DONTWAIT until EAGAIN. The context keeps the closed
+    connector's pending connection and its messages (``ctx_t::pend_connection``; the bind
+    attaches it: ``ctx_t::connect_inproc_sockets``)."""
+    a = endpoint(transport, "a")
+    raw = scenario({"name": "pull", "type": "PULL", "bind": a, "options": {"rcvhwm": 0, "rcvtimeo": 0}, "open_at_s": 0.002},
+                   {"name": "push", "type": "PUSH", "connect": a, "options": {"sndhwm": 1}, "close_at_s": 0.001},
+                   sends=[dontwait_sends("push", MAX_SENDS)], recvs=[drain("pull", 0.003)], profile="ideal", until_s=1.0)
+    result = run(raw)
+    return result.summary["senders"]["send.push"], result.summary["receivers"]["recv.pull"]
+
+
+@ports("test_hwm.cpp:147", "test_infinite_recv_connect_and_close_first: the PULL that binds after the connector closed "
+       "receives every message it sent", "1 sent, 1 received")
+def test_infinite_recv_connect_and_close_first_receives_what_was_sent(transport):
+    sender, receiver = _connect_and_close_first(transport)
+    assert receiver["received"] == sender["sent"] == 1
+
+
 @ports("test_hwm.cpp:245", "test_infinite_recv_connect_and_close_first: SNDHWM 1 before anyone binds: 1 send (the "
        "connector's HWM alone)", "1 sent, then EAGAIN")
 def test_infinite_recv_connect_and_close_first_send_count(transport):
-    """test_hwm.cpp:119 test_inproc_connect_and_close_first: PUSH (SNDHWM 1) connects to
-    ``inproc://a``, which nobody binds, and sends DONTWAIT until EAGAIN. (It then closes
-    and a PULL binds: l.147 asserts the PULL receives that message; zsim loses it, see
-    docs/validation.md.) The PULL here binds after the sends and the PUSH never closes."""
-    a = endpoint(transport, "a")
-    raw = scenario({"name": "pull", "type": "PULL", "bind": a, "options": {"rcvhwm": 0}, "open_at_s": 0.001},
-                   {"name": "push", "type": "PUSH", "connect": a, "options": {"sndhwm": 1}},
-                   sends=[dontwait_sends("push", MAX_SENDS)], profile="ideal")
-    result = run(raw)
-    sender = result.summary["senders"]["send.push"]
+    sender, _ = _connect_and_close_first(transport)
     assert (sender["sent"], sender["again"]) == (1, 1)

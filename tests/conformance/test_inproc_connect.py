@@ -142,3 +142,45 @@ def test_routing_id_comes_first(transport):
 def test_routing_id_then_the_body_frames(transport):
     received = _routing_id()
     assert (received.topic, received.size, received.delimiter) == ("A", 2, False)
+
+
+def _multiple_threads():
+    """test_inproc_connect.cpp:170 test_multiple_threads: 30 threads each connect a PAIR to
+    ``inproc://sink``, send "foobar" and close it (``pusher``, l.8); the main thread binds a
+    PULL meanwhile and receives 30. inproc checks no socket types (a PAIR feeds a PULL), and
+    a pipe made before the bind outlives its closed connector (``ctx_t::pend_connection``).
+    The threads race the bind: here connector i connects at i * 0.1 ms and closes 0.05 ms
+    later, the PULL binds at 1.55 ms, between the 15th and the 16th."""
+    where = endpoint("inproc", "sink")
+    pairs = [{"name": f"pusher{i}", "type": "PAIR", "connect": where, "open_at_s": i * 1e-4, "close_at_s": i * 1e-4 + 5e-5}
+             for i in range(30)]
+    raw = scenario({"name": "pull", "type": "PULL", "bind": where, "open_at_s": 1.55e-3}, *pairs,
+                   sends=[{"socket": f"pusher{i}", "count": 1, "size_bytes": 6, "start_s": i * 1e-4} for i in range(30)],
+                   recvs=[{"socket": "pull", "count": 30, "start_s": 1.55e-3}], until_s=1.0)
+    return run(raw)
+
+
+@ports("test_inproc_connect.cpp:188", "test_multiple_threads: the PULL receives 30 x \"foobar\", also from PAIR connectors "
+       "already closed", "30 received, one from each connector")
+def test_multiple_threads_binder_receives_all(transport):
+    result = _multiple_threads()
+    got = delivered(result, "pull")
+    assert sorted(origin for _, origin, _, _ in got) == sorted(f"pusher{i}" for i in range(30))
+    assert result.summary["ledger"]["lost_on_close"] == 0
+
+
+@ports("test_inproc_connect.cpp:291", "test_unbind: after PAIR 1 binds and unbinds \"inproc://unbind\", PAIR 2 binds it and "
+       "receives the connector's \"foobar\"", "received by PAIR 2")
+def test_unbind_then_another_socket_binds_the_name(transport):
+    """test_inproc_connect.cpp:273 test_unbind: each call 1 ms after the previous one (the
+    unbind, and the second socket's bind of the name, are ``[[call]]``s)."""
+    where = endpoint("inproc", "unbind")
+    raw = scenario({"name": "bind_socket1", "type": "PAIR", "bind": where},
+                   {"name": "bind_socket2", "type": "PAIR", "open_at_s": 0.002},
+                   {"name": "connect_socket", "type": "PAIR", "connect": where, "open_at_s": 0.003},
+                   calls=[{"socket": "bind_socket1", "at_s": 0.001, "unbind": where},
+                          {"socket": "bind_socket2", "at_s": 0.002, "bind": where}],
+                   sends=[{"socket": "connect_socket", "count": 1, "size_bytes": 6, "start_s": 0.003}],
+                   recvs=[{"socket": "bind_socket2", "count": 1, "start_s": 0.003}], until_s=1.0)
+    assert [(origin, receiver, size) for _, origin, receiver, size in delivered(run(raw))] == [
+        ("connect_socket", "bind_socket2", 6)]

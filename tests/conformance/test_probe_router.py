@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 
-from conformance.options_ported import endpoint, ports, run, scenario, steps
+from conformance.ported import app_scenario, endpoint, ports, run, steps
 
 
 @functools.cache
@@ -27,8 +27,8 @@ def _probe(transport: str, client_type: str) -> dict[object, object]:
         got = yield client.recv()
         seen["hello"] = (got.kind, got.size)
 
-    run(scenario({"name": "server", "type": "ROUTER", "bind": where},
-                 {"name": "client", "type": client_type, "connect": where, "options": {"routing_id": "X", "probe_router": True}}),
+    run(app_scenario({"name": "server", "type": "ROUTER", "bind": where},
+                     {"name": "client", "type": client_type, "connect": where, "options": {"routing_id": "X", "probe_router": True}}),
         steps(flow))
     return seen
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 
-from conformance.options_ported import SETTLE_S, endpoint, ports, recv_now, run, scenario, steps, what
+from conformance.ported import SETTLE_S, app_scenario, endpoint, ports, recv_now, run, steps, what
 
 START_S = 0.001
 
@@ -36,9 +36,9 @@ def _matching(transport: str, inverted: bool) -> tuple[object, object, object, o
             for reader in readers:
                 seen.append(what((yield from recv_now(reader))))
 
-    run(scenario({"name": "pub", "type": "PUB", "bind": where, "options": options},
-                 {"name": "sub1", "type": "SUB", "connect": where, "options": options},
-                 {"name": "sub2", "type": "SUB", "connect": where, "options": options}), steps(flow))
+    run(app_scenario({"name": "pub", "type": "PUB", "bind": where, "options": options},
+                     {"name": "sub1", "type": "SUB", "connect": where, "options": options},
+                     {"name": "sub2", "type": "SUB", "connect": where, "options": options}), steps(flow))
     return tuple(seen)  # type: ignore[return-value]
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import functools
 
-from conformance.options_ported import endpoint, ports, run, scenario, steps
+from conformance.ported import app_scenario, endpoint, ports, run, steps
 from zsim.model.pipe import BOTTOM
 
 
@@ -27,9 +27,9 @@ def _correlate(transport: str) -> dict[object, object]:
         yield router.send(3, envelope=(peer, request_id), delimiter=True)  # "GHI"
         seen["reply"] = (yield req.recv()).size
 
-    run(scenario({"name": "router", "type": "ROUTER", "bind": where, "options": {"linger": 0}},
-                 {"name": "req", "type": "REQ", "connect": where, "options": {"linger": 0, "req_correlate": True}},
-                 profile="default"), steps(flow))
+    run(app_scenario({"name": "router", "type": "ROUTER", "bind": where, "options": {"linger": 0}},
+                     {"name": "req", "type": "REQ", "connect": where, "options": {"linger": 0, "req_correlate": True}},
+                     profile="default"), steps(flow))
     return seen
 
 

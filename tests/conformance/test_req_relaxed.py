@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 
-from conformance.options_ported import SETTLE_S, endpoint, pollout, ports, run, scenario, steps
+from conformance.ported import SETTLE_S, app_scenario, endpoint, pollout, ports, run, steps
 
 SERVICES = 5
 RELAXED = {"req_relaxed": True, "req_correlate": True}
@@ -62,7 +62,7 @@ def _cases_1_to_3(transport: str) -> dict[object, object]:
         yield req.send(topic="J")
         seen[152] = (yield rep[0].recv()).topic
 
-    run(scenario(*_set_up(transport), profile="default"), steps(flow))
+    run(app_scenario(*_set_up(transport), profile="default"), steps(flow))
     return seen
 
 
@@ -145,7 +145,7 @@ def test_case_4_reply_to_an_earlier_request_is_discarded(transport):
             yield router.send(like=got)
         seen[190] = (yield req.recv()).topic
 
-    run(scenario({"name": "req", "type": "REQ", "connect": where, "options": {"linger": 0, **RELAXED}},
-                 {"name": "router", "type": "ROUTER", "bind": where, "open_at_s": binds_s, "options": {"linger": 0}},
-                 profile="default"), steps(flow))
+    run(app_scenario({"name": "req", "type": "REQ", "connect": where, "options": {"linger": 0, **RELAXED}},
+                     {"name": "router", "type": "ROUTER", "bind": where, "open_at_s": binds_s, "options": {"linger": 0}},
+                     profile="default"), steps(flow))
     assert seen[190] == "TO_BE_ANSWERED"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 
-from conformance.options_ported import SETTLE_S, endpoint, ports, recv_timed, run, scenario, steps
+from conformance.ported import SETTLE_S, app_scenario, endpoint, ports, recv_timed, run, steps
 
 TWO_CONNECTS_S = 0.05  # dealer_two is made and connects once the ROUTER has read dealer_one
 
@@ -35,11 +35,11 @@ def _two_dealers(transport: str, handover: bool) -> dict[object, object]:
     # RCVTIMEO SETTLE_TIME where the C test sets it (l.53, l.99, l.110); the ROUTER's
     # recv of l.41 is blocking, and gets its message well within it
     timeout = int(SETTLE_S * 1000)
-    run(scenario({"name": "router", "type": "ROUTER", "bind": where, "options": {"router_handover": handover, "rcvtimeo": timeout}},
-                 {"name": "one", "type": "DEALER", "connect": where, "options": {"routing_id": "X", "rcvtimeo": timeout}},
-                 {"name": "two", "type": "DEALER", "connect": where, "open_at_s": TWO_CONNECTS_S,
+    run(app_scenario({"name": "router", "type": "ROUTER", "bind": where, "options": {"router_handover": handover, "rcvtimeo": timeout}},
+                     {"name": "one", "type": "DEALER", "connect": where, "options": {"routing_id": "X", "rcvtimeo": timeout}},
+                     {"name": "two", "type": "DEALER", "connect": where, "open_at_s": TWO_CONNECTS_S,
                   "options": {"routing_id": "X", "rcvtimeo": timeout}},
-                 profile="default"), steps(flow))
+                     profile="default"), steps(flow))
     return seen
 
 

@@ -1,11 +1,26 @@
 """libzmq tests/test_spec_pushpull.cpp (inproc and tcp): ZMTP's PUSH round-robins, PULL
-fair-queues, PUSH returns EAGAIN without peers, and multipart messages pass whole. (The
-second half of test_push_multipart_atomic_drop disconnects and reconnects the PULL: it
-waits for ``disconnect``; test_destroy_queue_on_disconnect is not run by 4.3.5.)"""
+fair-queues, PUSH returns EAGAIN without peers, and multipart messages pass whole, also
+across a disconnect and reconnect of the PULL. (test_destroy_queue_on_disconnect is not
+run by 4.3.5.)"""
 
 from __future__ import annotations
 
-from conformance.ported import SETTLE_S, blocking_and_dontwait_send_without_peers, delivered, endpoint, ports, run, scenario
+import functools
+
+import pytest
+
+import zsim
+from conformance.ported import (
+    SETTLE_S,
+    app_scenario,
+    blocking_and_dontwait_send_without_peers,
+    delivered,
+    endpoint,
+    ports,
+    run,
+    scenario,
+    steps,
+)
 
 TRANSPORTS = ("inproc", "tcp")
 SERVICES = 5
@@ -119,3 +134,87 @@ def test_push_multipart_atomic_drop_normal_case_received(transport):
 def test_push_multipart_atomic_drop_fill_sends_succeed(transport):
     senders = _multipart(transport).summary["senders"]
     assert [(senders[name]["sent"], senders[name]["again"]) for name in ("msg1", "msg2")] == [(1, 0), (1, 0)]
+
+
+@functools.cache
+def _multipart_reconnect(transport: str, block: bool) -> dict[str, object]:
+    """test_spec_pushpull.cpp:210 test_push_multipart_atomic_drop as the C test runs it (an
+    app, on pyzmq's call costs): after "1" and the 3-part "2" fill both HWMs, the PULL
+    disconnects (l.266), ``msleep (SETTLE_TIME)``, connects again (l.281) and at once the
+    PUSH sends ["3", "3", 16 MiB, "3b"] (the 16 MiB part DONTWAIT when not ``block``: on
+    EAGAIN the C test sends the whole message again, blocking); ``msleep (SETTLE_TIME)``;
+    ["5", "5", 16 MiB]; then the PULL receives. zsim carries a multipart message as one:
+    its first frame is ``topic``, the parts after it ``size`` bytes."""
+    where = endpoint(transport, "spec_pushpull_atomic")
+    seen: dict[str, object] = {}
+
+    def flow(app):
+        env, push, pull = app.env, app.socket("push"), app.socket("pull")
+        yield env.timeout(SETTLE_S)
+        yield push.send(1 + LEN, topic="0", parts=3)
+        yield pull.recv()
+        yield push.send(1)  # "1"
+        yield push.send(1 + LEN, topic="2", parts=3)
+        pull.disconnect(where)
+        yield env.timeout(SETTLE_S)
+        pull.connect(where)
+        three = []
+        if block:
+            yield push.send(1 + LEN + 2, topic="3", parts=4)
+            three.append("sent")
+        else:
+            try:
+                yield push.send(1 + LEN + 2, topic="3", parts=4, dontwait=True)
+                three.append("sent")
+            except zsim.Again:
+                three.append("EAGAIN")
+                yield push.send(1 + LEN + 2, topic="3", parts=4)
+                three.append("sent")
+        seen["three"] = three
+        yield env.timeout(SETTLE_S)
+        yield push.send(1 + LEN, topic="5", parts=3)
+        got = []
+        while True:
+            msg = yield pull.recv()
+            got.append((msg.topic, msg.size))  # size: the bytes of every part, the first frame's too
+            if msg.topic == "5":
+                break
+        seen["received"] = got
+
+    run(app_scenario({"name": "push", "type": "PUSH", "bind": where, "options": {"linger": 0, "sndhwm": 1}},
+                     {"name": "pull", "type": "PULL", "connect": where, "options": {"linger": 0, "rcvhwm": 1}},
+                     profile="default"), steps(flow))
+    return seen
+
+
+BLOCKING = [pytest.param(True, id="block"), pytest.param(False, id="non_block")]
+
+
+THREE, FIVE = ("3", 1 + 1 + LEN + 2), ("5", 1 + 1 + LEN)  # (first frame, bytes of all the parts)
+
+
+@ports("test_spec_pushpull.cpp:287", "test_push_multipart_atomic_drop: the 3-part \"3\" sent right after the reconnect: sent "
+       "(blocking), or EAGAIN then sent whole (DONTWAIT, l.290-297)", "sent; DONTWAIT over tcp: EAGAIN (the new connection's "
+       "handshake is not done), then sent", TRANSPORTS)
+@pytest.mark.parametrize("block", BLOCKING)
+def test_push_multipart_atomic_drop_send_after_reconnect(transport, block):
+    three = _multipart_reconnect(transport, block)["three"]
+    assert three in (["sent"], ["EAGAIN", "sent"])  # what libzmq allows
+    assert three == (["EAGAIN", "sent"] if transport == "tcp" and not block else ["sent"])
+
+
+@ports("test_spec_pushpull.cpp:325", "test_push_multipart_atomic_drop: the first frame received after the reconnect is "
+       "\"3\" or \"5\": never what was queued before the disconnect, nor the tail of a half-dropped message",
+       "\"3\", whole", TRANSPORTS)
+@pytest.mark.parametrize("block", BLOCKING)
+def test_push_multipart_atomic_drop_first_after_reconnect(transport, block):
+    first = _multipart_reconnect(transport, block)["received"][0]
+    assert first[0] in ("3", "5")
+    assert first == THREE
+
+
+@ports("test_spec_pushpull.cpp:334-336", "test_push_multipart_atomic_drop: then \"5\", \"5\", 16 MiB received whole",
+       "\"5\" + \"5\" + 16 MiB, after \"3\"", TRANSPORTS)
+@pytest.mark.parametrize("block", BLOCKING)
+def test_push_multipart_atomic_drop_last_received_whole(transport, block):
+    assert _multipart_reconnect(transport, block)["received"] == [THREE, FIVE]

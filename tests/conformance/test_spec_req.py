@@ -23,7 +23,7 @@ def _round_robin_out(transport: str):
 
 
 @ports("test_spec_req.cpp:34", "test_round_robin_out: the i-th request goes to the i-th REP to connect",
-       "rep0, rep1, rep2, rep3, rep4 in turn")
+       "rep0, rep1, rep2, rep3, rep4 in turn", ("inproc", "tcp"))
 def test_round_robin_out_in_connect_order(transport):
     got = delivered(_round_robin_out(transport))
     requests = sorted((msg_id, receiver) for msg_id, origin, receiver, _ in got if origin == "req")
@@ -83,7 +83,7 @@ def test_req_message_format_delimiter_then_body(transport):
 
 
 @ports("test_spec_req.cpp:139", "test_req_message_format: the REQ receives the ROUTER's single-part reply \"GHI\"",
-       "received")
+       "received", ("inproc", "tcp"))
 def test_req_message_format_req_receives_reply(transport):
     got = delivered(_message_format(transport)["result"], "req")
     assert [(origin, size) for _, origin, _, size in got] == [("router", 3)]

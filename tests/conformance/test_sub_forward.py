@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 
-from conformance.options_ported import SETTLE_S, endpoint, ports, run, scenario, steps, what
+from conformance.ported import SETTLE_S, app_scenario, endpoint, ports, run, steps, what
 
 
 @functools.cache
@@ -28,10 +28,10 @@ def _forward(transport: str) -> dict[object, object]:
         seen[45] = yield xpub.send(like=got)
         seen[48] = what((yield sub.recv()))
 
-    run(scenario({"name": "xpub", "type": "XPUB", "bind": down},
-                 {"name": "xsub", "type": "XSUB", "bind": up},
-                 {"name": "pub", "type": "PUB", "connect": up},
-                 {"name": "sub", "type": "SUB", "connect": down, "options": {"subscribe": [""]}}), steps(flow))
+    run(app_scenario({"name": "xpub", "type": "XPUB", "bind": down},
+                     {"name": "xsub", "type": "XSUB", "bind": up},
+                     {"name": "pub", "type": "PUB", "connect": up},
+                     {"name": "sub", "type": "SUB", "connect": down, "options": {"subscribe": [""]}}), steps(flow))
     return seen
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 
-from conformance.options_ported import SETTLE_S, endpoint, ports, recv_now, run, scenario, steps, what
+from conformance.ported import SETTLE_S, app_scenario, endpoint, ports, recv_now, run, steps, what
 
 START_S = 0.001  # the steps begin once the sockets are open (they open at 0)
 
@@ -40,8 +40,8 @@ def _basic(transport: str) -> dict[int, object]:
         yield pub.send(topic="B")
         seen[35] = what((yield from recv_now(sub)))
 
-    run(scenario({"name": "pub", "type": "XPUB", "bind": where, "options": {"xpub_manual": True}},
-                 {"name": "sub", "type": "XSUB", "connect": where}), steps(flow))
+    run(app_scenario({"name": "pub", "type": "XPUB", "bind": where, "options": {"xpub_manual": True}},
+                     {"name": "sub", "type": "XSUB", "connect": where}), steps(flow))
     return seen
 
 
@@ -81,8 +81,8 @@ def _unsubscribe_manual(transport: str) -> dict[object, object]:
         seen[101] = what((yield pub.recv()))
         pub.unsubscribe("XB")
 
-    run(scenario({"name": "pub", "type": "XPUB", "bind": where, "options": {"xpub_manual": True}},
-                 {"name": "sub", "type": "XSUB", "connect": where, "close_at_s": close_s}), steps(flow))
+    run(app_scenario({"name": "pub", "type": "XPUB", "bind": where, "options": {"xpub_manual": True}},
+                     {"name": "sub", "type": "XSUB", "connect": where, "close_at_s": close_s}), steps(flow))
     return seen
 
 
@@ -114,7 +114,7 @@ def test_unsubscribe_manual_close_cancels_what_the_pipe_asked_for(transport):
 def _proxy_sockets(transport: str, sub2_opens_s: float, subs_close_s: float | None, topics: tuple[str, str]) -> dict:
     front, back = endpoint(transport, "manual-frontend"), endpoint(transport, "manual-backend")
     close = {"close_at_s": subs_close_s} if subs_close_s is not None else {}
-    return scenario(
+    return app_scenario(
         {"name": "xsub_proxy", "type": "XSUB", "bind": front},
         {"name": "xpub_proxy", "type": "XPUB", "bind": back, "options": {"xpub_manual": True}},
         {"name": "pub", "type": "PUB", "connect": front},
@@ -305,9 +305,9 @@ def _unsubscribe_cleanup(transport: str) -> dict[object, object]:
         seen[402] = what((yield sub2.recv()))
         seen[405] = what((yield from recv_now(sub2)))
 
-    run(scenario({"name": "pub", "type": "XPUB", "bind": where, "options": {"xpub_manual": True}},
-                 {"name": "sub", "type": "XSUB", "connect": where, "close_at_s": first_closes},
-                 {"name": "sub2", "type": "XSUB", "connect": where, "open_at_s": second_opens}), steps(flow))
+    run(app_scenario({"name": "pub", "type": "XPUB", "bind": where, "options": {"xpub_manual": True}},
+                     {"name": "sub", "type": "XSUB", "connect": where, "close_at_s": first_closes},
+                     {"name": "sub2", "type": "XSUB", "connect": where, "open_at_s": second_opens}), steps(flow))
     return seen
 
 
@@ -358,5 +358,5 @@ def test_user_message_reaches_the_xpub(transport):
         yield sub.send(topic="\x02A")
         seen[428] = what((yield pub.recv()))
 
-    run(scenario({"name": "pub", "type": "XPUB", "bind": where}, {"name": "sub", "type": "XSUB", "connect": where}), steps(flow))
+    run(app_scenario({"name": "pub", "type": "XPUB", "bind": where}, {"name": "sub", "type": "XSUB", "connect": where}), steps(flow))
     assert seen[428] == ("\x02A", ())

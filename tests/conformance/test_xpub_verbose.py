@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import functools
 
-from conformance.options_ported import endpoint, ports, recv_now, run, scenario, set_type_option, steps, what
+from conformance.ported import app_scenario, endpoint, ports, recv_now, run, steps, what
 
 START_S = 0.001  # the steps begin once the sockets are open (they open at 0)
 
 
 def _sockets(transport: str, subs: int) -> dict:
     where = endpoint(transport, "soname")
-    return scenario({"name": "pub", "type": "XPUB", "bind": where},
-                    *({"name": f"sub{i}", "type": "SUB", "connect": where} for i in range(subs)))
+    return app_scenario({"name": "pub", "type": "XPUB", "bind": where},
+                        *({"name": f"sub{i}", "type": "SUB", "connect": where} for i in range(subs)))
 
 
 @functools.cache
@@ -32,7 +32,7 @@ def _one_sub(transport: str) -> dict[int, object]:
         seen[34] = what((yield pub.recv()))
         sub.subscribe("A")
         seen[40] = what((yield from recv_now(pub)))
-        set_type_option(pub, "xpub_verbose", 1)
+        pub.setsockopt("xpub_verbose", 1)
         sub.subscribe("A")
         seen[50] = what((yield pub.recv()))
         yield pub.send(topic="A")
@@ -93,7 +93,7 @@ def _two_subs(transport: str) -> dict[int, object]:
         yield from _duplicate_subscription(app, pub, sub0, sub1, seen)
         sub0.subscribe("B")
         seen[104] = what((yield pub.recv()))
-        set_type_option(pub, "xpub_verbose", 1)
+        pub.setsockopt("xpub_verbose", 1)
         sub1.subscribe("A")
         seen[115] = what((yield pub.recv()))
         yield pub.send(topic="A")
@@ -161,7 +161,7 @@ def _verboser_one_sub(transport: str) -> dict[int, object]:
         seen[174] = what((yield from recv_now(pub)))
         sub.unsubscribe("A")
         seen[181] = what((yield from recv_now(pub)))
-        set_type_option(pub, "xpub_verboser", 1)
+        pub.setsockopt("xpub_verboser", 1)
         sub.subscribe("A")
         seen[191] = what((yield pub.recv()))
         yield pub.send(topic="A")
@@ -239,7 +239,7 @@ def _verboser_two_subs(transport: str) -> dict[int, object]:
         sub1.unsubscribe("A")
         seen[236] = what((yield pub.recv()))
         seen[239] = what((yield from recv_now(pub)))
-        set_type_option(pub, "xpub_verboser", 1)
+        pub.setsockopt("xpub_verboser", 1)
         sub0.subscribe("A")
         sub1.subscribe("A")
         seen[254] = what((yield pub.recv()))

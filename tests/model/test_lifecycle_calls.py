@@ -287,3 +287,143 @@ def test_a_type_option_on_another_type_is_refused_whatever_its_value(option):
                    {"name": "pull", "type": "PULL", "connect": "inproc://a"})
     with pytest.raises(zsim.ScenarioError, match=f"socket\\[push\\].options.{option}: applies to"):
         zsim.run(raw, 0)
+
+
+def _handover(call_at_s=None):
+    # test_router_handover.cpp's steps: a second DEALER with the routing id "X" connects
+    # while the first is still connected, and sends
+    raw = scenario(
+        {"name": "router", "type": "ROUTER", "bind": "inproc://r"},
+        {"name": "one", "type": "DEALER", "connect": "inproc://r", "options": {"routing_id": "X"}},
+        {"name": "two", "type": "DEALER", "connect": "inproc://r", "open_at_s": 0.2, "options": {"routing_id": "X"}},
+        sends=[{"socket": "one", "count": 1, "start_s": 0.1}, {"socket": "two", "count": 1, "start_s": 0.3}],
+        recvs=[{"socket": "router"}],
+        until_s=1.0)
+    if call_at_s is not None:
+        raw["call"] = [{"socket": "router", "at_s": call_at_s, "set": {"router_handover": True}}]
+    return raw
+
+
+def test_a_type_option_set_by_a_call_reaches_the_type():
+    """socket_base_t::setsockopt offers an option to the type's xsetsockopt first:
+    ROUTER_HANDOVER set at 0.05 s lets the second "X" take the id, so the ROUTER reads its
+    message too (the [[call]] used to change the options record and not the ROUTER)."""
+    assert run(_handover())["sockets"]["router"]["received"] == 1  # router_t::identify_peer: the duplicate is ignored
+    assert run(_handover(call_at_s=0.05))["sockets"]["router"]["received"] == 2
+
+
+def test_xpub_verbose_set_by_an_app_passes_the_duplicate_subscription_up():
+    # test_xpub_verbose.cpp:44-50: zmq_setsockopt (pub, ZMQ_XPUB_VERBOSE) on the running XPUB
+    raw = scenario(
+        {"name": "pub", "type": "XPUB", "bind": "inproc://p"},
+        {"name": "sub0", "type": "SUB", "connect": "inproc://p", "open_at_s": 0.1, "options": {"subscribe": ["A"]}},
+        {"name": "sub1", "type": "SUB", "connect": "inproc://p", "open_at_s": 0.2, "options": {"subscribe": ["A"]}},
+        until_s=1.0)
+    got = []
+
+    def app(app):
+        pub = app.socket("pub")
+
+        def read():
+            pub.setsockopt("xpub_verbose", True)
+            while True:
+                msg = yield pub.recv()
+                got.append((msg.kind, msg.topic))
+
+        app.process(read())
+
+    zsim.run(raw, 0, apps=[app])
+    assert got == [("subscribe", "A"), ("subscribe", "A")]
+
+
+@pytest.mark.parametrize("transport", ["tcp", "inproc"])
+def test_a_socket_may_take_its_only_endpoint_from_a_call(transport):
+    """zmq_socket now, zmq_bind later: test_inproc_connect.cpp:273 test_unbind binds a
+    second PAIR to the name the first unbound, which a [[socket]] cannot declare (two
+    binds of one endpoint)."""
+    where = {"tcp": "tcp://127.0.0.1:5650", "inproc": "inproc://late"}[transport]
+    raw = scenario(
+        {"name": "first", "type": "PULL", "bind": where},
+        {"name": "second", "type": "PULL"},
+        {"name": "push", "type": "PUSH", "connect": where, "open_at_s": 0.3},
+        sends=[{"socket": "push", "count": 10, "interval_s": 0.01, "start_s": 0.3}],
+        recvs=[{"socket": "first"}, {"socket": "second"}],
+        until_s=1.0)
+    raw["call"] = [{"socket": "first", "at_s": 0.1, "unbind": where},
+                   {"socket": "second", "at_s": 0.2, "bind": where}]
+    summary = run(raw)
+    assert (summary["sockets"]["first"]["received"], summary["sockets"]["second"]["received"]) == (0, 10)
+
+
+def test_a_socket_without_endpoints_and_no_call_to_make_one_is_one_line():
+    raw = scenario({"name": "pull", "type": "PULL", "bind": "inproc://a"},
+                   {"name": "push", "type": "PUSH", "connect": "inproc://a"},
+                   {"name": "idle", "type": "PULL"})
+    raw["call"] = [{"socket": "idle", "at_s": 0.1, "set": {"rcvhwm": 5}}]
+    with pytest.raises(zsim.ScenarioError, match=r"^socket\[idle\]: binds and connects nothing: give bind = \[...\] or connect = "
+                                                 r"\[...\] \(or a \[\[call\]\] that does\)$"):
+        zsim.run(raw, 0)
+
+
+@pytest.mark.parametrize("transport", ["tcp", "ipc"])
+def test_a_connection_that_will_not_reconnect_lets_its_endpoint_go(transport):
+    """RECONNECT_IVL -1, the listener unbinds: session_base_t::reconnect sends the socket
+    term_endpoint, which ends the endpoint as zmq_disconnect does (test_reconnect_ivl.cpp).
+    The PUSH then has no pipe (a send: EAGAIN, where zsim used to queue it in the dead
+    connection's pipe), a zmq_disconnect finds nothing (ENOENT), and a new zmq_connect, once
+    the PULL binds again, is a new connection that delivers."""
+    where = {"tcp": "tcp://127.0.0.1:5660", "ipc": "ipc://no-reconnect"}[transport]
+    raw = scenario({"name": "pull", "type": "PULL", "bind": where},
+                   {"name": "push", "type": "PUSH", "connect": where, "options": {"reconnect_ivl": -1}},
+                   until_s=2.0)
+    seen = {}
+
+    def app(app):
+        env, push, pull = app.env, app.socket("push"), app.socket("pull")
+
+        def dontwait_send():
+            try:
+                yield push.send(1, dontwait=True)
+                return "sent"
+            except zsim.Again:
+                return "EAGAIN"
+
+        def steps():
+            yield push.send(1)
+            yield pull.recv()
+            pull.unbind(where)
+            yield env.timeout(0.3)
+            seen["after_unbind"] = yield from dontwait_send()
+            with pytest.raises(zsim.NoSuchEndpoint):
+                push.disconnect(where)
+            pull.bind(where)
+            yield env.timeout(0.3)
+            seen["after_rebind"] = yield from dontwait_send()
+            push.connect(where)
+            yield env.timeout(0.3)
+            seen["after_connect"] = yield from dontwait_send()
+            seen["received"] = (yield pull.recv()).size
+
+        app.process(steps())
+
+    zsim.run(raw, 0, apps=[app])
+    assert seen == {"after_unbind": "EAGAIN", "after_rebind": "EAGAIN", "after_connect": "sent", "received": 1}
+
+
+@pytest.mark.parametrize(("close_at_s", "refused"), [(0.2, False), (0.4, True)])
+def test_a_call_may_bind_what_a_closed_socket_bound(close_at_s, refused):
+    """zmq_close lets the endpoint go: a new socket binds it (test_rebind_ipc.cpp,
+    test_immediate.cpp:172); while the first is open, the bind is EADDRINUSE."""
+    where = "ipc://rebound"
+    raw = scenario({"name": "sb0", "type": "PUSH", "bind": where, "close_at_s": close_at_s},
+                   {"name": "sb1", "type": "PUSH", "open_at_s": 0.3},
+                   {"name": "sc", "type": "PULL", "connect": where},
+                   sends=[{"socket": "sb0", "count": 1, "size_bytes": 2}, {"socket": "sb1", "count": 1, "size_bytes": 2, "start_s": 0.3}],
+                   recvs=[{"socket": "sc"}], until_s=1.0)
+    raw["call"] = [{"socket": "sb1", "at_s": 0.3, "bind": where}]
+    if refused:
+        with pytest.raises(zsim.ScenarioError, match=r"^call\[0\] \(socket sb1\)\.bind\[0\]: ipc://rebound is bound by socket 'sb0' "
+                                                     r"at 0\.3 s \(EADDRINUSE\)$"):
+            zsim.run(raw, 0)
+    else:
+        assert run(raw)["sockets"]["sc"]["received"] == 2

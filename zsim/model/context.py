@@ -134,6 +134,12 @@ class Context:
         self.pipe_info.append(PipeInfo(pipe, name, frm, to, kind))
         return pipe
 
+    def term_endpoint(self, sock: Any, endpoint: Any) -> None:
+        """The ``term_endpoint`` command a session sends its socket when it will not
+        reconnect (``session_base_t::reconnect`` with RECONNECT_IVL <= 0): the socket lets
+        the endpoint go as ``zmq_disconnect`` does. Only the world knows a socket's
+        endpoints (``World.term_endpoint``)."""
+
     def rename_pipe(self, pipe: Pipe, name: str, frm: str | None = None, to: str | None = None) -> None:
         info = self.pipe_info[pipe.index]
         pipe.name = info.name = name

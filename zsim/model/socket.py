@@ -380,6 +380,11 @@ class Socket(SendOwner):
         options = self.options
         self.sndtimeo = options.sndtimeo
         self.rcvtimeo = options.rcvtimeo
+        if name and name != "subscribe" and name != "unsubscribe":
+            # socket_base_t::setsockopt offers the option to the type first (xsetsockopt:
+            # XPUB_VERBOSE, ROUTER_HANDOVER, REQ_RELAXED, PROBE_ROUTER, ...), whose fields
+            # follow it; (un)subscriptions are World.subscribe's
+            self.xsetsockopt(name, getattr(options, name))
         self.xoptions_changed(name)
 
     def xoptions_changed(self, name: str) -> None:

@@ -19,7 +19,7 @@ import numpy as np
 
 from .appthread import Workload
 from .context import Context, IoThread
-from .fates import RULE_APP_DISCONNECT, RULE_CRASH, RULE_LINGER, WHERE_PIPE
+from .fates import RULE_APP_DISCONNECT, RULE_CRASH, RULE_DISCONNECT, RULE_LINGER, WHERE_PIPE
 from .kernel import Environment
 from .params import ModelParams
 from .pipe import Message, Pipe
@@ -210,22 +210,31 @@ class World(Context):
         self.socket_endpoints[sock] = (binds, connects + (endpoint,))
         self._connect(sock, endpoint)
 
-    def disconnect(self, sock: Socket, endpoint: Any) -> bool:
+    def disconnect(self, sock: Socket, endpoint: Any, rule: int = RULE_APP_DISCONNECT) -> bool:
         """``zmq_disconnect`` (``socket_base_t::term_endpoint``): the connection goes as at a
         close, the socket stays. Messages read from the network and not yet by the
         application are thrown away; those it sent and the engine has not taken go as
         LINGER says (inproc: the peer reads them up to the delimiter, ``pipe_t::terminate
-        (true)``). Each is recorded under rule ``app_disconnect``. False if the socket does
-        not connect the endpoint (ENOENT)."""
+        (true)``). Each is recorded under ``rule`` (``app_disconnect``). False if the socket
+        does not connect the endpoint (ENOENT)."""
         binds, connects = self.socket_endpoints[sock]
         if not any(e.key == endpoint.key for e in connects):
             return False
         self.socket_endpoints[sock] = (binds, tuple(e for e in connects if e.key != endpoint.key))
         mine = self.socket_connections[sock]
         for conn in [c for c in mine if c.connector is sock and c.endpoint.key == endpoint.key]:
-            self._end_side(conn, sock, keep_inbound=False)
+            self._end_side(conn, sock, keep_inbound=False, rule=rule)
             mine.remove(conn)
         return True
+
+    def term_endpoint(self, sock: Socket, endpoint: Any) -> None:
+        """A connection that will not reconnect (RECONNECT_IVL <= 0) broke: when the socket
+        processes the session's ``term_endpoint`` command it ends the endpoint as
+        ``zmq_disconnect`` does (``socket_base_t::process_term_endpoint``): its pipes go,
+        what they held under rule ``disconnect``, and a later ``zmq_connect`` of the
+        endpoint is a new connection."""
+        if sock.state == OPEN:
+            self.disconnect(sock, endpoint, RULE_DISCONNECT)
 
     def unbind(self, sock: Socket, endpoint: Any) -> bool:
         """``zmq_unbind`` (``term_endpoint`` of a listener): no new connections. inproc: the
@@ -246,9 +255,9 @@ class World(Context):
                     self._end_side(conn, sock, keep_inbound=True)
         return True
 
-    def _end_side(self, conn: Connection, sock: Socket, keep_inbound: bool) -> None:
+    def _end_side(self, conn: Connection, sock: Socket, keep_inbound: bool, rule: int = RULE_APP_DISCONNECT) -> None:
         before = conn.lingering(sock)
-        conn.close_side(sock, rule=RULE_APP_DISCONNECT, keep_inbound=keep_inbound)
+        conn.close_side(sock, rule=rule, keep_inbound=keep_inbound)
         for session in before:
             if not session.done:
                 sock.process.pending_sessions.add(session)  # zmq_ctx_term waits for it, as for a close

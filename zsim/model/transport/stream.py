@@ -331,6 +331,14 @@ class StreamConnection(Connection):
             if peer is not None:
                 self._drop_connect_pipes(RULE_DISCONNECT)
         if self.connector.is_open and not self.closed:
+            if self.connector.options.reconnect_ivl <= 0:
+                # session_base_t::reconnect: no reconnect interval, so the session sends its
+                # socket term_endpoint, which the socket carries out as zmq_disconnect when
+                # it processes commands (until then its sends still go into the pipe)
+                self._stop_connecting()
+                connector, endpoint, ctx = self.connector, self.endpoint, self.ctx
+                connector.post(lambda _: ctx.term_endpoint(connector, endpoint), None)
+                return
             self.connecter.reconnect()
 
     def _drop_connect_pipes(self, rule: int) -> None:
