@@ -895,13 +895,13 @@ def _parse_calls(raw: Any, by_name: Mapping[str, SocketSpec], host_of: Mapping[s
                     values.append((key, getattr(parsed, key)))
             options = tuple(values)
         else:
-            # setsockopt(ZMQ_SUBSCRIBE/UNSUBSCRIBE): sub_t's, and xpub_t's with XPUB_MANUAL;
-            # EINVAL elsewhere (an XSUB's application sends subscription messages instead)
-            if sock.type != "SUB" and not (sock.type == "XPUB" and sock.options.xpub_manual):
-                raise ScenarioError(apath, f"setsockopt({action.upper()}) is not an option of a {sock.type} socket"
+            # as the type subscribes: sub_t's setsockopt(ZMQ_SUBSCRIBE/UNSUBSCRIBE), xpub_t's
+            # with XPUB_MANUAL, an XSUB's application sending the (un)subscription message
+            if sock.type not in ("SUB", "XSUB") and not (sock.type == "XPUB" and sock.options.xpub_manual):
+                raise ScenarioError(apath, f"a {sock.type} socket has no subscriptions to change"
                                            + (" without xpub_manual" if sock.type == "XPUB" else "")
-                                           + " (libzmq: EINVAL); a SUB subscribes so, an XSUB's application sends (un)subscription "
-                                           "messages ([[app]])")
+                                           + " (setsockopt(ZMQ_SUBSCRIBE): EINVAL): a SUB subscribes by the option, an XSUB by "
+                                           "sending the subscription message")
             prefixes = _str_list(table[action], apath)
             if not prefixes:
                 raise ScenarioError(apath, "names no prefix (\"\" is every message)")

@@ -212,7 +212,7 @@ def test_an_app_disconnects_connects_and_sets_options():
     ({"socket": "push", "at_s": 0.1, "set": {"sndhwm": 1}, "disconnect": "inproc://a"}, "makes one call"),
     ({"socket": "push", "at_s": 2.0, "set": {"sndhwm": 1}}, "when the socket is already closed"),
     ({"socket": "push", "at_s": 0.1, "set": {"subscribe": "A"}}, "is its own call"),
-    ({"socket": "push", "at_s": 0.1, "subscribe": "A"}, "setsockopt(SUBSCRIBE) is not an option of a PUSH socket (libzmq: EINVAL)"),
+    ({"socket": "push", "at_s": 0.1, "subscribe": "A"}, "a PUSH socket has no subscriptions to change"),
     ({"socket": "pusj", "at_s": 0.1, "set": {"sndhwm": 1}}, "unknown socket 'pusj' (did you mean 'push'?)"),
     ({"socket": "push", "at_s": 0.1, "set": {"sndhwm": -1}}, "sndhwm: must be >= 0"),
 ])

@@ -263,9 +263,14 @@ class World(Context):
                 sock.process.pending_sessions.add(session)  # zmq_ctx_term waits for it, as for a close
 
     def subscribe(self, sock: Socket, prefix: str, subscribe: bool) -> None:
-        """``setsockopt(ZMQ_SUBSCRIBE / ZMQ_UNSUBSCRIBE)`` on a SUB or XSUB: the filter
-        changes now and the (un)subscription goes to every peer (``xsub_t::xsend``)."""
-        sock.xsetsockopt("subscribe" if subscribe else "unsubscribe", prefix)
+        """A ``[[call]]``'s subscribe/unsubscribe, as the type subscribes: a SUB (and an
+        XPUB with XPUB_MANUAL) by ``setsockopt(ZMQ_SUBSCRIBE / ZMQ_UNSUBSCRIBE)``, an XSUB
+        by sending the (un)subscription message (``xsub_t::xsend``: EINVAL is its answer
+        to the option). The filter changes now and the message goes to every peer."""
+        if not sock.xsetsockopt("subscribe" if subscribe else "unsubscribe", prefix):
+            send_subscription = getattr(sock, "send_subscription", None)
+            if send_subscription is not None:
+                send_subscription(prefix, subscribe)
 
     def set_option(self, sock: Socket, name: str, value: Any) -> None:
         """``zmq_setsockopt`` while the socket is open: the option holds from now on where
