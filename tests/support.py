@@ -130,9 +130,12 @@ def hwm_raised_while_connected(on: str = "push") -> dict[str, Any]:
     over inproc, a PUSH (SNDHWM 1) binds after it, then SNDHWM 5 on the PUSH (``on =
     "pull"``: RCVHWM 5 on the PULL, which has no loop) while connected: 5 + 1 sends before
     EAGAIN. (libzmq's order: the connect is pending when the bind attaches the pipe to both.)"""
+    # 100 ms between the connect, the bind, the call and the sends: a real run on a busy
+    # machine must not bind before the connect (then the pipe keeps 1 + 1: see
+    # test_hwm_set_before_the_bind_side_attached_the_pipe_leaves_it)
     raw = scenario({"name": "pull", "type": "PULL", "connect": "inproc://hwm", "options": {"rcvhwm": 1}},
-                   {"name": "push", "type": "PUSH", "bind": "inproc://hwm", "open_at_s": 0.02, "options": {"sndhwm": 1}},
-                   sends=[{"socket": "push", "count": 10_000, "dontwait": True, "on_again": "stop", "size_bytes": 0, "start_s": 0.1}],
-                   until_s=0.5, name="hwm-raised")
-    raw["call"] = [{"socket": on, "at_s": 0.05, "set": {"sndhwm" if on == "push" else "rcvhwm": 5}}]
+                   {"name": "push", "type": "PUSH", "bind": "inproc://hwm", "open_at_s": 0.1, "options": {"sndhwm": 1}},
+                   sends=[{"socket": "push", "count": 10_000, "dontwait": True, "on_again": "stop", "size_bytes": 0, "start_s": 0.3}],
+                   until_s=0.6, name="hwm-raised")
+    raw["call"] = [{"socket": on, "at_s": 0.2, "set": {"sndhwm" if on == "push" else "rcvhwm": 5}}]
     return raw

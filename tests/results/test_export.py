@@ -522,7 +522,7 @@ def test_a_call_is_the_pyzmq_call_at_its_time_in_the_thread_that_owns_the_socket
     # subscribes by sending
     text = export_pyzmq(spec.from_dict(hwm_raised_while_connected("pull")))
     assert "    with proc.open(\"pull\", open_pull, at_s=0.0) as pull:\n        calls = Calls(proc, pull_calls(pull))" in text
-    assert "        (0.05, lambda: pull.setsockopt(zmq.RCVHWM, 5)),  # call[0]: set" in text
+    assert "        (0.2, lambda: pull.setsockopt(zmq.RCVHWM, 5)),  # call[0]: set" in text
     raw = sub_subscribes_later()
     raw["socket"][1].update(type="XSUB")
     raw["call"].append({"socket": "sub", "at_s": 0.45, "unsubscribe": "A"})
