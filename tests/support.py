@@ -82,6 +82,61 @@ def dealer_worker_behind_broker(*clients: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def router_to_dealer_workers(count: int = 60, metrics: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Issue 41's design: a ROUTER hands requests (64 bytes, every 5 ms, by routing id in
+    turn) to two DEALER workers in processes of their own; each replies after 2 ms of
+    service, and a [[recv]] on the ROUTER reads the replies. Its request -> reply times are
+    the ROUTER's ``sockets.router.rtt_s``; its [[send]] has none of its own (it does not wait
+    for replies). ``metrics``: a ``[validation.metrics]`` table (default: none, the defaults)."""
+    raw: dict[str, Any] = {
+        "scenario": {"name": "router-dealer-workers"},
+        "process": [{"name": "front"}, {"name": "worker1"}, {"name": "worker2"}],
+        "socket": [
+            {"name": "router", "type": "ROUTER", "process": "front", "bind": "tcp://127.0.0.1:5701"},
+            {"name": "w1", "type": "DEALER", "process": "worker1", "connect": "tcp://127.0.0.1:5701"},
+            {"name": "w2", "type": "DEALER", "process": "worker2", "connect": "tcp://127.0.0.1:5701"},
+        ],
+        "send": [{"socket": "router", "to": ["w1", "w2"], "count": count, "interval_s": 0.005, "size_bytes": 64,
+                  "start_s": 0.3, "pacing": "schedule"}],
+        "recv": [{"socket": "router"}, {"socket": "w1", "reply": True, "service_s": 0.002},
+                 {"socket": "w2", "reply": True, "service_s": 0.002}],
+    }
+    if metrics is not None:
+        raw["validation"] = {"metrics": metrics}
+    return raw
+
+
+def request_paths_design(count: int = 10) -> dict[str, Any]:
+    """Three request paths on one loopback, messages of 64 bytes (room for the stamp a reply
+    or result carries, validation.child.CAUSED_SIZE): a ROUTER's requests to a DEALER worker
+    that replies; a REQ client through a ROUTER | proxy | DEALER broker to a REP worker; and
+    a ventilator's tasks through a stage (``forward_to``) to a sink. ``count`` requests on each,
+    20 ms apart; every service 2 ms."""
+    return {
+        "scenario": {"name": "request-paths"},
+        "process": [{"name": "front"}, {"name": "worker"}, {"name": "broker"}, {"name": "client"}, {"name": "rep"},
+                    {"name": "vent"}, {"name": "stage"}],
+        "socket": [
+            {"name": "router", "type": "ROUTER", "process": "front", "bind": "tcp://127.0.0.1:5711"},
+            {"name": "dw", "type": "DEALER", "process": "worker", "connect": "tcp://127.0.0.1:5711"},
+            {"name": "frontend", "type": "ROUTER", "process": "broker", "bind": "tcp://127.0.0.1:5712"},
+            {"name": "backend", "type": "DEALER", "process": "broker", "bind": "tcp://127.0.0.1:5713"},
+            {"name": "req", "type": "REQ", "process": "client", "connect": "tcp://127.0.0.1:5712", "open_at_s": 0.05},
+            {"name": "rw", "type": "REP", "process": "rep", "connect": "tcp://127.0.0.1:5713", "open_at_s": 0.05},
+            {"name": "vent", "type": "PUSH", "process": "vent", "bind": "tcp://127.0.0.1:5714"},
+            {"name": "sink", "type": "PULL", "process": "vent", "bind": "tcp://127.0.0.1:5715"},
+            {"name": "s_in", "type": "PULL", "process": "stage", "connect": "tcp://127.0.0.1:5714", "open_at_s": 0.05},
+            {"name": "s_out", "type": "PUSH", "process": "stage", "connect": "tcp://127.0.0.1:5715", "open_at_s": 0.05},
+        ],
+        "proxy": [{"name": "broker", "frontend": "frontend", "backend": "backend"}],
+        "send": [{"socket": name, "count": count, "interval_s": 0.02, "size_bytes": 64, "start_s": 0.3, **extra}
+                 for name, extra in (("router", {"to": ["dw"]}), ("req", {}), ("vent", {}))],
+        "recv": [{"socket": "router"}, {"socket": "dw", "reply": True, "service_s": 0.002},
+                 {"socket": "rw", "service_s": 0.002}, {"socket": "s_in", "forward_to": "s_out", "service_s": 0.002},
+                 {"socket": "sink"}],
+    }
+
+
 # -- [[call]]s whose outcome load cannot change (run simulated, by the real harness and as an
 # exported program): every call is 100 ms or more from the sends around it
 

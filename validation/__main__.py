@@ -8,7 +8,8 @@
 Writes ``DIR/report.md`` (agreement table, one section per scenario, figures) and
 ``DIR/results.json``; a full run (not ``--fast``, not ``--only``) also regenerates
 ``validation/claims.md``, the verdicts on the seed documents' claims. Exit status 0 when
-every difference is explained by its scenario file, 1 otherwise.
+every difference is explained by its scenario file and every metric a scenario's question
+depends on was compared (no verdict ``incomplete``), 1 otherwise.
 """
 
 from __future__ import annotations
@@ -136,16 +137,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     unexplained = [(r.scenario, m.metric) for r in results for m in r.unexplained]
     failed = [r.scenario for r in results if r.verdict == "error"]
     bound = [r for r in results if r.verdict == "machine-bound"]
+    incomplete = [r for r in results if r.verdict == "incomplete"]
     agree = sum(1 for r in results if r.verdict == "agrees")
-    print(f"{len(results)} scenarios: {agree} agree, {len(results) - agree - len(failed) - len(bound)} differ "
-          f"({len(unexplained)} unexplained metric differences), {len(bound)} machine-bound, {len(failed)} failed; {wall:.0f} s")
+    differ = len(results) - agree - len(failed) - len(bound) - len(incomplete)
+    print(f"{len(results)} scenarios: {agree} agree, {differ} differ ({len(unexplained)} unexplained metric differences), "
+          f"{len(incomplete)} incomplete, {len(bound)} machine-bound, {len(failed)} failed; {wall:.0f} s")
     print(f"machine load before: {load_before}; after: {_load()}")
     for scenario, metric in unexplained:
         print(f"  unexplained: {scenario}: {metric}")
+    for result in incomplete:
+        print(f"  not compared: {result.scenario}: {', '.join(e.metric for e in result.question_not_compared) or 'nothing was'}")
     for result in bound:
         print(f"  machine-bound: {result.scenario}: {result.verdict_reason}")
     print(f"report: {report}" + (f"; claims: {claims_path}" if claims_path else ""))
-    return 0 if not unexplained and not failed else 1
+    return 0 if not unexplained and not failed and not incomplete else 1
 
 
 if __name__ == "__main__":

@@ -39,7 +39,15 @@ the same intervals, sizes and service times in both.
 
 Every data message carries a header at the end of its last frame, when the frame is large
 enough: ``<magic, kind, workload, sequence number, send time>`` (16 bytes), or without the
-time (8 bytes). Receivers use it for latency and to record which indices arrived.
+time (8 bytes). Receivers use it for latency and to record which indices arrived. A reply or
+a stage's result (a message *caused* by another) carries, just before that header, the stamp
+of the first message of its chain, its *root*: ``<magic, [[send]] index, send time>`` (11
+bytes; ``ROOT``), copied from the request it answers (the request's own header, or the root
+it carried itself). A socket that receives a caused message records the time from its root's
+send to now with the root's sender, so that the harness gives request -> reply times per
+socket (the root was sent from the socket that receives) and end-to-end times per source
+(``validation.harness.causal_times``), as the simulator does from its ledger
+(``zsim.results.causal_times``).
 """
 
 from __future__ import annotations
@@ -75,6 +83,11 @@ KIND_DATA = 1
 KIND_REPLY = 2
 FULL = struct.Struct("<BBHId")  # magic, kind, workload index, sequence, send time
 SHORT = struct.Struct("<BBHI")
+MAGIC_ROOT = 0xA7
+#: before the FULL header of a caused message: its root's magic, [[send]] index, send time
+ROOT = struct.Struct("<BHd")
+#: the last frame a caused message needs to carry its root's stamp as well as its own header
+CAUSED_SIZE = ROOT.size + FULL.size
 HEARTBEAT_S = 0.05
 #: how long the process looks for worker-thread errors after writing its counters
 AFTER_SNAPSHOT_S = 0.02
@@ -97,13 +110,19 @@ class Closing(Exception):
 # Messages
 
 
-def build_frames(size: int, topic: str, parts: int, kind: int, widx: int, seq: int, now: float) -> list[bytes]:
+def build_frames(size: int, topic: str, parts: int, kind: int, widx: int, seq: int, now: float,
+                 root: tuple[int, float] | None = None) -> list[bytes]:
     """Frames of one message, as the simulator sizes them (``message_wire_bytes``).
 
     One part: ``topic + payload``. Several: the topic (if any) as its own first frame, the
-    payload split over the others. The header goes at the end of the last frame.
+    payload split over the others. The header goes at the end of the last frame; ``root``
+    (a reply's or result's: the [[send]] index and send time of its chain's first message)
+    just before it, when the frame has room for both (``CAUSED_SIZE``).
     """
     topic_b = topic.encode() if topic else b""
+    if root is not None and parts <= 1 and size >= CAUSED_SIZE:
+        return [topic_b + _zeros(size - CAUSED_SIZE) + _pack_root(MAGIC_ROOT, root[0] & 0xFFFF, root[1])
+                + _pack_full(MAGIC_FULL, kind, widx & 0xFFFF, seq & 0xFFFFFFFF, now)]
     if parts <= 1:
         if size >= FULL.size:
             return [topic_b + _zeros(size - FULL.size) + _pack_full(MAGIC_FULL, kind, widx & 0xFFFF, seq & 0xFFFFFFFF, now)]
@@ -145,6 +164,7 @@ def split_envelope(frames: list[bytes], sock_type: str, body_frames: dict[str, i
 _ZEROS: dict[int, bytes] = {}
 _pack_full = FULL.pack
 _pack_short = SHORT.pack
+_pack_root = ROOT.pack
 
 
 def _zeros(n: int) -> bytes:
@@ -169,6 +189,30 @@ def parse_header(frame: bytes) -> tuple[int, int, int, float | None] | None:
     return None
 
 
+def parse_root(frame: bytes) -> tuple[int, float] | None:
+    """(the root's [[send]] index, its send time) from the last frame of a caused message
+    (a reply or a stage's result) that carries it, else None."""
+    n = len(frame)
+    if n >= CAUSED_SIZE and frame[n - FULL.size] == MAGIC_FULL and frame[n - CAUSED_SIZE] == MAGIC_ROOT:
+        _magic, widx, sent = ROOT.unpack_from(frame, n - CAUSED_SIZE)
+        return widx, sent
+    return None
+
+
+def root_of(frames: list[bytes]) -> tuple[int, float] | None:
+    """The root a message answering ``frames`` (a request, or a task for a stage) carries on:
+    the request's own [[send]] stamp when it was sent by a [[send]], else the root it
+    carried itself (a reply answered again, a result forwarded again). None without one (a
+    frame too small for the stamps)."""
+    header = parse_header(frames[-1]) if frames else None
+    if header is None:
+        return None
+    kind, widx, _seq, sent = header
+    if kind == KIND_DATA:
+        return (widx, sent) if sent is not None else None
+    return parse_root(frames[-1])
+
+
 # --------------------------------------------------------------------------------------
 # Statistics
 
@@ -189,15 +233,28 @@ class SocketStats:
         self.latency = array("d")
         self.indices: dict[str, array] = {}
         self.opened = False
+        # per caused message received (a reply, a stage's result): its root's [[send]]
+        # index, the time from the root's send to now, and whether it ended its chain here
+        # (it caused nothing further: zsim.results.causal_times counts an end-to-end time
+        # only there)
+        self.causal_root = array("H")
+        self.causal_s = array("d")
+        self.causal_end = array("B")
+        #: caused messages received without their root's stamp (a frame under CAUSED_SIZE)
+        self.causal_unstamped = 0
 
-    def record(self, frames: list[bytes], now: float) -> None:
+    def record(self, frames: list[bytes], now: float, end: bool = True, root: tuple[int, float] | None = None) -> int:
+        """Count a delivered message; returns the index of its causal record (-1: none).
+        ``end``: what receives it answers or forwards nothing; ``root``: the root when the
+        receiver knows it better than the message can say (a REQ's reply answers the
+        request it sent last)."""
         self.received += 1
         if self.first_recv is None:
             self.first_recv = now
         self.last_recv = now
         header = parse_header(frames[-1]) if frames else None
         if header is None:
-            return
+            return self._causal(root, now, end)
         kind, widx, seq, sent = header
         key = f"{'s' if kind == KIND_DATA else 'r'}{widx}"
         seqs = self.indices.get(key)
@@ -208,6 +265,19 @@ class SocketStats:
             self.latency.append(now - sent)
             if self.first_sent is None:
                 self.first_sent = sent
+        if kind != KIND_DATA and root is None:
+            root = parse_root(frames[-1])
+            if root is None:
+                self.causal_unstamped += 1
+        return self._causal(root, now, end)
+
+    def _causal(self, root: tuple[int, float] | None, now: float, end: bool) -> int:
+        if root is None:
+            return -1
+        self.causal_root.append(root[0] & 0xFFFF)
+        self.causal_s.append(now - root[1])
+        self.causal_end.append(1 if end else 0)
+        return len(self.causal_end) - 1
 
 
 # --------------------------------------------------------------------------------------
@@ -320,7 +390,9 @@ class SendTask:
                                 return
                         self.progress_at = done_at = _pc()
                         self.zmq_s += done_at - returned
-                        stats.record(reply, done_at)
+                        # a REQ's reply answers the request it sent last: its root, stamped
+                        # in it or not (a reply too small to carry the stamp)
+                        stats.record(reply, done_at, root=(widx, now))
                         self.replies += 1
                         self.rtt.append(done_at - now)
                 else:
@@ -427,6 +499,7 @@ class RecvTask:
         next_pause = start + self.pause_every.next() if self.pause_every is not None else float("inf")
         spin = plan.get("wait_spin_s", 0.0)
         loop_cpu = plan.get("loop_cpu_s", 0.0)
+        pending = -1  # the causal record of a message received and not yet answered
         try:
             if not (yield ("wait", start, spin)):
                 return
@@ -450,7 +523,12 @@ class RecvTask:
                 got = _pc()
                 proc.touch()
                 envelope, body = split_envelope(frames, sock_type, body_frames) if split else ([], frames)
-                stats.record(body if body else frames, got)
+                message = body if body else frames
+                # a message this workload answers or forwards is a hop of its chain, not its
+                # end; until the answer is sent (the run may end first) it is kept pending
+                recorded = stats.record(message, got, end=not (reply or forward))
+                pending = recorded if reply or forward else -1
+                root = root_of(message) if reply or forward else None
                 self.received += 1
                 service = self.service.next()
                 if busy:  # one computation: the loop's own work, then the service
@@ -467,7 +545,8 @@ class RecvTask:
                     # a pipeline stage (zguide taskwork): the result goes out on another
                     # socket of this thread, with a blocking send
                     size = max(0, int(self.reply_size.next())) if self.reply_size is not None else sum(len(f) for f in body)
-                    out = build_frames(size, "", 1, KIND_REPLY, widx, self.replies_sent, _pc())
+                    out = build_frames(size, "", 1, KIND_REPLY, widx, self.replies_sent, _pc(), root)
+                    pending = -1
                     status = yield ("forward", out)
                     if status == "sent":
                         self.replies_sent += 1
@@ -477,7 +556,8 @@ class RecvTask:
                         size = max(0, int(self.reply_size.next()))
                     else:
                         size = sum(len(f) for f in body)
-                    out = envelope + build_frames(size, "", 1, KIND_REPLY, widx, self.replies_sent, _pc())
+                    out = envelope + build_frames(size, "", 1, KIND_REPLY, widx, self.replies_sent, _pc(), root)
+                    pending = -1
                     # The simulator's reply never blocks (REP and ROUTER drop, a DEALER that
                     # gets EAGAIN counts it): DONTWAIT.
                     status = yield ("send", out, True)
@@ -489,6 +569,8 @@ class RecvTask:
                     else:
                         stats.send_again += 1
         finally:
+            if pending >= 0:  # the run ended before the answer went out: the chain ended here
+                stats.causal_end[pending] = 1
             self.done = True
 
 
@@ -1285,6 +1367,11 @@ class Process:
             }
             if len(latency):
                 np.save(os.path.join(results_dir, f"latency-{stats.name}.npy"), latency)
+            causal = _causal_copy(stats)
+            if len(causal):
+                np.save(os.path.join(results_dir, f"causal-{stats.name}.npy"), causal)
+            if stats.causal_unstamped:
+                sockets[stats.name]["causal_unstamped"] = stats.causal_unstamped
         senders = {}
         for task in self.send_tasks:
             senders[task.name] = {
@@ -1472,6 +1559,17 @@ def _copy(values: array) -> np.ndarray:
     """A NumPy copy of an ``array('d')`` another thread may be appending to: the slice is
     taken in one step and owns its buffer, so the live array never exports its own."""
     return np.frombuffer(values[:], dtype=np.float64)
+
+
+def _causal_copy(stats: SocketStats) -> np.ndarray:
+    """A socket's causal records as rows (root [[send]] index, seconds since the root's
+    send, 1 where the chain ended there); each array copied in one step (another thread may
+    be appending: the rows all three hold)."""
+    roots = np.frombuffer(stats.causal_root[:], dtype=np.uint16)
+    times = np.frombuffer(stats.causal_s[:], dtype=np.float64)
+    ends = np.frombuffer(stats.causal_end[:], dtype=np.uint8)
+    n = min(len(roots), len(times), len(ends))
+    return np.stack([roots[:n].astype(np.float64), times[:n], ends[:n].astype(np.float64)], axis=1)
 
 
 def _runs(values: list[int]) -> list[list[int]]:

@@ -1,10 +1,13 @@
 """``zsim validate`` and ``zsim calibrate``: thin wrappers over library calls.
 
 ``zsim validate SCENARIO [--replications N] [--seed S] [--json] [--report DIR] [--timeout T]``
-prints the per-metric table (or one JSON object) and exits 0 when every metric agrees, 1
-when at least one differs, no run succeeded on a side, or the real side missed its own
-schedule (verdict ``machine-bound``). Bad input raises
-``ScenarioError`` (the zsim CLI prints one line and exits 2).
+prints the per-metric table, what was not compared and why (or one JSON object), and exits
+with the verdict (``validation.compare.ScenarioValidation.verdict``): 0 ``agrees`` (every
+metric the question depends on was compared and agrees), 1 ``differs`` (a compared metric
+differs), and also 1 when no run succeeded on a side (``error``) or the real side missed its
+own schedule (``machine-bound``), as before; 3 ``incomplete`` (what was compared agrees, but
+a metric the question depends on was not compared: never read as an agreement). Bad input
+raises ``ScenarioError`` (the zsim CLI prints one line and exits 2).
 """
 
 from __future__ import annotations
@@ -24,6 +27,11 @@ from zsim.textsafe import terminal
 
 EXIT_AGREES = 0
 EXIT_DIFFERS = 1
+#: what was compared agrees, but not everything the question depends on was compared
+#: (2 is bad input, everywhere in zsim)
+EXIT_INCOMPLETE = 3
+#: the exit status of each scenario verdict (any other: EXIT_DIFFERS)
+VERDICT_EXIT = {"agrees": EXIT_AGREES, "differs": EXIT_DIFFERS, "incomplete": EXIT_INCOMPLETE}
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
@@ -87,7 +95,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         print(json.dumps(result.to_json(), indent=2, default=json_default))
     else:
         print(terminal(format_table(result)))
-    return EXIT_AGREES if result.verdict == "agrees" else EXIT_DIFFERS
+    return VERDICT_EXIT.get(result.verdict, EXIT_DIFFERS)
 
 
 def check_run_options(replications: Any, timeout: Any) -> None:

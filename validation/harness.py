@@ -821,6 +821,29 @@ def _origin_name(scenario: Scenario, origin: str) -> str:
     return origin
 
 
+def causal_times(scenario: Scenario, socket: str, rows: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """A socket's request -> reply and end-to-end times from its causal records (rows of
+    ``child._causal_copy``: root [[send]] index, seconds since the root's send, end flag), as
+    ``zsim.results.causal_times`` makes them from the ledger: a caused message whose root was
+    sent from this socket is a round trip (``rtt``), one whose root came from another socket
+    and that caused nothing further is an end-to-end time from that socket (``e2e``, by the
+    root's socket name), each in delivery order."""
+    rows = np.asarray(rows, dtype=np.float64).reshape(-1, 3)
+    origin_of = [send.socket for send in scenario.sends]
+    origins = [origin_of[int(i)] if 0 <= int(i) < len(origin_of) else None for i in rows[:, 0]]
+    back = np.array([origin == socket for origin in origins], dtype=bool)
+    rtt = rows[back, 1]
+    e2e: dict[str, np.ndarray] = {}
+    ends = rows[:, 2] > 0
+    for name in dict.fromkeys(o for o in origins if o is not None and o != socket):
+        mask = np.array([origin == name for origin in origins], dtype=bool) & ends
+        if mask.any():
+            e2e[name] = rows[mask, 1]
+    # in the order of the scenario's sockets, as the simulator lists its sources
+    order = {s.name: i for i, s in enumerate(scenario.sockets)}
+    return rtt, dict(sorted(e2e.items(), key=lambda item: order.get(item[0], len(order))))
+
+
 def count_runs(runs: list[list[int]]) -> int:
     """How many indices a list of [first, last] runs holds."""
     return sum(last - first + 1 for first, last in runs)
@@ -835,6 +858,7 @@ def merge_results(scenario: Scenario, results: dict[str, dict[str, Any]], result
     sockets: dict[str, SocketSummary] = {}
     latency_all: list[np.ndarray] = []
     indices: dict[str, Any] = {}
+    unstamped: dict[str, int] = {}
     errors: list[str] = []
     end_s = 0.0
     socket_stats: dict[str, dict[str, Any]] = {}
@@ -870,6 +894,15 @@ def merge_results(scenario: Scenario, results: dict[str, dict[str, Any]], result
                 latency_all.append(lat)
                 if samples is not None:
                     samples[f"latency.{sock.name}"] = lat
+        causal_path = results_dir / f"causal-{sock.name}.npy"
+        if causal_path.exists():
+            rtt, e2e = causal_times(scenario, sock.name, np.load(causal_path))
+            if len(rtt):
+                entry["rtt_s"] = percentiles(rtt)
+            if e2e:
+                entry["e2e_s"] = {source: percentiles(times) for source, times in e2e.items()}
+        if stats.get("causal_unstamped"):
+            unstamped[sock.name] = int(stats["causal_unstamped"])
         if stats.get("indices"):
             indices[sock.name] = {_origin_name(scenario, origin): runs for origin, runs in stats["indices"].items()}
         sockets[sock.name] = entry
@@ -972,6 +1005,9 @@ def merge_results(scenario: Scenario, results: dict[str, dict[str, Any]], result
             "errors": errors,
             "last_activity_s": max((r.get("last_activity_s") or 0.0) for r in results.values()) if results else 0.0,
             "latency_samples": int(len(latency)),
+            # per socket: replies and results received without their root's stamp (a frame
+            # under child.CAUSED_SIZE bytes): no request -> reply or end-to-end time from them
+            "causal_unstamped": unstamped,
             # how the harness itself behaved: lateness of timed waits and the mean cost of a
             # send call that did not block, measured during this run
             "wait_lateness_s": percentiles(lateness),

@@ -25,7 +25,17 @@ from zsim.files import shown_path
 from zsim.plotting import plain_text
 from zsim.results import json_default
 
-from .compare import ACHIEVED_RATE_SHARE, SCHEDULE_MARGIN, SPEED_MARGIN, ScenarioValidation, _fmt_ci, _num, _rate, describe_load
+from .compare import (
+    ACHIEVED_RATE_SHARE,
+    SCHEDULE_MARGIN,
+    SPEED_MARGIN,
+    ScenarioValidation,
+    _fmt_ci,
+    _num,
+    _rate,
+    describe_load,
+    group_not_compared,
+)
 
 __all__ = ["write_report", "agreement_table", "overview_rows"]
 
@@ -193,6 +203,13 @@ def overview_rows(results: Sequence[ScenarioValidation]) -> list[dict[str, Any]]
                 "machine_bound": result.machine_bound,
                 "machine_reason": _bound_short(result) if result.machine_bound else "",
             })
+        for entry in result.question_not_compared:  # what the question depends on and was not compared
+            rows.append({
+                "scenario": result.scenario, "metric": entry.metric, "sim": "-", "real": "-", "tolerance": "-",
+                "verdict": "not compared", "note": entry.reason, "detail": entry.reason,
+                "machine_bound": result.machine_bound,
+                "machine_reason": _bound_short(result) if result.machine_bound else "",
+            })
     return rows
 
 
@@ -210,6 +227,8 @@ def agreement_table(results: Sequence[ScenarioValidation], notes: bool = True) -
             verdict = f"{verdict} (machine-bound run: {row.get('machine_reason') or 'the real side missed its schedule'})"
         elif verdict == "differs":
             verdict = "**differs**" + (" (known, see notes)" if row["note"] else " (unexplained)")
+        elif verdict == "not compared":
+            verdict = f"**not compared**, the question depends on it: {_md_escape(row['note'])}"
         lines.append(f"| {row['scenario']} | `{row['metric']}` | {row['sim']} | {row['real']} | {row['tolerance']} | {verdict} |")
     return "\n".join(lines)
 
@@ -226,6 +245,8 @@ def scenario_table(results: Sequence[ScenarioValidation]) -> str:
             verdict = f"machine-bound ({_bound_short(result)})"
         elif verdict == "differs":
             verdict = "differs (known)" if not result.unexplained else "**differs (unexplained)**"
+        elif verdict == "incomplete":
+            verdict = f"**incomplete** ({len(result.question_not_compared)} the question depends on not compared)"
         lines.append(f"| {result.scenario} | {result.replications} | {agreeing} of {len(checked)} | {verdict} | {', '.join(differing)} |")
     return "\n".join(lines)
 
@@ -251,7 +272,7 @@ def _scenario_section(result: ScenarioValidation, out: Path) -> list[str]:
         lines += [result.description.strip(), ""]
     lines.append(f"Source: `{shown_path(result.source)}`. {result.replications} replications per side (seeds {result.seeds[0]} to "
                  f"{result.seeds[-1]}); simulation {result.wall_sim_s:.1f} s, real runs {result.wall_real_s:.1f} s. "
-                 f"**Verdict: {result.verdict}.**")
+                 f"**Verdict: {_md_escape(result.verdict_text if result.verdict != 'machine-bound' else result.verdict)}.**")
     if result.machine_bound:
         what = "The real side missed its own schedule" if result.schedule.get("missed") else "This machine ran slower than its profile"
         lines += ["", f"**{what}:** {_md_escape(result.verdict_reason)}. "
@@ -266,6 +287,7 @@ def _scenario_section(result: ScenarioValidation, out: Path) -> list[str]:
             f"{_values(metric.sim)} | {_values(metric.real)} | {metric.tolerance.describe()} | "
             f"{metric.verdict}{(' (' + _md_escape(metric.detail) + ')') if metric.detail and metric.verdict != 'agrees' else ''} |")
     lines.append("")
+    lines += _not_compared_lines(result)
     senders = _sender_lines(result)
     if senders:
         lines += senders + [""]
@@ -299,6 +321,23 @@ def _scenario_section(result: ScenarioValidation, out: Path) -> list[str]:
             lines.append(f"![{result.scenario} {name}]({written.name})")
             lines.append("")
     return lines
+
+
+def _not_compared_lines(result: ScenarioValidation) -> list[str]:
+    """Every metric zsim reports for the design that was not compared, by reason; first, in
+    bold, what the question depends on (it keeps the verdict from "agrees")."""
+    if not result.not_compared:
+        return []
+    lines = [f"Not compared ({len(result.not_compared)} metric names; `results.json` lists each with its reason):", ""]
+    for question in (True, False):
+        group = [entry for entry in result.not_compared if entry.question is question]
+        for reason, names in group_not_compared(group):
+            listed = ", ".join(f"`{name}`" for name in names)
+            if question:
+                lines.append(f"- **the question depends on it: {_md_escape(reason)}**: {listed}")
+            else:
+                lines.append(f"- {_md_escape(reason)}: {listed}")
+    return lines + [""]
 
 
 def _sender_lines(result: ScenarioValidation) -> list[str]:
@@ -380,8 +419,11 @@ def write_report(results: Sequence[ScenarioValidation], out_dir: str | Path, tit
     agree = sum(1 for r in results if r.verdict == "agrees")
     explained = sum(1 for r in results if r.verdict == "differs" and not r.unexplained)
     bound = sum(1 for r in results if r.verdict == "machine-bound")
-    lines.append(f"{total} scenario(s): {agree} agree on every metric, {explained} differ only where the scenario explains "
-                 f"why, {total - agree - explained - bound} differ without an explanation or failed"
+    incomplete = sum(1 for r in results if r.verdict == "incomplete")
+    lines.append(f"{total} scenario(s): {agree} agree on every metric their question depends on, {explained} differ only "
+                 f"where the scenario explains why, {incomplete} incomplete (what was compared agrees, but not everything "
+                 f"the question depends on was compared), {total - agree - explained - bound - incomplete} differ without an "
+                 "explanation or failed"
                  + (f", {bound} machine-bound (the real side missed its schedule by more than "
                     f"{SCHEDULE_MARGIN * 100:g} %, or its back-to-back senders ran at the speed of a machine more than "
                     f"{1 + SPEED_MARGIN:g}x slower than its profile that day: those numbers measure the machine)" if bound else "") + ".")

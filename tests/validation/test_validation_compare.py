@@ -218,7 +218,7 @@ def test_metric_path_typos_are_errors_at_load(validation, path, words):
 
 @pytest.mark.parametrize("path", [
     "sockets.sub.received", "sockets.pub.send_again", "sockets.sub.first_recv_s", "sockets.sub.last_index",
-    "sockets.sub.latency_s.p95", "senders.send.pub.finished_at_s", "senders.send.pub.rtt_s.p50",
+    "sockets.sub.latency_s.p95", "senders.send.pub.finished_at_s", "sockets.pub.rtt_s.p50", "sockets.sub.e2e_s.pub.p95",
     "receivers.recv.sub.received", "processes.main.term_blocked", "ledger.delivered", "ledger.dropped_by_rule.hwm",
     "latency_s.p50", "sim_time_s",
 ])
@@ -226,7 +226,8 @@ def test_every_summary_path_is_a_valid_metric(path):
     scenario = _scenario()
     assert check_metric_path(path, scenario, {}) is None
     # and the simulator's own summary has it (or the extras the comparison adds)
-    if not path.startswith(("sockets.sub.first", "sockets.sub.last", "ledger.dropped_by_rule", "senders.send.pub.rtt")):
+    if not path.startswith(("sockets.sub.first", "sockets.sub.last", "ledger.dropped_by_rule", "sockets.pub.rtt",
+                            "sockets.sub.e2e")):
         from zsim.runner import run
 
         summary = run(scenario, 0).summary
