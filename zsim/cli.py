@@ -401,16 +401,26 @@ def format_summary(summary: Mapping[str, Any], scenario: Scenario | None = None)
     lat = summary["latency_s"]
     lines.append(f"latency pooled over all receivers: p50 {_ms(lat['p50'])}, p95 {_ms(lat['p95'])}, p99 {_ms(lat['p99'])}, "
                  f"max {_ms(lat['max'])} over {lat['count']} deliveries")
-    # request -> reply and source -> sink, from the ledger's causal links (zsim.results.causal_times)
+    # request -> reply and source -> sink, from the ledger's causal links (zsim.results.causal_times):
+    # over the requests answered and the chains that ended; those still on their way apart
+    def pending(source: str, requests: bool) -> str:
+        count = int((summary["sockets"].get(source, {}).get("chains_at_end") or {}).get("in_flight", 0))
+        if not count:
+            return ""
+        return (f"; {count:,} more still in flight at the end" if requests
+                else f"; {count:,} sent at {source} still on the way at the end")
+
     for name, sock in summary["sockets"].items():
         rtt = sock.get("rtt_s")
         if rtt:
             lines.append(one_line(f"request -> reply at {name} (its requests answered): p50 {_ms(rtt['p50'])}, p99 {_ms(rtt['p99'])}, "
-                                  f"max {_ms(rtt['max'])} over {rtt['count']:,}"))
+                                  f"max {_ms(rtt['max'])} over {rtt['count']:,} answered{pending(name, True)}"))
         for source, times in (sock.get("e2e_s") or {}).items():
             lines.append(one_line(f"end to end {source} -> {name} (sent at {source}, what it caused arriving at {name}): "
                                   f"p50 {_ms(times['p50'])}, p99 {_ms(times['p99'])}, max {_ms(times['max'])} over "
-                                  f"{times['count']:,}"))
+                                  f"{times['count']:,} that arrived"
+                                  # a requester's chains in flight are said on its request -> reply line
+                                  f"{'' if summary['sockets'].get(source, {}).get('rtt_s') else pending(source, False)}"))
     network = summary.get("network") or {}
     if network:
         lines.append("")

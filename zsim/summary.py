@@ -114,6 +114,9 @@ class SocketSummary(TypedDict):
     # times from a message sent there to what it caused arriving here (zsim.results.causal_times)
     rtt_s: NotRequired[Annotated[Percentiles, SIM_ONLY]]
     e2e_s: NotRequired[Annotated[dict[str, Percentiles], SIM_ONLY]]
+    # of a socket whose messages start chains (requests, tasks): how many were still on
+    # their way when the run ended ({"in_flight": n}), outside rtt_s and e2e_s
+    chains_at_end: NotRequired[Annotated[dict[str, int], SIM_ONLY]]
     # steady state after the warm-up, the warm-up found, the fates of copies meant for it
     steady_latency_s: NotRequired[Annotated[Percentiles, SIM_ONLY]]
     settling: NotRequired[Annotated[dict[str, Any], SIM_ONLY]]
