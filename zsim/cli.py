@@ -826,11 +826,24 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def scenario_words(args: argparse.Namespace) -> str:
+    """``base.toml --set a=1 --set b=2``: the scenario a command ran, as its command line
+    names it (headers and report titles say which design it was)."""
+    import shlex
+
+    from .files import shown_path
+
+    words = [shown_path(args.scenario)]
+    for change in args.set or ():
+        words += ["--set", change]
+    return " ".join(shlex.quote(word) for word in words)
+
+
 def cmd_export(args: argparse.Namespace) -> int:
-    """``zsim export FILE --pyzmq OUT.py``: a standalone pyzmq program of the scenario."""
+    """``zsim export FILE --pyzmq OUT.py [--set PATH=VALUE ...]``: a standalone pyzmq program of the scenario."""
     from .export import write_pyzmq
 
-    path = write_pyzmq(args.scenario, args.pyzmq)
+    path = write_pyzmq(args.scenario, args.pyzmq, load=lambda: load_scenario(args), source=scenario_words(args))
     print(one_line(f"wrote {path} (run it: python {path})"))
     return EXIT_OK
 
@@ -900,6 +913,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "socket, the counts as JSON at the end)")
     p.add_argument("scenario", help="scenario TOML file")
     p.add_argument("--pyzmq", metavar="OUT.py", required=True, help="the program to write")
+    add_set_arg(p)
     p.set_defaults(func=cmd_export)
 
     add_installed_commands(sub)
