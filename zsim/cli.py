@@ -816,6 +816,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         max_metrics=args.max_metrics, engine=args.engine, jobs=args.jobs, master=args.master, conf=_conf(args.conf),
         run_timeout_s=args.run_timeout, max_runs=args.max_runs, report=args.report, allow_apps=app_permission(args),
         stream=sys.stderr, min_effect=args.min_effect, derive=args.derive or (), precision=args.precision or (),
+        command=command_line(args),
     )
     if args.json:
         print(json.dumps(comparison_json(comparison), indent=2))
@@ -824,6 +825,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
         for path in comparison.written:
             print(f"wrote {one_line(path)}")
     return EXIT_OK
+
+
+def command_line(args: argparse.Namespace) -> str | None:
+    """``zsim compare a.toml b.toml --report r``: the command as it was given (``main``
+    keeps its words), for the header of a file it writes; None when unknown."""
+    import shlex
+
+    words = getattr(args, "command_line", None)
+    return None if words is None else " ".join(shlex.quote(word) for word in ["zsim", *words])
 
 
 def scenario_words(args: argparse.Namespace) -> str:
@@ -1004,6 +1014,7 @@ def _last_resort(line: str) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.command_line = list(sys.argv[1:] if argv is None else argv)  # what made the files it writes (their headers)
     from . import limits
 
     previous, limits.LAST_RESORT = limits.LAST_RESORT, _last_resort

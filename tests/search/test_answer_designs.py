@@ -85,7 +85,7 @@ def test_the_chosen_design_is_written_as_a_scenario_file_that_reproduces_it(tmp_
     assert head[:6] == [
         "# The design zsim search deterministic chose: socket.pub.options.sndhwm = 30 (cost 30), the cheapest that meets every "
         "constraint (95%, search.json says how sure)",
-        "# Made by: zsim search s.toml --out out",
+        "# Made by: zsim search s.toml --out out --no-figure",
         "# It is pipe.toml with these fields changed:",
         "#   scenario.until_s = 2.0",
         "#   socket.pub.options.sndhwm = 30",

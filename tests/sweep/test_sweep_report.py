@@ -229,3 +229,28 @@ def test_a_report_that_stops_says_which_files_it_wrote(three_axes_dir, tmp_path,
                           f"{written[2].name} into {out} before it stopped; summary.md was not written")
     assert [path.name for path in written][:2] == ["points.csv", "thresholds.csv"] and all(path.exists() for path in written)
     assert not (out / "summary.md").exists()
+
+
+def test_each_threshold_answer_is_written_as_the_scenario_file_of_its_point(results_dir, tmp_path):
+    # issue 41, item 4: a sweep report names the scenario file that reproduces its chosen design, and writes it
+    import tomllib
+
+    from zsim import spec
+
+    written = report.make_report(results_dir, tmp_path)
+    out = tmp_path / "small"
+    table = pd.read_csv(out / "thresholds.csv")
+    assert list(table["scenario_file"]) == ["threshold-1-1.toml", "threshold-1-2.toml"]
+    assert {out / "threshold-1-1.toml", out / "threshold-1-2.toml"} <= set(written)
+    frame = report.SweepResults(results_dir / "sweep=small").frame
+    hwm, size = "socket.publisher.options.sndhwm", "send.publisher.size_bytes"
+    for _, row in table.iterrows():
+        text = (out / row["scenario_file"]).read_text()
+        assert text.startswith("# The answer of zsim report, sweep small: the smallest socket.publisher.options.sndhwm keeping "
+                               "drop fraction (pooled) below 0.1 % at send.publisher.size_bytes = ")
+        scenario = spec.from_dict(tomllib.loads(text))
+        # the file is the point the answer names: its runs' scenario digest, its HWM and the linked RCVHWM
+        there = frame[(frame[hwm] == row["smallest_by_upper_ci"]) & (frame[size] == row[size])]
+        assert set(there["scenario_digest"]) == {scenario.digest}
+        assert scenario.socket("publisher").options.sndhwm == scenario.socket("subscriber").options.rcvhwm == row["smallest_by_upper_ci"]
+    assert "`threshold-1-1.toml`" in (out / "summary.md").read_text()

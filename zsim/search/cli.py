@@ -39,13 +39,15 @@ def add_parser(sub: argparse._SubParsersAction[Any], count_arg: Any, seconds_arg
 
 
 def _command(args: argparse.Namespace) -> str:
-    """The command line that made the search (its file and results folder, as given)."""
+    """The command line that made the search (as given; else its file and results folder)."""
     import shlex
 
     from ..files import shown_path
 
-    words = ["zsim", "search", shown_path(args.search)] + (["--out", shown_path(args.out)] if args.out else [])
-    return " ".join(shlex.quote(word) for word in words)
+    words = getattr(args, "command_line", None)  # zsim.cli.main keeps them
+    if words is None:
+        words = ["search", shown_path(args.search)] + (["--out", shown_path(args.out)] if args.out else [])
+    return " ".join(shlex.quote(word) for word in ["zsim", *words])
 
 
 def chosen_files(run: Any, answer: dict[str, Any], made_by: str) -> list[tuple[str, str]]:

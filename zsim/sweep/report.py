@@ -604,6 +604,69 @@ def _unsteady(results: SweepResults, frame: pd.DataFrame, metric: str) -> tuple[
     return (flags > 0).astype(float), utilisation
 
 
+def _same_value(a: Any, b: Any) -> bool:
+    """An axis value of the rows (a number, or JSON text for a table) against the
+    manifest's (the value itself)."""
+    def plain(value: Any) -> Any:
+        if isinstance(value, str):
+            try:
+                parsed = json.loads(value)
+            except ValueError:
+                return value
+            return value if isinstance(parsed, str) else parsed
+        return value
+
+    a, b = plain(a), plain(b)
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) and not isinstance(b, bool):
+        return math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=0.0)
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+def answer_scenarios(results: SweepResults, spec: Mapping[str, Any], table: pd.DataFrame, k: int) -> list[tuple[str, str]]:
+    """(file name, TOML) of each answer of threshold ``k`` (1-based): the point at the
+    smallest value by the 95 % upper bound and its row's values of the other axes, as a
+    scenario file (``zsim.design_file``), ``threshold-<k>-<row>.toml`` for its row of
+    thresholds.csv; its name goes into the table's ``scenario_file``. A row without that
+    answer, a threshold that pools axes (``by`` leaves one out: no single point), or a
+    manifest without the points' changes (written before 2026-11-26) gets none."""
+    from ..design_file import design_toml
+
+    manifest = results.manifest
+    minimise = results.axis(spec["minimise"]).path
+    by = threshold_by(results, spec)
+    table["scenario_file"] = None
+    pooled = [a.path for a in results.axes if a.path != minimise and a.path not in by and results.frame[a.path].nunique() > 1]
+    base = manifest.get("base_scenario")
+    points = manifest.get("points") or []
+    if pooled or not isinstance(base, Mapping) or not all(isinstance(p, Mapping) and "overrides" in p for p in points):
+        return []
+    out = []
+    for row_index, (_, row) in enumerate(table.iterrows()):
+        answer = row["smallest_by_upper_ci"]
+        if answer is None or answer != answer:
+            continue
+        wanted = {**{path: row[path] for path in by}, minimise: answer}
+        found = [p for p in points if all(_same_value((p.get("coords") or {}).get(path), value) for path, value in wanted.items())]
+        if len(found) != 1:
+            continue
+        point = found[0]
+        changes = [*(manifest.get("set") or {}).items(), *point["overrides"].items()]
+        where = ", ".join(f"{results.label(path)} = {axis_value_label(path, row[path])}" for path in by)
+        title = (f"The answer of zsim report, sweep {results.name}: the smallest {results.label(minimise)} keeping "
+                 f"{metric_label(spec['metric'])} below {_target_text(spec['metric'], float(spec['below']))}"
+                 f"{' at ' + where if where else ''}: {axis_value_label(minimise, answer)} (by the 95 % upper bound)")
+        try:
+            text = design_toml(base, changes, title=title, made_by=f"zsim report {shown_path(results.directory.parent)}",
+                               base_source=manifest.get("base_source"), base_dir=manifest.get("base_dir"),
+                               notes=[f"Point {point.get('id')} of the sweep; its answer in words: {row['answer']}"])
+        except ScenarioError:  # a manifest whose base no longer takes its own changes: no file, the table says none
+            continue
+        name = f"threshold-{k}-{row_index + 1}.toml"
+        table.at[table.index[row_index], "scenario_file"] = name
+        out.append((name, text))
+    return out
+
+
 def _target_text(metric: str, target: float) -> str:
     return f"{100 * target:.3g} %" if metric_kind(metric) == "fraction" else human_value(metric, target)
 
@@ -1179,7 +1242,7 @@ def _summary_markdown(results: SweepResults, points: pd.DataFrame, metrics: Sequ
         lines += [f"## Smallest {md(results.label(minimise))} keeping {md(metric_label(metric))} below "
                   f"{md(_target_text(metric, float(spec['below'])))}", ""]
         answer_columns = ("smallest_by_mean", "smallest_by_upper_ci", "metric_mean_there", "metric_upper_ci_there", "largest_tried",
-                          "not_steady_at", "utilisation", "refine", "answer")
+                          "not_steady_at", "utilisation", "refine", "answer", "scenario_file")
         by = [c for c in table.columns if c not in answer_columns]
         rows = []
         for _, row in table.iterrows():
@@ -1192,10 +1255,10 @@ def _summary_markdown(results: SweepResults, points: pd.DataFrame, metrics: Sequ
             rows.append([axis_value_label(c, row[c]) for c in by] + [refine if isinstance(refine, str) else "-",
                                                                      show(row["smallest_by_upper_ci"]), show(row["smallest_by_mean"]),
                         _cell(row["metric_mean_there"], None, metric) if row["metric_mean_there"] is not None else "-",
-                        str(row["answer"])])
+                        str(row["answer"]), Code(row["scenario_file"]) if isinstance(row.get("scenario_file"), str) else "-"])
         headers = [results.label(c) for c in by] + ["refine", "smallest (95 % upper bound)", "smallest (mean)",
                                                     f"{metric_label(metric)} there",
-                                                    "answer"]
+                                                    "answer", "scenario file"]
         lines += [_markdown_table(headers, rows), ""]
         order = ("in the order the axis names them" if VALUE_NAMES.get(minimise)
                  else f"ordered as numbers{', HWM 0 (unlimited) last' if is_hwm_axis(minimise) else ''}")
@@ -1332,12 +1395,18 @@ def report_sweep(directory: Path, out_dir: Path, *, figures: bool = True, warn: 
     for spec in results.report_config.get("threshold", []):
         if len(results.frame):
             threshold_tables.append((spec, thresholds(results, spec)))
+    # each answer's design as a scenario file of its own, named in thresholds.csv
+    scenario_files = [item for k, (spec, table) in enumerate(threshold_tables, 1) for item in answer_scenarios(results, spec, table, k)]
     hlines = {spec["metric"]: float(spec["below"]) for spec, _ in threshold_tables}
     if threshold_tables:
         path = out_dir / "thresholds.csv"
         pd = _pandas()
         files.atomic_write(path, pd.concat([t.assign(metric=s["metric"], below=s["below"], minimise=results.axis(s["minimise"]).path)
                                             for s, t in threshold_tables]).to_csv(index=False))
+        written.append(path)
+    for name, text in scenario_files:
+        path = out_dir / name
+        files.atomic_write(path, text)
         written.append(path)
 
     figure_paths = _FigureList(written)
