@@ -354,24 +354,25 @@ def overall_best(comparison: Comparison) -> tuple[list[int], int]:
 
 
 def best_overall_line(comparison: Comparison) -> str:
-    """``best on every metric shown that tells the designs apart (3): b; its scenario file: ...``."""
+    """``best (or as good) on all 3 metrics shown that tell the designs apart: b; its
+    scenario file: ...``, or why no design is."""
     names = [result.design.name for result in comparison.designs]
     chosen, telling = overall_best(comparison)
     every = (f"; every design's scenario file is in {files.shown_path(next(iter(comparison.scenario_files.values())).parent)}"
              if comparison.scenario_files else "; --report DIR writes every design's scenario file")
     if not telling:
         return f"no metric shown tells the designs apart (each metric's best is within noise of the others){every}"
+    metrics = "the one metric shown that tells the designs apart" if telling == 1 else \
+        f"all {telling} metrics shown that tell the designs apart"
     if len(chosen) != 1:
         if chosen:
-            return (f"as good as each other on every metric shown that tells the designs apart ({telling}): "
-                    f"{', '.join(names[i] for i in chosen)}; none stands out{every}")
-        return (f"no design is best (or as good) on every metric shown that tells the designs apart ({telling}): see each "
-                f"metric's best{every}")
+            return f"as good as each other on {metrics}: {', '.join(names[i] for i in chosen)}; none stands out{every}"
+        return f"no design is best (or as good) on {metrics}: a trade-off, each metric's best or verdict says which way{every}"
     name = names[chosen[0]]
     where = comparison.scenario_files.get(name)
     carried = (f"; its scenario file: {files.shown_path(where)}" if where is not None
                else "; --report DIR writes its scenario file (and every design's)")
-    return f"best (or as good) on every metric shown that tells the designs apart ({telling}): {name}{carried}"
+    return f"best (or as good) on {metrics}: {name}{carried}"
 
 
 def format_text(comparison: Comparison) -> str:
