@@ -22,7 +22,7 @@ from typing import Any
 from . import spec
 from .files import shown_path
 from .textsafe import one_line
-from .tomlw import _toml_value, to_toml
+from .tomlw import to_toml, value_text
 
 #: the name a chosen design's scenario file gets in a results or report folder
 CHOSEN = "chosen.toml"
@@ -35,7 +35,7 @@ def set_command(base_source: str | None, changes: Sequence[tuple[str, Any]], com
         return None
     words = ["zsim", command, shown_path(base_source)]
     for path, value in changes:
-        words += ["--set", f"{path}={_toml_value(value)}"]
+        words += ["--set", f"{path}={value_text(value)}"]
     return " ".join(shlex.quote(word) for word in words)
 
 
@@ -54,7 +54,7 @@ def design_toml(base: Mapping[str, Any], changes: Sequence[tuple[str, Any]], *, 
     where = shown_path(base_source) if base_source and not base_source.startswith("<") else "the inline [base] scenario"
     if changes:
         lines.append(f"# It is {one_line(where)} with these fields changed:")
-        lines += [f"#   {one_line(path)} = {one_line(_toml_value(value))}" for path, value in changes]
+        lines += [f"#   {one_line(path)} = {one_line(value_text(value))}" for path, value in changes]
     else:
         lines.append(f"# It is {one_line(where)} as it is.")
     again = set_command(base_source, changes)

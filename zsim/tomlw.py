@@ -42,6 +42,12 @@ def _toml_value(value: Any) -> str:
     raise TypeError(f"cannot write {type(value).__name__} to TOML")
 
 
+def value_text(value: Any) -> str:
+    """One value as TOML writes it (``5``, ``0.5``, ``"x"``, ``{ dist = "exponential", mean_s = 0.001 }``):
+    the right-hand side of ``key = value``, and of ``--set PATH=VALUE``."""
+    return _toml_value(value)
+
+
 def _is_inline(value: Any) -> bool:
     """Distributions (dicts with a ``dist`` key) are written as inline tables."""
     return isinstance(value, dict) and "dist" in value

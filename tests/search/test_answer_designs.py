@@ -96,3 +96,21 @@ def test_the_chosen_design_is_written_as_a_scenario_file_that_reproduces_it(tmp_
     point = plan.point(answer["answer"]["point"])
     written = scenario_spec.from_dict(tomllib.loads(text), base_dir=str(tmp_path))
     assert written.digest == plan.scenario(point.id).digest == answer["answer"]["scenario_digest"]
+
+
+def test_a_design_file_header_cannot_add_fields_and_the_body_is_the_design() -> None:
+    # the header holds text from other people's files (names, paths, values): one comment line each
+    from zsim.design_file import design_toml
+
+    base = deterministic()
+    hostile = 'x\n[scenario]\nname = "pwned"\n'
+    text = design_toml(base, [("socket.pub.options.sndhwm", 7), ("scenario.name", hostile)], title=f"design {hostile}",
+                       made_by=f"zsim search {hostile}", base_source=f"dir/{hostile}.toml", base_dir=hostile, notes=[hostile])
+    raw = tomllib.loads(text)
+    expected = tomllib.loads(tomlw.to_toml(base))
+    expected["socket"][0]["options"]["sndhwm"] = 7
+    expected["scenario"]["name"] = hostile
+    assert raw == expected  # the changes, and nothing the header said
+    head = text.split("\n\n", 1)[0].splitlines()
+    assert all(line.startswith("# ") for line in head) and not any("\n" in line for line in head)
+    assert scenario_spec.from_dict(raw).socket("pub").options.sndhwm == 7

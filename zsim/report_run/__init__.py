@@ -215,7 +215,8 @@ def headline(summary: Mapping[str, Any], scenario: Scenario) -> list[str]:
 
         losing = [(name, sock) for name, sock in members
                   if _lost(sock["inbound"]) or (sock["inbound"]["queued_at_end"] and growing(name))]
-        in_flight += sum(sock["inbound"]["queued_at_end"] for name, sock in members if (name, sock) not in losing)
+        losing_names = {name for name, _ in losing}
+        in_flight += sum(sock["inbound"]["queued_at_end"] for name, sock in members if name not in losing_names)
         if not losing:
             continue
         missed = sum(_not_got(sock["inbound"]) for _, sock in losing)
