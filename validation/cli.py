@@ -1,6 +1,6 @@
 """``zsim validate`` and ``zsim calibrate``: thin wrappers over library calls.
 
-``zsim validate SCENARIO [--replications N] [--seed S] [--json] [--report DIR] [--timeout T]``
+``zsim validate SCENARIO [--set PATH=VALUE ...] [--replications N] [--seed S] [--json] [--report DIR] [--timeout T]``
 prints the per-metric table, what was not compared and why (or one JSON object), and exits
 with the verdict (``validation.compare.ScenarioValidation.verdict``): 0 ``agrees`` (every
 metric the question depends on was compared and agrees), 1 ``differs`` (a compared metric
@@ -37,7 +37,7 @@ VERDICT_EXIT = {"agrees": EXIT_AGREES, "differs": EXIT_DIFFERS, "incomplete": EX
 def register(sub: argparse._SubParsersAction[Any]) -> None:
     """Adds ``validate`` and ``calibrate`` to zsim's command line: the ``zsim.commands``
     entry point of pyproject.toml, which ``zsim.cli`` calls (zsim never imports validation)."""
-    from zsim.cli import count_arg, seconds_arg, seed_arg
+    from zsim.cli import add_set_arg, count_arg, seconds_arg, seed_arg
 
     p = sub.add_parser("validate", help="run a scenario in simulation and on real pyzmq, compare metric by metric")
     p.add_argument("scenario")
@@ -47,6 +47,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--json", action="store_true")
     p.add_argument("--report", metavar="DIR", help="write a Markdown report with plots")
     p.add_argument("--timeout", type=seconds_arg(), default=None, help="wall-time limit per real run, seconds")
+    add_set_arg(p)
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("calibrate", help="measure this machine with real pyzmq and write a profile")
@@ -56,16 +57,17 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from zsim import spec
+    from zsim.cli import load_scenario, scenario_words
 
     from .compare import format_table, parse_validation, validate
 
     path = Path(args.scenario)
     check_run_options(args.replications, args.timeout)
-    # everything a typo can break is checked before the first run: the file, the size of
-    # its deployment (counted, before any work), its [validation] table (metric paths
-    # included, in one pass), the report folder
-    scenario = spec.load(check_input_file(path, "scenario file"))
+    # everything a typo can break is checked before the first run: the file and its --set
+    # changes (as zsim run checks them), the size of its deployment (counted, before any
+    # work), its [validation] table (metric paths included, in one pass), the report folder
+    check_input_file(path, "scenario file")
+    scenario = load_scenario(args)
     from .harness import check_deployment, check_deployment_size
 
     check_deployment_size(scenario)
@@ -88,12 +90,19 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if args.report:
         from .report import write_report
 
-        written = write_report([result], args.report, title=f"zsim validate {path.name}")
+        title = f"zsim validate {path.name}" if not getattr(args, "set", None) else f"zsim validate {scenario_words(args)}"
+        written = write_report([result], args.report, title=title)
         if not args.json:
             print(f"wrote {written}", file=sys.stderr)
+    changes = list(getattr(args, "set", None) or ())
     if args.json:
-        print(json.dumps(result.to_json(), indent=2, default=json_default))
+        data = result.to_json()
+        if changes:
+            data["set"] = changes  # the design validated: the file with these changes
+        print(json.dumps(data, indent=2, default=json_default))
     else:
+        if changes:
+            print(terminal(f"design: {scenario_words(args)}"))
         print(terminal(format_table(result)))
     return VERDICT_EXIT.get(result.verdict, EXIT_DIFFERS)
 

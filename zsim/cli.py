@@ -401,16 +401,26 @@ def format_summary(summary: Mapping[str, Any], scenario: Scenario | None = None)
     lat = summary["latency_s"]
     lines.append(f"latency pooled over all receivers: p50 {_ms(lat['p50'])}, p95 {_ms(lat['p95'])}, p99 {_ms(lat['p99'])}, "
                  f"max {_ms(lat['max'])} over {lat['count']} deliveries")
-    # request -> reply and source -> sink, from the ledger's causal links (zsim.results.causal_times)
+    # request -> reply and source -> sink, from the ledger's causal links (zsim.results.causal_times):
+    # over the requests answered and the chains that ended; those still on their way apart
+    def pending(source: str, requests: bool) -> str:
+        count = int((summary["sockets"].get(source, {}).get("chains_at_end") or {}).get("in_flight", 0))
+        if not count:
+            return ""
+        return (f"; {count:,} more still in flight at the end" if requests
+                else f"; {count:,} sent at {source} still on the way at the end")
+
     for name, sock in summary["sockets"].items():
         rtt = sock.get("rtt_s")
         if rtt:
             lines.append(one_line(f"request -> reply at {name} (its requests answered): p50 {_ms(rtt['p50'])}, p99 {_ms(rtt['p99'])}, "
-                                  f"max {_ms(rtt['max'])} over {rtt['count']:,}"))
+                                  f"max {_ms(rtt['max'])} over {rtt['count']:,} answered{pending(name, True)}"))
         for source, times in (sock.get("e2e_s") or {}).items():
             lines.append(one_line(f"end to end {source} -> {name} (sent at {source}, what it caused arriving at {name}): "
                                   f"p50 {_ms(times['p50'])}, p99 {_ms(times['p99'])}, max {_ms(times['max'])} over "
-                                  f"{times['count']:,}"))
+                                  f"{times['count']:,} that arrived"
+                                  # a requester's chains in flight are said on its request -> reply line
+                                  f"{'' if summary['sockets'].get(source, {}).get('rtt_s') else pending(source, False)}"))
     network = summary.get("network") or {}
     if network:
         lines.append("")
@@ -806,6 +816,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         max_metrics=args.max_metrics, engine=args.engine, jobs=args.jobs, master=args.master, conf=_conf(args.conf),
         run_timeout_s=args.run_timeout, max_runs=args.max_runs, report=args.report, allow_apps=app_permission(args),
         stream=sys.stderr, min_effect=args.min_effect, derive=args.derive or (), precision=args.precision or (),
+        command=command_line(args),
     )
     if args.json:
         print(json.dumps(comparison_json(comparison), indent=2))
@@ -816,11 +827,33 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def command_line(args: argparse.Namespace) -> str | None:
+    """``zsim compare a.toml b.toml --report r``: the command as it was given (``main``
+    keeps its words), for the header of a file it writes; None when unknown."""
+    import shlex
+
+    words = getattr(args, "command_line", None)
+    return None if words is None else " ".join(shlex.quote(word) for word in ["zsim", *words])
+
+
+def scenario_words(args: argparse.Namespace) -> str:
+    """``base.toml --set a=1 --set b=2``: the scenario a command ran, as its command line
+    names it (headers and report titles say which design it was)."""
+    import shlex
+
+    from .files import shown_path
+
+    words = [shown_path(args.scenario)]
+    for change in args.set or ():
+        words += ["--set", change]
+    return " ".join(shlex.quote(word) for word in words)
+
+
 def cmd_export(args: argparse.Namespace) -> int:
-    """``zsim export FILE --pyzmq OUT.py``: a standalone pyzmq program of the scenario."""
+    """``zsim export FILE --pyzmq OUT.py [--set PATH=VALUE ...]``: a standalone pyzmq program of the scenario."""
     from .export import write_pyzmq
 
-    path = write_pyzmq(args.scenario, args.pyzmq)
+    path = write_pyzmq(args.scenario, args.pyzmq, load=lambda: load_scenario(args), source=scenario_words(args))
     print(one_line(f"wrote {path} (run it: python {path})"))
     return EXIT_OK
 
@@ -890,6 +923,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "socket, the counts as JSON at the end)")
     p.add_argument("scenario", help="scenario TOML file")
     p.add_argument("--pyzmq", metavar="OUT.py", required=True, help="the program to write")
+    add_set_arg(p)
     p.set_defaults(func=cmd_export)
 
     add_installed_commands(sub)
@@ -980,6 +1014,7 @@ def _last_resort(line: str) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.command_line = list(sys.argv[1:] if argv is None else argv)  # what made the files it writes (their headers)
     from . import limits
 
     previous, limits.LAST_RESORT = limits.LAST_RESORT, _last_resort

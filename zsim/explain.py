@@ -91,6 +91,10 @@ class Explanation:
     more_episodes: int = 0
     #: socket -> the template it is a member of (``zsim.templates``), for folding
     members: dict[str, str] = field(default_factory=dict)
+    #: the run page's answer (``zsim.report_run.headline``): per receiver the share of the
+    #: copies meant for it that it did not get, the receivers table's loss %, with the
+    #: copies still queued at the end said apart; request -> reply and end-to-end times
+    answer: list[str] = field(default_factory=list)
 
     def _member(self, episode: Episode) -> str | None:
         """The member of a template an episode's place names (its reader, writer or socket)."""
@@ -150,6 +154,8 @@ class Explanation:
 
     def text(self) -> str:
         lines = [f"zsim explain: {self.scenario}, seed {self.seed}", ""]
+        if self.answer:
+            lines += [*self.answer, ""]
         if not self.episodes:
             lines.append("No copy was dropped, lost or discarded during the run.")
         for paragraph in self.paragraphs():
@@ -166,6 +172,7 @@ class Explanation:
         return {
             "scenario": self.scenario,
             "seed": self.seed,
+            "answer": self.answer,
             "episodes": [{"state": e.state, "rule": e.rule, "where": e.where, "socket": e.socket, "start_s": e.start_s,
                           "end_s": e.end_s, "copies": e.copies, "paragraph": e.paragraph(i)}
                          for i, e in enumerate(self.episodes, 1)],
@@ -557,5 +564,7 @@ def explain(result: Any, series: Any, scenario: Scenario) -> Explanation:
     shown = [_explain_episode(ctx, *item) for item in found[:MAX_EPISODES]]
     shown.sort(key=lambda e: (e.start_s, e.where))
     members = {name: template.name for template in scenario.templates if template.kind == "socket" for name in template.members}
+    from .report_run import headline  # the page's answer: one definition of loss on both
+
     return Explanation(result.summary["scenario"], result.summary["seed"], shown, _stalls(ctx), max(0, len(found) - MAX_EPISODES),
-                       members)
+                       members, headline(result.summary, scenario))

@@ -20,7 +20,7 @@ import numpy as np
 
 from . import steady
 from .files import prepare_output_dir, replace_set
-from .ledger import DELIVERED, DISCARDED, FORWARDED, RULES, STATES, WHERE
+from .ledger import DELIVERED, DISCARDED, DROPPED, FORWARDED, LOST, QUEUED, RULES, STATES, WHERE
 from .model.fates import RULE_FILTERED  # a SUB's own filter threw the copy away (not wanted)
 from .summary import (
     LedgerSummary,
@@ -326,8 +326,10 @@ def json_default(value: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
-def causal_times(table: Mapping[str, np.ndarray], n_sockets: int) -> tuple[dict[int, np.ndarray], dict[tuple[int, int], np.ndarray]]:
-    """Request -> reply and source -> sink times from the ledger's causal links.
+def causal_times(table: Mapping[str, np.ndarray], n_sockets: int
+                 ) -> tuple[dict[int, np.ndarray], dict[tuple[int, int], np.ndarray], dict[int, int]]:
+    """Request -> reply and source -> sink times from the ledger's causal links, over the
+    chains that finished, and per source how many chains were still on their way.
 
     Every message carries the id of the message it answers or was made from (``cause``:
     a reply's request, a pipeline stage's task; ``zsim.model.pipe``). Following the links
@@ -338,11 +340,21 @@ def causal_times(table: Mapping[str, np.ndarray], n_sockets: int) -> tuple[dict[
     nothing further) is an end-to-end time (``e2e``: a ventilator's task -> the sink's
     result; not the task's arrival at a worker on the way), both ``delivery time - root's
     send time``.
+
+    A socket where messages of a source's chains cause further messages (a worker, a
+    broker, a REP) is a *hop* of that source's chains, never their end: a copy delivered
+    there that caused nothing yet is a request or task still being worked on when the run
+    ended, not an end-to-end time of one message. Such chains, and those with a copy still
+    queued at the end, are *in flight*: counted per source (the socket that sent the root),
+    unless a copy of the chain was dropped, discarded or lost (a loss, in the receivers'
+    table) or the chain finished by another copy (a fan-out).
+
     Returns ({receiving socket: round-trip times}, {(root socket, receiving socket):
-    end-to-end times}), each in delivery order."""
+    end-to-end times}, each in delivery order, {root socket: chains in flight at the end}
+    for the sources with any chain)."""
     cause = table.get("cause")
     if cause is None or not len(cause) or not (cause >= 0).any():
-        return {}, {}
+        return {}, {}, {}
     ids, first = np.unique(table["msg_id"], return_index=True)
     t0, origin = table["t0"][first], table["origin"][first]
     parent = np.searchsorted(ids, cause[first])
@@ -354,28 +366,58 @@ def causal_times(table: Mapping[str, np.ndarray], n_sockets: int) -> tuple[dict[
         if np.array_equal(nxt, root):
             break
         root = nxt
-    delivered = (table["state"] == DELIVERED) & (cause >= 0)
-    if not delivered.any():
-        return {}, {}
-    at = np.searchsorted(ids, table["msg_id"][delivered])
-    roots = root[at]
-    caused = roots != at
-    elapsed = (table["time"][delivered] - t0[roots])[caused]
-    source, sink = origin[roots][caused], table["socket"][delivered][caused]
+    state, socket = table["state"], table["socket"]
+    at_all = np.searchsorted(ids, table["msg_id"])  # every copy's message, as an index into ids
+    source_all = origin[root[at_all]]  # the socket that sent the copy's chain's root
+    causing = np.isin(ids, np.unique(cause[cause >= 0]))  # per message: it caused another
+    delivered_all = state == DELIVERED
+    # hops: (source, socket) where a delivered copy of the source's chains caused another
+    hop_rows = delivered_all & causing[at_all]
+    hop_keys = np.unique(source_all[hop_rows].astype(np.int64) * (n_sockets + 1) + socket[hop_rows])
+
+    def at_hop(source: np.ndarray, sink: np.ndarray) -> np.ndarray:
+        return np.isin(source.astype(np.int64) * (n_sockets + 1) + sink, hop_keys)
+
+    delivered = delivered_all & (cause >= 0)
     rtt: dict[int, np.ndarray] = {}
     e2e: dict[tuple[int, int], np.ndarray] = {}
-    back = source == sink
-    # a hop on the way (the message caused another: a task at its worker, a reply at a
-    # broker) is no end: e2e only where its chain ends
-    ends = ~np.isin(table["msg_id"][delivered][caused], np.unique(cause[cause >= 0]))
-    for index in np.unique(sink[back]):
-        rtt[int(index)] = elapsed[back & (sink == index)]
-    onward = ~back & ends
-    pairs = np.unique(np.stack([source[onward], sink[onward]]), axis=1) if onward.any() else np.zeros((2, 0), dtype=np.int64)
-    for src, dst in pairs.T:
-        if 0 <= src < n_sockets and 0 <= dst < n_sockets:
-            e2e[(int(src), int(dst))] = elapsed[onward & (source == src) & (sink == dst)]
-    return rtt, e2e
+    if delivered.any():
+        at = at_all[delivered]
+        roots = root[at]
+        caused = roots != at
+        elapsed = (table["time"][delivered] - t0[roots])[caused]
+        source, sink = origin[roots][caused], socket[delivered][caused]
+        back = source == sink
+        # a hop on the way (the message caused another: a task at its worker, a reply at a
+        # broker) is no end, nor is a copy at a hop that caused nothing yet (still being
+        # worked on when the run ended): e2e only where chains end
+        ends = ~causing[at][caused] & ~at_hop(source, sink)
+        for index in np.unique(sink[back]):
+            rtt[int(index)] = elapsed[back & (sink == index)]
+        onward = ~back & ends
+        pairs = np.unique(np.stack([source[onward], sink[onward]]), axis=1) if onward.any() else np.zeros((2, 0), dtype=np.int64)
+        for src, dst in pairs.T:
+            if 0 <= src < n_sockets and 0 <= dst < n_sockets:
+                e2e[(int(src), int(dst))] = elapsed[onward & (source == src) & (sink == dst)]
+    # per chain (its root): finished (a delivered copy back at its source or at an end),
+    # lost (a copy dropped, discarded or lost, none finished), or in flight (a copy queued
+    # at the end, or delivered at a hop and caused nothing yet)
+    chain = root[at_all]
+    stopped = delivered_all & ~causing[at_all]
+    finished = stopped & ((source_all == socket) | ~at_hop(source_all, socket))
+    waiting = (stopped & ~finished) | (state == QUEUED)
+    lossy = np.isin(state, (DROPPED, DISCARDED, LOST))
+    done = np.zeros(len(ids), dtype=bool)
+    done[chain[finished]] = True
+    lost = np.zeros(len(ids), dtype=bool)
+    lost[chain[lossy]] = True
+    pending = np.zeros(len(ids), dtype=bool)
+    pending[chain[waiting]] = True
+    in_flight_roots = pending & ~done & ~lost
+    sources = np.unique(source_all[hop_rows])
+    counts = np.bincount(origin[in_flight_roots], minlength=n_sockets) if in_flight_roots.any() else np.zeros(n_sockets, np.int64)
+    in_flight = {int(src): int(counts[src]) for src in sources if 0 <= src < n_sockets}
+    return rtt, e2e, in_flight
 
 
 def summarise(model: Model, wall_s: float) -> RunResult:
@@ -414,7 +456,7 @@ def summarise(model: Model, wall_s: float) -> RunResult:
     steady_from = {i: found["latency"]["warmup_copies"] for i, found in settling.items() if "latency" in found}
     steady_stats = dict(zip(steady_from, percentiles_many([per_socket[i][start:] for i, start in steady_from.items()]),
                             strict=True))
-    rtt, e2e = causal_times(table, len(world.sockets))
+    rtt, e2e, in_flight = causal_times(table, len(world.sockets))
     socket_name = [sock.name for sock in world.sockets]
     # a send still blocked when the run ends was blocked until now
     still_blocked: dict[int, float] = {}
@@ -453,6 +495,10 @@ def summarise(model: Model, wall_s: float) -> RunResult:
         from_sources = {socket_name[src]: percentiles(times) for (src, dst), times in e2e.items() if dst == sock.index}
         if from_sources:
             entry["e2e_s"] = from_sources
+        if sock.index in in_flight:
+            # the chains it started (requests, tasks) still on their way when the run ended:
+            # not in rtt_s or e2e_s, which count finished ones (a dict: no counter of the ledger)
+            entry["chains_at_end"] = {"in_flight": in_flight[sock.index]}
         sockets[sock.name] = entry
 
     pipe_drops = _pipe_drops(table)

@@ -115,6 +115,9 @@ class SocketSummary(TypedDict):
     # the harness from the stamps replies and results carry, validation.harness.causal_times)
     rtt_s: NotRequired[Percentiles]
     e2e_s: NotRequired[dict[str, Percentiles]]
+    # of a socket whose messages start chains (requests, tasks): how many were still on
+    # their way when the run ended ({"in_flight": n}), outside rtt_s and e2e_s
+    chains_at_end: NotRequired[Annotated[dict[str, int], SIM_ONLY]]
     # steady state after the warm-up, the warm-up found, the fates of copies meant for it
     steady_latency_s: NotRequired[Annotated[Percentiles, SIM_ONLY]]
     settling: NotRequired[Annotated[dict[str, Any], SIM_ONLY]]

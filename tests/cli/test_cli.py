@@ -243,11 +243,36 @@ def test_set_changes_the_scenario_of_run_and_explain(capsys):
     ("socket.nope.options.sndhwm=5", "zsim: --set socket.nope.options.sndhwm: no [[socket]] entry named 'nope'"),
     ("sndhwm", "zsim: --set: expected PATH=VALUE (e.g. socket.pub.options.sndhwm=5000), got 'sndhwm'"),
 ])
-@pytest.mark.parametrize("command", ["run", "explain"])
-def test_a_bad_set_is_one_line_naming_its_path(capsys, command, change, expected):
-    assert main([command, str(EXAMPLE), "--set", change]) == 2
+@pytest.mark.parametrize("command", ["run", "explain", "export", "validate"])
+def test_a_bad_set_is_one_line_naming_its_path(capsys, tmp_path, command, change, expected):
+    # issue 41: every command that takes a scenario takes --set, with the same checks
+    extra = ["--pyzmq", str(tmp_path / "p.py")] if command == "export" else []
+    assert main([command, str(EXAMPLE), *extra, "--set", change]) == 2
     captured = capsys.readouterr()
     assert captured.err.strip() == expected and captured.out == ""
+    assert not (tmp_path / "p.py").exists()
+
+
+def test_export_and_validate_take_the_design_set_on_the_command_line(capsys, tmp_path, monkeypatch):
+    # issue 41, finding 5: the chosen design could not be carried on: export and validate had no --set
+    assert main(["export", str(EXAMPLE), "--pyzmq", str(tmp_path / "p.py"), "--set", "socket.pub.options.sndhwm=7",
+                 "--set", "send.pub.count=12"]) == 0
+    program = (tmp_path / "p.py").read_text()
+    assert "sock.setsockopt(zmq.SNDHWM, 7)" in program and "for _ in range(12):" in program
+    assert "pub_sub_inproc.toml --set socket.pub.options.sndhwm=7 --set send.pub.count=12" in " ".join(program.split())
+
+    import validation.compare
+
+    seen = []
+
+    def validate(scenario, **kwargs):  # the design validate would run on both sides
+        seen.append(scenario)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(validation.compare, "validate", validate)
+    assert main(["validate", str(EXAMPLE), "--set", "socket.pub.options.sndhwm=7", "--set", "send.pub.count=12"]) == 130
+    [scenario] = seen
+    assert scenario.socket("pub").options.sndhwm == 7 and scenario.sends[0].count == 12
 
 
 def test_sweep_and_compare_take_jobs_and_sweep_still_takes_workers():

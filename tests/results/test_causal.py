@@ -185,3 +185,57 @@ def test_unknown_causal_metrics_are_still_refused(metric):
 
     known = plan.known_metrics(clients(3))
     assert known is not None and metric not in known
+
+
+def two_stages(until_s: float) -> dict:
+    """vent -> stage 1 (2 ms) -> stage 2 (4 ms) -> sink, a task every 5 ms from 10 ms."""
+    return {
+        "scenario": {"name": "two-stages", "profile": "ideal", "until_s": until_s},
+        "socket": [{"name": "vent", "type": "PUSH", "bind": ["inproc://a"]},
+                   {"name": "s1_in", "type": "PULL", "connect": ["inproc://a"]},
+                   {"name": "s1_out", "type": "PUSH", "bind": ["inproc://b"]},
+                   {"name": "s2_in", "type": "PULL", "connect": ["inproc://b"]},
+                   {"name": "s2_out", "type": "PUSH", "bind": ["inproc://c"]},
+                   {"name": "sink", "type": "PULL", "connect": ["inproc://c"]}],
+        "send": [{"socket": "vent", "count": 4, "size_bytes": 10, "start_s": 0.01, "interval_s": 0.005}],
+        "recv": [{"socket": "s1_in", "forward_to": "s1_out", "service_s": 0.002},
+                 {"socket": "s2_in", "forward_to": "s2_out", "service_s": 0.004},
+                 {"socket": "sink", "service_s": 0.0}],
+    }
+
+
+def test_a_task_still_in_a_stage_at_the_end_is_in_flight_not_an_end_to_end_time():
+    # issue 41, finding 6: "end to end ... over 1" lines for what was still being worked on.
+    # The fourth task reaches stage 2 at 27 ms and would leave it at 31 ms: at 27.5 ms it is
+    # on its way, not a task whose end is stage 2
+    from zsim.cli import format_summary
+
+    result = zsim.run(two_stages(0.0275), 0)
+    sockets = result.summary["sockets"]
+    assert "e2e_s" not in sockets["s2_in"] and sockets["sink"]["e2e_s"]["vent"]["count"] == 3
+    assert sockets["vent"]["chains_at_end"] == {"in_flight": 1}
+    row = result.flat()
+    assert sorted(k for k in row if k.startswith("e2e.") and k.endswith(".count")) == ["e2e.vent->sink.count"]
+    text = format_summary(result.summary)
+    [line] = [line for line in text.splitlines() if line.startswith("end to end")]
+    assert line.startswith("end to end vent -> sink (sent at vent, what it caused arriving at sink): ")
+    assert line.endswith(" over 3 that arrived; 1 sent at vent still on the way at the end")
+    # when every task has come through, nothing is in flight and the line says nothing more
+    done = zsim.run(two_stages(0.1), 0)
+    assert done.summary["sockets"]["vent"]["chains_at_end"] == {"in_flight": 0}
+    [line] = [line for line in format_summary(done.summary).splitlines() if line.startswith("end to end")]
+    assert line.endswith(" over 4 that arrived")
+
+
+def test_requests_in_flight_at_the_end_are_counted_apart_from_the_round_trips():
+    # a REQ whose 21st request is at the REP (2 ms each, lockstep) when the run ends
+    from zsim.report_run import headline
+
+    raw = req_rep(0.002, count=40)
+    raw["scenario"]["until_s"] = 0.01 + 20 * 0.002 + 0.001
+    result = zsim.run(raw, 0)
+    req = result.summary["sockets"]["req"]
+    assert req["rtt_s"]["count"] == 20 and req["chains_at_end"] == {"in_flight": 1}
+    scen = zsim.spec.from_dict(raw)
+    [rtt_line] = [line for line in headline(result.summary, scen) if line.startswith("Request -> reply")]
+    assert rtt_line.endswith(" over 20 answered; 1 more still in flight when the run ended (not in these times).")

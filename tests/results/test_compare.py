@@ -456,7 +456,7 @@ def test_json_schema(designs, capsys):
                  "--metric", "socket.sub.dropped", "--metric", "socket.pub.sent"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert set(data) == {"format", "zsim_version", "seed", "replications", "paired", "seeds", "baseline", "designs", "metrics",
-                         "selection", "notes", "verdicts"}
+                         "selection", "notes", "verdicts", "best_overall"}
     assert data["verdicts"]["false_discovery_rate"] == 0.05 and data["verdicts"]["min_effect"] == 0.05
     assert data["verdicts"]["tests"] == 1  # socket.sub.dropped; socket.pub.sent is identical, nothing to test
     assert (data["format"], data["zsim_version"], data["seed"], data["replications"], data["paired"]) == (1, zsim.__version__, 5,
@@ -465,7 +465,8 @@ def test_json_schema(designs, capsys):
     assert data["baseline"] == "hwm1"
     for design in data["designs"]:
         assert set(design) == {"name", "baseline", "source", "overrides", "coords", "scenario_digest", "runs", "failed", "errors",
-                               "warnings", "socket_warnings"}
+                               "warnings", "socket_warnings", "scenario_file"}
+        assert design["scenario_file"] is None  # no --report: nothing written
         assert len(design["scenario_digest"]) == 16 and design["runs"] == 2 and design["failed"] == 0
     dropped, sent = data["metrics"]
     assert set(dropped) == {"name", "label", "prefers", "family", "identical", "same_numbers", "designs", "best"}
@@ -494,6 +495,33 @@ def test_report_writes_a_page_json_and_one_png_per_metric(designs, tmp_path, cap
     assert "## `socket.sub.dropped`" in page and "![socket.sub.dropped](socket.sub.dropped.png)" in page
     assert "| `overloaded` |" in page and "overloaded in 3/3 runs" in page
     assert json.loads((out / "compare.json").read_text())["designs"][2]["warnings"]["overloaded"] == 3
+
+
+def test_the_best_design_is_named_and_every_design_written_as_a_scenario_file(designs, tmp_path, capsys):
+    # issue 41, item 4: a comparison's answer names the scenario file that reproduces it, and writes it
+    import tomllib
+
+    from zsim import spec
+
+    out = tmp_path / "report"
+    argv = ["compare", designs["hwm1"], designs["hwm100"], "-n", "3", "--engine", "serial", "--report", str(out),
+            "--metric", "socket.sub.dropped", "--set", "scenario.until_s=0.5"]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    best = out / "designs" / "02-hwm100.toml"
+    assert f"best (or as good) on the one metric shown that tells the designs apart: hwm100; its scenario file: {best}" in printed
+    assert f"wrote {best}" in printed and f"wrote {out / 'designs' / '01-hwm1.toml'}" in printed
+    data = json.loads((out / "compare.json").read_text())
+    assert data["best_overall"]["designs"] == ["hwm100"]
+    assert [d["scenario_file"] for d in data["designs"]] == ["designs/01-hwm1.toml", "designs/02-hwm100.toml"]
+    text = best.read_text()
+    assert text.startswith("# Design 'hwm100' of a zsim compare of 2 designs: the best (or as good) on every metric shown that "
+                           "tells the designs apart\n# Made by: zsim compare ")
+    assert f"# The same design from its base file: zsim run {designs['hwm100']} --set scenario.until_s=0.5\n" in text
+    # the file is the design that ran: the same scenario digest
+    written = spec.from_dict(tomllib.loads(text), base_dir=str(tmp_path))
+    assert written.digest == data["designs"][1]["scenario_digest"] and written.until_s == 0.5
+    assert "| `hwm100` |" in (out / "summary.md").read_text() and "`designs/02-hwm100.toml`" in (out / "summary.md").read_text()
 
 
 def test_report_folder_is_checked_before_the_runs(designs, tmp_path, capsys):

@@ -150,7 +150,10 @@ def test_cli_explain_prints_paragraphs_or_json(capsys, tmp_path):
     example = ROOT / "examples" / "pub_sub_inproc.toml"
     assert main(["explain", str(example)]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("zsim explain: pub-sub-inproc, seed 0\n\nLoss episode 1: from 40 ms to 2.01 s, 989 copies dropped")
+    # the page's answer first (issue 41: one loss, the receivers table's), then the episodes
+    assert out.startswith("zsim explain: pub-sub-inproc, seed 0\n\nsub did not get 49.45 % of the copies meant for it (989 of "
+                          "2,000): 989 dropped at ")
+    assert "\n\nLoss episode 1: from 40 ms to 2.01 s, 989 copies dropped" in out
     assert main(["explain", str(example), "--json", "--seed", "2"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["seed"] == 2 and data["episodes"][0]["where"] == "pub->sub" and data["episodes"][0]["paragraph"].startswith(

@@ -235,6 +235,69 @@ def test_a_counted_process_is_one_function_of_i_and_a_member_that_differs_is_wri
     assert "written out member by member" in " ".join(text.split('"""')[1].split())
 
 
+def test_twelve_members_fold_as_eight_do():
+    # issue 41, finding 7: 12 workers came out as 1,187 lines against 598 for 8: member 10's
+    # "w10_in" wrapped a docstring onto another line, and the texts were compared as written
+    raw = load_toml(ROOT / "experiments" / "task_pipeline" / "pipeline.toml", "scenario")
+    texts = {}
+    for workers in (8, 9, 10, 12):
+        raw["process"][1]["count"] = workers
+        texts[workers] = export_pyzmq(spec.from_dict(raw))
+        assert texts[workers].count("def worker_process(run: Run, i: int)") == 1
+        assert f"name=f\"worker{{i + 1}}\") for i in range({workers})]" in texts[workers]
+        assert "def worker10_process" not in texts[workers]
+    assert len({len(text.splitlines()) for text in texts.values()}) == 1  # the same program, but for the count
+    # a docstring compared by its words, whatever its lines; a list by its items
+    doc = [f'def f(i):\n    """{"x " * (45 - len(str(n)))}w{n}_in and w{n}_out."""\n    return [\n        "w{n}",\n        {n}]\n'
+           for n in (1, 2, 3)]
+    doc.append('def f(i):\n    """' + "x " * 44 + 'w4_in and\n    w4_out.\n    """\n    return ["w4", 4]\n')
+    folded = fold(doc)
+    assert folded is not None and "w{i + 1}_in and w{i + 1}_out." in " ".join(folded.split())
+    space: dict[str, Any] = {}
+    exec(compile(folded, "folded", "exec"), space)  # noqa: S102 - our own generated text
+    assert [space["f"](i) for i in range(4)] == [[f"w{i + 1}", i + 1] for i in range(4)]
+
+
+def test_a_paced_sender_reports_how_far_it_fell_behind_its_schedule():
+    # issue 41, finding 7: the exported sender ran 1.5 % short of its schedule and said nothing
+    code = export_pyzmq(spec.load(EXAMPLES / "push_pull_tcp.toml"))
+    space: dict[str, Any] = {"__name__": "exported"}
+    exec(compile(code.split("\nif __name__")[0], "exported", "exec"), space)  # noqa: S102 - our own generated text
+    run = type("FakeRun", (), {})()
+    clock = [0.0]
+    proc = space["Proc"].__new__(space["Proc"])
+    proc.schedules = {}
+    proc.now = lambda: clock[0]
+    # send-then-wait, 1 ms apart: each wake-up 0.1 ms late delays every later send
+    due = 0.0
+    for _ in range(10):
+        clock[0] = due + 0.0001
+        proc.attempt("send.a", due, moves=True)
+        due = clock[0] + 0.001
+    # a schedule, 1 ms apart: behind by 3 ms at its last attempt, whatever came before
+    for k in range(10):
+        clock[0] = k * 0.001 + (0.003 if k == 9 else 0.0)
+        proc.attempt("send.b", k * 0.001)
+    run.got = [{"process": "main", "schedules": proc.schedules, "latencies": {}, "batches": {}, "opened_s": {}, "sockets": {},
+                "exit_started_s": None, "exit_completed_s": None, "term_blocked": False, "crashed_s": None, "errors": [],
+                "notes": []}]
+    run.stop = type("Stop", (), {"set": lambda self: None})()
+    run.seed, run.now = 0, lambda: 1.0
+    report = space["Run"].finish(run, 1)
+    a, b = report["schedule"]["send.a"], report["schedule"]["send.b"]
+    assert a["attempts"] == 10 and a["behind_s"] == pytest.approx(0.001) and a["most_late_s"] == pytest.approx(0.0001)
+    span = 9 * 0.0011 + 0.0001  # first due 0, last send at 9.9 ms + 0.1 ms late
+    assert a["rate_fraction"] == pytest.approx(round((span - 0.001) / span, 4))
+    assert b["behind_s"] == pytest.approx(0.003) and b["rate_fraction"] == pytest.approx(round(0.009 / 0.012, 4))
+    [note_a, note_b] = report["notes"]
+    assert note_a.startswith(f"send.a fell behind its own schedule: it kept {100 * a['rate_fraction']:.1f} % of its pace (1.0 ms behind")
+    assert note_b == ("send.b fell behind its own schedule: it kept 75.0 % of its pace (3.0 ms behind by its last send, the latest "
+                      "send 3.0 ms late): late wake-ups and Python between sends on this machine; its rates are this machine's "
+                      "(zsim run's senders table: the simulated machine's)")
+    # and the program measures it: every paced [[send]] loop notes each attempt's due time
+    assert 'proc.attempt("send.push", due, moves=True)' in code
+
+
 # -- real runs: the program's counts against the simulation's ---------------------------------
 
 

@@ -143,3 +143,114 @@ def test_report_of_a_missing_directory_is_a_clear_error(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(ZsimError, match="no sweep results here"):
         report.make_report(tmp_path / "empty")
+
+
+# -- a threshold over three axes (issue 41, finding 3) ------------------------------------
+
+
+@pytest.fixture(scope="module")
+def three_axes_dir(tmp_path_factory):
+    """sndhwm x size x rate: a threshold on sndhwm answers per (size, rate)."""
+    out = tmp_path_factory.mktemp("three")
+    raw = sweep_dict(replications=2)
+    raw["axes"]["send.publisher.rate_per_s"] = [1000, 2000]
+    raw["report"] = {"threshold": [{"metric": "drop_fraction", "below": 0.001, "minimise": "sndhwm"}]}
+    run_sweep(raw, out, engine="serial", stream=None)
+    return out
+
+
+def _drawn_figures(monkeypatch):
+    """The panels of every line figure drawn (zsim.plotting.line_figure), by file name."""
+    from zsim import plotting
+
+    drawn = {}
+    real = plotting.line_figure
+
+    def record(panels, path, **kwargs):
+        drawn[path.name] = list(panels)
+        return real(panels, path, **kwargs)
+
+    monkeypatch.setattr(plotting, "line_figure", record)
+    return drawn
+
+
+def test_a_threshold_over_three_axes_gets_its_report_and_figure(three_axes_dir, tmp_path, monkeypatch):
+    # it was: KeyError: 'socket.publisher.options.sndhwm' in threshold_figure, no summary.md
+    drawn = _drawn_figures(monkeypatch)
+    errors: list = []
+    written = report.make_report(three_axes_dir, tmp_path, errors=errors)
+    assert errors == []
+    assert tmp_path / "small" / "summary.md" in written
+    [figure] = [name for name in drawn if name.startswith("threshold-")]
+    # the answer against size, one curve per rate: never a line joining answers of two rates
+    for panel in drawn[figure]:
+        labels = [line.label for line in panel.lines]
+        assert labels == ["1,000/s", "1,000/s (mean)", "2,000/s", "2,000/s (mean)"]
+        for line in panel.lines:
+            assert len(line.x) == len(set(line.x)) == 2
+
+
+def test_an_axis_a_threshold_figure_does_not_place_gets_a_panel_per_value(three_axes_dir, tmp_path, monkeypatch):
+    drawn = _drawn_figures(monkeypatch)
+    config = {"threshold": [{"metric": "drop_fraction", "below": 0.001, "minimise": "sndhwm"}],
+              "figure": [{"kind": "threshold", "x": "size_bytes", "file": "t.png"}]}
+    results = report.SweepResults(three_axes_dir / "sweep=small")
+    results.report_config = config
+    table = report.thresholds(results, config["threshold"][0])
+    report.threshold_figure(results, config["figure"][0], config["threshold"][0], table, tmp_path)
+    panels = drawn["t.png"]
+    assert [panel.title for panel in panels] == ["send.publisher.rate_per_s = 1,000/s", "send.publisher.rate_per_s = 2,000/s"]
+    for panel in panels:
+        assert [line.label for line in panel.lines] == ["95 % upper bound", "mean"]
+        assert all(len(line.x) == len(set(line.x)) == 2 for line in panel.lines)  # one answer per size in each panel
+
+
+def test_a_threshold_figure_on_the_minimised_axis_is_one_line_before_anything_is_written(three_axes_dir, tmp_path):
+    from zsim.errors import ScenarioError
+
+    results = report.SweepResults(three_axes_dir / "sweep=small")
+    results.report_config = {"threshold": [{"metric": "drop_fraction", "below": 0.001, "minimise": "sndhwm"}],
+                             "figure": [{"kind": "threshold", "x": "size_bytes", "series": "sndhwm"}]}
+    with pytest.raises(ScenarioError, match=r"^report.figure\[0\].series: 'socket.publisher.options.sndhwm' is the axis the "
+                                            r"threshold minimises, the figure's y; name another axis$"):
+        report.check_config(results)
+
+
+def test_a_report_that_stops_says_which_files_it_wrote(three_axes_dir, tmp_path, monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError("a figure that cannot be drawn")
+
+    monkeypatch.setattr(report, "threshold_figure", broken)
+    errors: list = []
+    written = report.make_report(three_axes_dir, tmp_path, errors=errors)
+    [(directory, error)] = errors
+    out = tmp_path / "small"
+    assert str(error) == (f"report failed (RuntimeError: a figure that cannot be drawn); it wrote points.csv, thresholds.csv, "
+                          f"{written[2].name} into {out} before it stopped; summary.md was not written")
+    assert [path.name for path in written][:2] == ["points.csv", "thresholds.csv"] and all(path.exists() for path in written)
+    assert not (out / "summary.md").exists()
+
+
+def test_each_threshold_answer_is_written_as_the_scenario_file_of_its_point(results_dir, tmp_path):
+    # issue 41, item 4: a sweep report names the scenario file that reproduces its chosen design, and writes it
+    import tomllib
+
+    from zsim import spec
+
+    written = report.make_report(results_dir, tmp_path)
+    out = tmp_path / "small"
+    table = pd.read_csv(out / "thresholds.csv")
+    assert list(table["scenario_file"]) == ["threshold-1-1.toml", "threshold-1-2.toml"]
+    assert {out / "threshold-1-1.toml", out / "threshold-1-2.toml"} <= set(written)
+    frame = report.SweepResults(results_dir / "sweep=small").frame
+    hwm, size = "socket.publisher.options.sndhwm", "send.publisher.size_bytes"
+    for _, row in table.iterrows():
+        text = (out / row["scenario_file"]).read_text()
+        assert text.startswith("# The answer of zsim report, sweep small: the smallest socket.publisher.options.sndhwm keeping "
+                               "drop fraction (pooled) below 0.1 % at send.publisher.size_bytes = ")
+        scenario = spec.from_dict(tomllib.loads(text))
+        # the file is the point the answer names: its runs' scenario digest, its HWM and the linked RCVHWM
+        there = frame[(frame[hwm] == row["smallest_by_upper_ci"]) & (frame[size] == row[size])]
+        assert set(there["scenario_digest"]) == {scenario.digest}
+        assert scenario.socket("publisher").options.sndhwm == scenario.socket("subscriber").options.rcvhwm == row["smallest_by_upper_ci"]
+    assert "`threshold-1-1.toml`" in (out / "summary.md").read_text()

@@ -59,7 +59,8 @@ def compare(sources: Sequence[Source], *, vary: Sequence[str] = (), link: Sequen
             master: str | None = None, conf: Mapping[str, str] | None = None, run_timeout_s: float | None = None,
             max_runs: int | None = DEFAULT_MAX_RUNS, report: str | Path | None = None,
             stream: IO[str] | None = files.STDERR, allow_apps: bool | trust.AppPermission = False,
-            min_effect: float = DEFAULT_MIN_EFFECT, derive: Sequence[str] = (), precision: Sequence[str] = ()) -> Comparison:
+            min_effect: float = DEFAULT_MIN_EFFECT, derive: Sequence[str] = (), precision: Sequence[str] = (),
+            command: str | None = None) -> Comparison:
     """Run every design over the same replications (common random numbers) and compare them
     metric by metric; with ``report``, write the Markdown page, JSON and one figure per
     metric there. What ``zsim compare`` calls. Bad input: ``ScenarioError`` before any run.
@@ -67,7 +68,8 @@ def compare(sources: Sequence[Source], *, vary: Sequence[str] = (), link: Sequen
     ``min_effect``: the smallest relative change of a mean that counts (``control``);
     ``derive``: ``NAME=EXPR`` metrics computed from each run's row, as a sweep file's
     ``[report.derived]``; ``precision``: ``METRIC=HALF_WIDTH`` targets (``Precision``):
-    replications are added until every one is met or ``max_runs`` stops them."""
+    replications are added until every one is met or ``max_runs`` stops them. ``command``:
+    the command line, for the header of each design's scenario file (``--report``)."""
     targets = [Precision.parse(text) for text in precision]
     prefers: dict[str, str | None] = {}
     for text in prefer:
@@ -127,5 +129,5 @@ def compare(sources: Sequence[Source], *, vary: Sequence[str] = (), link: Sequen
     comparison = Comparison(results, design_set.replications, design_set.seed, seeds(design_set.seed, design_set.replications),
                             shown, selection, list(design_set.notes), control=decided)
     if report is not None:
-        comparison.written = write_report(comparison, report)
+        comparison.written = write_report(comparison, report, command)
     return comparison

@@ -43,6 +43,8 @@ class Comparison:
     notes: list[str] = field(default_factory=list)
     written: list[Path] = field(default_factory=list)
     control: Control = field(default_factory=Control)
+    #: design name -> its scenario file, written by ``--report`` (``write_report``)
+    scenario_files: dict[str, Path] = field(default_factory=dict)
 
     def text(self) -> str:
         """What ``zsim compare`` prints."""
@@ -330,6 +332,49 @@ def _title(metric: MetricResult) -> str:
     return metric.name if metric.label == metric.name else f"{metric.name} - {metric.label}"
 
 
+def overall_best(comparison: Comparison) -> tuple[list[int], int]:
+    """The designs best or as good on every metric shown that tells the designs apart (its
+    best stands out: some design is worse), and how many metrics do. One design: the
+    comparison's answer; several: they tie everywhere; none: no design wins every metric."""
+    winners: list[set[int]] = []
+    for metric in comparison.metrics:
+        best = metric.best
+        if best is not None and best.worse:
+            winners.append({best.design, *best.ties})
+        elif best is None and len(comparison.designs) == 2 and metric.differences[1] is not None:
+            verdict = metric.differences[1].verdict  # two designs: the paired verdict against the baseline says it
+            if verdict in ("better", "worse"):
+                winners.append({1} if verdict == "better" else {0})
+    if not winners:
+        return [], 0
+    candidates = set(range(len(comparison.designs)))
+    for found in winners:
+        candidates &= found
+    return sorted(candidates), len(winners)
+
+
+def best_overall_line(comparison: Comparison) -> str:
+    """``best (or as good) on all 3 metrics shown that tell the designs apart: b; its
+    scenario file: ...``, or why no design is."""
+    names = [result.design.name for result in comparison.designs]
+    chosen, telling = overall_best(comparison)
+    every = (f"; every design's scenario file is in {files.shown_path(next(iter(comparison.scenario_files.values())).parent)}"
+             if comparison.scenario_files else "; --report DIR writes every design's scenario file")
+    if not telling:
+        return f"no metric shown tells the designs apart (each metric's best is within noise of the others){every}"
+    metrics = "the one metric shown that tells the designs apart" if telling == 1 else \
+        f"all {telling} metrics shown that tell the designs apart"
+    if len(chosen) != 1:
+        if chosen:
+            return f"as good as each other on {metrics}: {', '.join(names[i] for i in chosen)}; none stands out{every}"
+        return f"no design is best (or as good) on {metrics}: a trade-off, each metric's best or verdict says which way{every}"
+    name = names[chosen[0]]
+    where = comparison.scenario_files.get(name)
+    carried = (f"; its scenario file: {files.shown_path(where)}" if where is not None
+               else "; --report DIR writes its scenario file (and every design's)")
+    return f"best (or as good) on {metrics}: {name}{carried}"
+
+
 def format_text(comparison: Comparison) -> str:
     """The table ``zsim compare`` prints."""
     lines = [f"zsim compare: {len(comparison.designs)} designs x {comparison.replications} replications, paired (replication r "
@@ -350,6 +395,7 @@ def format_text(comparison: Comparison) -> str:
         best = best_line(metric, comparison)
         if best:
             lines.append("  " + best)
+    lines += ["", one_line(best_overall_line(comparison))]
     lines.append("")
     for paragraph in [*_selection_lines(comparison), _note(comparison)]:
         lines += textwrap.wrap(paragraph, 120, break_on_hyphens=False, break_long_words=False)
@@ -372,10 +418,13 @@ def to_json(comparison: Comparison) -> dict[str, Any]:
     designs = []
     for index, result in enumerate(comparison.designs):
         design = result.design
+        where = comparison.scenario_files.get(design.name)
         designs.append({"name": design.name, "baseline": index == 0, "source": design.source, "overrides": dict(design.overrides),
                         "coords": dict(design.coords), "scenario_digest": design.digest, "runs": result.runs,
                         "failed": result.failed, "errors": result.errors, "warnings": result.warnings,
-                        "socket_warnings": result.socket_flags})
+                        "socket_warnings": result.socket_flags,
+                        # beside compare.json (--report): the design as a scenario file of its own
+                        "scenario_file": None if where is None else f"designs/{where.name}"})
     metrics = []
     for metric in comparison.metrics:
         entries = []
@@ -398,7 +447,10 @@ def to_json(comparison: Comparison) -> dict[str, Any]:
                                       for i, d in best.worse],
                             "method": f"paired Student-t, simultaneous 95 % over {best.comparisons} comparisons (Bonferroni)"}})
     selection = comparison.selection
+    chosen, telling = overall_best(comparison)
     return {
+        "best_overall": {"designs": [comparison.designs[i].design.name for i in chosen], "metrics": telling,
+                         "text": best_overall_line(comparison)},
         "format": 1,
         "zsim_version": __version__,
         "seed": comparison.seed,
@@ -510,8 +562,12 @@ def _markdown(comparison: Comparison, figures: Mapping[str, str]) -> str:
         what = design.describe()
         warned = ", ".join(f"{code} in {runs}/{result.runs} runs" for code, runs in result.warnings.items())
         failed = f"{result.failed} of {result.runs} failed: {result.errors[0]}" if result.failed else ""
-        rows.append([Code(design.name + (" (baseline)" if index == 0 else "")), what, Code(design.digest), warned, failed])
-    lines += table(["design", "scenario", "digest", "runs warned", "failed runs"], rows)
+        where = comparison.scenario_files.get(design.name)
+        rows.append([Code(design.name + (" (baseline)" if index == 0 else "")), what, Code(design.digest), warned, failed,
+                     Code(f"designs/{where.name}") if where is not None else "-"])
+    lines += table(["design", "scenario", "digest", "runs warned", "failed runs", "scenario file"], rows)
+    overall = best_overall_line(comparison)
+    lines += ["", md(overall[0].upper() + overall[1:]) + "."]
     for metric in comparison.metrics:
         lines += ["", f"## {md_code(metric.name)}", ""]
         if metric.identical:
@@ -534,10 +590,37 @@ def _markdown(comparison: Comparison, figures: Mapping[str, str]) -> str:
     return "\n".join(lines)
 
 
-def write_report(comparison: Comparison, out: str | Path) -> list[Path]:
-    """``summary.md``, ``compare.json`` and one PNG per metric into folder ``out``."""
+def design_files(comparison: Comparison, command: str | None = None) -> list[tuple[str, str]]:
+    """(file name, TOML) of every design's scenario (``designs/<NN>-<name>.toml``): its
+    source with its changes applied (``zsim.design_file``), so any design, and the best
+    one, is carried on as a file."""
+    from ..design_file import design_toml
+
+    out = []
+    chosen, _ = overall_best(comparison)
+    for index, result in enumerate(comparison.designs):
+        design = result.design
+        what = "the best (or as good) on every metric shown that tells the designs apart" if chosen == [index] else (
+            "the baseline" if index == 0 else f"design {index + 1} of {len(comparison.designs)}")
+        text = design_toml(design.raw, list(design.overrides.items()),
+                           title=f"Design {design.name!r} of a zsim compare of {len(comparison.designs)} designs: {what}",
+                           made_by=command, base_source=design.source, base_dir=design.base_dir,
+                           notes=[f"Compared over {comparison.replications} replications, root seed {comparison.seed} "
+                                  "(compare.json, summary.md)."])
+        out.append((f"{index + 1:02d}-{_slug(design.name)}.toml", text))
+    return out
+
+
+def write_report(comparison: Comparison, out: str | Path, command: str | None = None) -> list[Path]:
+    """``summary.md``, ``compare.json``, one PNG per metric and every design's scenario file
+    (``designs/``) into folder ``out``."""
     directory = files.prepare_output_dir(out, "the report folder (--report)")
     written = []
+    folder = files.ResultsFolder(directory, "the report folder (--report)")  # designs/: no link followed
+    for (name, text), result in zip(design_files(comparison, command), comparison.designs, strict=True):
+        path = folder.write("designs", name, content=text.encode())
+        comparison.scenario_files[result.design.name] = path
+        written.append(path)
     figures: dict[str, str] = {}
     used: set[str] = set()
     for metric in comparison.metrics:

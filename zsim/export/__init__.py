@@ -36,6 +36,7 @@ those listed after it (an import-linter contract in pyproject.toml holds them to
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from .. import files, spec
@@ -63,12 +64,16 @@ def export_pyzmq(scenario: Scenario, source: str | None = None, program: str = "
     return text
 
 
-def write_pyzmq(scenario_path: str | Path, out: str | Path) -> Path:
-    """``zsim export FILE --pyzmq OUT``: load, write the program atomically, return its path."""
+def write_pyzmq(scenario_path: str | Path, out: str | Path, load: Callable[[], Scenario] | None = None,
+                source: str | None = None) -> Path:
+    """``zsim export FILE --pyzmq OUT``: load, write the program atomically, return its path.
+    ``load``: how to load the scenario (``zsim export FILE --set PATH=VALUE``: the file with
+    its changes, ``zsim.cli.load_scenario``), after the output is checked; ``source``: how
+    the program's header names it (default: the file)."""
     files.refuse_overwriting_inputs([out], [scenario_path], "--pyzmq")
     files.prepare_output_file(out, "pyzmq program")
-    scenario = spec.load(scenario_path)
-    text = export_pyzmq(scenario, files.shown_path(scenario_path), Path(out).name)
+    scenario = load() if load is not None else spec.load(scenario_path)
+    text = export_pyzmq(scenario, source if source is not None else files.shown_path(scenario_path), Path(out).name)
     return files.atomic_write(out, text)
 
 

@@ -5,6 +5,12 @@ by token: where they differ only in strings, numbers and comments linear in the 
 index (``"w1_in"``, ``"w2_in"`` -> ``f"w{i + 1}_in"``), one text of ``i`` replaces them;
 otherwise the caller keeps the members written out. Checking every member's text, rather
 than guessing from the template, is what makes a folded function exactly the members'.
+
+The comparison is of structure, not layout: a docstring is compared by its words (member
+10's ``w10_in`` is one character longer than member 9's ``w9_in`` and can wrap the
+docstring onto another line), and line breaks inside brackets are not tokens that count
+(a list wrapped at another item). The folded text keeps the first member's layout, its
+docstrings wrapped anew around the pattern.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ import re
 import tokenize
 from collections.abc import Sequence
 
-from .literals import escaped, linear
+from .literals import escaped, linear, wrap
 
 _RUN = re.compile(r"(\d+)")
 
@@ -67,7 +73,9 @@ def fold(texts: Sequence[str]) -> str | None:
     if len(texts) < 2:
         return None
     try:
-        streams = [list(tokenize.generate_tokens(io.StringIO(text).readline)) for text in texts]
+        # NL: a line break that ends no statement (inside brackets, a blank line): layout
+        streams = [[token for token in tokenize.generate_tokens(io.StringIO(text).readline) if token.type != tokenize.NL]
+                   for text in texts]
     except (tokenize.TokenError, SyntaxError):
         return None
     first = streams[0]
@@ -81,16 +89,23 @@ def fold(texts: Sequence[str]) -> str | None:
         if any(t.type != token.type for t in column):
             return None
         if all(t.string == token.string for t in column):
-            if token.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT):
+            if token.type not in (tokenize.NEWLINE, tokenize.COMMENT):
                 previous = token
             continue
         if token.type not in (tokenize.STRING, tokenize.NUMBER, tokenize.COMMENT):
             return None
+        if token.type == tokenize.STRING and previous is not None and previous.type == tokenize.INDENT:
+            folded_doc = _docstring([t.string for t in column], token.start[1])
+            if folded_doc is None:
+                return None
+            edits.append((token.start, token.end, folded_doc))
+            previous = token
+            continue
         pattern = infer([t.string for t in column])
         if pattern is None:
             return None
-        if token.type == tokenize.COMMENT or (previous is not None and previous.type == tokenize.INDENT):
-            replacement = _render(pattern)  # a comment or a docstring: the pattern, as text
+        if token.type == tokenize.COMMENT:
+            replacement = _render(pattern)  # a comment: the pattern, as text
         elif token.type == tokenize.NUMBER:
             if len(pattern) != 3 or pattern[0] or pattern[2] or isinstance(pattern[1], str):
                 return None  # only whole integers fold
@@ -109,6 +124,25 @@ def fold(texts: Sequence[str]) -> str | None:
         tail = lines[row2 - 1][col2:]
         lines[row1 - 1:row2] = [head + replacement + tail]
     return "".join(lines)
+
+
+def _docstring(sources: Sequence[str], indent: int) -> str | None:
+    """The members' docstrings (token sources, ``\"\"\"...\"\"\"``) as one, when their words
+    differ only in numbers linear in the member index: the pattern as text
+    (``w{i + 1}_in``), wrapped as ``literals.docstring`` wraps, at the docstring's
+    ``indent``; None otherwise. Words, not lines: how a member's text wrapped is layout."""
+    quote = '"""'
+    if not all(source.startswith(quote) and source.endswith(quote) and len(source) >= 6 for source in sources):
+        return None
+    pattern = infer([" ".join(source[3:-3].split()) for source in sources])
+    if pattern is None:
+        return None
+    text = _render(pattern)  # the members' text is already escaped for a docstring
+    wrapped = wrap(text, 104 - indent)
+    if len(wrapped) <= 1:
+        return f"{quote}{text}{quote}"
+    pad = " " * indent
+    return "\n".join([f"{quote}{wrapped[0]}", *(pad + line for line in wrapped[1:]), pad + quote])
 
 
 def _string_fstring(source: str, pattern: Sequence[str | tuple[int, int]]) -> str | None:

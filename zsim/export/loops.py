@@ -61,11 +61,12 @@ class Loops:
             doc += " Each request waits for its reply (REQ)."
         params = f"proc: Proc, {var}: zmq.Socket" + (", calls: Calls" if calls else "") + (", i: int" if member else "")
         lines = [f"def {fn}({params}) -> None:", *docstring(doc, 4)]
-        schedule = send.pacing == "schedule" and not (send.interval.is_constant and send.interval.value == 0)
+        paced = not (send.interval.is_constant and send.interval.value == 0)
+        schedule = send.pacing == "schedule" and paced
         prelude, message = self._send_prelude(send)
         lines += prelude[:self._rng_lines(send)]
         waits = _waits(calls)
-        if schedule:
+        if paced:  # each attempt due at a time: how late it comes is said in the JSON (proc.attempt)
             lines += [f"    due = {num(start)}", f"    if not {waits}.sleep_until(due):", "        return"]
         else:
             lines += [f"    if not {waits}.sleep_until({num(start)}):", "        return"]
@@ -73,18 +74,20 @@ class Loops:
         need_n = len(send.topics or ("",)) > 1 or len(send.to) > 1
         lines += self._loop_head(send.count, end_s, need_n, send.name, resumable)
         body = "        "
+        if paced:
+            lines.append(f"{body}proc.attempt({quoted(send.name)}, due{'' if schedule else ', moves=True'})")
         if sock.close_at_s is not None and not send.dontwait and sock.options.sndtimeo < 0 and traits.mute == "block":
             # a send that could block for ever must give up when the socket closes (SNDTIMEO bounds the others)
             lines += [f"{body}if not {_ready(var, 'zmq.POLLOUT', sock.close_at_s, calls)}:",
                       f"{body}    return  # still no room when the socket closes"]
         lines += self._send_one(send, var, body, message, "return", calls)
-        if not (send.interval.is_constant and send.interval.value == 0):
-            if schedule:
-                lines += [f"{body}due += {draw(send.interval, 'intervals')}",
-                          f"{body}if not {waits}.sleep_until(due):  # behind schedule: at once, until caught up",
-                          f"{body}    return"]
-            else:
-                lines += [f"{body}if not {waits}.sleep({draw(send.interval, 'intervals')}):", f"{body}    return"]
+        if schedule:
+            lines += [f"{body}due += {draw(send.interval, 'intervals')}",
+                      f"{body}if not {waits}.sleep_until(due):  # behind schedule: at once, until caught up",
+                      f"{body}    return"]
+        elif paced:
+            lines += [f"{body}due = proc.now() + {draw(send.interval, 'intervals')}  # send(), then wait",
+                      f"{body}if not {waits}.sleep_until(due):", f"{body}    return"]
         return lines
 
     def _send_end(self, send: SendSpec) -> float | None:
@@ -264,6 +267,10 @@ class Loops:
         else:
             lines.append(f"{body}if sending and proc.now() >= due:")
         inner = body + "    "
+        if not blocks and not (send.interval.is_constant and send.interval.value == 0):
+            # how late it comes is said in the JSON (proc.attempt); a send that waits for room
+            # is ZeroMQ's back-pressure, not lateness: not measured there
+            lines.append(f"{inner}proc.attempt({quoted(send.name)}, due{'' if send.pacing == 'schedule' else ', moves=True'})")
         lines += self._send_one(send, var, inner, message, "sending = False")
         if counted:
             lines.append(f"{inner}n += 1")

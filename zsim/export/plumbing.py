@@ -88,12 +88,14 @@ class Run:
         opened_s: dict[str, float] = {}
         latencies: dict[str, list[float]] = {}
         batches: dict[str, dict[str, float]] = {}
+        schedules: dict[str, dict[str, Any]] = {}
         errors: list[str] = []
         notes: list[str] = []
         for report in self.got:
             for name, values in report["latencies"].items():
                 latencies.setdefault(name, []).extend(values)
             batches.update(report["batches"])
+            schedules.update(report["schedules"])  # a restarted process's loop: its second life
             for name, t_s in report["opened_s"].items():
                 opened_s[name] = min(t_s, opened_s.get(name, t_s))  # a restarted process opens again
             for name, counts in report["sockets"].items():
@@ -108,11 +110,34 @@ class Run:
             notes += [f"{report['process']}: {note}" for note in report["notes"]]
         if len(self.got) < instances:
             errors.append(f"{instances - len(self.got)} of {instances} processes sent no report")
+        schedule = {loop: behind_schedule(entry) for loop, entry in sorted(schedules.items())}
+        for loop, entry in schedule.items():
+            fraction = entry["rate_fraction"]
+            if fraction is not None and fraction < 1.0 - SCHEDULE_NOTE:
+                notes.append(f"{loop} fell behind its own schedule: it kept {100 * fraction:.1f} % of its pace "
+                             f"({1000 * entry['behind_s']:.1f} ms behind by its last send, the latest send "
+                             f"{1000 * entry['most_late_s']:.1f} ms late): late wake-ups and Python between sends on this "
+                             "machine; its rates are this machine's (zsim run's senders table: the simulated machine's)")
         return {"scenario": SCENARIO, "seed": self.seed, "elapsed_s": round(self.now(), 3),
                 "sockets": dict(sorted(sockets.items())), "latency_ms": {name: percentiles(values) for name, values in
                                                                          sorted(latencies.items())},
                 "batches": dict(sorted(batches.items())), "opened_s": dict(sorted(opened_s.items())),
-                "processes": processes, "notes": notes, "errors": errors}
+                "schedule": schedule, "processes": processes, "notes": notes, "errors": errors}
+
+
+#: A paced [[send]] that kept less than 1 - SCHEDULE_NOTE of its pace is said under notes.
+SCHEDULE_NOTE = 0.01
+
+
+def behind_schedule(entry: dict[str, Any]) -> dict[str, Any]:
+    """How far a paced [[send]] fell behind its own schedule (Proc.attempt): its attempts,
+    behind_s (the lateness its last send had piled up), most_late_s (its latest send), and
+    rate_fraction, the share of its pace it kept: the time the schedule planned from the
+    first attempt's due time to the last send, over the time it took (None before it sent)."""
+    span = entry["last_s"] - entry["first_due_s"]
+    behind = entry["behind_s"]
+    return {"attempts": entry["attempts"], "behind_s": round(behind, 6), "most_late_s": round(entry["most_late_s"], 6),
+            "rate_fraction": round((span - behind) / span, 4) if span > 0 else None}
 
 
 def percentiles(seconds: list[float]) -> dict[str, float]:
@@ -155,6 +180,7 @@ class Proc:
         self.counts: dict[str, dict[str, int]] = {}
         self.latencies: dict[str, list[float]] = {}  # per socket: seconds from each stamp's send to its receive
         self.batches: dict[str, dict[str, float]] = {}  # per count-bounded [[recv]]: when it had them all
+        self.schedules: dict[str, dict[str, Any]] = {}  # per paced [[send]]: how late its attempts came (attempt)
         self.names: dict[zmq.Socket, str] = {}
         self.opened_s: dict[str, float] = {}  # when each socket's opener returned (bound, connected)
         self.loops: dict[str, int] = dict(resume or {})  # attempts done per loop (for a restart)
@@ -231,6 +257,23 @@ class Proc:
         if value >> 56 == STAMP_MARK >> 56:
             elapsed_ns = (time.monotonic_ns() - (value & STAMP_NS)) & STAMP_NS
             self.latencies.setdefault(self.names[sock], []).append(elapsed_ns / 1e9)
+
+    def attempt(self, loop: str, due_s: float, moves: bool = False) -> None:
+        """A paced [[send]]'s attempt, due at t = due_s by its own schedule: how late it comes
+        is how far the sender fell behind. moves: a send-then-wait loop (each attempt due an
+        interval after the previous send returned), whose late attempt moves every later
+        one, so the lateness adds up; else a schedule (due when it was due, whatever came
+        before): the lateness now is how far behind it is. As the validation harness's
+        workloads measure it (behind_s)."""
+        now = self.now()
+        late = max(0.0, now - due_s)
+        entry = self.schedules.get(loop)
+        if entry is None:
+            entry = self.schedules[loop] = {"attempts": 0, "first_due_s": due_s, "behind_s": 0.0, "most_late_s": 0.0}
+        entry["attempts"] += 1
+        entry["behind_s"] = entry["behind_s"] + late if moves else late
+        entry["most_late_s"] = max(entry["most_late_s"], late)
+        entry["last_s"] = now
 
     def finished(self, loop: str, since_s: float | None = None) -> None:
         """A count-bounded [[recv]] has every message it waited for: the batch is done
@@ -376,6 +419,7 @@ class Proc:
             "opened_s": dict(self.opened_s),
             "latencies": {name: list(values) for name, values in self.latencies.items()},
             "batches": dict(self.batches),
+            "schedules": {loop: dict(entry) for loop, entry in self.schedules.items()},
             "loops": dict(self.loops),
             "exit_started_s": None if self.exit_started_s is None else round(self.exit_started_s, 6),
             "exit_completed_s": None if self.exit_completed_s is None else round(self.exit_completed_s, 6),

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -173,11 +173,21 @@ def _lost(inbound: Mapping[str, Any]) -> int:
     return int(inbound["dropped"] + inbound["discarded"] + inbound["lost_on_close"])
 
 
+def _not_got(inbound: Mapping[str, Any]) -> int:
+    """The copies meant for a receiver that it did not get: lost, and still queued at the
+    end. The one loss of every page: the receivers table's loss % is this share of the
+    copies (``loss_fraction``), and the answer and ``zsim explain`` say the same number,
+    with the queued ones said apart."""
+    return int(inbound["copies"] - inbound["delivered"] - inbound["forwarded"])
+
+
 def headline(summary: Mapping[str, Any], scenario: Scenario) -> list[str]:
-    """The answer first: per receiver that lost copies (members of one template together),
-    how many of how many, where and by which rule, and its p99; per receiver whose backlog
-    was still growing at the end, how much it held; else that every copy arrived (or was on
-    its way when the run ended), with the worst p99. Receivers that lost most come first."""
+    """The answer first: per receiver that lost copies or held a growing backlog at the end
+    (members of one template together), the share of the copies meant for it that it did
+    not get (the receivers table's loss %), where and by which rule they were lost, how
+    many were still queued at the end and whether they were on their way or in a growing
+    backlog, and its p99; else that every copy arrived (or was on its way when the run
+    ended), with the worst p99. Receivers that did not get most come first."""
     member_of = {name: t.name for t in scenario.templates if t.kind == "socket" for name in t.members}
     flags = data.warning_flags(dict(summary))
     groups: dict[str, list[tuple[str, Mapping[str, Any]]]] = {}
@@ -199,20 +209,17 @@ def headline(summary: Mapping[str, Any], scenario: Scenario) -> list[str]:
             return subset[0][0] if len(members) == 1 else f"{len(subset)} of {len(members)} members of {group} ({names})"
 
         them = "it" if len(members) == 1 else "them"
-        growing = [(name, sock) for name, sock in members
-                   if sock["inbound"]["queued_at_end"] and "backlog_at_end" in flags.get(name, [])]
-        in_flight += sum(sock["inbound"]["queued_at_end"] for name, sock in members
-                         if "backlog_at_end" not in flags.get(name, []))
-        if growing:
-            held = sum(sock["inbound"]["queued_at_end"] for _, sock in growing)
-            copies = sum(sock["inbound"]["copies"] for _, sock in growing)
-            lines.append((held / copies, f"{who(growing)} still held {held:,} of the {copies:,} copies meant for {them} when the run "
-                                         "ended, in a backlog that was still growing (backlog_at_end): how many it loses depends "
-                                         "on how long the run goes."))
-        losing = [(name, sock) for name, sock in members if _lost(sock["inbound"])]
+
+        def growing(name: str) -> bool:
+            return "backlog_at_end" in flags.get(name, [])
+
+        losing = [(name, sock) for name, sock in members
+                  if _lost(sock["inbound"]) or (sock["inbound"]["queued_at_end"] and growing(name))]
+        losing_names = {name for name, _ in losing}
+        in_flight += sum(sock["inbound"]["queued_at_end"] for name, sock in members if name not in losing_names)
         if not losing:
             continue
-        lost = sum(_lost(sock["inbound"]) for _, sock in losing)
+        missed = sum(_not_got(sock["inbound"]) for _, sock in losing)
         copies = sum(sock["inbound"]["copies"] for _, sock in losing)
         where: dict[str, int] = {}
         for _, sock in losing:
@@ -222,18 +229,25 @@ def headline(summary: Mapping[str, Any], scenario: Scenario) -> list[str]:
             for key, label in (("lost_on_close", "lost on close"), ("discarded", "discarded")):
                 if inbound[key]:
                     where[label] = where.get(label, 0) + inbound[key]
-        places = "; ".join(f"{n:,} {p if p.endswith(('close', 'discarded')) else 'dropped at ' + p}"
-                           for p, n in sorted(where.items(), key=lambda item: -item[1])[:3])
+        parts = [f"{n:,} {p if p.endswith(('close', 'discarded')) else 'dropped at ' + p}"
+                 for p, n in sorted(where.items(), key=lambda item: -item[1])[:3]]
+        queued = sum(sock["inbound"]["queued_at_end"] for _, sock in losing)
+        held = sum(sock["inbound"]["queued_at_end"] for name, sock in losing if growing(name))
+        if held:
+            parts.append(f"{queued:,} still queued when the run ended, in a backlog that was still growing (backlog_at_end): "
+                         "how many it loses depends on how long the run goes")
+        elif queued:
+            parts.append(f"{queued:,} still queued when the run ended (on their way: the horizon's)")
         p99s = [float(v) for v in ((sock.get("latency_s") or {}).get("p99") for _, sock in losing) if v is not None and v == v]
         latency = f"; p99 latency {seconds(max(p99s))}" if p99s else "; nothing delivered"
-        lines.append((lost / copies, f"{who(losing)} lost {100 * lost / copies:.3g} % of the copies meant for "
-                                     f"{them} ({lost:,} of {copies:,}): {places}{latency}."))
+        lines.append((missed / copies, f"{who(losing)} did not get {percent(missed / copies)} of the copies meant for "
+                                       f"{them} ({missed:,} of {copies:,}): {'; '.join(parts)}{latency}."))
     if not lines:
         copies = sum(sock["inbound"]["copies"] for members in groups.values() for _, sock in members)
         worst = f"; the worst p99 latency is {seconds(worst_p99[0])}, at {worst_p99[1]}" if worst_p99 else ""
         receivers = sum(map(len, groups.values()))
-        way = (f", or was on its way when the run ended ({in_flight:,} still queued: the horizon's, not losses)"
-               if in_flight else "")
+        way = (f", or was on its way when the run ended ({in_flight:,} still queued: the horizon's, not losses; the receivers "
+               "table's loss % counts them)" if in_flight else "")
         return [f"Every copy meant for a receiver reached it{way} ({copies:,} copies to {receivers:,} "
                 f"receiver{'s' if receivers != 1 else ''}){worst}.", *causal_lines(summary, member_of)]
     return [text for _, text in sorted(lines, key=lambda item: -item[0])] + causal_lines(summary, member_of)
@@ -242,22 +256,44 @@ def headline(summary: Mapping[str, Any], scenario: Scenario) -> list[str]:
 def causal_lines(summary: Mapping[str, Any], member_of: Mapping[str, str]) -> list[str]:
     """Request -> reply and source -> sink times (``zsim.results.causal_times``), the
     slowest p99 first: one line per requester or source -> sink, members of one template
-    together (their worst p99 named)."""
+    together (their worst p99 named). Over the requests answered and the chains that ended
+    only; how many were still on their way when the run ended is said after them."""
     found: dict[str, list[tuple[str, Mapping[str, Any]]]] = {}
+    sources: dict[str, set[str]] = {}
     for name, sock in summary["sockets"].items():
         if sock.get("rtt_s"):
-            found.setdefault(f"request -> reply at {member_of.get(name, name)}", []).append((name, sock["rtt_s"]))
+            key = f"request -> reply at {member_of.get(name, name)}"
+            found.setdefault(key, []).append((name, sock["rtt_s"]))
+            sources.setdefault(key, set()).add(name)
         for source, times in (sock.get("e2e_s") or {}).items():
             key = f"end to end {member_of.get(source, source)} -> {member_of.get(name, name)}"
             found.setdefault(key, []).append((f"{source} -> {name}", times))
+            if not summary["sockets"].get(source, {}).get("rtt_s"):  # a requester's: said on its request -> reply line
+                sources.setdefault(key, set()).add(source)
     lines: list[tuple[float, str]] = []
     for what, entries in found.items():
         count = sum(int(times["count"]) for _, times in entries)
         worst_name, worst = max(entries, key=lambda entry: entry[1]["p99"])
         detail = f" (the worst, {worst_name})" if len(entries) > 1 else ""
+        pending = in_flight(summary, sources.get(what, ()), requests=what.startswith("request"))
         lines.append((worst["p99"], f"{what[0].upper()}{what[1:]}: p50 {seconds(worst['p50'])}, p99 {seconds(worst['p99'])}"
-                                    f"{detail} over {count:,}."))
+                                    f"{detail} over {count:,} {'answered' if what.startswith('request') else 'that arrived'}"
+                                    f"{pending}."))
     return [text for _, text in sorted(lines, key=lambda item: -item[0])[:4]]
+
+
+def in_flight(summary: Mapping[str, Any], sources: Iterable[str], *, requests: bool) -> str:
+    """``; 3 still in flight when the run ended``: the chains ``sources`` started (their
+    requests, or their messages on the way to a sink) that had not finished when the run
+    ended (``chains_at_end``, ``zsim.results.causal_times``); empty when none."""
+    names = sorted(set(sources))
+    count = sum(int((summary["sockets"].get(name, {}).get("chains_at_end") or {}).get("in_flight", 0)) for name in names)
+    if not count:
+        return ""
+    if requests:
+        return f"; {count:,} more still in flight when the run ended (not in these times)"
+    sent_at = names[0] if len(names) == 1 else f"{len(names)} sources"
+    return f"; {count:,} sent at {sent_at} still on the way when the run ended (not in these times)"
 
 
 def _answer(summary: dict[str, Any], scenario: Scenario) -> str:

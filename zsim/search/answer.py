@@ -44,6 +44,9 @@ def _estimates(run: SearchRun, part: Part, d: int) -> list[dict[str, Any]]:
             "implied_by": None if known is None or known.source == d else _design(run, part.designs[known.source]),
             "decided_after_runs": known.used if known is not None and known.source == d else None,
             "runs": n, "mean": _number(mean), "low": _number(low), "high": _number(high),
+            # the mean inside target +- indifference: either verdict is acceptable there
+            # (docs/search.md, the guarantee): the designs a review asks about
+            "within_indifference": None if mean != mean else bool(abs(mean - constraint.target) <= constraint.indifference),
             "most_runs_needed": test.closes_at if test is not None else None,
             # "sequential" (the triangular test), "bound" (runs all equal, the metric's range)
             # or "exact" (runs that drew no random value)
@@ -84,22 +87,28 @@ def _part_json(run: SearchRun, part: Part) -> dict[str, Any]:
     assert outcome is not None
     state, at = outcome.state, part.designs
     answer = outcome.answer
-    designs = []
+    designs: list[dict[str, Any]] = []
     for d in procedure.order:
         status = state.status[d]
         if answer is not None and outcome.kind == "found" and d != answer and (procedure.costs[d], d) > (procedure.costs[answer], answer):
             status = "dominated" if status in (OPEN, UNTRIED, FEASIBLE) else status
         designs.append({"design": _design(run, at[d]), "point": run.plan.points[at[d]].id, "cost": run.costs[at[d]], "status": status,
-                        "reason": state.reason[d] or None, "runs": state.available[d]})
+                        "reason": state.reason[d] or None, "runs": state.available[d],
+                        # every design run: each constraint's estimate and interval over its runs
+                        "constraints": _estimates(run, part, d) if state.available[d] else []})
     most = max(state.available) if state.available else 0
     chosen = None
     if answer is not None:
         chosen = {"design": _design(run, at[answer]), "point": run.plan.points[at[answer]].id, "cost": run.costs[at[answer]],
                   "scenario_digest": run.data.digest(at[answer]), "runs": state.available[answer],
                   "constraints": _estimates(run, part, answer)}
+    close = [{"design": entry["design"], "point": entry["point"], "cost": entry["cost"], "status": entry["status"],
+              "runs": entry["runs"], "constraints": [e for e in entry["constraints"] if e["within_indifference"]]}
+             for entry in designs if any(e["within_indifference"] for e in entry["constraints"])]
     return {
         "outcome": outcome.kind,
         "answer": chosen,
+        "within_indifference": close,
         "still_open": [_design(run, at[d]) for d in outcome.open_designs],
         "still_open_why": [open_reason(run, part, d) for d in outcome.open_designs],
         # the cheapest design the runs point to (every cheaper one ruled out, its runs all
@@ -141,7 +150,9 @@ def to_json(run: SearchRun) -> dict[str, Any]:
         "designs_total": len(run.plan.points),
         "designs_run": sum(p["designs_run"] for p in parts),
     }
-    where = {"results": str(run.directory), "engine": run.engine, "wall_s": run.wall_s}
+    # the report folder (search.json, the figure, the chosen design's scenario file)
+    where = {"results": str(run.directory), "report": str(run.directory.parent / "report" / search.name), "engine": run.engine,
+             "wall_s": run.wall_s}
     if not search.conditions:
         one = parts[0]
         most = one.pop("most_runs")
@@ -149,6 +160,7 @@ def to_json(run: SearchRun) -> dict[str, Any]:
         monotone = one.pop("monotone")
         return {**head, "outcome": one["outcome"], "answer": one["answer"],
                 "guarantee": GUARANTEE.format(confidence=search.confidence) if one["outcome"] == "found" else None,
+                "within_indifference": one["within_indifference"],
                 "still_open": one["still_open"], "still_open_why": one["still_open_why"], "candidate": one["candidate"],
                 "designs": one["designs"],
                 "monotone": monotone,
@@ -182,6 +194,7 @@ def table(answer: dict[str, Any]) -> Any:
             for key in ("verdict", "mean", "low", "high"):
                 row[f"{e['metric']}.{key}"] = e[key]
         row["answer_runs"] = chosen["runs"] if chosen else None
+        row["scenario_file"] = (chosen or {}).get("scenario_file")  # beside answers.csv (zsim search writes it)
         row["runs"] = c["runs"]
         row["designs_run"] = c["designs_run"]
         rows.append(row)
@@ -210,6 +223,11 @@ def format_conditions(answer: dict[str, Any]) -> str:
                                   for e in chosen["constraints"])
             chosen_here = {k: v for k, v in chosen["design"].items() if k not in c["condition"]}
             lines.append(f"{head}{_where(chosen_here)} (cost {_value(chosen['cost'])}); {estimates}; {c['runs']} runs")
+            for d in c["within_indifference"]:
+                if d["point"] != chosen["point"]:
+                    near = "; ".join(f"{e['metric']} {_estimate(e)}" for e in d["constraints"])
+                    here_d = _where({k: v for k, v in d["design"].items() if k not in c["condition"]})
+                    lines.append(f"    within the indifference zone: {here_d} (cost {_value(d['cost'])}, {d['status']}): {near}")
         elif c["outcome"] == "none":
             lines.append(f"{head}none: every design fails a constraint, is not steady or failed; {c['runs']} runs")
         else:
@@ -241,6 +259,56 @@ def _footer(answer: dict[str, Any]) -> list[str]:
             f"results: {answer['results']} (zsim report reads them)"]
 
 
+def _estimate(e: dict[str, Any]) -> str:
+    """``20.35 ms [19.9 ms, 20.8 ms]``: a constraint's mean and interval at a design."""
+    if e["mean"] is None:
+        return "no value"
+    if e.get("decided_by") == "exact":
+        return f"{human_value(e['metric'], e['mean'])} (exact: every seed gives it)"
+    if e["low"] is None:
+        return f"{human_value(e['metric'], e['mean'])} (no interval: {e['runs']} run{'s' if e['runs'] != 1 else ''})"
+    return f"{human_value(e['metric'], e['mean'])} [{human_value(e['metric'], e['low'])}, {human_value(e['metric'], e['high'])}]"
+
+
+def _target(e: dict[str, Any]) -> str:
+    sense, target = ("below", e["below"]) if "below" in e else ("above", e["above"])
+    return f"{sense} {human_value(e['metric'], target)} +- {human_value(e['metric'], e['indifference'])}"
+
+
+#: designs listed with their estimates in the text (--json lists every one)
+MAX_EVALUATED = 30
+
+
+def _close_lines(answer: dict[str, Any], chosen: dict[str, Any] | None) -> list[str]:
+    """The designs other than the answer whose estimate came within a constraint's
+    indifference zone: either verdict is acceptable there, so a review will ask about them."""
+    close = [d for d in answer.get("within_indifference") or () if not chosen or d["point"] != chosen.get("point")]
+    if not close:
+        return []
+    lines = [f"within the indifference zone ({len(close)} other design{'s' if len(close) != 1 else ''}; the guarantee "
+             "accepts either verdict there):"]
+    for d in close:
+        estimates = "; ".join(f"{e['metric']} {_estimate(e)}, {_target(e)}" for e in d["constraints"])
+        lines.append(f"  {_where(d['design'])} (cost {_value(d['cost'])}, {d['status']}): {estimates} [{d['runs']} runs]")
+    return lines
+
+
+def _evaluated_lines(answer: dict[str, Any]) -> list[str]:
+    """Every design run, by cost: each constraint's estimate and interval over its runs
+    (``~``: within the indifference zone)."""
+    run = sorted((d for d in answer["designs"] if d["runs"]), key=lambda d: d["cost"])
+    if not run:
+        return []
+    lines = [f"designs run ({len(run)}; {answer['confidence']:.0%} intervals over each one's runs; ~ within the indifference "
+             "zone):"]
+    for d in run[:MAX_EVALUATED]:
+        estimates = "; ".join(f"{e['metric']} {_estimate(e)}{' ~' if e['within_indifference'] else ''}" for e in d["constraints"])
+        lines.append(f"  {_where(d['design'])} (cost {_value(d['cost'])}, {d['status']}): {estimates} [{d['runs']} runs]")
+    if len(run) > MAX_EVALUATED:
+        lines.append(f"  ... and {len(run) - MAX_EVALUATED} more (--json lists them all)")
+    return lines
+
+
 def format_text(answer: dict[str, Any]) -> str:
     if "conditions" in answer:
         return format_conditions(answer)
@@ -262,6 +330,8 @@ def format_text(answer: dict[str, Any]) -> str:
             lines.append(f"  {_where(design)}: {why}")
         if len(answer["still_open"]) > 10:
             lines.append(f"  ... and {len(answer['still_open']) - 10} more (--json lists them all)")
+    if chosen and chosen.get("scenario_file"):
+        lines.append(f"  its scenario file: {Path(answer['report']) / chosen['scenario_file']} (zsim run, export, validate it)")
     if chosen:
         lines.append(f"  at the answer ({chosen['runs']} runs, {answer['confidence']:.0%} intervals):")
         for c in chosen["constraints"]:
@@ -279,6 +349,8 @@ def format_text(answer: dict[str, Any]) -> str:
                          f" {estimate}; {c['verdict'] or 'open'}, {how}")
     if answer["guarantee"]:
         lines.append(f"  guarantee: {answer['guarantee']}")
+    lines += _close_lines(answer, chosen)
+    lines += _evaluated_lines(answer)
     ruled = [d for d in answer["designs"] if d["status"] in (INFEASIBLE, NOT_STEADY, FAILED)]
     dominated = [d for d in answer["designs"] if d["status"] == "dominated"]
     if ruled:

@@ -38,6 +38,55 @@ def add_parser(sub: argparse._SubParsersAction[Any], count_arg: Any, seconds_arg
     p.set_defaults(func=cmd_search)
 
 
+def _command(args: argparse.Namespace) -> str:
+    """The command line that made the search (as given; else its file and results folder)."""
+    import shlex
+
+    from ..files import shown_path
+
+    words = getattr(args, "command_line", None)  # zsim.cli.main keeps them
+    if words is None:
+        words = ["search", shown_path(args.search)] + (["--out", shown_path(args.out)] if args.out else [])
+    return " ".join(shlex.quote(word) for word in ["zsim", *words])
+
+
+def chosen_files(run: Any, answer: dict[str, Any], made_by: str) -> list[tuple[str, str]]:
+    """(file name, TOML) of the scenario of each design the search chose (``chosen.toml``;
+    with conditions, ``chosen-<k>.toml`` for the k-th condition that has an answer), and
+    each answer's ``scenario_file`` set to its name. Only certified answers (``found``): a
+    budget's best so far is no answer to carry on."""
+    from ..design_file import CHOSEN, design_toml
+    from ..sweep.report import human_value
+    from .answer import _estimate, _value, _where
+
+    search = run.search
+    sweep = search.sweep
+    parts = answer["conditions"] if "conditions" in answer else [answer]
+    out = []
+    for k, part in enumerate(parts, 1):
+        chosen = part.get("answer")
+        if part["outcome"] != "found" or not chosen:
+            continue
+        point = run.plan.point(chosen["point"])
+        changes = [*sweep.fixed.items(), *point.overrides.items()]
+        condition = part.get("condition")
+        where = _where(chosen["design"])
+        notes = [f"{e['metric']} {'below' if 'below' in e else 'above'} {human_value(e['metric'], e.get('below', e.get('above')))} "
+                 f"(+- {human_value(e['metric'], e['indifference'])}): {_estimate(e)} over {e['runs']} runs "
+                 f"({search.confidence:.0%} interval); {e['verdict'] or 'open'}" for e in chosen["constraints"]]
+        notes.append(f"Those are over the search's replications (root seed {search.seed}); one zsim run of this file is one run.")
+        text = design_toml(
+            sweep.base, changes,
+            title=f"The design zsim search {search.name} chose{' at ' + _where(condition) if condition else ''}: {where} "
+                  f"(cost {_value(chosen['cost'])}), the cheapest that meets every constraint ({search.confidence:.0%}, "
+                  "search.json says how sure)",
+            made_by=made_by, base_source=sweep.base_source, base_dir=sweep.base_dir, notes=notes)
+        name = CHOSEN if condition is None else f"chosen-{k}.toml"
+        chosen["scenario_file"] = name
+        out.append((name, text))
+    return out
+
+
 def cmd_search(args: argparse.Namespace) -> int:
     from ..files import ResultsFolder, check_not_link
     from ..sweep.cli import _app_permission, _conf
@@ -55,7 +104,10 @@ def cmd_search(args: argparse.Namespace) -> int:
     results = ResultsFolder(out, "the results folder")
     folder = ("report", run.search.name)
     report_dir = results.path(*folder)
+    made_by = _command(args)
+    chosen = chosen_files(run, answer, made_by)  # each answer's scenario file, named in the answer before it is written
     written = [results.write(*folder, "search.json", content=(json.dumps(answer, indent=2) + "\n").encode())]
+    written += [results.write(*folder, name, content=text.encode()) for name, text in chosen]
     if run.search.conditions:  # one row per condition; the figure is of one condition's designs, not drawn
         frame = table(answer)
         written.append(results.write(*folder, "answers.csv", content=frame.to_csv(index=False).encode()))

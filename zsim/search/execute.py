@@ -129,6 +129,8 @@ class Rows:
         cached = self._values.get((design, constraint))
         if cached is None or len(cached) < n:
             n_all = self.available(design)
+            if n_all == 0:  # a design never run (its verdicts implied along a monotone variable): no values
+                return np.empty(0)
             frame = self.frame(design, n_all)
             metric = self.search.constraints[constraint].metric
             column = frame[metric].astype(float).to_numpy() if metric in frame.columns else np.full(n_all, np.nan)
@@ -142,6 +144,9 @@ class Rows:
         cached = self._unsteady.get(key)
         if cached is None or len(cached) < n:
             from ..sweep.report import _unsteady
+
+            if n == 0:
+                return np.empty(0)
 
             frame = self.frame(design, n)
             cached, _ = _unsteady(self.results, frame, self.search.constraints[constraint].metric)

@@ -604,8 +604,78 @@ def _unsteady(results: SweepResults, frame: pd.DataFrame, metric: str) -> tuple[
     return (flags > 0).astype(float), utilisation
 
 
+def _same_value(a: Any, b: Any) -> bool:
+    """An axis value of the rows (a number, or JSON text for a table) against the
+    manifest's (the value itself)."""
+    def plain(value: Any) -> Any:
+        if isinstance(value, str):
+            try:
+                parsed = json.loads(value)
+            except ValueError:
+                return value
+            return value if isinstance(parsed, str) else parsed
+        return value
+
+    a, b = plain(a), plain(b)
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) and not isinstance(b, bool):
+        return math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=0.0)
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+def answer_scenarios(results: SweepResults, spec: Mapping[str, Any], table: pd.DataFrame, k: int) -> list[tuple[str, str]]:
+    """(file name, TOML) of each answer of threshold ``k`` (1-based): the point at the
+    smallest value by the 95 % upper bound and its row's values of the other axes, as a
+    scenario file (``zsim.design_file``), ``threshold-<k>-<row>.toml`` for its row of
+    thresholds.csv; its name goes into the table's ``scenario_file``. A row without that
+    answer, a threshold that pools axes (``by`` leaves one out: no single point), or a
+    manifest without the points' changes (written before 2026-11-26) gets none."""
+    from ..design_file import design_toml
+
+    manifest = results.manifest
+    minimise = results.axis(spec["minimise"]).path
+    by = threshold_by(results, spec)
+    table["scenario_file"] = None
+    pooled = [a.path for a in results.axes if a.path != minimise and a.path not in by and results.frame[a.path].nunique() > 1]
+    base = manifest.get("base_scenario")
+    points = manifest.get("points") or []
+    if pooled or not isinstance(base, Mapping) or not all(isinstance(p, Mapping) and "overrides" in p for p in points):
+        return []
+    out = []
+    for row_index, (_, row) in enumerate(table.iterrows()):
+        answer = row["smallest_by_upper_ci"]
+        if answer is None or answer != answer:
+            continue
+        wanted = {**{path: row[path] for path in by}, minimise: answer}
+        found = [p for p in points if all(_same_value((p.get("coords") or {}).get(path), value) for path, value in wanted.items())]
+        if len(found) != 1:
+            continue
+        point = found[0]
+        changes = [*(manifest.get("set") or {}).items(), *point["overrides"].items()]
+        where = ", ".join(f"{results.label(path)} = {axis_value_label(path, row[path])}" for path in by)
+        title = (f"The answer of zsim report, sweep {results.name}: the smallest {results.label(minimise)} keeping "
+                 f"{metric_label(spec['metric'])} below {_target_text(spec['metric'], float(spec['below']))}"
+                 f"{' at ' + where if where else ''}: {axis_value_label(minimise, answer)} (by the 95 % upper bound)")
+        try:
+            text = design_toml(base, changes, title=title, made_by=f"zsim report {shown_path(results.directory.parent)}",
+                               base_source=manifest.get("base_source"), base_dir=manifest.get("base_dir"),
+                               notes=[f"Point {point.get('id')} of the sweep; its answer in words: {row['answer']}"])
+        except ScenarioError:  # a manifest whose base no longer takes its own changes: no file, the table says none
+            continue
+        name = f"threshold-{k}-{row_index + 1}.toml"
+        table.at[table.index[row_index], "scenario_file"] = name
+        out.append((name, text))
+    return out
+
+
 def _target_text(metric: str, target: float) -> str:
     return f"{100 * target:.3g} %" if metric_kind(metric) == "fraction" else human_value(metric, target)
+
+
+def threshold_by(results: SweepResults, spec: Mapping[str, Any]) -> list[str]:
+    """The axes a threshold's answers vary over: its ``by``, default every axis but the one
+    it minimises."""
+    minimised = results.axis(spec["minimise"]).path
+    return [results.axis(k).path for k in spec.get("by", [a.path for a in results.axes if a.path != minimised])]
 
 
 def thresholds(results: SweepResults, spec: Mapping[str, Any]) -> pd.DataFrame:
@@ -622,7 +692,7 @@ def thresholds(results: SweepResults, spec: Mapping[str, Any]) -> pd.DataFrame:
     metric = spec["metric"]
     target = float(spec["below"])
     x = results.axis(spec["minimise"]).path
-    by = [results.axis(k).path for k in spec.get("by", [a.path for a in results.axes if a.path != x])]
+    by = threshold_by(results, spec)
     columns = by + ["smallest_by_mean", "smallest_by_upper_ci", "metric_mean_there", "metric_upper_ci_there", "largest_tried",
                     "not_steady_at", "utilisation", "refine", "answer"]
     if not len(results.frame) or not len(results.ok()):
@@ -932,13 +1002,38 @@ def scatter_figure(results: SweepResults, spec: Mapping[str, Any], out_dir: Path
     )
 
 
+def threshold_axes(results: SweepResults, spec: Mapping[str, Any], threshold: Mapping[str, Any], table: pd.DataFrame
+                   ) -> tuple[str, str | None, list[str]]:
+    """The axes of a threshold figure: ``x``, the ``series`` (one curve per value) and the
+    panel axes (one panel per combination of their values). The minimised axis is the
+    figure's y: it cannot be x, a series or a panel. Every other axis the answers vary over
+    (``by``) that the spec does not place gets panels of its own, so a curve never mixes
+    answers for different values of an axis it does not show (a sweep of three or more
+    axes: one panel per value of the third)."""
+    minimise = results.axis(threshold["minimise"]).path
+    x = results.axis(spec["x"]).path
+    series = results.axis(spec["series"]).path if spec.get("series") else None
+    facet = results.axis(spec["facet"]).path if spec.get("facet") else None
+    by = threshold_by(results, threshold)
+    for key, path in (("x", x), ("series", series), ("facet", facet)):
+        if path is None:
+            continue
+        if path == minimise:
+            raise ScenarioError(f"report.figure.{key}", f"{path!r} is the axis the threshold minimises, the figure's y; "
+                                                        "name another axis")
+        if path not in by:
+            raise ScenarioError(f"report.figure.{key}", f"{path!r} is not an axis the threshold's answers vary over "
+                                                        f"(its by: {', '.join(by) or 'none'})")
+    placed = {x, series, facet}
+    panels = ([facet] if facet else []) + [c for c in by if c not in placed and table[c].nunique(dropna=False) > 1]
+    return x, series, panels
+
+
 def threshold_figure(results: SweepResults, spec: Mapping[str, Any], threshold: Mapping[str, Any], table: pd.DataFrame,
                      out_dir: Path) -> Path:
     from .. import plotting
 
-    x = results.axis(spec["x"]).path
-    series = results.axis(spec["series"]).path if spec.get("series") else None
-    facet = results.axis(spec["facet"]).path if spec.get("facet") else None
+    x, series, panel_axes = threshold_axes(results, spec, threshold, table)
     minimise = results.axis(threshold["minimise"]).path
     logx = spec.get("logx", _is_log_axis(table[x].tolist())) and not VALUE_NAMES.get(x) and pd_numeric(table[x])
     positions, ticks, detached = x_positions(x, table[x].tolist(), bool(logx))
@@ -950,12 +1045,24 @@ def threshold_figure(results: SweepResults, spec: Mapping[str, Any], threshold: 
     def y_of(value: Any) -> float:
         return float(y_positions.get(value, float("nan"))) if value is not None and value == value else float("nan")
 
+    combinations: list[tuple[Any, ...]] = [()]
+    for path in panel_axes:
+        combinations = [combo + (value,) for combo in combinations for value in sorted_axis_values(path, table[path].tolist())]
     panels = []
-    for facet_value in (sorted_axis_values(facet, table[facet].tolist()) if facet else [None]):
-        sub = table[table[facet] == facet_value] if facet else table
-        panel = plotting.Panel(title=f"{results.label(facet)} = {axis_value_label(facet, facet_value)}" if facet else "")
-        for index, series_value in enumerate(sorted_axis_values(series, sub[series].tolist()) if series else [None]):
-            rows = sub[sub[series] == series_value] if series else sub
+    for combo in combinations:
+        sub = table
+        for path, value in zip(panel_axes, combo, strict=True):
+            sub = sub[_matches(sub[path], value)]
+        if not len(sub):
+            continue
+        # one line per axis: two long axis paths on one line run into the next panel's title
+        title = "\n".join(f"{results.label(path)} = {axis_value_label(path, value)}" for path, value in zip(panel_axes, combo,
+                                                                                                                strict=True))
+        panel = plotting.Panel(title=title)
+        for index, series_value in enumerate(sorted_axis_values(series, table[series].tolist()) if series else [None]):
+            rows = sub[_matches(sub[series], series_value)] if series else sub
+            if not len(rows):
+                continue
             rows = sort_by_axis(rows, x)
             name = axis_value_label(series, series_value) if series else None
             xs = [positions[v] for v in rows[x].tolist()]
@@ -1005,8 +1112,9 @@ def default_figures(results: SweepResults) -> list[dict[str, Any]]:
             figures.append({"kind": "scatter", "x": axis.path, "metric": metric, **({"series": other.path} if other else {})})
         return figures
 
-    def layout(x_path: str) -> dict[str, Any]:
-        others = sorted((a for a in axes if a.path != x_path and counts[a.path] > 1), key=lambda a: counts[a.path])
+    def layout(x_path: str, among: Sequence[str] | None = None) -> dict[str, Any]:
+        others = sorted((a for a in axes if a.path != x_path and counts[a.path] > 1 and (among is None or a.path in among)),
+                        key=lambda a: counts[a.path])
         series = others[0].path if others and counts[others[0].path] <= 8 else None
         facet = others[1].path if len(others) > 1 and counts[others[1].path] <= 9 else None
         return {"x": x_path, **({"series": series} if series else {}), **({"facet": facet} if facet else {})}
@@ -1045,9 +1153,14 @@ def default_figures(results: SweepResults) -> list[dict[str, Any]]:
                 heat["facet"] = rest[0].path
             figures.append(heat)
     for spec in thresholds_cfg:
-        others = [a for a in axes if a.path != results.axis(spec["minimise"]).path and counts[a.path] > 1]
+        # the answer against the axis it varies over with the most values; the others it
+        # varies over are series and panels (threshold_axes), never the minimised axis
+        minimised = results.axis(spec["minimise"]).path
+        by = threshold_by(results, spec)
+        others = [a for a in axes if a.path != minimised and a.path in by and counts[a.path] > 1]
         if others:
-            figures.append({"kind": "threshold", "metric": spec["metric"], **layout(others[0].path)})
+            x_axis = max(others, key=lambda a: counts[a.path])
+            figures.append({"kind": "threshold", "metric": spec["metric"], **layout(x_axis.path, [a.path for a in others])})
     return figures[:MAX_DEFAULT_FIGURES]
 
 
@@ -1129,7 +1242,7 @@ def _summary_markdown(results: SweepResults, points: pd.DataFrame, metrics: Sequ
         lines += [f"## Smallest {md(results.label(minimise))} keeping {md(metric_label(metric))} below "
                   f"{md(_target_text(metric, float(spec['below'])))}", ""]
         answer_columns = ("smallest_by_mean", "smallest_by_upper_ci", "metric_mean_there", "metric_upper_ci_there", "largest_tried",
-                          "not_steady_at", "utilisation", "refine", "answer")
+                          "not_steady_at", "utilisation", "refine", "answer", "scenario_file")
         by = [c for c in table.columns if c not in answer_columns]
         rows = []
         for _, row in table.iterrows():
@@ -1142,10 +1255,10 @@ def _summary_markdown(results: SweepResults, points: pd.DataFrame, metrics: Sequ
             rows.append([axis_value_label(c, row[c]) for c in by] + [refine if isinstance(refine, str) else "-",
                                                                      show(row["smallest_by_upper_ci"]), show(row["smallest_by_mean"]),
                         _cell(row["metric_mean_there"], None, metric) if row["metric_mean_there"] is not None else "-",
-                        str(row["answer"])])
+                        str(row["answer"]), Code(row["scenario_file"]) if isinstance(row.get("scenario_file"), str) else "-"])
         headers = [results.label(c) for c in by] + ["refine", "smallest (95 % upper bound)", "smallest (mean)",
                                                     f"{metric_label(metric)} there",
-                                                    "answer"]
+                                                    "answer", "scenario file"]
         lines += [_markdown_table(headers, rows), ""]
         order = ("in the order the axis names them" if VALUE_NAMES.get(minimise)
                  else f"ordered as numbers{', HWM 0 (unlimited) last' if is_hwm_axis(minimise) else ''}")
@@ -1243,16 +1356,36 @@ def check_config(results: SweepResults) -> None:
         for key in ("x", "series", "facet") + (("y",) if kind == "heatmap" else ()):
             if key in spec:
                 axis(spec[key], f"{where}.{key}")
+        thresholds_cfg = [t for t in config.get("threshold") or [] if isinstance(t, Mapping)]
+        if kind == "threshold" and thresholds_cfg:
+            chosen = next((t for t in thresholds_cfg if spec.get("metric") in (None, t.get("metric"))), thresholds_cfg[0])
+            minimised = results.axis(chosen["minimise"]).path
+            by = threshold_by(results, chosen)
+            for key in ("x", "series", "facet"):
+                if key not in spec:
+                    continue
+                path = results.axis(spec[key]).path
+                if path == minimised:
+                    raise ScenarioError(f"{where}.{key}", f"{path!r} is the axis the threshold minimises, the figure's y; name "
+                                                          "another axis")
+                if path not in by:
+                    raise ScenarioError(f"{where}.{key}", f"{path!r} is not an axis the threshold's answers vary over "
+                                                          f"(its by: {', '.join(by) or 'none'})")
 
 
 def report_sweep(directory: Path, out_dir: Path, *, figures: bool = True, warn: store.Warn | None = None,
-                 config: str | Path | None = None) -> list[Path]:
+                 config: str | Path | None = None, written: list[Path] | None = None) -> list[Path]:
+    """Write one sweep's report into ``out_dir``; return the files written. With
+    ``written`` given, each file is appended there as soon as it is written, so a caller
+    whose report stops half-way knows what is on disk (``make_report`` says it)."""
     results = SweepResults(directory, warn, config)
     check_config(results)
     files.prepare_output_dir(out_dir, "the report folder")
     files.cleanup_leftovers(out_dir, ("points.csv", "thresholds.csv", "summary.md"))
     metrics = results.metrics()
-    written: list[Path] = []
+    if written is None:
+        written = []
+    start = len(written)
     points = points_table(results, metrics)
     path = out_dir / "points.csv"
     files.atomic_write(path, points.to_csv(index=False))
@@ -1262,6 +1395,8 @@ def report_sweep(directory: Path, out_dir: Path, *, figures: bool = True, warn: 
     for spec in results.report_config.get("threshold", []):
         if len(results.frame):
             threshold_tables.append((spec, thresholds(results, spec)))
+    # each answer's design as a scenario file of its own, named in thresholds.csv
+    scenario_files = [item for k, (spec, table) in enumerate(threshold_tables, 1) for item in answer_scenarios(results, spec, table, k)]
     hlines = {spec["metric"]: float(spec["below"]) for spec, _ in threshold_tables}
     if threshold_tables:
         path = out_dir / "thresholds.csv"
@@ -1269,8 +1404,12 @@ def report_sweep(directory: Path, out_dir: Path, *, figures: bool = True, warn: 
         files.atomic_write(path, pd.concat([t.assign(metric=s["metric"], below=s["below"], minimise=results.axis(s["minimise"]).path)
                                             for s, t in threshold_tables]).to_csv(index=False))
         written.append(path)
+    for name, text in scenario_files:
+        path = out_dir / name
+        files.atomic_write(path, text)
+        written.append(path)
 
-    figure_paths: list[Path] = []
+    figure_paths = _FigureList(written)
     if figures and len(results.ok()):
         specs = list(results.report_config.get("figure", []))
         if not specs or results.report_config.get("default_figures", False):
@@ -1289,11 +1428,39 @@ def report_sweep(directory: Path, out_dir: Path, *, figures: bool = True, warn: 
                 metric = spec.get("metric")
                 chosen = next(((s, t) for s, t in threshold_tables if metric in (None, s["metric"])), threshold_tables[0])
                 figure_paths.append(threshold_figure(results, spec, chosen[0], chosen[1], out_dir))
-    written += figure_paths
     path = out_dir / "summary.md"
     files.atomic_write(path, _summary_markdown(results, points, metrics, threshold_tables, figure_paths, out_dir))
     written.append(path)
-    return written
+    return written[start:]
+
+
+class _FigureList(list[Path]):
+    """The figures of one report, each also added to the report's ``written`` list the
+    moment it is on disk."""
+
+    def __init__(self, written: list[Path]) -> None:
+        super().__init__()
+        self.written = written
+
+    def append(self, path: Path) -> None:
+        super().append(path)
+        self.written.append(path)
+
+
+def _stopped(error: ZsimError, written: Sequence[Path], out_dir: Path) -> ZsimError:
+    """``error`` of a report that stopped after writing ``written``, with those named: the
+    user learns which files are on disk (points.csv, thresholds.csv, figures) and that
+    summary.md is not. The same kind of error (its exit status), the same field."""
+    import copy
+
+    note = (f"; it wrote {', '.join(path.name for path in written)} into {shown_path(out_dir)} before it stopped; "
+            "summary.md was not written")
+    if isinstance(error, (ScenarioError, EnvironmentFault)):
+        changed = copy.copy(error)
+        changed.reason = error.reason + note
+        changed.args = (f"{error.path}: {changed.reason}" if error.path else changed.reason,)
+        return changed
+    return ZsimError(f"{error}{note}")
 
 
 def make_report(results: str | Path, out: str | Path | None = None, *, figures: bool = True, warn: store.Warn | None = None,
@@ -1304,7 +1471,9 @@ def make_report(results: str | Path, out: str | Path | None = None, *, figures: 
     ``out`` is checked (created, written to) before any work. One sweep whose report fails
     (a damaged manifest, a bad ``[report]``, anything else) does not stop the others: with
     ``errors`` given, each failure is appended there as ``(sweep folder, error)``; without,
-    the first failure is raised after the other sweeps' reports are written. Damaged part
+    the first failure is raised after the other sweeps' reports are written. A report that
+    stops half-way says in its error which of its files it wrote before it stopped (and
+    that summary.md is not among them); those files are in the list returned. Damaged part
     files are named through ``warn`` (default: stderr) and left out.
 
     ``[report]`` settings: by default each sweep's sweep file is read again (so a changed
@@ -1332,19 +1501,24 @@ def make_report(results: str | Path, out: str | Path | None = None, *, figures: 
     for directory in directories:
         name = directory.name.split("=", 1)[1]
         use = config if config is not None and (len(directories) == 1 or name == config_name) else None
+        this: list[Path] = []  # filled as files are written: on a failure, what is on disk
+        failure: ZsimError | None = None
         try:
             if not NAME_PATTERN.match(name):  # it names the report's folder: a plain name, as zsim sweep writes it
                 raise ScenarioError(str(directory), f"{name!r} is not a sweep name zsim writes (letters, digits, '_', '.', '-'); "
                                                     "its report would not be a plain folder inside --out")
             files.check_not_link(base / name, base, "the report folder")
-            written += report_sweep(directory, base / name, figures=figures, warn=warn, config=use)
+            report_sweep(directory, base / name, figures=figures, warn=warn, config=use, written=this)
         except ZsimError as exc:
-            failures.append((directory, exc))
+            failure = exc
         except OSError as exc:
-            failures.append((directory, EnvironmentFault(str(exc.filename or directory), exc.strerror or str(exc))))
+            failure = EnvironmentFault(str(exc.filename or directory), exc.strerror or str(exc))
         except Exception as exc:  # noqa: BLE001 - one sweep's report must not take the others down
             text = f"{type(exc).__name__}: {exc}".strip().splitlines()[0][:300]
-            failures.append((directory, ZsimError(f"report failed ({text})")))
+            failure = ZsimError(f"report failed ({text})")
+        written += this
+        if failure is not None:
+            failures.append((directory, _stopped(failure, this, base / name) if this else failure))
     if errors is not None:
         errors.extend(failures)
     elif failures:
