@@ -31,7 +31,7 @@ from .. import spec as scenario_spec
 from ..errors import ZsimError
 from ..limits import DEFAULT as DEFAULT_LIMITS
 from ..limits import RunLimits
-from ..results import drop_member_columns, flat_metrics, template_members
+from ..metrics import drop_member_columns, flat_metrics, template_members
 from ..runner import run
 from ..trust import AppPermission
 from .plan import DEFAULT_MEMBER_COLUMNS, column_value
