@@ -228,6 +228,9 @@ class RunResult:
     scenario: Any = field(default=None, repr=False)
     #: whether depth changes were recorded (``zsim.run(..., trace=True)``)
     traced: bool = field(default=False, repr=False)
+    #: per ``[[send]]`` that had sends refused with zmq.Again (DONTWAIT, SNDTIMEO): when
+    #: each refused call returned, in order (``zsim.explain``'s episodes of refused sends)
+    refused: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.summary, indent=indent, sort_keys=False, default=json_default)
@@ -622,6 +625,8 @@ def summarise(model: Model, wall_s: float) -> RunResult:
         pipe_names=[p.name for p in world.pipe_info],
         scenario=scenario,
         traced=bool(world.trace_depth),
+        refused={sender.name: np.frombuffer(sender.refused_at, dtype=np.float64).copy() for sender in model.senders
+                 if len(sender.refused_at)},
     )
 
 
