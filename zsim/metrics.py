@@ -33,7 +33,9 @@ The summary paths of ``zsim validate`` (``sockets.<socket>.<field>``,
 summary's own keys (``zsim.summary``): ``summary_paths``.
 
 Units come from a name's end: ``_fraction`` a share (0..1), ``_per_s`` a rate, ``_s`` a
-time in seconds, ``_bytes`` bytes, anything else a count (``kind``, ``human_value``).
+time in seconds, ``_bytes`` bytes, anything else a count (``kind``, ``human_value``); a
+name's words for people are ``label``'s. Which direction is better comes from its last
+name part by the first matching rule of ``PREFERENCES`` (``preference``).
 
 A fraction of events (``loss_fraction``, ``refused_fraction``) is a share of trials the
 row also carries (copies, send attempts: ``SHARES``): where no run saw the event, its
@@ -239,6 +241,11 @@ def name(kind: str, entity: str, field: str, stat: str | None = None) -> str:
 
 # --------------------------------------------------------------------------------------
 # Units and how to show them
+
+
+#: Names whose values are stored as floats whatever Python type a run produced (0 against
+#: 0.0 must not change a Parquet column's type between a sweep's files)
+FLOAT_SUFFIXES = ("_s", "_fraction", "_per_s", "_utilisation")
 
 
 def kind(metric: str) -> str:

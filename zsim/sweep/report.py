@@ -387,7 +387,7 @@ def unsteady(results: SweepResults, frame: pd.DataFrame, metric: str) -> tuple[A
     if sockets is None:
         for code in ("overloaded", "backlog_at_end", settled):
             flags = np.maximum(flags, column(f"warning.{code}"))
-        names = [c for c in frame.columns if c.startswith("socket.") and c.endswith(".offered_utilisation")]
+        names = [c for c in frame.columns if c.startswith("socket.") and _entity_field(c, "offered_utilisation") is not None]
     else:
         # a template's metric (socket.w.max_loss_fraction) is about every member: its flags
         # are the members' worst (socket.w.max_overloaded, zsim.metrics.flat_metrics)
@@ -660,10 +660,21 @@ def line_figure(results: SweepResults, spec: Mapping[str, Any], out_dir: Path, h
     )
 
 
+def _entity_field(metric: str, field: str | None = None) -> tuple[str, str] | None:
+    """(entity, last name part) of a socket's, sender's or pipe's metric (``zsim.metrics.parse``;
+    with ``field``, only a plain metric of that field); None for another."""
+    parsed = parse(metric)
+    if parsed is None or parsed.entity is None or parsed.kind not in ("socket", "sender", "pipe"):
+        return None
+    if field is not None and (parsed.stat is not None or parsed.field != field):
+        return None
+    return parsed.entity, parsed.key
+
+
 def _short_labels(metrics: Sequence[str]) -> dict[str, str]:
     """Legend entries for several metrics in one figure: what differs between them."""
     labels = {m: metric_label(m) for m in metrics}
-    entities = {m: m.split(".", 1)[1].rsplit(".", 1)[0] for m in metrics if m.startswith(("socket.", "sender.", "pipe."))}
+    entities = {m: found[0] for m in metrics if (found := _entity_field(m)) is not None}
     fields = {m.rsplit(".", 1)[-1] for m in metrics}
     if len(entities) == len(metrics) and len(fields) == 1:
         return entities  # the same field of several entities: name the entities
@@ -675,7 +686,7 @@ def _short_labels(metrics: Sequence[str]) -> dict[str, str]:
 def _common_label(metrics: Sequence[str]) -> str:
     """The y label of several metrics: their common field, or what they measure."""
     fields = {m.rsplit(".", 1)[-1] for m in metrics}
-    if len(fields) == 1 and all(m.startswith(("socket.", "sender.", "pipe.")) for m in metrics):
+    if len(fields) == 1 and all(_entity_field(m) is not None for m in metrics):
         return field_label(next(iter(fields)))
     text = ", ".join(metric_label(m).split(" (")[0] for m in metrics)
     if len(text) <= 45:
@@ -825,7 +836,8 @@ def default_figures(results: SweepResults) -> list[dict[str, Any]]:
     for metric in chosen:
         if metric in drawn:
             continue
-        field = metric.rsplit(".", 1)[-1] if metric.startswith(("socket.", "sender.", "pipe.")) else metric
+        found = _entity_field(metric)
+        field = found[1] if found is not None else metric
         groups.setdefault(field, []).append(metric)
     for members in groups.values():
         base = layout(main.path)
