@@ -59,66 +59,69 @@ STATE_WORDS = {DROPPED: "dropped", LOST: "lost", DISCARDED: "discarded"}
 
 
 @dataclass
-class Episode:
+class _Story:
+    """An episode told in one paragraph: its head (when, how many, where), then its causes."""
+
+    start_s: float
+    end_s: float
+    causes: list[str] = field(default_factory=list, init=False)
+
+    #: what the head calls an earlier episode of the same kind ("episode", "refused sends")
+    called = ""
+
+    def _span(self) -> str:
+        return (f"at {human_time(self.start_s)}" if self.end_s == self.start_s
+                else f"from {human_time(self.start_s)} to {human_time(self.end_s)}")
+
+    def _head(self, number: int) -> str:
+        raise NotImplementedError
+
+    def paragraph(self, number: int) -> str:
+        return " ".join([self._head(number), *self.causes])
+
+    def like(self, number: int, earlier: _Story, earlier_number: int) -> str:
+        """The paragraph of an episode like ``earlier`` (at the same place by the same rule;
+        of the same sender): only the statements that differ from the earlier one's (a
+        GC-pausing reader makes the same episode every pause; eight full paragraphs would
+        hide what differs)."""
+        different = [cause for cause in self.causes if cause not in earlier.causes]
+        if len(different) == len(self.causes):
+            return self.paragraph(number)
+        if not different:
+            return f"{self._head(number)} The same causes as {self.called} {earlier_number}."
+        return " ".join([f"{self._head(number)} As {self.called} {earlier_number}, except:", *different])
+
+
+@dataclass
+class Episode(_Story):
+    """A loss episode: copies that ended the same way at the same place."""
+
     state: str  # "dropped", "lost", "discarded"
     rule: str
     where: str  # the pipe's name, or "<socket> (no pipe)"
     socket: str  # the socket that dropped, lost or discarded them
-    start_s: float
-    end_s: float
     copies: int
-    causes: list[str] = field(default_factory=list)
+
+    called = "episode"
 
     def _head(self, number: int) -> str:
-        span = (f"at {human_time(self.start_s)}" if self.end_s == self.start_s
-                else f"from {human_time(self.start_s)} to {human_time(self.end_s)}")
-        return (f"Loss episode {number}: {span}, {self.copies:,} cop{'y' if self.copies == 1 else 'ies'} {self.state} at "
+        return (f"Loss episode {number}: {self._span()}, {self.copies:,} cop{'y' if self.copies == 1 else 'ies'} {self.state} at "
                 f"{self.where} (rule {self.rule}).")
-
-    def paragraph(self, number: int) -> str:
-        return " ".join([self._head(number), *self.causes])
-
-    def like(self, number: int, earlier: Episode, earlier_number: int) -> str:
-        """The paragraph of an episode at the same place by the same rule as ``earlier``:
-        only the statements that differ from the earlier one's (a GC-pausing reader makes
-        the same episode every pause; eight full paragraphs would hide what differs)."""
-        different = [cause for cause in self.causes if cause not in earlier.causes]
-        if len(different) == len(self.causes):
-            return self.paragraph(number)
-        if not different:
-            return f"{self._head(number)} The same causes as episode {earlier_number}."
-        return " ".join([f"{self._head(number)} As episode {earlier_number}, except:", *different])
 
 
 @dataclass
-class Refusal:
+class Refusal(_Story):
     """An episode of refused sends: calls of one ``[[send]]`` that returned zmq.Again."""
 
     sender: str  # the workload's label, ``send[push]``
     socket: str
-    start_s: float
-    end_s: float
     sends: int
-    causes: list[str] = field(default_factory=list)
+
+    called = "refused sends"
 
     def _head(self, number: int) -> str:
-        span = (f"at {human_time(self.start_s)}" if self.end_s == self.start_s
-                else f"from {human_time(self.start_s)} to {human_time(self.end_s)}")
-        return (f"Refused sends {number}: {span}, {self.sends:,} send{'' if self.sends == 1 else 's'} of {self.sender} on "
+        return (f"Refused sends {number}: {self._span()}, {self.sends:,} send{'' if self.sends == 1 else 's'} of {self.sender} on "
                 f"{self.socket} {'was' if self.sends == 1 else 'were'} refused (zmq.Again).")
-
-    def paragraph(self, number: int) -> str:
-        return " ".join([self._head(number), *self.causes])
-
-    def like(self, number: int, earlier: Refusal, earlier_number: int) -> str:
-        """The paragraph of a later episode of the same sender: only what differs (as
-        ``Episode.like``)."""
-        different = [cause for cause in self.causes if cause not in earlier.causes]
-        if len(different) == len(self.causes):
-            return self.paragraph(number)
-        if not different:
-            return f"{self._head(number)} The same causes as refused sends {earlier_number}."
-        return " ".join([f"{self._head(number)} As refused sends {earlier_number}, except:", *different])
 
 
 @dataclass
@@ -539,7 +542,7 @@ def _explain_episode(ctx: _Context, state: int, where: int, rule: int, owner: in
     socket = ctx.result.socket_names[owner] if owner >= 0 else "?"
     if where >= 0:
         pipe = ctx.pipes[where]
-        episode = Episode(STATE_WORDS[state], rule_name, pipe["name"], socket, start, end, len(times))
+        episode = Episode(start, end, STATE_WORDS[state], rule_name, pipe["name"], socket, len(times))
         reader = pipe.get("destination") or pipe["to"]
         writer = pipe["from"]
         causes = episode.causes
@@ -555,7 +558,7 @@ def _explain_episode(ctx: _Context, state: int, where: int, rule: int, owner: in
             causes += _lost_causes(ctx, rule_name, socket, start, end)
         return episode
     socket = ctx.result.socket_names[-2 - where]
-    episode = Episode(STATE_WORDS[state], rule_name, f"{socket} (no pipe)", socket, start, end, len(times))
+    episode = Episode(start, end, STATE_WORDS[state], rule_name, f"{socket} (no pipe)", socket, len(times))
     if rule_name == "unroutable":
         episode.causes += _unroutable(ctx, socket)
     else:
@@ -616,7 +619,7 @@ def _explain_refusal(ctx: _Context, sender_name: str, times: np.ndarray) -> Refu
     sock = ctx.sockets.get(socket)
     kind = sock.type if sock else ""
     start, end = float(times[0]), float(times[-1])
-    refusal = Refusal(workload_label("send", sender_name), f"{kind} {socket}".strip(), start, end, len(times))
+    refusal = Refusal(start, end, workload_label("send", sender_name), f"{kind} {socket}".strip(), len(times))
     spec = next((send for send in ctx.scenario.sends if send.name == sender_name), None)
     causes = refusal.causes
     if spec is not None and spec.dontwait:
