@@ -71,10 +71,11 @@ from zsim import expressions, spec
 from zsim.checks import ACHIEVED_RATE_SHARE
 from zsim.errors import ScenarioError
 from zsim.expressions import evaluate
+from zsim.metrics import SUMMARY_LEDGER, SUMMARY_LINK_FIELDS, summary_paths
 from zsim.socket_types import TYPES
 from zsim.spec import Scenario
 from zsim.stats import t975
-from zsim.summary import ENTITIES, LedgerSummary, Percentiles, RunSummary, scalar_fields
+from zsim.summary import ENTITIES, LedgerSummary, Percentiles, RunSummary
 
 __all__ = [
     "Tolerance", "ValidationSpec", "MetricResult", "ScenarioValidation", "parse_validation", "validate",
@@ -133,6 +134,9 @@ class Tolerance:
             return f"KS D ≤ {self.value:g}"
         return self.kind
 
+
+#: the statistics of a time's percentiles (``zsim.summary.Percentiles``)
+_PERCENTILES = tuple(Percentiles.__annotations__)
 
 def parse_tolerance(raw: Any, path: str) -> Tolerance:
     if raw == "exact":
@@ -301,42 +305,14 @@ def _pattern_matches_any(pattern: str, scenario: Scenario, derived: Mapping[str,
 # --------------------------------------------------------------------------------------
 # Which metric paths exist (checked when the file is loaded, before anything runs)
 
-_PERCENTILES = tuple(Percentiles.__annotations__)
-#: fields per entity of the summary, read from its type (``zsim.summary``, which the
-#: simulator and the harness both fill), and the extras both sides add
-#: (``sim_extras``/``real_extras``)
-_EXTRAS: dict[str, tuple[str, ...]] = {"sockets": ("first_recv_s", "last_recv_s", "first_sent_s", "first_index", "last_index")}
-_FIELDS: dict[str, tuple[str, ...]] = {kind: scalar_fields(entry, both_sides=True) + _EXTRAS.get(kind, ())
-                                       for kind, entry in ENTITIES.items()}
-#: what both sides count per link direction (the real side from its qdisc,
-#: ``harness.link_counters``): payload bytes and packets dropped at the full queue (the
-#: real packet count holds ACKs, the model's does not, so packets are not compared)
-LINK_FIELDS = ("bytes", "queue_drops")
-_LEDGER = scalar_fields(LedgerSummary)
-_LEDGER_TABLES = tuple(name for name in LedgerSummary.__annotations__ if name not in _LEDGER)
-
-
-def _entities(scenario: Scenario) -> dict[str, list[str]]:
-    return {
-        "sockets": [s.name for s in scenario.sockets],
-        "senders": [s.name for s in scenario.sends],
-        "receivers": [r.name for r in scenario.recvs],
-        "proxies": [p.name for p in scenario.proxies],
-        "processes": [p.name for p in scenario.processes],
-    }
+_LEDGER_TABLES = tuple(name for name in LedgerSummary.__annotations__ if name not in SUMMARY_LEDGER)
 
 
 def metric_paths(scenario: Scenario, derived: Mapping[str, str] | None = None) -> list[str]:
-    """Every metric path a ``[validation]`` table may name for ``scenario`` (without the
-    open-ended ``ledger.<rule table>.<rule>``)."""
-    paths = ["sim_time_s", "wall_s", *(f"ledger.{k}" for k in _LEDGER), *(f"latency_s.{p}" for p in _PERCENTILES)]
-    for kind, names in _entities(scenario).items():
-        paths.extend(f"{kind}.{name}.{fld}" for name in names for fld in _FIELDS[kind])
-    for link in scenario.links:
-        for a, b in (link.hosts, tuple(reversed(link.hosts))):
-            paths.extend(f"network.{link.name}.{a}->{b}.{fld}" for fld in LINK_FIELDS)
-    paths.extend(derived or ())
-    return paths
+    """Every metric path a ``[validation]`` table may name for ``scenario``: the summary
+    paths both sides fill (``zsim.metrics.summary_paths``; without the open-ended
+    ``ledger.<rule table>.<rule>``) and the derived names."""
+    return [*summary_paths(scenario), *(derived or ())]
 
 
 def check_metric_path(path: str, scenario: Scenario, derived: Mapping[str, str], tolerance: Tolerance | None = None,
@@ -810,9 +786,9 @@ def account(vspec: ValidationSpec, scenario: Scenario, metrics: Sequence[MetricR
 
 
 def _not_comparable_link_counter(parts: tuple[str, str | None, str]) -> bool:
-    """A link direction's counter that both sides have but count differently (``LINK_FIELDS``
+    """A link direction's counter that both sides have but count differently (``zsim.metrics.SUMMARY_LINK_FIELDS``
     are the comparable ones)."""
-    return parts[0] == "network" and parts[2] not in LINK_FIELDS
+    return parts[0] == "network" and parts[2] not in SUMMARY_LINK_FIELDS
 
 
 def group_not_compared(entries: Sequence[NotCompared]) -> list[tuple[str, list[str]]]:

@@ -297,12 +297,7 @@ def run_warnings(scenario: Scenario, summary: Mapping[str, Any]) -> list[dict[st
         asked, got = sender.get("requested_rate_per_s"), sender.get("achieved_rate_per_s")
         active = sender.get("active_s", 0)
         if asked and got is not None and got < ACHIEVED_RATE_SHARE * asked and active > 0:
-            blocked = sender.get("blocked_s", 0.0)
-            if blocked >= 0.05 * active:
-                why = f"it was blocked in send for {blocked:.3g} s of its {active:.3g} s (its peers' pipes were full)"
-            else:
-                why = ("each send call, and each wait's late wake-up (a sleep returns late), take time on top of the "
-                       "interval between sends (pacing = \"schedule\" keeps a fixed schedule instead)")
+            why = _shortfall(sender, asked, active)
             found.append(_warning(
                 "rate_not_achieved", workload_label("send", name),
                 f"sent {got:,.0f} messages/s where {asked:,.0f}/s was asked ({100 * got / asked:.0f} %): {why}; the load "
@@ -310,6 +305,31 @@ def run_warnings(scenario: Scenario, summary: Mapping[str, Any]) -> list[dict[st
     found += cpu_warnings(summary.get("machine"), float(summary.get("sim_time_s") or 0.0))
     found += link_warnings(summary.get("network"))
     return found
+
+
+def _shortfall(sender: Mapping[str, Any], asked: float, active: float) -> str:
+    """Why a sender sent fewer messages per second than it asked: its sends refused with
+    zmq.Again (DONTWAIT or SNDTIMEO, no pipe with room: the attempts kept pace, the
+    messages were not sent), time blocked in send, or the cost of its own calls and late
+    wake-ups on top of the interval (pacing). Refused sends are named first, and alone
+    when the attempts kept pace: then they, not the pacing, are the shortfall."""
+    again, attempts = int(sender.get("again") or 0), int(sender.get("attempts") or 0)
+    tried = attempts / active
+    refused = ""
+    if again:
+        refused = (f"{again:,} of its {attempts:,} sends were refused (zmq.Again: no pipe had room, under DONTWAIT or SNDTIMEO), "
+                   f"{again / active:,.0f} messages/s not sent")
+        if tried >= ACHIEVED_RATE_SHARE * asked:
+            return f"it attempted {tried:,.0f} sends/s, but {refused}: the refused sends, not its pacing, are the shortfall"
+    blocked = sender.get("blocked_s", 0.0)
+    if blocked >= 0.05 * active:
+        why = f"it was blocked in send for {blocked:.3g} s of its {active:.3g} s (its peers' pipes were full)"
+    else:
+        why = ("each send call, and each wait's late wake-up (a sleep returns late), take time on top of the "
+               "interval between sends (pacing = \"schedule\" keeps a fixed schedule instead)")
+    if refused:
+        return f"{refused}; and it attempted only {tried:,.0f} sends/s: {why}"
+    return why
 
 
 def link_warnings(network: Mapping[str, Any] | None) -> list[dict[str, str]]:

@@ -260,7 +260,7 @@ def _template_table(summary: Mapping[str, Any]) -> list[str]:
     """Per receiving socket template (``count = N``): the receiver table's counts summed
     over its members, and the spread of their loss and p99 latency, so 'is any of the 8
     workers worse?' is one line."""
-    from .results import flat_metrics
+    from .metrics import flat_metrics
 
     templates = (summary.get("templates") or {}).get("socket") or {}
     if not templates:
@@ -454,7 +454,7 @@ def format_summary(summary: Mapping[str, Any], scenario: Scenario | None = None)
 
 
 def _connection_table(summary: Mapping[str, Any]) -> list[str]:
-    """Per direction of each tcp connection that crosses a link (``zsim.results.CONNECTION_FIELDS``):
+    """Per direction of each tcp connection that crosses a link (``zsim.metrics.CONNECTION_FIELDS``):
     its rate while it had data to send, round trips, largest congestion window and how long
     its receiver's window or its own send buffer held it back. The members of a big template
     fold into one line (the slowest rate, the worst round trips, the largest window and
@@ -684,7 +684,7 @@ def _worst_of_sweep(args: argparse.Namespace) -> tuple[Any, bool]:
     the scenario's folder, for its app files too; without one, the run's app code is allowed
     only from folders named with --allow-apps-from (``checked_apps(replay=True)``): the
     results folder's manifest does not decide where code comes from."""
-    from .compare.verdicts import preference
+    from .metrics import preference
     from .sweep.replay import worst_run
 
     if args.worst is None:

@@ -20,6 +20,14 @@ chain of causes the model can see, reader first:
   reports it, every LWM reads (``pipe_t::check_hwm``, ``activate_write``), so a pipe that
   never held its HWM during the episode was refused on that lagging count.
 
+A *refused-send episode* is a run of a ``[[send]]``'s calls that returned zmq.Again
+(EAGAIN: DONTWAIT, or SNDTIMEO expired) with no pause between them longer than the same
+gap: their messages never entered a pipe, so they are no copy's fate and no loss episode,
+and a run whose only shortfall they are still has a story. Each says when, how many, on
+which socket and why: the pipes the socket could send on and the most each held against
+its HWM (a socket refuses when none has room in its writer's view, ``lb_t::sendpipe``,
+``pipe_t::check_write``), and what the model knows of their readers.
+
 Stalls: senders blocked in send (for how long, on which pipes and readers) and REQ
 lockstep waits (each request waits for its reply: the round trip bounds the rate).
 
@@ -38,8 +46,8 @@ from typing import Any
 import numpy as np
 
 from .ledger import DISCARDED, DROPPED, LOST, RULES
+from .metrics import flat_metrics
 from .model.occupancy import FIELDS as OCCUPANCY_FIELDS
-from .results import flat_metrics
 from .spec import Scenario, workload_label
 from .units import human_bytes, human_time
 
@@ -51,35 +59,69 @@ STATE_WORDS = {DROPPED: "dropped", LOST: "lost", DISCARDED: "discarded"}
 
 
 @dataclass
-class Episode:
-    state: str  # "dropped", "lost", "discarded"
-    rule: str
-    where: str  # the pipe's name, or "<socket> (no pipe)"
-    socket: str  # the socket that dropped, lost or discarded them
+class _Story:
+    """An episode told in one paragraph: its head (when, how many, where), then its causes."""
+
     start_s: float
     end_s: float
-    copies: int
-    causes: list[str] = field(default_factory=list)
+    causes: list[str] = field(default_factory=list, init=False)
+
+    #: what the head calls an earlier episode of the same kind ("episode", "refused sends")
+    called = ""
+
+    def _span(self) -> str:
+        return (f"at {human_time(self.start_s)}" if self.end_s == self.start_s
+                else f"from {human_time(self.start_s)} to {human_time(self.end_s)}")
 
     def _head(self, number: int) -> str:
-        span = (f"at {human_time(self.start_s)}" if self.end_s == self.start_s
-                else f"from {human_time(self.start_s)} to {human_time(self.end_s)}")
-        return (f"Loss episode {number}: {span}, {self.copies:,} cop{'y' if self.copies == 1 else 'ies'} {self.state} at "
-                f"{self.where} (rule {self.rule}).")
+        raise NotImplementedError
 
     def paragraph(self, number: int) -> str:
         return " ".join([self._head(number), *self.causes])
 
-    def like(self, number: int, earlier: Episode, earlier_number: int) -> str:
-        """The paragraph of an episode at the same place by the same rule as ``earlier``:
-        only the statements that differ from the earlier one's (a GC-pausing reader makes
-        the same episode every pause; eight full paragraphs would hide what differs)."""
+    def like(self, number: int, earlier: _Story, earlier_number: int) -> str:
+        """The paragraph of an episode like ``earlier`` (at the same place by the same rule;
+        of the same sender): only the statements that differ from the earlier one's (a
+        GC-pausing reader makes the same episode every pause; eight full paragraphs would
+        hide what differs)."""
         different = [cause for cause in self.causes if cause not in earlier.causes]
         if len(different) == len(self.causes):
             return self.paragraph(number)
         if not different:
-            return f"{self._head(number)} The same causes as episode {earlier_number}."
-        return " ".join([f"{self._head(number)} As episode {earlier_number}, except:", *different])
+            return f"{self._head(number)} The same causes as {self.called} {earlier_number}."
+        return " ".join([f"{self._head(number)} As {self.called} {earlier_number}, except:", *different])
+
+
+@dataclass
+class Episode(_Story):
+    """A loss episode: copies that ended the same way at the same place."""
+
+    state: str  # "dropped", "lost", "discarded"
+    rule: str
+    where: str  # the pipe's name, or "<socket> (no pipe)"
+    socket: str  # the socket that dropped, lost or discarded them
+    copies: int
+
+    called = "episode"
+
+    def _head(self, number: int) -> str:
+        return (f"Loss episode {number}: {self._span()}, {self.copies:,} cop{'y' if self.copies == 1 else 'ies'} {self.state} at "
+                f"{self.where} (rule {self.rule}).")
+
+
+@dataclass
+class Refusal(_Story):
+    """An episode of refused sends: calls of one ``[[send]]`` that returned zmq.Again."""
+
+    sender: str  # the workload's label, ``send[push]``
+    socket: str
+    sends: int
+
+    called = "refused sends"
+
+    def _head(self, number: int) -> str:
+        return (f"Refused sends {number}: {self._span()}, {self.sends:,} send{'' if self.sends == 1 else 's'} of {self.sender} on "
+                f"{self.socket} {'was' if self.sends == 1 else 'were'} refused (zmq.Again).")
 
 
 @dataclass
@@ -91,6 +133,11 @@ class Explanation:
     more_episodes: int = 0
     #: socket -> the template it is a member of (``zsim.templates``), for folding
     members: dict[str, str] = field(default_factory=dict)
+    #: the episodes of refused sends (largest first, at most ``MAX_EPISODES``; in time order)
+    refusals: list[Refusal] = field(default_factory=list)
+    #: every send refused with zmq.Again in the run, per [[send]] label
+    refused: dict[str, int] = field(default_factory=dict)
+    more_refusals: int = 0
     #: the run page's answer (``zsim.report_run.headline``): per receiver the share of the
     #: copies meant for it that it did not get, the receivers table's loss %, with the
     #: copies still queued at the end said apart; request -> reply and end-to-end times
@@ -152,16 +199,51 @@ class Explanation:
             out.append(text)
         return out
 
+    def no_loss(self) -> str | None:
+        """The line that stands for no loss episode: none when there are some; with sends
+        refused, it says so first (a run whose only shortfall is refused sends lost them
+        before any pipe: "no copy was dropped" is not the whole story)."""
+        if self.episodes:
+            return None
+        if not self.refused:
+            return "No copy was dropped, lost or discarded during the run."
+        total = sum(self.refused.values())
+        if len(self.refused) == 1:
+            who = f"{'' if total == 1 else 'all '}by {next(iter(self.refused))}"
+        else:
+            who = ", ".join(f"{n:,} by {label}" for label, n in self.refused.items())
+        return (f"{total:,} send{' was' if total == 1 else 's were'} refused (zmq.Again): {who}; a refused send never enters a "
+                "pipe, and no copy that was sent was dropped, lost or discarded.")
+
+    def refusal_paragraphs(self) -> list[str]:
+        first: dict[str, tuple[Refusal, int]] = {}
+        out = []
+        for number, refusal in enumerate(self.refusals, 1):
+            if refusal.sender in first:
+                out.append(refusal.like(number, *first[refusal.sender]))
+            else:
+                first[refusal.sender] = (refusal, number)
+                out.append(refusal.paragraph(number))
+        if self.more_refusals:
+            out.append(f"... and {self.more_refusals} more episodes of refused sends (the largest {len(self.refusals)} are above).")
+        return out
+
     def text(self) -> str:
         lines = [f"zsim explain: {self.scenario}, seed {self.seed}", ""]
         if self.answer:
             lines += [*self.answer, ""]
-        if not self.episodes:
-            lines.append("No copy was dropped, lost or discarded during the run.")
+        lead = self.no_loss()
+        if lead is not None:
+            lines.append(lead)
         for paragraph in self.paragraphs():
             lines += [paragraph, ""]
         if self.more_episodes:
             lines += [f"... and {self.more_episodes} more loss episodes (the largest {len(self.episodes)} are above).", ""]
+        if self.refusals:
+            if lead is not None:
+                lines.append("")
+            for paragraph in self.refusal_paragraphs():
+                lines += [paragraph, ""]
         if self.stalls:
             lines += ["Stalls:", ""]
             for stall in self.stalls:
@@ -177,6 +259,10 @@ class Explanation:
                           "end_s": e.end_s, "copies": e.copies, "paragraph": e.paragraph(i)}
                          for i, e in enumerate(self.episodes, 1)],
             "more_episodes": self.more_episodes,
+            "refused": self.refused,
+            "refusals": [{"sender": r.sender, "socket": r.socket, "start_s": r.start_s, "end_s": r.end_s, "sends": r.sends,
+                          "paragraph": r.paragraph(i)} for i, r in enumerate(self.refusals, 1)],
+            "more_refusals": self.more_refusals,
             "stalls": self.stalls,
         }
 
@@ -204,13 +290,27 @@ def episodes(result: Any) -> list[tuple[int, int, int, int, np.ndarray]]:
         mine = inverse == k
         times = np.sort(times_all[mine])
         owner = int(np.bincount(socks_all[mine][socks_all[mine] >= 0]).argmax()) if (socks_all[mine] >= 0).any() else -1
-        gaps = np.diff(times)
-        typical = float(np.median(gaps[gaps > 0])) if (gaps > 0).any() else 0.0
-        split = max(span / 50, 5 * typical)
-        cuts = np.flatnonzero(gaps > split) + 1
-        for part in np.split(times, cuts):
+        for part in _bursts(times, span):
             found.append((s, w, r, owner, part))
     found.sort(key=lambda item: (-len(item[4]), float(item[4][0])))
+    return found
+
+
+def _bursts(times: np.ndarray, span: float) -> list[np.ndarray]:
+    """Sorted event times cut where the gap between two is longer than a fiftieth of the
+    run or five typical gaps: the episodes."""
+    gaps = np.diff(times)
+    typical = float(np.median(gaps[gaps > 0])) if (gaps > 0).any() else 0.0
+    split = max(span / 50, 5 * typical)
+    return np.split(times, np.flatnonzero(gaps > split) + 1)
+
+
+def refusal_episodes(result: Any) -> list[tuple[str, np.ndarray]]:
+    """``(sender, times)`` per episode of refused sends (``RunResult.refused``), the largest first."""
+    span = float(result.summary["sim_time_s"]) or 1.0
+    found = [(name, part) for name, times in (getattr(result, "refused", None) or {}).items() if len(times)
+             for part in _bursts(np.sort(times), span)]
+    found.sort(key=lambda item: (-len(item[1]), float(item[1][0])))
     return found
 
 
@@ -449,7 +549,7 @@ def _explain_episode(ctx: _Context, state: int, where: int, rule: int, owner: in
     socket = ctx.result.socket_names[owner] if owner >= 0 else "?"
     if where >= 0:
         pipe = ctx.pipes[where]
-        episode = Episode(STATE_WORDS[state], rule_name, pipe["name"], socket, start, end, len(times))
+        episode = Episode(start, end, STATE_WORDS[state], rule_name, pipe["name"], socket, len(times))
         reader = pipe.get("destination") or pipe["to"]
         writer = pipe["from"]
         causes = episode.causes
@@ -465,7 +565,7 @@ def _explain_episode(ctx: _Context, state: int, where: int, rule: int, owner: in
             causes += _lost_causes(ctx, rule_name, socket, start, end)
         return episode
     socket = ctx.result.socket_names[-2 - where]
-    episode = Episode(STATE_WORDS[state], rule_name, f"{socket} (no pipe)", socket, start, end, len(times))
+    episode = Episode(start, end, STATE_WORDS[state], rule_name, f"{socket} (no pipe)", socket, len(times))
     if rule_name == "unroutable":
         episode.causes += _unroutable(ctx, socket)
     else:
@@ -517,6 +617,58 @@ def _lost_causes(ctx: _Context, rule: str, socket: str, start: float, end: float
     return out
 
 
+# -- refused sends ------------------------------------------------------------------------------
+
+
+def _explain_refusal(ctx: _Context, sender_name: str, times: np.ndarray) -> Refusal:
+    summary_sender = (ctx.summary.get("senders") or {}).get(sender_name) or {}
+    socket = summary_sender.get("socket", "?")
+    sock = ctx.sockets.get(socket)
+    kind = sock.type if sock else ""
+    start, end = float(times[0]), float(times[-1])
+    refusal = Refusal(start, end, workload_label("send", sender_name), f"{kind} {socket}".strip(), len(times))
+    spec = next((send for send in ctx.scenario.sends if send.name == sender_name), None)
+    causes = refusal.causes
+    if spec is not None and spec.dontwait:
+        how = "with DONTWAIT (dontwait = true), so the call returned at once"
+    elif sock is not None and sock.options.sndtimeo == 0:
+        how = "with SNDTIMEO 0, so the call returned at once"
+    elif sock is not None and sock.options.sndtimeo > 0:
+        how = f"and each call waited its SNDTIMEO of {sock.options.sndtimeo:,} ms for room first"
+    else:
+        how = "without waiting"
+    then = ("the next attempt came an interval later (on_again = \"skip\")" if spec is None or spec.on_again != "stop"
+            else "the workload stopped at the first (on_again = \"stop\")")
+    them = "that message was" if len(times) == 1 else "those messages were"
+    causes.append(f"{'An' if kind.startswith('X') else 'A'} {kind} refuses a send (EAGAIN) when no pipe it may send on has room, "
+                  f"{how}: {them} not sent and never entered a pipe, and {then}.")
+    pipes = [i for i, pipe in enumerate(ctx.pipes) if pipe["from"] == socket and pipe["kind"] in ("send", "inproc")]
+    if not pipes:
+        causes.append(f"{socket} had no pipe to send on: no peer was connected to it yet.")
+        return refusal
+    for index in pipes:
+        pipe = ctx.pipes[index]
+        hwm = pipe["hwm"]
+        held = ctx.levels(index, start, end)
+        word = ctx.hwm_word(pipe["kind"]) if pipe["kind"] != "inproc" else "HWM"
+        reader = pipe.get("destination") or pipe["to"]
+        if held is None or hwm <= 0:
+            causes.append(f"Its pipe {pipe['name']} ({word} {hwm:,}) leads to {reader}.")
+        elif held[1] >= hwm:
+            causes.append(f"Its pipe {pipe['name']} was full: it held up to {_messages(held[1])} during the episode, its {word} "
+                          f"is {hwm:,}.")
+        else:
+            pipe_reader = f"{socket}'s own engine" if pipe["kind"] == "send" else pipe["to"]
+            causes.append(f"Its pipe {pipe['name']} held up to {_messages(held[1])} during the episode, below its {word} of "
+                          f"{hwm:,}: {socket} refused on its own stale view of it. The pipe's reader, {pipe_reader}, reports "
+                          f"what it took only every LWM = {pipe['lwm']:,} reads (pipe_t::check_hwm counts written - reported >= "
+                          f"{word}).")
+        causes += ctx.reader(reader, start, end)
+        if pipe["kind"] == "send":
+            causes += _pipe_chain(ctx, index, start, end)
+    return refusal
+
+
 # -- stalls ----------------------------------------------------------------------------------------
 
 
@@ -566,5 +718,10 @@ def explain(result: Any, series: Any, scenario: Scenario) -> Explanation:
     members = {name: template.name for template in scenario.templates if template.kind == "socket" for name in template.members}
     from .report_run import headline  # the page's answer: one definition of loss on both
 
+    refused = refusal_episodes(result)
+    refusals = [_explain_refusal(ctx, *item) for item in refused[:MAX_EPISODES]]
+    refusals.sort(key=lambda r: (r.start_s, r.sender))
+    totals = {workload_label("send", name): int(sender.get("again") or 0)
+              for name, sender in (result.summary.get("senders") or {}).items() if sender.get("again")}
     return Explanation(result.summary["scenario"], result.summary["seed"], shown, _stalls(ctx), max(0, len(found) - MAX_EPISODES),
-                       members, headline(result.summary, scenario))
+                       members, refusals, totals, max(0, len(refused) - MAX_EPISODES), headline(result.summary, scenario))

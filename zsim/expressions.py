@@ -18,9 +18,13 @@ deepest chain, counted on the text before Python parses it; evaluation walks a t
 deeper): longer or deeper is a ``ValueError`` saying which bound, never a RecursionError.
 Numbers are finite (``1e999`` is refused).
 
-A name whose value is missing (the lookup gives None) or a division by zero makes the
-whole value None; NaN propagates through arithmetic, while ``max()`` and ``min()`` skip NaN
-arguments (the largest of the values there are; NaN only if all are NaN).
+Missing values, one rule: a name without a value (the lookup gives None, or NaN: the
+latency of a socket that got nothing) has no value; arithmetic on no value and a division
+by zero give no value; ``max()``, ``min()`` and ``sum()`` take the values there are (no
+value only when none is); ``abs()`` of no value is none. ``evaluate`` gives None for no
+value. A designer's ``max(socket.w1.latency_p99_s, socket.w2.latency_p99_s)`` is the worst
+latency of the workers that got work, and ``a - b`` with ``b`` missing is no number rather
+than ``a`` (``zsim.metrics`` applies the rule to a run's row).
 """
 
 from __future__ import annotations
@@ -39,19 +43,9 @@ __all__ = ["Expression", "parse", "evaluate", "names", "FUNCTIONS"]
 
 _BINARY: dict[type, Callable[[Any, Any], Any]] = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
                                                   ast.Div: operator.truediv}
-def _ignoring_nan(pick: Callable[..., float]) -> Callable[..., float]:
-    """``max``/``min`` over the arguments that are numbers (NaN: no value, e.g. a socket
-    that received nothing in this run); NaN if none is."""
-
-    def function(*args: float) -> float:
-        numbers = [a for a in args if a == a]
-        return pick(numbers) if numbers else math.nan
-
-    return function
-
-
-FUNCTIONS: dict[str, Callable[..., float]] = {"max": _ignoring_nan(max), "min": _ignoring_nan(min), "abs": abs,
-                                              "sum": lambda *a: sum(a)}
+#: the functions an expression may call; each gets only the arguments that have a value
+#: (``Expression.evaluate`` gives no value when none has)
+FUNCTIONS: dict[str, Callable[..., float]] = {"max": lambda *a: max(a), "min": lambda *a: min(a), "abs": abs, "sum": lambda *a: sum(a)}
 _NUMBER = re.compile(r"(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
 _WORD = re.compile(r"[A-Za-z0-9_.]+")
 
@@ -172,7 +166,8 @@ class Expression:
         return tree
 
     def evaluate(self, lookup: Callable[[str], Any]) -> float | None:
-        """The value, with ``lookup(name)`` giving each name's value (None: missing)."""
+        """The value, with ``lookup(name)`` giving each name's value (None or NaN: no
+        value); None when it has none (the module's rule)."""
 
         def ev(node: ast.AST) -> Any:
             if isinstance(node, ast.Expression):
@@ -183,7 +178,8 @@ class Expression:
                 value = lookup(self.names[int(node.id[2:])])
                 if value is None:
                     return None
-                return float(value)
+                value = float(value)
+                return None if value != value else value  # NaN: no value
             if isinstance(node, ast.UnaryOp):
                 value = ev(node.operand)
                 return None if value is None else (-value if isinstance(node.op, ast.USub) else value)
@@ -195,14 +191,14 @@ class Expression:
                     return None
                 return _BINARY[type(node.op)](left, right)
             if isinstance(node, ast.Call):
-                args = [ev(a) for a in node.args]
-                if any(a is None for a in args) or not args:
+                args = [a for a in (ev(a) for a in node.args) if a is not None]  # the values there are
+                if not args:
                     return None
                 return float(FUNCTIONS[node.func.id](*args))  # type: ignore[attr-defined]
             raise ValueError(type(node).__name__)
 
         value = ev(self._tree)
-        return None if value is None else float(value)
+        return None if value is None or value != value else float(value)
 
 
 @lru_cache(maxsize=256)

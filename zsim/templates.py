@@ -29,7 +29,7 @@ Placeholders. In every string of a member block, ``{i}`` is the member's index
 (integers, ``+``, ``-``, ``integer*i``; parsed here, never ``eval``-ed); ``{{`` and ``}}``
 are literal braces. A template's *name* is its name without the placeholders
 (``w{i+1}_in`` -> ``w_in``): sweep paths (``process.worker.count``) and the member
-aggregates of ``zsim.results.flat_metrics`` (``socket.w_in.sum_delivered``) use it.
+aggregates of ``zsim.metrics.flat_metrics`` (``socket.w_in.sum_delivered``) use it.
 
 Order. Members are laid out member by member where the template's first block of each
 section was: sockets ``w1_in, w1_out, w2_in, w2_out, ...``, exactly as one writes them by

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 import zsim
+import zsim.metrics
 from support import on_one_host
 from zsim.model.transport.network import INITIAL_WINDOW_SEGMENTS, IP_TCP_HEADER_BYTES
 
@@ -98,7 +99,7 @@ def test_the_handshake_takes_three_round_trips():
 
 
 def test_every_link_direction_is_a_metric_for_sweeps_and_compare():
-    from zsim.sweep.plan import known_metrics
+    from zsim.metrics import known_metrics
 
     raw = {
         "scenario": {"name": "link-metrics"},
@@ -118,8 +119,8 @@ def test_every_link_direction_is_a_metric_for_sweeps_and_compare():
     assert row["network.a-b.a->b.goodput_bps"] == pytest.approx(8 * row["network.a-b.a->b.bytes"] / row["sim_time_s"])
     known = known_metrics(raw)
     assert known is not None
-    assert {f"network.a-b.{d}.{f}" for d in ("a->b", "b->a") for f in zsim.results.NETWORK_FIELDS} <= set(known)
-    assert set(row) >= {f"network.a-b.a->b.{f}" for f in zsim.results.NETWORK_FIELDS}
+    assert {f"network.a-b.{d}.{f}" for d in ("a->b", "b->a") for f in zsim.metrics.NETWORK_FIELDS} <= set(known)
+    assert set(row) >= {f"network.a-b.a->b.{f}" for f in zsim.metrics.NETWORK_FIELDS}
 
 
 def shared_link(queue_bytes: int) -> dict[str, Any]:
@@ -227,7 +228,7 @@ def test_each_connection_reports_its_rate_round_trips_and_window():
 
 
 def test_connection_fields_are_metrics_only_where_links_are():
-    from zsim.sweep.plan import known_metrics
+    from zsim.metrics import known_metrics
 
     with_link = known_metrics(push_pull_raw())
     assert with_link is not None and "link.push->pull.rtt_s" in with_link and "link.pull->push.max_cwnd_bytes" in with_link

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import zsim
-from zsim.compare.verdicts import preference
-from zsim.sweep.report import metric_label
+from zsim.metrics import label as metric_label
+from zsim.metrics import preference
 
 
 def req_rep(service_s: float, count: int = 20) -> dict:
@@ -156,7 +156,7 @@ def test_a_template_s_round_trips_are_aggregated_over_its_members():
 
 
 def test_end_to_end_times_are_aggregated_by_template_at_either_end():
-    from zsim.results import _causal_aggregates
+    from zsim.metrics import _causal_aggregates
 
     row = {"e2e.p1->sink.p99_s": 0.004, "e2e.p2->sink.p99_s": 0.006, "e2e.p1->sink.count": 5, "e2e.p2->sink.count": 7,
            "e2e.vent->sink.p99_s": 0.1, "rtt.x.p99_s": 0.3}
@@ -172,18 +172,18 @@ def test_end_to_end_times_are_aggregated_by_template_at_either_end():
 def test_a_sweep_or_search_may_name_causal_metrics(tmp_path, metric):
     # these were refused as unknown: a sweep could not chart, nor a search constrain, a p99
     # round trip
-    from zsim.sweep import plan
+    from zsim import metrics
 
-    known = plan.known_metrics(clients(3))
+    known = metrics.known_metrics(clients(3))
     assert known is not None and metric in known
 
 
 @pytest.mark.parametrize("metric", ["rtt.nosuch.p99_s", "rtt.c.p99", "rtt.c.max_p97_s", "e2e.c1.p99_s", "e2e.c1->zz.p99_s",
                                     "rtt.c1.max_p99_s"])
 def test_unknown_causal_metrics_are_still_refused(metric):
-    from zsim.sweep import plan
+    from zsim import metrics
 
-    known = plan.known_metrics(clients(3))
+    known = metrics.known_metrics(clients(3))
     assert known is not None and metric not in known
 
 

@@ -19,7 +19,8 @@ from zsim import compare as cmp
 from zsim.cli import main
 from zsim.compare.designs import make_designs, parse_values
 from zsim.compare.runs import DesignResult, run_designs
-from zsim.compare.verdicts import MetricResult, best_design, control, describe, metric_result, paired, preference
+from zsim.compare.verdicts import MetricResult, best_design, control, describe, metric_result, paired
+from zsim.metrics import preference
 from zsim.sweep.plan import seed_for
 
 MM1K = """\

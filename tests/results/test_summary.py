@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 
 import zsim
-from validation.compare import _FIELDS, _LEDGER
 from validation.harness import merge_results
 from zsim import spec
+from zsim.metrics import SUMMARY_FIELDS as _FIELDS
+from zsim.metrics import SUMMARY_LEDGER as _LEDGER
 from zsim.summary import SocketSummary, percentiles, percentiles_many, scalar_fields, sender_rates, shape_problems
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import mm1k_exact
 import pytest
 
+from zsim import metrics
 from zsim.cli import main
 from zsim.errors import ScenarioError
 from zsim.search import spec
@@ -73,10 +74,12 @@ def test_the_command_prints_one_line_and_exits_2(tmp_path: Path, capsys: pytest.
 def test_a_fraction_has_a_known_range_and_range_overrides_it() -> None:
     # the range lets equal runs decide (zsim.search.feasibility); a loss or drop fraction
     # is 0 to 1 by definition, a latency has no upper bound unless the file gives one
-    assert spec.known_bounds("socket.sub.loss_fraction") == (0.0, 1.0)
-    assert spec.known_bounds("socket.w.max_loss_fraction") == (0.0, 1.0)
-    assert spec.known_bounds("drop_fraction") == (0.0, 1.0)
-    assert spec.known_bounds("socket.sub.latency_p99_s") is None
+    assert metrics.bounds("socket.sub.loss_fraction") == (0.0, 1.0)
+    assert metrics.bounds("socket.w.max_loss_fraction") == (0.0, 1.0)
+    assert metrics.bounds("drop_fraction") == (0.0, 1.0)
+    assert metrics.bounds("sender.send.push.refused_fraction") == (0.0, 1.0)
+    assert metrics.bounds("socket.w.sum_loss_fraction") is None  # a sum over members exceeds 1
+    assert metrics.bounds("socket.sub.latency_p99_s") is None
     raw = copy.deepcopy(GOOD)
     assert spec.from_dict(raw).constraints[0].bounds == (0.0, 1.0)
     raw["constraint"][0]["range"] = [0, 0.5]

@@ -13,11 +13,12 @@ import pandas as pd
 import pytest
 
 from zsim.errors import ScenarioError
+from zsim.metrics import add_derived_frame
 from zsim.stats import mean_half_width
 from zsim.sweep import run_sweep, store
 from zsim.sweep.plan import seed_for
 from zsim.sweep.precision import Target, grow, next_round
-from zsim.sweep.report import add_derived, make_report
+from zsim.sweep.report import make_report
 
 METRIC = "socket.sub.latency_mean_s"
 
@@ -123,7 +124,7 @@ def test_a_round_asks_for_the_width_it_lacks_within_its_growth_bounds() -> None:
     assert decided.wanted == {"a": min(12, math.ceil(3 * (width / 1.0) ** 2))}
     assert decided.unmeasurable == {"m": ("b",)}  # one value (the failed run carries none)
     frame = pd.DataFrame([{**row, "point": point} for point, point_rows in rows.items() for row in point_rows])
-    add_derived(frame, {"twice": "2 * m"})  # what a round does to a derived target's rows
+    add_derived_frame(frame, {"twice": "2 * m"})  # what a round does to a derived target's rows
     doubled = {str(point): group.to_dict("records") for point, group in frame.groupby("point")}
     derived = next_round(doubled, {"a": 3, "b": 2}, [Target.parse("twice=1")])
     assert derived.widest["twice"] == pytest.approx(2 * width)

@@ -26,6 +26,7 @@ from typing import IO
 
 from .. import files, trust
 from ..errors import ScenarioError
+from ..metrics import PREFERENCES
 from ..textsafe import terminal
 from .designs import Source, assignment, make_designs
 from .render import Comparison, format_text, to_json, write_report
@@ -33,7 +34,6 @@ from .runs import DEFAULT_MAX_RUNS, check_apps, design_result, run_designs, seed
 from .verdicts import (
     DEFAULT_MAX_METRICS,
     DEFAULT_MIN_EFFECT,
-    PREFERENCES,
     Precision,
     add_derived,
     best_design,

@@ -21,6 +21,8 @@ from typing import Any
 
 from .. import __version__, files
 from ..errors import EnvironmentFault, ZsimError
+from ..metrics import EVENT_FAMILIES
+from ..metrics import kind as metric_kind
 from ..stats import zero_upper
 from ..textsafe import Code, md, md_code, md_table, md_url, one_line
 from ..units import time_unit
@@ -99,8 +101,6 @@ class Unit:
 def unit_for(metric: str, values: Sequence[float], differences: Sequence[float] = ()) -> Unit:
     """Units of a metric's values and differences: ``zsim.units`` for times (differences
     in their own unit: 2.8 s against -73 ms), % and percentage points for fractions."""
-    from ..sweep.report import metric_kind
-
     kind = metric_kind(metric)
     if kind == "fraction":
         return Unit(100.0, "%", "pp")
@@ -211,7 +211,7 @@ def metric_rows(metric: MetricResult, comparison: Comparison) -> tuple[list[str]
             if difference.verdict in DIFFERENT and (metric.warned[0] or metric.warned[index]):
                 cells[2] += ", but runs warned (!)"
         interval = _interval(sample, unit)
-        if metric.family == "losses and drops" and sample.constant and sample.mean == 0:
+        if metric.family in EVENT_FAMILIES and sample.constant and sample.mean == 0:
             # no run had any: not an interval of zero width, the zero-event bound over runs
             interval = f"none in {sample.n} runs: some in up to {100 * zero_upper(sample.n):.0f} % of runs"
         rows.append([result.design.name, mean, interval, *cells, _warned_text(metric.warned[index], result.runs)])
@@ -320,7 +320,7 @@ def _identical_text(metric: MetricResult) -> str:
     copies, are the independent trials: a stall loses copies in bursts)."""
     value = next(s.mean for s in metric.samples if s.mean is not None)
     text = f"identical in every run of every design: {_with_unit(value, _metric_unit(metric))}"
-    if metric.family == "losses and drops" and value == 0:
+    if metric.family in EVENT_FAMILIES and value == 0:
         runs = min(s.n for s in metric.samples)
         text += (f"; none in {runs} runs of each design does not rule it out: at 95 %, a run of a design has some with "
                  f"probability up to {100 * zero_upper(runs):.0f} % (no event in {runs} runs, Clopper-Pearson; more "

@@ -20,16 +20,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
+from .. import metrics, trust
 from .. import spec as scenario_spec
-from .. import trust
 from ..errors import EnvironmentFault, ScenarioError
 from ..textsafe import terminal
 from .designs import Design
 
 #: Runs one comparison may have unless ``--max-runs`` says otherwise.
 DEFAULT_MAX_RUNS = 10_000
-#: Per-socket 0/1 flags of the questioning warnings in a row (``zsim.results.SOCKET_FLAGS``).
-SOCKET_FLAGS = ("overloaded", "backlog_at_end", "latency_not_settled", "loss_not_settled")
 
 
 def seeds(root_seed: int, replications: int) -> list[int]:
@@ -169,12 +167,13 @@ def design_result(design: Design, rows: Sequence[Mapping[str, Any]]) -> DesignRe
                 code = key[len("warning."):]
                 warnings[code] = warnings.get(code, 0) + 1
             elif key.startswith("socket.") and as_number(value):
-                socket, flag = key[len("socket."):].rsplit(".", 1)
-                if flag.startswith("max_") and f"socket.{socket}.members" in row:
-                    flag = flag[len("max_"):]  # a template: some member warned (zsim.results._member_aggregates)
-                if flag in SOCKET_FLAGS:
-                    counts = flags.setdefault(socket, {})
-                    counts[flag] = counts.get(flag, 0) + 1
+                parsed = metrics.parse(key)
+                if parsed is None or parsed.entity is None or parsed.stat not in (None, "max"):
+                    continue
+                # a template's flag: some member warned (its max over the members)
+                if parsed.field in metrics.QUESTIONING_FLAGS:
+                    counts = flags.setdefault(parsed.entity, {})
+                    counts[parsed.field] = counts.get(parsed.field, 0) + 1
     errors = [f"replication {row['replication']} (seed {row['seed']}): {str(row.get('error')).splitlines()[0][:300]}"
               for row in failed]
     return DesignResult(design, len(rows), len(failed), errors, dict(sorted(warnings.items())), flags)

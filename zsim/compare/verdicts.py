@@ -55,7 +55,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any, TypeGuard
 
+from .. import metrics
 from ..errors import ScenarioError
+from ..metrics import preference
 from ..stats import fdr_adjust, mean_half_width, t_quantile, t_test_p
 from ..sweep.precision import Target, grow
 from ..textsafe import terminal
@@ -71,23 +73,6 @@ FDR = 0.05
 #: 0.00450 against 0.00466 messages is detectable with common random numbers, and no answer).
 DEFAULT_MIN_EFFECT = 0.05
 
-#: The direction each metric family prefers, decided from the metric's name: the first
-#: rule whose pattern is found in the metric's last name part (``socket.slow.dropped`` ->
-#: ``dropped``; a derived metric's whole name) decides. None: no preferred direction (the
-#: verdict says "higher" or "lower"). ``--prefer METRIC=lower|higher|none`` overrides.
-PREFERENCES: tuple[tuple[str, str | None, str], ...] = (
-    # what the designer sets or the run's length decides, not a quality
-    (r"requested_rate|offered_utilisation|^copies$|^sent$|first_recv|last_recv|finished_at|warmup_end|sim_time|^wall_s$"
-     r"|^seed_independent$|^random_streams_drawn$|^sending_s$|cwnd|max_sndbuf",
-     None, "load, inputs and times of events"),
-    (r"drop|loss|lost|discard|unroutable", "lower", "losses and drops"),
-    (r"depth|queued|backlog|_messages$|_bytes$", "lower", "queue depth and backlog"),  # before latency: p99_depth is a depth
-    (r"latency|rtt|(^|_)p\d|_wait", "lower", "latency"),
-    (r"blocked|again|window_limited|sndbuf_limited", "lower", "blocked time, refused sends, a window or send buffer holding TCP back"),
-    (r"warning|overloaded|not_settled|starts_after|no_subscription|matches_nothing|rate_not_achieved", "lower",
-     "warnings"),
-    (r"deliver|received|forwarded|achieved|throughput|goodput|_rate_per_s$", "higher", "delivered and throughput"),
-)
 #: Run warnings that question a metric's number (``zsim.checks``); others (a socket that
 #: starts after the horizon, a subscription matching nothing) are listed per design only.
 QUESTIONING = ("overloaded", "backlog_at_end", "latency_not_settled", "loss_not_settled", "rate_not_achieved")
@@ -299,23 +284,6 @@ def best_design(metric: MetricResult, min_effect: float = 0.0, alpha: float = FD
     return Best(best, ties, worse, len(others), bool(metric.warned[best]))
 
 
-def preference(metric: str, overrides: Mapping[str, str | None] | None = None) -> tuple[str | None, str]:
-    """(the direction ``metric`` prefers: ``lower``, ``higher`` or None; its family)."""
-    if overrides and metric in overrides:
-        return overrides[metric], "--prefer"
-    if metric == "warnings" or metric.startswith("warning."):  # a run that warned less is better, whatever the code
-        return "lower", "warnings"
-    if metric.startswith(("rtt.", "e2e.")):  # request -> reply, source -> sink: times, and how many
-        counted = metric.endswith((".count", "_count"))  # how many (over a template: sum_count, max_count, ...)
-        return (None, "load, inputs and times of events") if counted else ("lower", "latency")
-    entity_metric = metric.startswith(("socket.", "sender.", "pipe.", "link.", "network.", "warning."))
-    field_name = metric.rsplit(".", 1)[-1] if entity_metric else metric
-    for pattern, direction, family in PREFERENCES:
-        if re.search(pattern, field_name):
-            return direction, family
-    return None, "no preferred direction"
-
-
 @dataclass
 class MetricResult:
     name: str
@@ -372,35 +340,17 @@ class Selection:
 
 
 def add_derived(rows: list[list[dict[str, Any]]], derived: Mapping[str, str]) -> None:
-    """``[report.derived]`` of a sweep file: one more number per run."""
-    if not derived:
-        return
-    from .. import expressions
-    from ..sweep.plan import check_derived
-
-    order = check_derived(derived, None)
-    parsed = {name: expressions.parse(derived[name]) for name in order}
-    columns = {key for design_rows in rows for row in design_rows for key in row}
-    for design_rows in rows:
-        for row in design_rows:
-            if not row.get("ok"):
-                continue
-
-            def lookup(key: str, row: dict[str, Any] = row) -> float | None:
-                # as zsim report's table: a metric other runs have is NaN here (max() and min() skip it)
-                return as_number(row[key]) if key in row else (math.nan if key in columns else None)
-
-            for name, expression in parsed.items():
-                value = expression.evaluate(lookup)
-                row[name] = math.nan if value is None else float(value)
+    """``[report.derived]`` of a sweep file: one more number per run, from that run's row
+    alone (``zsim.metrics.derive``)."""
+    metrics.add_derived((row for design_rows in rows for row in design_rows), derived)
 
 
 def _metric_warnings(metric: str, result: DesignResult) -> dict[str, int]:
     """The questioning warnings of a design's runs that concern ``metric`` (warning -> runs)."""
-    if metric.startswith("socket."):
-        socket = metric[len("socket."):].rsplit(".", 1)[0]
-        return {f"{flag} ({socket})": runs for flag, runs in result.socket_flags.get(socket, {}).items()}
-    if metric.startswith("sender."):
+    parsed = metrics.parse(metric)
+    if parsed is not None and parsed.kind == "socket" and parsed.entity is not None:
+        return {f"{flag} ({parsed.entity})": runs for flag, runs in result.socket_flags.get(parsed.entity, {}).items()}
+    if parsed is not None and parsed.kind == "sender":
         runs = result.warnings.get("rate_not_achieved", 0)
         return {"rate_not_achieved": runs} if runs else {}
     if metric.startswith("warning") or metric in NOT_DEFAULT:
@@ -446,23 +396,20 @@ def resolve_metrics(wanted: Sequence[str], known: Sequence[str]) -> list[str]:
 
 
 #: the sections of metric names ``known_metrics`` lists in full before any run
-_LISTED_SECTIONS = ("socket", "sender", "warning")
-#: every section of a run's metric names (``zsim.results.flat_metrics``): a dotted name in
-#: another (``...``, ``sokcet.sub.sent``) is no metric of any run, refused before the runs
-_MODEL_SECTIONS = (*_LISTED_SECTIONS, "pipe", "link", "network", "thread", "machine", "rtt", "e2e")
+_LISTED_SECTIONS = ("socket", "sender", "warning", "machine")
 
 
 def check_metric_names(wanted: Sequence[str], designs: DesignSet) -> None:
     """Before any run: every ``--metric`` must be a metric some design's runs can have
-    (``zsim.sweep.plan.known_metrics``) or a derived one; pipe and link names, made by the
+    (``zsim.metrics.known_metrics``) or a derived one; pipe and link names, made by the
     model, and globs over them are checked after the runs."""
-    from ..sweep.plan import known_metrics
-
-    sets = [known_metrics(d.raw) for d in designs.designs]
+    sets = [metrics.known_metrics(d.raw) for d in designs.designs]
     listed = sorted({name for known in sets if known is not None for name in known} | set(designs.derived))
     for name in wanted:
         section = name.split(".", 1)[0]
-        if "." in name and section not in _MODEL_SECTIONS and name not in designs.derived and not _GLOB.search(name):
+        # a dotted name in no section of a run's names (``...``, ``sokcet.sub.sent``) is no
+        # metric of any run: refused before the runs
+        if "." in name and section not in metrics.PREFIXES and name not in designs.derived and not _GLOB.search(name):
             raise ScenarioError(f"--metric {name}", f"unknown metric (no metric's name starts with {section + '.'!r}); "
                                                     f"{closest_name(name, listed)}")
         if "." in name and section not in _LISTED_SECTIONS or any(known is None for known in sets):
@@ -478,29 +425,11 @@ def metric_result(name: str, rows: Sequence[Sequence[Mapping[str, Any]]], result
                   prefer: Mapping[str, str | None] | None = None) -> MetricResult:
     """One metric compared: every design's sample, every design's paired difference from the
     first, verdicts and the warnings that concern it."""
-    from ..sweep.report import metric_label
-
     prefers, family = preference(name, prefer)
-    label = metric_label(name)
-    if label.startswith("copies meant for it (copies for "):
-        label = "copies meant for " + label[len("copies meant for it (copies for "):-1]
-    steady = re.fullmatch(r"socket\.(.+)\.steady_latency_(\w+?)_s", name)
-    if steady:
-        label = f"steady-state {steady.group(2).replace('_', '.')} latency of {steady.group(1)} (after MSER-5's warm-up)"
-    elif name.startswith(("pipe.", "link.")) and name.count(".") >= 2:
-        kind, rest = name.split(".", 1)
-        entity, field_name = rest.rsplit(".", 1)
-        what = {"dropped": "copies dropped at"}.get(field_name, f"{field_name.replace('_', ' ')} of")
-        label = f"{what} {kind} {entity}"
-    elif name.startswith("network.") and name.count(".") >= 3:  # network.<link>.<a>-><b>.<field>
-        link_name, rest = name[len("network."):].split(".", 1)
-        direction, field_name = rest.rsplit(".", 1)
-        label = f"{field_name.replace('_', ' ')} of link {link_name} {direction}"
+    label = metrics.label(name)
     values = [[as_number(row.get(name)) if row.get("ok") else None for row in design_rows] for design_rows in rows]
     samples = [describe(v) for v in values]
-    from ..sweep.report import metric_kind
-
-    if metric_kind(name) == "fraction":  # a share lies in [0, 1]: so does its interval (differences may be negative)
+    if metrics.kind(name) == "fraction":  # a share lies in [0, 1]: so does its interval (differences may be negative)
         samples = [s if s.low is None or s.high is None else dataclasses.replace(s, low=max(0.0, s.low), high=min(1.0, s.high))
                    for s in samples]
     differences: list[Difference | None] = [None] + [paired(values[0], v, prefers) for v in values[1:]]
@@ -513,13 +442,11 @@ def metric_result(name: str, rows: Sequence[Sequence[Mapping[str, Any]]], result
 
 def select_metrics(all_results: list[MetricResult], wanted: Sequence[str], max_metrics: int,
             candidates: Sequence[str] = ()) -> tuple[list[MetricResult], Selection]:
-    from ..results import POOLED_ALIASES
-
     by_name = {m.name: m for m in all_results}
     if wanted:
         return [by_name[name] for name in wanted], Selection(named=True)
     pool = [by_name[c] for c in candidates if c in by_name] if candidates else [
-        m for m in all_results if not not_default(m.name) and m.name not in POOLED_ALIASES]
+        m for m in all_results if not not_default(m.name) and m.name not in metrics.POOLED_ALIASES]
     differ = [m for m in pool if m.differs]
     # pooled figures of a one-receiver scenario, a steady latency without warm-up: the same
     # numbers under two names are one metric, shown under the name ranked first
@@ -560,8 +487,6 @@ def check_derived_reads(rows: Sequence[Sequence[Mapping[str, Any]]], derived: Ma
 def with_derived(design_set: DesignSet, derive: Sequence[str]) -> DesignSet:
     """``--derive NAME=EXPR`` added to the designs' derived metrics, checked as a sweep
     file's ``[report.derived]`` (names, expressions, no cycle) before any run."""
-    from ..sweep.plan import check_derived
-
     derived = dict(design_set.derived)
     for text in derive:
         name, expression = assignment(text, "--derive", "NAME=EXPR, e.g. loss=socket.sub.dropped/socket.sub.copies")
@@ -569,7 +494,7 @@ def with_derived(design_set: DesignSet, derive: Sequence[str]) -> DesignSet:
             raise ScenarioError(f"--derive {name}", "is defined twice")
         derived[name] = expression
     try:
-        reads = check_derived(derived, None)
+        reads = metrics.check_derived(derived, None)
     except ScenarioError as exc:
         raise ScenarioError(exc.path.replace("report.derived.", "--derive "), exc.reason) from None
     extended = dataclasses.replace(design_set, derived=derived)
@@ -590,18 +515,11 @@ def not_default(name: str) -> bool:
 def _group(metric: MetricResult) -> tuple[str, str]:
     """(entity, family): ``socket.fast#`` and ``latency`` for ``socket.fast1.latency_p99_s``
     (entities that differ only by a number, like seven fast subscribers, are one group)."""
-    if metric.name.startswith(("socket.", "sender.", "pipe.", "link.", "network.")):
+    if metric.name.startswith(metrics.ENTITY_PREFIXES):
         entity = re.sub(r"\d+", "#", metric.name.rsplit(".", 1)[0])
     else:
-        entity = "pooled" if metric.name in _pooled_names() else metric.name
+        entity = "pooled" if metric.name in metrics.POOLED or metric.name in metrics.POOLED_ALIASES.values() else metric.name
     return entity, metric.family
-
-
-def _pooled_names() -> set[str]:
-    from ..results import POOLED_ALIASES
-
-    return {"sent", "copies", "delivered", "forwarded", "dropped", "discarded", "lost_on_close", "queued_at_end", "warnings",
-            *POOLED_ALIASES, *POOLED_ALIASES.values()}
 
 
 def _spread(ranked: list[MetricResult]) -> list[MetricResult]:
@@ -613,7 +531,7 @@ def _spread(ranked: list[MetricResult]) -> list[MetricResult]:
     out: list[MetricResult] = []
     for detectable in (True, False):
         tier = [m for m in ranked if m.detectable == detectable]
-        tier.sort(key=lambda m: m.name.startswith(("pipe.", "link.", "network.")))  # stable: ranked order within each
+        tier.sort(key=lambda m: m.name.startswith(metrics.INTERNAL_PREFIXES))  # stable: ranked order within each
         groups: dict[tuple[str, str], list[MetricResult]] = {}
         for metric in tier:
             groups.setdefault(_group(metric), []).append(metric)
@@ -627,7 +545,7 @@ def _spread(ranked: list[MetricResult]) -> list[MetricResult]:
 def _name_rank(name: str) -> int:
     """Among metrics with the same numbers, the one that names its entity comes first, then
     the plain (not steady-state) figure."""
-    return (0 if name.startswith(("socket.", "sender.", "pipe.", "link.", "network.")) else 2) + (1 if "steady_" in name else 0)
+    return (0 if name.startswith(metrics.ENTITY_PREFIXES) else 2) + (1 if "steady_" in name else 0)
 
 
 @dataclass(frozen=True)

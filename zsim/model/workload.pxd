@@ -39,6 +39,7 @@ cdef class Sender:
     cdef public long sent
     cdef public long again
     cdef public long unroutable
+    cdef public object refused_at
     cdef public bint done
     cdef public double blocked_s
     cdef public bint awaiting_reply

@@ -135,6 +135,9 @@ class Sender:
         self.sent = 0
         self.again = 0
         self.unroutable = 0
+        # when each send refused with EAGAIN returned (zmq.Again: DONTWAIT, or SNDTIMEO
+        # expired): zsim explain tells its episodes of refused sends from these
+        self.refused_at = array("d")
         self.done = False
         self.blocked_s = 0.0  # this workload's time blocked in send (its socket's is shared)
         self.awaiting_reply = False
@@ -315,6 +318,7 @@ class Sender:
         """A send ended without sending (the socket's counters are ``AppThread``'s)."""
         if status == AGAIN:
             self.again += 1
+            self.refused_at.append(self.clock.now)
         else:
             self.unroutable += 1
         if self.on_again == "stop":

@@ -32,7 +32,7 @@ from .. import plotting
 from ..checks import RATE_MIN_BYTES, carries_a_rate, connection_limit, limited_shares
 from ..errors import EnvironmentFault
 from ..files import atomic_write, cleanup_leftovers, prepare_output_dir, shown_path
-from ..results import flat_metrics
+from ..metrics import flat_metrics
 from ..spec import Scenario
 from ..units import human_bits, human_bytes
 from . import data, page
@@ -154,7 +154,10 @@ def write_report(result: Any, series: RunSeries | None, scenario: Scenario, out_
             pngs["drops.png"] = _render(folder, "drops.png", lambda p: plotting.drops_figure(
                 drops, p, title=f"Copies dropped over time: {who}, {total:,} in all", note=note))
         else:
-            shown["drops.png"] = "No copy was dropped during the run."
+            refused = sum(int(sender.get("again") or 0) for sender in (summary.get("senders") or {}).values())
+            shown["drops.png"] = "No copy was dropped during the run." if not refused else (
+                f"No copy was dropped during the run; {refused:,} send{' was' if refused == 1 else 's were'} refused (zmq.Again) "
+                "before entering any pipe.")
         for name, text in shown.items():
             pngs[name] = _render(folder, name, _empty_figure(f"{who}: {text}"))
     written = [atomic_write(out / name, pngs[name]) for name in FIGURES]
@@ -242,15 +245,30 @@ def headline(summary: Mapping[str, Any], scenario: Scenario) -> list[str]:
         latency = f"; p99 latency {seconds(max(p99s))}" if p99s else "; nothing delivered"
         lines.append((missed / copies, f"{who(losing)} did not get {percent(missed / copies)} of the copies meant for "
                                        f"{them} ({missed:,} of {copies:,}): {'; '.join(parts)}{latency}."))
+    refused = refusal_lines(summary)
     if not lines:
         copies = sum(sock["inbound"]["copies"] for members in groups.values() for _, sock in members)
         worst = f"; the worst p99 latency is {seconds(worst_p99[0])}, at {worst_p99[1]}" if worst_p99 else ""
         receivers = sum(map(len, groups.values()))
         way = (f", or was on its way when the run ended ({in_flight:,} still queued: the horizon's, not losses; the receivers "
                "table's loss % counts them)" if in_flight else "")
-        return [f"Every copy meant for a receiver reached it{way} ({copies:,} copies to {receivers:,} "
-                f"receiver{'s' if receivers != 1 else ''}){worst}.", *causal_lines(summary, member_of)]
-    return [text for _, text in sorted(lines, key=lambda item: -item[0])] + causal_lines(summary, member_of)
+        return [*refused, f"Every copy meant for a receiver reached it{way} ({copies:,} copies to {receivers:,} "
+                          f"receiver{'s' if receivers != 1 else ''}){worst}.", *causal_lines(summary, member_of)]
+    return refused + [text for _, text in sorted(lines, key=lambda item: -item[0])] + causal_lines(summary, member_of)
+
+
+def refusal_lines(summary: Mapping[str, Any]) -> list[str]:
+    """Per ``[[send]]`` whose sends were refused with zmq.Again (DONTWAIT, SNDTIMEO), the
+    most refused first: how many of its attempts, and that those messages were never sent
+    (no copy's fate, so the receivers' losses do not count them)."""
+    found = []
+    for name, sender in (summary.get("senders") or {}).items():
+        again, attempts = int(sender.get("again") or 0), int(sender.get("attempts") or 0)
+        if again and attempts:
+            found.append((again / attempts, f"{name} had {again:,} of its {attempts:,} sends refused ({100 * again / attempts:.3g} %, "
+                                            f"zmq.Again): {sender['socket']} had no pipe with room, so those messages were "
+                                            "never sent."))
+    return [text for _, text in sorted(found, key=lambda item: -item[0])]
 
 
 def causal_lines(summary: Mapping[str, Any], member_of: Mapping[str, str]) -> list[str]:
@@ -593,8 +611,10 @@ def _html(result: Any, scenario: Scenario, topo: data.Topology, panels: Sequence
     paragraphs = [f"<p>{esc(text)}</p>" for text in story.paragraphs()]
     if story.more_episodes:
         paragraphs.append(f"<p>... and {story.more_episodes} more loss episodes (the largest {len(story.episodes)} are above).</p>")
-    if not story.episodes:
-        paragraphs.append("<p>No copy was dropped, lost or discarded during the run.</p>")
+    lead = story.no_loss()
+    if lead is not None:
+        paragraphs.insert(0, f"<p>{esc(lead)}</p>")
+    paragraphs += [f"<p>{esc(text)}</p>" for text in story.refusal_paragraphs()]
     paragraphs += [f"<p>{esc(stall)}</p>" for stall in story.stalls]
     body = [
         f"<h1>zsim run report: {esc(name)}</h1>",

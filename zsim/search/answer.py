@@ -9,7 +9,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ..sweep.report import human_value
+from ..metrics import human_value
 from .execute import Part, SearchRun
 from .procedure import FAILED, FEASIBLE, INFEASIBLE, NOT_STEADY, OPEN, UNTRIED, interval
 

@@ -118,11 +118,11 @@ class Rows:
     def frame(self, design: int, n: int) -> Any:
         import pandas as pd
 
-        from ..sweep.report import add_aliases, add_derived
+        from ..metrics import add_aliases, add_derived_frame
 
         frame = pd.DataFrame([self.rows[design][r] for r in range(n)])
         add_aliases(frame)
-        add_derived(frame, self.search.derived)
+        add_derived_frame(frame, self.search.derived)
         return frame
 
     def values(self, design: int, constraint: int, n: int) -> np.ndarray:
@@ -143,13 +143,13 @@ class Rows:
         key = (design, constraint)
         cached = self._unsteady.get(key)
         if cached is None or len(cached) < n:
-            from ..sweep.report import _unsteady
+            from ..sweep.report import unsteady
 
             if n == 0:
                 return np.empty(0)
 
             frame = self.frame(design, n)
-            cached, _ = _unsteady(self.results, frame, self.search.constraints[constraint].metric)
+            cached, _ = unsteady(self.results, frame, self.search.constraints[constraint].metric)
             self._unsteady[key] = cached
         return cached[:n]
 

@@ -18,7 +18,7 @@ What it does (``docs/search.md`` explains it for designers):
    the same seed at every design (common random numbers).
 3. A design whose first ``n0`` runs are, for a constraint's metric, at least half "not in
    steady state" (overloaded, a backlog at the end, the metric not settled: the rule of
-   ``zsim report``, ``zsim.sweep.report._unsteady``) or whose runs failed is "no answer".
+   ``zsim report``, ``zsim.sweep.report.unsteady``) or whose runs failed is "no answer".
 4. Where a variable is declared monotone (every constraint's metric falls, or rises, as
    it grows, the others fixed), a verdict at one design implies the same verdict at every
    design of its chain (the designs that differ only in that variable) on the side where

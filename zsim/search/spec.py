@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import expressions, fields, files
+from .. import expressions, fields, files, metrics
 from ..errors import ScenarioError
 from ..sweep import plan as sweep_plan
 
@@ -156,7 +156,7 @@ def _constraint(i: int, spec: Any, indifference: float | None) -> ConstraintSpec
     if eps <= 0:
         raise ScenarioError(f"{where}.indifference", f"must be > 0 (a margin in the metric's unit), got {eps!r}")
     metric = str(spec["metric"])
-    bounds = known_bounds(metric)
+    bounds = metrics.bounds(metric)
     if "range" in spec:
         given = spec["range"]
         if not (isinstance(given, list) and len(given) == 2):
@@ -168,16 +168,6 @@ def _constraint(i: int, spec: Any, indifference: float | None) -> ConstraintSpec
             raise ScenarioError(f"{where}.range", f"must contain the target {target:g}, got {fields.short(given)}")
         bounds = (lo, hi)
     return ConstraintSpec(metric, 1 if key == "below" else -1, target, eps, bounds)
-
-
-#: metric names whose per-run value is a share of messages, 0 to 1
-BOUNDED_SUFFIXES = ("loss_fraction", "drop_fraction")
-
-
-def known_bounds(metric: str) -> tuple[float, float] | None:
-    """The range a metric's per-run value lies in by its definition: (0, 1) for a loss or
-    drop fraction, None for the rest (counts, times, depths have no upper bound)."""
-    return (0.0, 1.0) if metric.rsplit(".", 1)[-1].endswith(BOUNDED_SUFFIXES) else None
 
 
 def _renamed(exc: ScenarioError, conditions: Iterable[str] = ()) -> ScenarioError:

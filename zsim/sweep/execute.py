@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from .. import expressions, files, trust
+from .. import expressions, files, metrics, trust
 from ..errors import ScenarioError, ZsimError
 from ..textsafe import terminal
 from . import store
@@ -30,7 +30,6 @@ from .plan import (
     check_run_timeout,
     check_size,
     expand,
-    known_metrics,
     parse,
 )
 from .precision import Target, next_round
@@ -249,7 +248,7 @@ def run_sweep(
         plan = expand(sweep, max_runs=None, progress=planning)
     sweep = plan.sweep
     if targets:  # a typo is one line before any run, as in [report]
-        known = known_metrics(plan.base)
+        known = metrics.known_metrics(plan.base)
         if known is not None:
             known.update(sweep.report.get("derived", {}))
         for target in targets:
@@ -385,8 +384,6 @@ def _to_precision(plan: Plan, directory: Path, targets: Sequence[Target], max_ru
     all, or a batch is lost. Each round's decision is read from the rows on disk, so the
     same command resumes it: the rounds a killed sweep did are replayed without runs. The
     manifest records each point's count, so ``zsim report`` and later sweeps read them."""
-    from .report import add_derived
-
     sweep = plan.sweep
     counts = {point.id: sweep.replications for point in plan.points}
     derived = dict(sweep.report.get("derived", {}))
@@ -396,7 +393,7 @@ def _to_precision(plan: Plan, directory: Path, targets: Sequence[Target], max_ru
         # the manifest bounds what readers take (replication < each point's count)
         store.write_manifest(directory, plan, counts)
         frame = store.read_frame(directory, columns=needed)
-        add_derived(frame, derived)  # as zsim report computes them
+        metrics.add_derived_frame(frame, derived)  # as zsim report computes them
         rows = {str(point): group.to_dict("records") for point, group in frame.groupby("point", sort=False)}
         decided = next_round(rows, counts, targets)
         widest = "; ".join(f"{t.text()}: widest +- {decided.widest[t.metric]:.4g}" for t in targets)

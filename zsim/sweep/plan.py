@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import fields, files
+from .. import fields, files, metrics
 from .. import spec as scenario_spec
 from ..errors import ScenarioError
 
@@ -63,8 +63,6 @@ FIGURE_KINDS = ("line", "heatmap", "scatter", "threshold")
 FIGURE_KEYS = {"kind", "x", "y", "metric", "series", "facet", "where", "logx", "logy", "title", "file", "band"}
 THRESHOLD_KEYS = {"metric", "below", "minimise", "by", "confidence", "title"}
 REPORT_KEYS = {"metrics", "figure", "threshold", "default_figures", "derived"}
-#: A derived metric's name: a plain name (it becomes a column; expressions can name it).
-DERIVED_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]{0,99}$")
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 #: Column names a row always has (an axis may not use them).
 RESERVED_COLUMNS = {"sweep", "point", "replication", "seed", "ok", "error", "wall_s", "scenario_digest", "zsim_version"}
@@ -572,137 +570,12 @@ def resolve_axis(axes: Sequence[Axis], key: str) -> Axis:
     raise KeyError(f"{key!r} is not an axis; axes: {known}")
 
 
-class MetricNames(set):  # type: ignore[type-arg]
-    """The metric names a sweep's rows can have: a set of names, plus every
-    ``pipe.<a>-><b>...<.dropped|.max_depth>`` between two of the scenario's sockets (pipe
-    names are made by the model when it connects, so they are matched, not listed)."""
-
-    def __init__(self, names: Iterable[str], sockets: Iterable[str] = (),
-                 members: Iterable[tuple[str, re.Pattern[str], tuple[str, ...]]] = (), socket_templates: Iterable[str] = (),
-                 network: bool = False) -> None:
-        super().__init__(names)
-        self.sockets = sorted(set(sockets), key=len, reverse=True)
-        #: (prefix, member name pattern, fields): a member of a template, whatever the count
-        #: of a point (``socket.w12_in.delivered`` exists where an axis makes 16 workers)
-        self.members = list(members)
-        #: socket templates' names (``rtt.<template>.max_p99_s``)
-        self.socket_templates = set(socket_templates)
-        #: the scenario has [[link]]s: its tcp connections have TCP's fields (``link.<a>-><b>.rtt_s``,
-        #: ``zsim.results.CONNECTION_FIELDS``)
-        from .. import results
-
-        self.suffixes = LINK_SUFFIXES + (tuple(f".{key}" for key in results.CONNECTION_FIELDS) if network else ())
-
-    def _socket(self, name: str) -> bool:
-        """A socket of the scenario, or a member of a socket template at any count."""
-        return name in self.sockets or any(prefix == "socket." and pattern.fullmatch(name) for prefix, pattern, _ in self.members)
-
-    def _causal(self, name: str) -> bool:
-        """``rtt.<socket>.<field>``, ``e2e.<source>-><sink>.<field>`` (``zsim.results``), and
-        their aggregates over socket templates (``rtt.<template>.<stat>_<field>``, ``e2e.<A>-><B>.<stat>_<field>``)."""
-        from .. import results
-
-        kind, _, rest = name.partition(".")
-        entity, _, key = rest.rpartition(".")
-        ends = [entity] if kind == "rtt" else entity.split("->")
-        if len(ends) != (1 if kind == "rtt" else 2) or not all(ends):
-            return False
-        if key in results.CAUSAL_FIELDS:
-            return all(self._socket(end) for end in ends)
-        stat, _, field = key.partition("_")
-        return (stat in results.MEMBER_STATS and field in results.CAUSAL_FIELDS
-                and any(end in self.socket_templates for end in ends)
-                and all(end in self.socket_templates or self._socket(end) for end in ends))
-
-    def __contains__(self, name: object) -> bool:
-        if super().__contains__(name):
-            return True
-        if not isinstance(name, str):
-            return False
-        for prefix, pattern, known in self.members:
-            if name.startswith(prefix):
-                entity, _, key = name[len(prefix):].rpartition(".")
-                if key in known and pattern.fullmatch(entity):
-                    return True
-        if name.startswith(("rtt.", "e2e.")):
-            return self._causal(name)
-        if name.startswith("link.") and name.endswith(self.suffixes):
-            direction = name[len("link."):name.rindex(".")]
-            return any(direction.startswith(first + "->") and direction[len(first) + 2:] in self.sockets for first in self.sockets)
-        if not name.startswith("pipe.") or not name.endswith(PIPE_SUFFIXES):
-            return False
-        pipe = name[len("pipe."):name.rindex(".")]
-        for first in self.sockets:
-            if pipe.startswith(first + "->"):
-                rest = pipe[len(first) + 2:]
-                return any(rest == other or rest.startswith(other + " (") for other in self.sockets)
-        return False
-
-
-PIPE_SUFFIXES = (".dropped", ".max_depth", ".mean_depth", ".p50_depth", ".p99_depth", ".max_bytes", ".mean_bytes")
-#: ``link.<writer>-><reader>.<suffix>`` (``zsim.results.flat_metrics``)
-LINK_SUFFIXES = tuple(f".{stat}_{place}_{unit}" for stat in ("max", "mean")
-                      for place in ("kernel", "sender_engine", "receiver_engine") for unit in ("messages", "bytes"))
-
-
-def known_metrics(base: Mapping[str, Any]) -> MetricNames | None:
-    """The metric columns a run of ``base`` can have (``zsim.results.flat_metrics``), or
-    None when they cannot be told (then metric names are not checked). For a template
-    (``zsim.templates``): the members' metrics, for any count, and the aggregates over them
-    (``socket.w_in.sum_delivered``, ``socket.w_in.members``)."""
-    from .. import results, templates
-
-    sockets = base.get("socket", [])
-    if not isinstance(sockets, list):
-        return None
-    names = [str(s["name"]) for s in sockets if isinstance(s, Mapping) and isinstance(s.get("name"), str)]
-    found: tuple[templates.Template, ...] = ()
-    try:
-        scenario = scenario_spec.from_dict(copy.deepcopy(dict(base)))
-        names = [sock.name for sock in scenario.sockets]
-        senders = [send.name for send in scenario.sends]
-        found = scenario.templates
-        links = list(scenario.links)
-    except Exception:  # noqa: BLE001 - an invalid base is reported by expand; name senders as zsim would
-        senders = [f"send.{s.get('socket')}" for s in base.get("send", []) if isinstance(s, Mapping)]
-        links = []
-    pooled = ["sent", "copies", "delivered", "forwarded", "dropped", "discarded", "lost_on_close", "queued_at_end", "sim_time_s",
-              "wall_s", "warnings", *results.POOLED_ALIASES, *results.POOLED_ALIASES.values(),
-              *(f"warning.{code}" for code in results.WARNING_CODES)]
-    per_socket = results.PER_SOCKET
-    listed = pooled + [f"socket.{n}.{f}" for n in names for f in per_socket]
-    listed += [f"sender.{n}.{f}" for n in senders for f in results.SENDER_FIELDS]
-    listed += [f"network.{link.name}.{a}->{b}.{f}" for link in links for a, b in (link.hosts, link.hosts[::-1])
-               for f in results.NETWORK_FIELDS]
-    members: list[tuple[str, re.Pattern[str], tuple[str, ...]]] = []
-    for template in found:
-        if template.kind not in ("socket", "send"):
-            continue
-        prefix, fields = ("socket.", per_socket) if template.kind == "socket" else ("sender.", results.SENDER_FIELDS)
-        listed.append(f"{prefix}{template.name}.members")
-        listed += [f"{prefix}{template.name}.{stat}_{f}" for f in fields for stat in results.MEMBER_STATS]
-        pattern = templates.member_pattern(template.pattern)
-        if pattern is not None:
-            members.append((prefix, pattern, tuple(fields)))
-    return MetricNames(listed, names, members, [t.name for t in found if t.kind == "socket"], network=bool(links))
-
-
 def check_metric(value: Any, where: str, known: set[str] | None) -> None:
     if not isinstance(value, str) or not value:
         raise ScenarioError(where, f"must be a metric name (a string), got {_short(value)}")
     if known is None or value in known:
         return
-    import difflib
-
-    close = difflib.get_close_matches(value, sorted(known), n=1, cutoff=0.6)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
-    main = ", ".join(m for m in sorted(known) if "." not in m)
-    raise ScenarioError(where, f"unknown metric {value!r}{hint}; metrics: {main}, socket.<name>.<field>, sender.<name>.<field>, "
-                               "pipe.<pipe name>.<dropped|max_depth|mean_depth|p50_depth|p99_depth|max_bytes|mean_bytes>, "
-                               "link.<a>-><b>.<max|mean>_<place>_<messages|bytes>, "
-                               "link.<a>-><b>.<tcp field> (over a [[link]]), "
-                               "rtt.<socket>.<field>, e2e.<source>-><sink>.<field>, "
-                               "warning.<code>, socket.<template>.<sum|min|mean|max>_<field>, a name of [report.derived]")
+    raise ScenarioError(where, metrics.unknown_metric(value, known))
 
 
 def _check_axis_key(axes: Sequence[Axis], value: Any, where: str) -> None:
@@ -714,73 +587,20 @@ def _check_axis_key(axes: Sequence[Axis], value: Any, where: str) -> None:
         raise ScenarioError(where, str(exc.args[0])) from None
 
 
-def check_derived(derived: Any, known: set[str] | None) -> dict[str, list[str]]:
-    """``[report.derived]``: name = "expression" over row metrics (``zsim.expressions``).
-
-    Each name must be new (not a metric of the rows), each expression must parse and read
-    only metrics of the rows or other derived names, without a cycle. Returns each derived
-    name's dependencies in an order that computes every name after those it reads."""
-    from .. import expressions
-
-    if not isinstance(derived, Mapping):
-        raise ScenarioError("report.derived", 'must be a table of name = "expression"')
-    reads: dict[str, list[str]] = {}
-    for name, text in derived.items():
-        where = f"report.derived.{name}"
-        if not DERIVED_NAME.match(name):
-            raise ScenarioError(where, "a derived metric's name is letters, digits, '_' and '.' (starting with a letter or '_')")
-        if known is not None and name in known:
-            raise ScenarioError(where, "is already a metric of the rows; choose another name")
-        if not isinstance(text, str):
-            raise ScenarioError(where, f"must be an expression string, got {_short(text)}")
-        try:
-            reads[name] = expressions.names(text)
-        except ValueError as exc:
-            raise ScenarioError(where, str(exc)) from None
-        for used in reads[name]:
-            if used in derived:
-                continue
-            if known is not None and used not in known:
-                import difflib
-
-                close = difflib.get_close_matches(used, sorted(known), n=1, cutoff=0.6)
-                hint = f" (did you mean {close[0]!r}?)" if close else ""
-                raise ScenarioError(where, f"reads unknown metric {used!r}{hint}; names with characters other than letters, "
-                                           "digits, '_' and '.' go between backquotes: `pipe.a->b (tcp send).dropped`")
-    order: dict[str, list[str]] = {}
-    visiting: list[str] = []
-
-    def visit(name: str) -> None:
-        if name in order:
-            return
-        if name in visiting:
-            raise ScenarioError(f"report.derived.{name}", "depends on itself: " + " -> ".join(visiting[visiting.index(name):] + [name]))
-        visiting.append(name)
-        for used in reads[name]:
-            if used in reads:
-                visit(used)
-        visiting.pop()
-        order[name] = reads[name]
-
-    for name in reads:
-        visit(name)
-    return order
-
-
 def _check_report(report: Any, axes: Sequence[Axis], base: Mapping[str, Any] | None = None) -> None:
     """Every axis and metric a ``[report]`` names must exist: a typo is one line now, not a
     pandas traceback in ``zsim report`` after the runs."""
     if not isinstance(report, Mapping):
         raise ScenarioError("report", "must be a table")
     _check_keys(report, REPORT_KEYS, "report")
-    known = known_metrics(base) if base is not None else None
-    check_derived(report.get("derived", {}), known)
+    known = metrics.known_metrics(base) if base is not None else None
+    metrics.check_derived(report.get("derived", {}), known)
     if known is not None:
         known.update(report.get("derived", {}))
-    metrics = report.get("metrics", [])
-    if not isinstance(metrics, list):
-        raise ScenarioError("report.metrics", f"must be a list of metric names, got {_short(metrics)}")
-    for i, metric in enumerate(metrics):
+    listed = report.get("metrics", [])
+    if not isinstance(listed, list):
+        raise ScenarioError("report.metrics", f"must be a list of metric names, got {_short(listed)}")
+    for i, metric in enumerate(listed):
         check_metric(metric, f"report.metrics[{i}]", known)
     default_figures = report.get("default_figures", False)
     if not isinstance(default_figures, bool):
@@ -907,14 +727,12 @@ def _validate(raw: dict[str, Any], sweep: Sweep) -> scenario_spec.Scenario:
 
 
 def row_columns(scenario: scenario_spec.Scenario, member_columns: int = DEFAULT_MEMBER_COLUMNS) -> tuple[int, str]:
-    """About how many columns a sweep row of ``scenario`` has (``zsim.results.flat_metrics``
+    """About how many columns a sweep row of ``scenario`` has (``zsim.metrics.flat_metrics``
     with the members of templates over ``member_columns`` left out), and the field that
     drives the count: ``socket``/``send`` for the scenario's own entities,
     ``sweep.member_columns`` for template members kept. Counted from the parsed scenario,
     before any run: per socket its fields, per sender its fields, per connection a pipe's
     and (tcp/ipc) a link's both directions, per template its aggregates."""
-    from .. import results
-
     big = {m for t in scenario.templates if t.count > member_columns for m in t.members}
     own = members = 0
 
@@ -928,18 +746,18 @@ def row_columns(scenario: scenario_spec.Scenario, member_columns: int = DEFAULT_
             own += count
 
     member_names = {m for t in scenario.templates for m in t.members}
-    link_fields = len(LINK_SUFFIXES) * 2
+    link_fields = len(metrics.LINK_LEVELS) * 2
     for sock in scenario.sockets:
         member = sock.name in member_names
-        add(len(results.PER_SOCKET), sock.name, member)
+        add(len(metrics.PER_SOCKET), sock.name, member)
         for endpoint in sock.connect:
             stream = endpoint.transport != "inproc"
-            add(len(PIPE_SUFFIXES) * 2 + (link_fields if stream else 0), sock.name, member)
+            add(len(metrics.PIPE_FIELDS) * 2 + (link_fields if stream else 0), sock.name, member)
     for send in scenario.sends:
-        add(len(results.SENDER_FIELDS) + 2, send.name, send.name in member_names)
+        add(len(metrics.SENDER_FIELDS) + 2, send.name, send.name in member_names)
     for recv in scenario.recvs:
         add(2, recv.name, recv.name in member_names)
-    aggregates = sum(len(results.PER_SOCKET if t.kind == "socket" else results.SENDER_FIELDS) * len(results.MEMBER_STATS) + 1
+    aggregates = sum(len(metrics.PER_SOCKET if t.kind == "socket" else metrics.SENDER_FIELDS) * len(metrics.MEMBER_STATS) + 1
                      for t in scenario.templates if t.kind in ("socket", "send"))
     total = own + members + aggregates + 200  # pooled figures and warning counts
     return total, ("sweep.member_columns" if members > own else "socket")

@@ -109,7 +109,7 @@ def next_round(rows_by_point: Mapping[str, Sequence[Mapping[str, Any]]], counts:
                targets: Sequence[Target]) -> Round:
     """Each point's next replications: its rows with ``replication < counts[point]`` (the
     failed ones carry no value) against every target (a ``[report.derived]`` one is a
-    column of the rows, ``zsim.sweep.report.add_derived``)."""
+    column of the rows, ``zsim.metrics.add_derived_frame``)."""
     wanted: dict[str, int] = {}
     widest = {t.metric: 0.0 for t in targets}
     unmeasurable: dict[str, list[str]] = {t.metric: [] for t in targets}

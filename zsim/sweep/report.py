@@ -17,7 +17,6 @@ pandas is imported lazily; figures go through ``zsim.plotting`` (matplotlib).
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
@@ -27,9 +26,12 @@ from typing import TYPE_CHECKING, Any
 from .. import files
 from ..errors import EnvironmentFault, ScenarioError, ZsimError
 from ..files import shown_path
+from ..metrics import add_aliases, add_derived_frame, display_unit, field_label, human_value, parse, share
+from ..metrics import kind as metric_kind
+from ..metrics import label as metric_label
 from ..stats import mean_half_width, runs_to_bound, zero_upper
 from ..textsafe import Code, md, md_code, md_table, md_url
-from ..units import human_bytes, human_time, time_unit
+from ..units import human_bytes, human_time
 from . import store
 from .plan import Axis, resolve_axis
 
@@ -46,38 +48,6 @@ DEFAULT_METRICS = (
     "pooled_latency_p99_s",
     "pooled_max_pipe_depth",
 )
-#: What a metric's last name part means (labels of figures and tables).
-_FIELD_LABELS = {
-    "drop_fraction": "drop fraction",
-    "loss_fraction": "loss fraction",
-    "delivered_rate_per_s": "delivered rate",
-    "max_pipe_depth": "max queue depth",
-    "copies": "copies meant for it",
-    "delivered": "delivered",
-    "forwarded": "forwarded",
-    "dropped": "dropped",
-    "dropped_sending": "dropped when sending",
-    "discarded": "discarded",
-    "lost_on_close": "lost on close",
-    "queued_at_end": "queued at the end",
-    "offered_utilisation": "offered utilisation",
-    "overloaded": "overloaded (share of runs)",
-    "backlog_at_end": "backlog at the end (share of runs)",
-    "first_recv_s": "first delivery",
-    "last_recv_s": "last delivery",
-    "sent": "sent",
-    "send_again": "send Again",
-    "again": "send Again",
-    "received": "received",
-    "blocked_s": "time blocked in send",
-    "requested_rate_per_s": "requested rate",
-    "achieved_rate_per_s": "achieved rate",
-    "finished_at_s": "finished at",
-    "max_depth": "max depth",
-    "sim_time_s": "simulated time",
-    "wall_s": "wall time per run",
-}
-_LATENCY_NAMES = {"mean": "mean", "p50": "p50", "p95": "p95", "p99": "p99", "p99_9": "p99.9", "max": "max"}
 #: t(0.975, df) for df = 1..30 (beyond: a Cornish-Fisher expansion; scipy if installed).
 MAX_TABLE_ROWS = 300
 
@@ -88,103 +58,6 @@ def _pandas() -> Any:
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ZsimError("reports need pandas and pyarrow: pip install 'zsim[results]'") from exc
     return pd
-
-
-def metric_kind(metric: str) -> str:
-    """``fraction``, ``time`` (seconds), ``rate`` (per second), ``bytes`` or ``count``."""
-    if metric.endswith("_fraction"):
-        return "fraction"
-    if metric.endswith("_per_s"):
-        return "rate"
-    if metric.endswith("_s"):
-        return "time"
-    if metric.endswith("_bytes"):
-        return "bytes"
-    return "count"
-
-
-def _field_label(field: str) -> str:
-    if field.startswith("latency_") and field.endswith("_s"):
-        key = field[len("latency_"):-len("_s")]
-        if key in _LATENCY_NAMES:
-            return f"{_LATENCY_NAMES[key]} latency"
-    return _FIELD_LABELS.get(field, field.replace("_", " "))
-
-
-_OVER_MEMBERS = {"sum": "summed", "min": "least", "mean": "mean", "max": "largest"}
-
-
-def metric_label(metric: str, unit: str | None = None) -> str:
-    """A metric's name for people: ``p99 latency of fast1``, ``loss fraction (pooled)``;
-    with ``unit`` (``ms``, ``msg/s``) it is added in brackets."""
-    from ..results import POOLED_ALIASES
-
-    pooled = POOLED_ALIASES.get(metric, metric)
-    if pooled.startswith("pooled_"):
-        text = f"{_field_label(pooled[len('pooled_'):])} (pooled)"
-    elif metric.startswith(("socket.", "sender.", "pipe.")) and metric.count(".") >= 2:
-        kind, rest = metric.split(".", 1)
-        entity, field = rest.rsplit(".", 1)
-        if kind == "socket" and field in ("dropped", "delivered", "queued_at_end", "lost_on_close", "discarded", "copies"):
-            text = f"{_field_label(field)} (copies for {entity})"
-        else:
-            text = f"{_field_label(field)} of {entity}"
-    elif "." not in metric and metric in _FIELD_LABELS:
-        text = _field_label(metric)
-    elif metric.startswith(("rtt.", "e2e.")) and metric.count(".") >= 2:
-        kind, rest = metric.split(".", 1)
-        entity, field = rest.rsplit(".", 1)
-        over, _, inner = field.partition("_")
-        aggregate = over in ("sum", "min", "mean", "max") and (inner == "count" or inner.endswith("_s"))
-        if aggregate:  # over a socket template's members (zsim.results._causal_aggregates)
-            field = inner
-        stat = "count" if field == "count" else field.removesuffix("_s").replace("_", ".")
-        what = f"request -> reply at {entity}" if kind == "rtt" else f"end to end {entity.replace('->', ' -> ')}"
-        text = f"{what} ({'requests answered' if kind == 'rtt' else 'messages'})" if stat == "count" else f"{stat} {what}"
-        if aggregate:
-            text = f"{_OVER_MEMBERS[over]} over the members: {text}"
-    else:
-        text = metric
-    return f"{text} ({unit})" if unit else text
-
-
-def display_unit(metric: str, values: Iterable[float] = ()) -> tuple[float, str | None]:
-    """(scale, unit) of a metric in figures: times in us/ms/s by their size, rates in
-    msg/s, fractions as they are."""
-    kind = metric_kind(metric)
-    if kind == "time":
-        return time_unit(values)
-    if kind == "rate":
-        return 1.0, "msg/s"
-    if kind == "bytes":
-        return 1.0, "bytes"
-    if metric.endswith(("_depth", "max_pipe_depth", "_messages")):
-        return 1.0, "messages"
-    return 1.0, None
-
-
-def display_scale(metric: str) -> float:
-    """Latencies are stored in seconds and shown in milliseconds (points tables)."""
-    return 1000.0 if metric_kind(metric) == "time" else 1.0
-
-
-def human_value(metric: str, value: Any) -> str:
-    """A metric's value for a table: ``0.123 %``, ``1.2 ms``, ``10,000 msg/s``, ``1,234``."""
-    if value is None or value != value:
-        return "-"
-    kind = metric_kind(metric)
-    number = float(value)
-    if kind == "fraction":
-        return f"{number:.3%}" if number < 0.1 else f"{number:.1%}"
-    if kind == "time":
-        return human_time(number)
-    if kind == "rate":
-        return f"{number:,.0f}/s" if abs(number) >= 100 else f"{number:.3g}/s"
-    if kind == "bytes":
-        return human_bytes(number)
-    if abs(number) >= 1000:
-        return f"{number:,.0f}"
-    return f"{number:.4g}"
 
 
 #: Axis path -> {value: (position, name)} for axes with ``names`` (set by ``SweepResults``).
@@ -303,9 +176,7 @@ class SweepResults:
             self.frame = self.frame.sort_values(["point_index", "replication"], kind="stable").reset_index(drop=True)
         add_aliases(self.frame)
         self.derived = dict(self.report_config.get("derived") or {})
-        add_derived(self.frame, self.derived)
-        base = manifest.get("base_scenario") or {}
-        self.socket_names = [str(s["name"]) for s in base.get("socket", []) if isinstance(s, Mapping) and "name" in s]
+        add_derived_frame(self.frame, self.derived)
 
     @property
     def axis_columns(self) -> list[str]:
@@ -375,52 +246,6 @@ def report_settings(manifest: Mapping[str, Any], axes: Sequence[Axis], config: s
     return saved, "the sweep's manifest (settings when it ran)"
 
 
-def add_aliases(frame: pd.DataFrame) -> None:
-    """Rows written before the pooled names existed get them (and the reverse), in place."""
-    from ..results import POOLED_ALIASES
-
-    for alias, pooled in POOLED_ALIASES.items():
-        if pooled not in frame.columns and alias in frame.columns:
-            frame[pooled] = frame[alias]
-        elif alias not in frame.columns and pooled in frame.columns:
-            frame[alias] = frame[pooled]
-
-
-def add_derived(frame: pd.DataFrame, derived: Mapping[str, str]) -> None:
-    """``[report.derived]``: one new column per name, its expression evaluated on every row
-    (a missing or NaN input, or a division by zero, gives NaN), in place."""
-    import numpy as np
-
-    from .. import expressions
-    from .plan import check_derived
-
-    if not derived:
-        return
-    order = check_derived(derived, None)
-    for name in order:
-        expression = expressions.parse(derived[name])
-        present = [n for n in expression.names if n in frame.columns]
-        records = frame[present].to_dict("records") if len(frame) else []
-        values = []
-        for record in records:
-            value = expression.evaluate(functools.partial(_lookup, record))
-            values.append(np.nan if value is None else value)
-        frame[name] = np.asarray(values, dtype=float) if values else np.array([], dtype=float)
-
-
-def _lookup(record: Mapping[str, Any], key: str) -> Any:
-    return _present(record.get(key))
-
-
-def _present(value: Any) -> Any:
-    if value is None:
-        return None
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return None
-
-
 # --------------------------------------------------------------------------------------
 # Aggregation
 
@@ -451,13 +276,14 @@ def aggregate(frame: pd.DataFrame, keys: Sequence[str], metrics: Sequence[str], 
         result[f"{metric}_hi"] = stats["mean"] + half
         if metric_kind(metric) == "fraction":
             # a fraction stays in [0, 1]; where no run saw any (every value 0) the t interval
-            # is 0 +- 0, so the bound is the rule of three over the copies the runs offered
-            # (zsim.stats: it assumes copies are lost independently, and reports say so)
+            # is 0 +- 0, so the bound is the rule of three over the trials the runs offered
+            # (copies, send attempts: zsim.metrics.share; zsim.stats: it assumes they are lost
+            # or refused independently, and reports say so)
             result[f"{metric}_lo"] = result[f"{metric}_lo"].clip(lower=0.0)
             result[f"{metric}_hi"] = result[f"{metric}_hi"].clip(upper=1.0)
             zeros = (stats["max"] == 0) & (stats["count"] > 0)
             result[f"{metric}_zeros"] = zeros
-            column = copies_column(metric, ok.columns, derived)
+            column, _ = share(metric, ok.columns, derived)
             if column is not None and zeros.any():
                 offered = pd.to_numeric(ok[column], errors="coerce").astype(float).groupby(groups, sort=True, dropna=False).sum()
                 offered.index.names = keys
@@ -465,33 +291,8 @@ def aggregate(frame: pd.DataFrame, keys: Sequence[str], metrics: Sequence[str], 
                 result[f"{metric}_offered"] = offered
                 result[f"{metric}_hi"] = result[f"{metric}_hi"].where(~zeros, bound)
             elif zeros.any():
-                result[f"{metric}_hi"] = result[f"{metric}_hi"].where(~zeros, np.nan)  # no bound without the copies
+                result[f"{metric}_hi"] = result[f"{metric}_hi"].where(~zeros, np.nan)  # no bound without the trials
     return result.reset_index()
-
-
-def copies_column(metric: str, columns: Iterable[str], derived: Mapping[str, str] | None = None) -> str | None:
-    """The column of the copies a fraction metric is a share of, when a row has it:
-    ``socket.<name>.copies`` for a socket's fraction, the members' fewest
-    (``socket.<template>.min_copies``) for a template's ``max_``/``mean_``/``min_`` fraction,
-    ``copies`` for the pooled fractions; None otherwise (a derived fraction, say)."""
-    present = set(columns)
-    if metric.startswith("socket.") and metric.endswith("_fraction"):
-        owner, field = metric[len("socket."):].rsplit(".", 1)
-        if field.split("_", 1)[0] in ("max", "mean", "min", "sum") and f"socket.{owner}.min_copies" in present:
-            return f"socket.{owner}.min_copies"
-        if f"socket.{owner}.copies" in present:
-            return f"socket.{owner}.copies"
-        return None
-    if metric in ("pooled_loss_fraction", "pooled_drop_fraction", "loss_fraction", "drop_fraction") and "copies" in present:
-        return "copies"
-    if derived and metric in derived:  # "a / b": b, when it is a column of copies
-        from .. import expressions
-
-        parts = derived[metric].split("/")
-        names = expressions.names(parts[-1]) if len(parts) == 2 else []
-        if len(names) == 1 and names[0] in present and names[0].rsplit(".", 1)[-1] in ("copies", "min_copies"):
-            return names[0]
-    return None
 
 
 def points_table(results: SweepResults, metrics: Sequence[str]) -> pd.DataFrame:
@@ -557,19 +358,17 @@ def metric_sockets(results: SweepResults, metric: str, _seen: frozenset[str] = f
                 return None
             found |= sockets
         return found or None
-    if metric.startswith("socket."):
-        rest = metric[len("socket."):]
-        for name in sorted(results.socket_names, key=len, reverse=True):
-            if rest.startswith(name + "."):
-                return {name}
-        return {rest.rsplit(".", 1)[0]}
-    if metric.startswith("pipe.") and "->" in metric:
-        pipe = metric[len("pipe."):].rsplit(".", 1)[0]
-        return {pipe.split("->", 1)[1].split(" (", 1)[0]}
+    parsed = parse(metric)
+    if parsed is None or parsed.entity is None:
+        return None
+    if parsed.kind == "socket":
+        return {parsed.entity}
+    if parsed.kind == "pipe":
+        return {parsed.entity.split("->", 1)[1].split(" (", 1)[0]}
     return None
 
 
-def _unsteady(results: SweepResults, frame: pd.DataFrame, metric: str) -> tuple[Any, Any]:
+def unsteady(results: SweepResults, frame: pd.DataFrame, metric: str) -> tuple[Any, Any]:
     """Per row: 1.0 when the run ended with the metric's sockets (or, for a pooled metric,
     any socket) overloaded, with a backlog queued or with the metric's series (latency, or
     loss for any other metric) not settled, else 0.0; and the largest offered
@@ -588,10 +387,10 @@ def _unsteady(results: SweepResults, frame: pd.DataFrame, metric: str) -> tuple[
     if sockets is None:
         for code in ("overloaded", "backlog_at_end", settled):
             flags = np.maximum(flags, column(f"warning.{code}"))
-        names = [c for c in frame.columns if c.startswith("socket.") and c.endswith(".offered_utilisation")]
+        names = [c for c in frame.columns if c.startswith("socket.") and _entity_field(c, "offered_utilisation") is not None]
     else:
         # a template's metric (socket.w.max_loss_fraction) is about every member: its flags
-        # are the members' worst (socket.w.max_overloaded, zsim.results._member_aggregates)
+        # are the members' worst (socket.w.max_overloaded, zsim.metrics.flat_metrics)
         def field(name: str, key: str) -> str:
             return f"socket.{name}.max_{key}" if f"socket.{name}.members" in frame.columns else f"socket.{name}.{key}"
 
@@ -698,7 +497,7 @@ def thresholds(results: SweepResults, spec: Mapping[str, Any]) -> pd.DataFrame:
     if not len(results.frame) or not len(results.ok()):
         return pd.DataFrame(columns=columns)
     frame = results.ok().copy()
-    frame["_unsteady"], frame["_utilisation"] = _unsteady(results, frame, metric)
+    frame["_unsteady"], frame["_utilisation"] = unsteady(results, frame, metric)
     table = aggregate(frame, by + [x], [metric, "_unsteady", "_utilisation"], results.derived)
     what = metric_label(metric)
     sockets = metric_sockets(results, metric)
@@ -766,19 +565,21 @@ def thresholds(results: SweepResults, spec: Mapping[str, Any]) -> pd.DataFrame:
             if bool(at.get(f"{metric}_zeros", False)):
                 runs = int(at.get(f"{metric}_count", 0) or at.get("runs", 0) or 0) or None
                 offered = at.get(f"{metric}_offered")
+                _, of = share(metric, results.frame.columns, results.derived)
                 if offered is not None and offered == offered:
-                    text += (f"; no run lost any at {axis_value_label(x, found)} ({offered:,.0f} copies"
+                    text += (f"; no run {of.none} at {axis_value_label(x, found)} ({offered:,.0f} {of.noun}"
                              f"{f' in {runs} runs' if runs else ''}): the bound there, {100 * float(at[f'{metric}_hi']):.3g} %, is "
-                             "the rule of three over copies, which assumes they are lost one by one; losses come in bursts")
+                             f"the rule of three over {of.noun}, which assumes they are {of.one_by_one} one by one; {of.bursts} come "
+                             "in bursts")
                     if runs:
-                        text += (f", and over runs, which are independent, none in {runs} says only that a run loses some in up "
+                        text += (f", and over runs, which are independent, none in {runs} says only that a run {of.some} in up "
                                  f"to {100 * zero_upper(runs):.0f} % of runs (95 %; {runs_to_bound(0.05)} runs would bound "
                                  "that at 5 %)")
                     else:
                         text += ", so confirm with longer or more runs"
                 else:
-                    text += (f"; no run lost any at {axis_value_label(x, found)}{f' ({runs} runs)' if runs else ''}: zeros from "
-                             "runs give no bound without the copies they offered")
+                    text += (f"; no run {of.none} at {axis_value_label(x, found)}{f' ({runs} runs)' if runs else ''}: zeros from "
+                             f"runs give no bound without the {of.noun} they offered")
             index = xs.index(found)
             if len(xs) > 1 and index == len(xs) - 1:
                 row["refine"] = f"between {axis_value_label(x, xs[-2])} and {axis_value_label(x, xs[-1])}"
@@ -929,23 +730,34 @@ def line_figure(results: SweepResults, spec: Mapping[str, Any], out_dir: Path, h
     )
 
 
+def _entity_field(metric: str, field: str | None = None) -> tuple[str, str] | None:
+    """(entity, last name part) of a socket's, sender's or pipe's metric (``zsim.metrics.parse``;
+    with ``field``, only a plain metric of that field); None for another."""
+    parsed = parse(metric)
+    if parsed is None or parsed.entity is None or parsed.kind not in ("socket", "sender", "pipe"):
+        return None
+    if field is not None and (parsed.stat is not None or parsed.field != field):
+        return None
+    return parsed.entity, parsed.key
+
+
 def _short_labels(metrics: Sequence[str]) -> dict[str, str]:
     """Legend entries for several metrics in one figure: what differs between them."""
     labels = {m: metric_label(m) for m in metrics}
-    entities = {m: m.split(".", 1)[1].rsplit(".", 1)[0] for m in metrics if m.startswith(("socket.", "sender.", "pipe."))}
+    entities = {m: found[0] for m in metrics if (found := _entity_field(m)) is not None}
     fields = {m.rsplit(".", 1)[-1] for m in metrics}
     if len(entities) == len(metrics) and len(fields) == 1:
         return entities  # the same field of several entities: name the entities
     if len(entities) == len(metrics) and len(set(entities.values())) == 1:
-        return {m: _field_label(m.rsplit(".", 1)[-1]) for m in metrics}  # several fields of one entity
+        return {m: field_label(m.rsplit(".", 1)[-1]) for m in metrics}  # several fields of one entity
     return {m: label.split(" (")[0] if label.endswith(")") and "(pooled)" not in label else label for m, label in labels.items()}
 
 
 def _common_label(metrics: Sequence[str]) -> str:
     """The y label of several metrics: their common field, or what they measure."""
     fields = {m.rsplit(".", 1)[-1] for m in metrics}
-    if len(fields) == 1 and all(m.startswith(("socket.", "sender.", "pipe.")) for m in metrics):
-        return _field_label(next(iter(fields)))
+    if len(fields) == 1 and all(_entity_field(m) is not None for m in metrics):
+        return field_label(next(iter(fields)))
     text = ", ".join(metric_label(m).split(" (")[0] for m in metrics)
     if len(text) <= 45:
         return text
@@ -1132,7 +944,8 @@ def default_figures(results: SweepResults) -> list[dict[str, Any]]:
     for metric in chosen:
         if metric in drawn:
             continue
-        field = metric.rsplit(".", 1)[-1] if metric.startswith(("socket.", "sender.", "pipe.")) else metric
+        found = _entity_field(metric)
+        field = found[1] if found is not None else metric
         groups.setdefault(field, []).append(metric)
     for members in groups.values():
         base = layout(main.path)

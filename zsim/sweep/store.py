@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import files
 from ..errors import EnvironmentFault, ScenarioError, ZsimError
+from ..metrics import FLOAT_SUFFIXES
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -68,7 +69,6 @@ DAMAGED_SUFFIX = ".damaged"
 MAX_MANIFEST_BYTES = 512 * 1024 * 1024
 FIXED_TYPES = {"replication": "int", "seed": "int", "ok": "bool", "error": "str", "scenario_digest": "str", "zsim_version": "str",
                "zsim_code": "str", "wall_s": "float"}
-FLOAT_SUFFIXES = ("_s", "_fraction", "_per_s")
 
 #: Receives warning lines (a damaged file); the default prints them to stderr.
 Warn = Callable[[str], None]

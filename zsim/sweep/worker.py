@@ -31,7 +31,7 @@ from .. import spec as scenario_spec
 from ..errors import ZsimError
 from ..limits import DEFAULT as DEFAULT_LIMITS
 from ..limits import RunLimits
-from ..results import drop_member_columns, flat_metrics, template_members
+from ..metrics import FLOAT_SUFFIXES, drop_member_columns, flat_metrics, template_members
 from ..runner import run
 from ..trust import AppPermission
 from .plan import DEFAULT_MEMBER_COLUMNS, column_value
@@ -40,9 +40,6 @@ from .plan import DEFAULT_MEMBER_COLUMNS, column_value
 _SCENARIOS: dict[str, dict[str, scenario_spec.Scenario]] = {}
 #: Error texts are cut to this many characters (a row is not a log file).
 MAX_ERROR_CHARS = 4000
-#: Metrics stored as floats whatever Python type a run produced (0 vs 0.0 must not change
-#: a column's type between files).
-FLOAT_SUFFIXES = ("_s", "_fraction", "_per_s", "_utilisation")
 
 
 _CODE: str | None = None
@@ -135,7 +132,7 @@ def _metrics(summary: Mapping[str, Any], result: Any = None, scenario: Any = Non
         if isinstance(value, bool):
             row[key] = value
         elif isinstance(value, (int, float)):
-            row[key] = float(value) if key.endswith(FLOAT_SUFFIXES) else value
+            row[key] = float(value) if key.endswith(FLOAT_SUFFIXES) else value  # zsim.metrics.FLOAT_SUFFIXES
         else:
             row[key] = value
     return row

@@ -268,7 +268,7 @@ class Direction:
             "retransmits": self.retransmits,
             # what the receivers got out of it: payload carried the first time, per second
             "goodput_bps": 8.0 * (self.bytes - self.resent_bytes) / elapsed if elapsed > 0 else 0.0,
-            # per connection sending this way ("pub->sub", ``zsim.results.CONNECTION_FIELDS``): how long it was sending
+            # per connection sending this way ("pub->sub", ``zsim.metrics.CONNECTION_FIELDS``): how long it was sending
             # and how much of that the receiver's window or its own send buffer held it back (``Flow.times``),
             # the payload acknowledged and its rate while sending, its round-trip times, its largest
             # congestion window and send buffer
