@@ -499,7 +499,6 @@ class RecvTask:
         next_pause = start + self.pause_every.next() if self.pause_every is not None else float("inf")
         spin = plan.get("wait_spin_s", 0.0)
         loop_cpu = plan.get("loop_cpu_s", 0.0)
-        pending = -1  # the causal record of a message received and not yet answered
         try:
             if not (yield ("wait", start, spin)):
                 return
@@ -525,9 +524,8 @@ class RecvTask:
                 envelope, body = split_envelope(frames, sock_type, body_frames) if split else ([], frames)
                 message = body if body else frames
                 # a message this workload answers or forwards is a hop of its chain, not its
-                # end; until the answer is sent (the run may end first) it is kept pending
-                recorded = stats.record(message, got, end=not (reply or forward))
-                pending = recorded if reply or forward else -1
+                # end (if the run ends before the answer goes out, the chain is in flight)
+                stats.record(message, got, end=not (reply or forward))
                 root = root_of(message) if reply or forward else None
                 self.received += 1
                 service = self.service.next()
@@ -546,7 +544,6 @@ class RecvTask:
                     # socket of this thread, with a blocking send
                     size = max(0, int(self.reply_size.next())) if self.reply_size is not None else sum(len(f) for f in body)
                     out = build_frames(size, "", 1, KIND_REPLY, widx, self.replies_sent, _pc(), root)
-                    pending = -1
                     status = yield ("forward", out)
                     if status == "sent":
                         self.replies_sent += 1
@@ -557,7 +554,6 @@ class RecvTask:
                     else:
                         size = sum(len(f) for f in body)
                     out = envelope + build_frames(size, "", 1, KIND_REPLY, widx, self.replies_sent, _pc(), root)
-                    pending = -1
                     # The simulator's reply never blocks (REP and ROUTER drop, a DEALER that
                     # gets EAGAIN counts it): DONTWAIT.
                     status = yield ("send", out, True)
@@ -569,8 +565,9 @@ class RecvTask:
                     else:
                         stats.send_again += 1
         finally:
-            if pending >= 0:  # the run ended before the answer went out: the chain ended here
-                stats.causal_end[pending] = 1
+            # a copy whose answer had not gone out when the run ended is a chain still in
+            # flight, no end: as the simulator counts it (zsim.results.causal_times,
+            # chains_at_end), it gives no end-to-end time
             self.done = True
 
 
