@@ -50,7 +50,7 @@ TABLE_MARKERS = ("<!-- timings:begin -->", "<!-- timings:end -->")
 INLINE = re.compile(r"(<!-- timing:(?P<key>[\w-]+) -->)(?P<text>.*?)(<!-- /timing -->)", re.S)
 #: the line the demo prints after its sweep (zsim/sweep/demo.py)
 DEMO_SWEEP_LINE = re.compile(r"^sweep (?P<sweep>\S+): (?P<ran>\d+) runs done now, \d+ already done, (?P<failed>\d+) failed; "
-                             r"(?P<wall>[0-9.]+) s on (?P<engine>\S+)$", re.M)
+                             r"(?P<wall>[0-9.]+) s on (?P<engine>.+)$", re.M)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -183,7 +183,8 @@ def table(timings: Sequence[Timing], day: str, machine: str, argv: Sequence[str]
     """The Markdown the docs paste: what ran, where, when, and how long each command took."""
     command = " ".join(["python benchmarks/timings.py", *argv])
     lines = [f"Measured on {day} by `{command}` on {machine}. "
-             f"Wall: the command's elapsed time; CPU: the user and system time of its processes; "
+             "Wall: the command's elapsed time; CPU: the user and system time of the processes it waited for (not Spark's "
+             "JVM and executors, which Spark starts and ends itself); "
              f"load: the 1-minute load average just before and just after it (busy from {BUSY_LOAD}).", "",
              "| command | wall | CPU | load before | load after |", "|---|---|---|---|---|"]
     for t in timings:

@@ -145,6 +145,10 @@ def test_timings_writes_the_figures_where_the_docs_quote_them(tmp_path: Path) ->
     assert "| `bash dev.sh test` | 12 s (failed: exit status 1) |" in table
     begin, end = timings.TABLE_MARKERS
     assert timings.replace_table(f"x\n{begin}\nold\n{end}\ny", table) == f"x\n{begin}\n{table}\n{end}\ny"
+    # the demo's sweep, as zsim/sweep/demo.py prints it (the engine as the sweep names it, spaces and all)
+    line = "sweep buffer-sizing-demo: 576 runs done now, 0 already done, 0 failed; 100.8 s on spark (local[*], 2 cores)"
+    found = timings.DEMO_SWEEP_LINE.search(f"wrote x\n{line}\nwrote y\n")
+    assert found is not None and (found["ran"], found["wall"], found["engine"]) == ("576", "100.8", "spark (local[*], 2 cores)")
 
 
 def test_timings_times_the_readme_run_on_this_machine(tmp_path: Path) -> None:
