@@ -2,7 +2,11 @@
 # zsim developer entry point: creates .venv on first use, then runs one job.
 #   bash dev.sh demo   the main job (see README)
 #   bash dev.sh test        the whole test suite (what CI runs)
-#   bash dev.sh test-quick  model, spec and edge tests: no real pyzmq, no Spark, nothing slow (< 60 s)
+#   bash dev.sh test-quick  the model's exact behaviour: tests/model, tests/spec, tests/conformance,
+#                           without real pyzmq, Spark or the slow tests
+#   bash dev.sh test-fast   every test without real pyzmq, Spark or the slow ones (results, sweeps,
+#                           search, CLI, trust too)
+#                           (how long each takes, measured and dated: docs/speed.md, "Timings")
 #   bash dev.sh lint        ruff (rules E, F, I, UP, B), mypy on zsim/ and validation/ (strict on
 #                           zsim/model and zsim/app.py: pyproject.toml [[tool.mypy.overrides]]), and
 #                           the import layers of pyproject.toml [tool.importlinter] (lint-imports)
@@ -84,6 +88,10 @@ case "$job" in
         ;;
     test-quick)
         setup
+        "$VENV/bin/python" -m pytest -q -m "not real and not spark and not slow" tests/model tests/spec tests/conformance "$@"
+        ;;
+    test-fast)
+        setup
         "$VENV/bin/python" -m pytest -q -m "not real and not spark and not slow" "$@"
         ;;
     lint)
@@ -97,7 +105,7 @@ case "$job" in
         "$VENV/bin/python" benchmarks/bench_core.py "$@"
         ;;
     *)
-        echo "usage: bash dev.sh {demo|test|test-quick|lint|bench|setup} [args...]" >&2
+        echo "usage: bash dev.sh {demo|test|test-quick|test-fast|lint|bench|setup} [args...]" >&2
         exit 2
         ;;
 esac

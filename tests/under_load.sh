@@ -3,7 +3,7 @@
 # This check clones the current commit into a fresh folder, starts one busy-loop process
 # per core, runs the README's test command N times in a row (default 5), then once more
 # with the machine idle, and prints one line per run. Exit status 0 only if every run
-# passed. Not part of CI (it takes N+1 full test runs, ~15-25 min on 2 cores).
+# passed. Not part of CI (it takes N+1 full test runs: one's time is in docs/speed.md, "Timings").
 #
 #   bash tests/under_load.sh            # 5 loaded runs + 1 idle run
 #   bash tests/under_load.sh 3          # 3 loaded runs + 1 idle run

@@ -15,6 +15,7 @@ depends on was compared (no verdict ``incomplete``), 1 otherwise.
 from __future__ import annotations
 
 import argparse
+import datetime
 import os
 import platform
 import sys
@@ -127,12 +128,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         claims_path = Path(args.claims) if args.claims else HERE / "claims.md"
         write_claims(results, claims_path)
     if not args.fast and not args.only and args.report is None:
-        # the README's and docs' agreement tables come from this run
+        # the docs' scenario and agreement tables come from this run
         from .report import agreement_table, replace_between_markers, scenario_table
 
-        header = (f"From `python -m validation` ({len(results)} scenarios, {wall:.0f} s; machine load before "
-                  f"{load_before}, after {_load()}; pyzmq {zmq.__version__}, libzmq {zmq.zmq_version()}).\n\n")
-        replace_between_markers(HERE.parent / "README.md", "validation", header + scenario_table(results))
+        header = (f"From `python -m validation` on {datetime.date.today().isoformat()} ({len(results)} scenarios, {wall:.0f} s; "
+                  f"machine load before {load_before}, after {_load()}; pyzmq {zmq.__version__}, libzmq {zmq.zmq_version()}).\n\n")
+        replace_between_markers(HERE.parent / "docs" / "validation-results.md", "validation", header + scenario_table(results))
         replace_between_markers(HERE.parent / "docs" / "validation.md", "validation", header + agreement_table(results))
     unexplained = [(r.scenario, m.metric) for r in results for m in r.unexplained]
     failed = [r.scenario for r in results if r.verdict == "error"]

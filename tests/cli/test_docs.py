@@ -139,22 +139,45 @@ def tutorial_parts(path: Path) -> tuple[dict[str, str], list[str]]:
     return files, commands
 
 
+#: step 0 of the tutorial, as a new user types it in the clone where ``bash dev.sh demo`` made .venv
+TUTORIAL_SETUP = ["source .venv/bin/activate", "mkdir -p ~/feed-study && cd ~/feed-study"]
+
+
 def test_the_tutorial_runs_as_written(tmp_path: Path) -> None:
-    import shlex
     import subprocess
     import sys
 
     files, commands = tutorial_parts(TUTORIAL)
     assert set(files) == {"feed.toml", "feed-hwm.toml"}
+    # issue 41: the page assumed `zsim` on PATH; step 0 puts it there, from the .venv dev.sh made
+    setup, commands = commands[:len(TUTORIAL_SETUP)], commands[len(TUTORIAL_SETUP):]
+    assert setup == TUTORIAL_SETUP
     assert [c.split()[:2] for c in commands] == [["zsim", "run"], ["zsim", "explain"], ["zsim", "run"], ["zsim", "compare"],
                                                    ["zsim", "sweep"]]
+    # a clone whose .venv is the one these tests run in (dev.sh's), and a home of its own
+    venv = Path(sys.prefix)
+    assert (venv / "bin" / "activate").exists(), f"the tests run in the .venv dev.sh makes (step 0 activates it); {venv} is not one"
+    clone, home = tmp_path / "clone", tmp_path / "home"
+    clone.mkdir()
+    home.mkdir()
+    (clone / ".venv").symlink_to(venv)
+    env = {**os.environ, "HOME": str(home)}
+
+    def typed(command: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+        """``command`` in a new shell after step 0, in the clone's folder, as the page says."""
+        script = "set -e\n" + "\n".join(TUTORIAL_SETUP) + "\n" + command
+        return subprocess.run(["bash", "-c", script], cwd=clone, env=env, capture_output=True, text=True, timeout=timeout)
+
+    found = typed("pwd; command -v zsim", timeout=60)
+    assert found.returncode == 0, found.stderr
+    assert found.stdout.split() == [str(home / "feed-study"), str(venv / "bin" / "zsim")]
+    study = home / "feed-study"
     for name, content in files.items():
-        (tmp_path / name).write_text(content)
+        (study / name).write_text(content)
     text = TUTORIAL.read_text()
     outputs = []
     for command in commands:
-        argv = [sys.executable, "-m", "zsim", *shlex.split(command)[1:]]
-        done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        done = typed(command)
         assert done.returncode == 0, f"{command}: {done.stderr[-2000:]}"
         outputs.append(done.stdout)
     run, explained, _, compared, _ = outputs
@@ -185,12 +208,12 @@ def test_the_tutorial_runs_as_written(tmp_path: Path) -> None:
                  "no detectable difference"):
         assert line in compared and line in text
     assert "socket.fast.latency_p99_s" in compared
-    assert (tmp_path / "feed-report" / "report.html").exists()
-    answers = (tmp_path / "out" / "sweeps" / "report" / "feed-hwm" / "thresholds.csv").read_text()
+    assert (study / "feed-report" / "report.html").exists()
+    answers = (study / "out" / "sweeps" / "report" / "feed-hwm" / "thresholds.csv").read_text()
     assert FEED_HWM_ANSWER in answers and FEED_HWM_ANSWER in text
     # the typo the page shows gives the line it shows
-    (tmp_path / "bad.toml").write_text(files["feed.toml"].replace("rcvhwm = 100 }", "rcvhmw = 100 }", 1))
-    done = subprocess.run([sys.executable, "-m", "zsim", "run", "bad.toml"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    (study / "bad.toml").write_text(files["feed.toml"].replace("rcvhwm = 100 }", "rcvhmw = 100 }", 1))
+    done = typed("zsim run bad.toml", timeout=60)
     assert done.returncode == 2 and done.stderr.strip() in text
 
 

@@ -71,6 +71,7 @@ def test_a_source_newer_than_its_compiled_module_is_not_run(tmp_path, monkeypatc
     assert native._stale() == str(source.with_suffix(".pxd").relative_to(tmp_path))  # a changed declaration too
 
 
+@pytest.mark.slow  # every pinned scenario again in pure Python: bash dev.sh test runs it, test-quick leaves it out
 def test_the_other_mode_gives_the_pinned_fingerprints():
     """Every pinned scenario, in the mode this process does not run: bit-identical ledgers."""
     if native.mode() != "compiled":

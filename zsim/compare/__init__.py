@@ -27,7 +27,6 @@ from typing import IO
 from .. import files, trust
 from ..errors import ScenarioError
 from ..metrics import PREFERENCES
-from ..textsafe import terminal
 from .designs import Source, assignment, make_designs
 from .render import Comparison, format_text, to_json, write_report
 from .runs import DEFAULT_MAX_RUNS, check_apps, design_result, run_designs, seeds
@@ -93,9 +92,6 @@ def compare(sources: Sequence[Source], *, vary: Sequence[str] = (), link: Sequen
     apps = check_apps(designs, trust.permission(allow_apps), stream)
     if report is not None:
         files.prepare_output_dir(report, "the report folder (--report)")
-    for note in design_set.notes:
-        if stream is not None:
-            stream.write(terminal(f"[compare] note: {note}") + "\n")
     rows = run_designs(designs, design_set.replications, design_set.seed, engine=engine, jobs=jobs, master=master, conf=conf,
                        run_timeout_s=run_timeout_s, stream=stream, apps=apps)
     add_derived(rows, design_set.derived)

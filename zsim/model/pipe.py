@@ -19,7 +19,7 @@ followed by ``BOTTOM`` when the message carries an empty delimiter frame.
 
 Depth statistics (max, time integral, time at each level, payload bytes) are kept here
 because they are the numbers users size buffers by; they cost a few hundred instructions a
-message (README, benchmarks).
+message (docs/speed.md, "The core benchmarks").
 """
 
 from __future__ import annotations
