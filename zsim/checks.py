@@ -47,6 +47,18 @@ UTILISATION = 1.0
 #: A link direction busy at least this share of the span it carried traffic, with packets
 #: dropped at its full queue, is reported as saturated (docs/model.md, "Links").
 LINK_SATURATED = 0.9
+#: A link direction is reported as oversubscribed (``link_oversubscribed``) when its writers
+#: offered it more than this many standard errors above its capacity: offered utilisation >
+#: 1 + ``OVERSUBSCRIBED_SIGMAS`` x the relative standard error the offered bytes would have
+#: had the same copies come at random (Poisson: sqrt(sum of squared sizes) / sum of sizes,
+#: ``offered_noise``; 3 / sqrt(N) for N copies of one size). A sender offering exactly the
+#: link's rate at random crosses it in about 1 run in 1,000; a paced one (rate_per_s) counts
+#: its copies nearly exactly, so the margin only asks for a few more. 1 itself is already
+#: beyond the capacity, not at it: the offered bytes are the ZMTP stream's, and the wire adds
+#: 66 bytes of TCP/IP and Ethernet headers to every segment (4.6 % of a full 1,448-byte one).
+OVERSUBSCRIBED_SIGMAS = 3.0
+#: the fewest copies whose rate ``link_oversubscribed`` trusts (as ``overloaded``'s 10)
+OVERSUBSCRIBED_MIN_COPIES = 10
 #: A connection over a link is reported as window-limited when the receiver's window held
 #: it back at least this share of the time it had data to send, on a direction that did not
 #: run at its capacity (``connection_limit``; send-buffer-limited likewise, when its own send
@@ -332,15 +344,65 @@ def _shortfall(sender: Mapping[str, Any], asked: float, active: float) -> str:
     return why
 
 
+def oversubscribed(carried: Mapping[str, Any]) -> bool:
+    """Whether a link direction (one of ``summary["network"][link]``) was offered more than it
+    carries by a margin chance cannot make (``OVERSUBSCRIBED_SIGMAS``): the rule of the
+    warnings, ``zsim explain`` and the run page alike. False for a summary without the
+    offered figures (one written before they were counted)."""
+    offered, noise = carried.get("offered_utilisation"), carried.get("offered_noise")
+    if offered is None or noise is None or offered != offered or noise != noise:
+        return False
+    return bool(carried["offered_copies"] >= OVERSUBSCRIBED_MIN_COPIES and offered > 1.0 + OVERSUBSCRIBED_SIGMAS * noise)
+
+
+def bits_per_s(value: float) -> str:
+    """``82.2 Mbit/s``, ``640 kbit/s``, ``1.2 Gbit/s``."""
+    for scale, unit in ((1e9, "Gbit/s"), (1e6, "Mbit/s"), (1e3, "kbit/s")):
+        if abs(value) >= scale:
+            return f"{value / scale:.3g} {unit}"
+    return f"{value:.3g} bit/s"
+
+
+def offered_against_capacity(link: str, direction: str, carried: Mapping[str, Any]) -> str:
+    """``link 'a-c' a->c (10 Mbit/s) was offered 82.2 Mbit/s (8.22x its capacity)``."""
+    return (f"link {link!r} {direction} ({bits_per_s(carried['bandwidth_bps'])}) was offered "
+            f"{bits_per_s(carried['offered_bps'])} ({carried['offered_utilisation']:.3g}x its capacity)")
+
+
+def link_pace(carried: Mapping[str, Any]) -> str:
+    """Who set the pace across a direction offered more than it carries: the link, when it
+    ran at its capacity (``LINK_SATURATED``), else whatever held its connections back below
+    its rate before it."""
+    busy = carried["active_utilisation"]
+    if busy >= LINK_SATURATED:
+        return f"it ran at its capacity (busy {100 * busy:.0f} % of the time it carried traffic): it, not the reader, set the pace"
+    return (f"it was busy only {100 * busy:.0f} % of the time it carried traffic: its connections were held back below its "
+            "rate before it (a window, a send buffer: see window_limited and sndbuf_limited)")
+
+
+def oversubscription(link: str, direction: str, carried: Mapping[str, Any]) -> str:
+    """The ``link_oversubscribed`` warning's message: what a direction that ``oversubscribed``
+    was offered against what it carries, over which span, who set the pace, and how many of
+    the copies sent across it were not delivered."""
+    copies, through = carried["offered_copies"], carried["offered_delivered"]
+    return (f"{offered_against_capacity(link, direction, carried)} by the writers of the connections crossing it that way, "
+            f"over the {carried['offered_window_s']:.3g} s they sent: {link_pace(carried)}; {copies - through:,} of the "
+            f"{copies:,} copies sent across it ({100 * (copies - through) / copies:.0f} %) were not delivered (dropped, lost, or "
+            "still on their way when the run ended)")
+
+
 def link_warnings(network: Mapping[str, Any] | None) -> list[dict[str, str]]:
-    """With [[link]]s (``summary["network"]``): a direction saturated (busy nearly all the
-    time it carried traffic, and its queue dropping), and a connection the receiver's window
-    or its own send buffer held back while the link had room (docs/model.md, "Links")."""
+    """With [[link]]s (``summary["network"]``): a direction offered more than it carries
+    (``oversubscribed``), a direction saturated (busy nearly all the time it carried traffic,
+    and its queue dropping), and a connection the receiver's window or its own send buffer
+    held back while the link had room (docs/model.md, "Links")."""
     found: list[dict[str, str]] = []
     for link, directions in (network or {}).items():
         for direction, carried in directions.items():
             busy = carried["active_utilisation"]
             rate = f"{carried['bandwidth_bps'] / 1e6:.4g} Mbit/s"
+            if oversubscribed(carried):
+                found.append(_warning("link_oversubscribed", f"link[{link}]", oversubscription(link, direction, carried)))
             saturated = busy >= LINK_SATURATED and carried["queue_drops"] > 0
             if saturated:
                 found.append(_warning(

@@ -45,8 +45,9 @@ from typing import Any
 
 import numpy as np
 
-from .ledger import DISCARDED, DROPPED, LOST, RULES
+from .ledger import DISCARDED, DROPPED, LOST, QUEUED, RULES
 from .metrics import flat_metrics
+from .model.fates import WHERE_PIPE
 from .model.occupancy import FIELDS as OCCUPANCY_FIELDS
 from .spec import Scenario, workload_label
 from .units import human_bytes, human_time
@@ -345,6 +346,28 @@ class _Context:
                 found[self.result.socket_names[index]] = float(times[socks == index].min())
         return found
 
+    def arrival(self, name: str) -> tuple[int, float]:
+        """How many of the copies meant for socket ``name`` reached it, and over how long:
+        those it read (delivered, forwarded) or threw away itself (not its SUB filter's: never
+        meant for it), and those still queued in a pipe it reads when the run ended; from its
+        first read to its last, or to the end of the run while copies still waited in its
+        pipe. Not those dropped before it, or still in a writer's pipe, an engine, the
+        kernels or a link: what was sent to it is its ``inbound`` copies, what arrived is this
+        (the ledger records when a copy was read, not when it arrived: a reader that kept up
+        read each as it came)."""
+        table = self.result.messages
+        index = self.result.socket_names.index(name) if name in self.result.socket_names else -1
+        state, rule = table["state"], table["rule"]
+        read = (table["socket"] == index) & (((state == 0) | (state == 1)) | ((state == DISCARDED) & (rule != _RULE_FILTERED)))
+        into = [i for i, pipe in enumerate(self.pipes)
+                if (pipe.get("destination") or pipe["to"]) == name and pipe["kind"] in ("recv", "inproc")]
+        waiting = int(np.count_nonzero((state == QUEUED) & (rule == WHERE_PIPE) & np.isin(table["pipe"], into)))
+        times = table["time"][read]
+        if not len(times):
+            return waiting, 0.0
+        last = float(self.summary["sim_time_s"]) if waiting else float(times.max())
+        return len(times) + waiting, last - float(times.min())
+
     def levels(self, pipe_index: int, start: float, end: float) -> tuple[int, int] | None:
         """The fewest and the most messages pipe ``pipe_index`` held in the buckets
         overlapping ``[start, end]`` (None without a series)."""
@@ -388,11 +411,19 @@ class _Context:
             service = sum(r.service.expected() for r in recvs) / len(recvs)
             inbound = (self.summary["sockets"].get(name) or {}).get("inbound") or {}
             window = inbound.get("offered_window_s") or 0
-            rate = inbound.get("copies", 0) / window if window > 0 else None
+            copies = inbound.get("copies", 0)
+            rate = copies / window if window > 0 else None
             if util is not None and util == util and math.isfinite(util):
                 verdict = ("too slow for what it is offered: it cannot keep up, so its backlog grows as long as the load lasts"
                            if util >= 1 else "fast enough on average for the copies it was offered")
-                arrive = f"{rate:,.0f} copies/s arrive, " if rate else ""
+                arrive = ""
+                if rate:
+                    # a link, or a full pipe before the reader, lets fewer through than the
+                    # writers sent: then the rate that arrived is not the rate sent
+                    arrived, span = self.arrival(name)
+                    arrive = (f"{rate:,.0f} copies/s arrive, " if arrived >= copies else
+                              f"{rate:,.0f} copies/s were sent to it, {arrived / span:,.0f}/s arrived, " if span > 0 else
+                              f"{rate:,.0f} copies/s were sent to it, {arrived:,} arrived, ")
                 out.append(f"The reader, {kind} {name}, is {verdict} (offered utilisation {util:.2f}: {arrive}it takes "
                            f"{human_time(service)} per copy).")
             for recv in recvs:
@@ -458,7 +489,7 @@ def _links_crossed(ctx: _Context, direction: str) -> list[str]:
     report also draws each link over time), and whether it was saturated or the receiver's
     window or its own send buffer held the connection back (the ``link_saturated`` rule and
     ``connection_limit`` of zsim.checks)."""
-    from .checks import LINK_SATURATED, connection_limit
+    from .checks import LINK_SATURATED, bits_per_s, connection_limit, oversubscribed
 
     out = []
     for link, ways in (ctx.summary.get("network") or {}).items():
@@ -470,7 +501,13 @@ def _links_crossed(ctx: _Context, direction: str) -> list[str]:
             full = busy >= LINK_SATURATED  # ran at its capacity whenever it had traffic
             saturated = full and carried["queue_drops"] > 0
             text = (f"The connection {direction} crosses link {link} ({way}: {carried['bandwidth_bps'] / 1e6:.4g} Mbit/s, "
-                    f"{human_time(carried['latency_s'])} one way). Over the whole run that direction was busy "
+                    f"{human_time(carried['latency_s'])} one way). ")
+            if oversubscribed(carried):
+                # what the writers wanted to send that way, against what it carries
+                text += (f"The {bits_per_s(carried['bandwidth_bps'])} link {link} was offered "
+                         f"{bits_per_s(carried['offered_bps'])} {way} by the writers of the connections crossing it "
+                         f"({carried['offered_utilisation']:.3g}x its capacity: link_oversubscribed). ")
+            text += (f"Over the whole run that direction was busy "
                     f"{100 * busy:.0f} % of the time it carried traffic, its queue held up to {human_bytes(carried['max_queue_bytes'])}"
                     f" and dropped {carried['queue_drops']:,} packets ({carried['retransmits']:,} segments sent again)")
             held = connection_limit(carried, times)

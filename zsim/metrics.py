@@ -84,7 +84,7 @@ POOLED_ALIASES: dict[str, str] = {
 #: row has the same columns whichever warnings its run raised.
 WARNING_CODES = ("no_subscription", "subscription_matches_nothing", "starts_after_horizon", "overloaded", "backlog_at_end",
                  "latency_not_settled", "loss_not_settled", "rate_not_achieved", "cpu_contention", "link_saturated",
-                 "window_limited", "sndbuf_limited", "incompatible_peer")
+                 "window_limited", "sndbuf_limited", "incompatible_peer", "link_oversubscribed")
 #: run warnings about one socket (``path`` = ``socket[<name>]``), flagged 0/1 per socket
 SOCKET_FLAGS = ("backlog_at_end", "latency_not_settled", "loss_not_settled")
 #: the per-socket 0/1 flags of the warnings that question a socket's numbers
@@ -107,9 +107,13 @@ PIPE_FIELDS = ("dropped", "max_depth", "mean_depth", "p50_depth", "p99_depth", "
 #: Per direction of a tcp/ipc link (``link.<writer>-><reader>.<field>``): the most and the
 #: time average of what its kernel buffers and engines held (``zsim.model.occupancy``).
 LINK_LEVELS = tuple(f"{stat}_{place}" for stat in ("max", "mean") for place in OCCUPANCY_FIELDS)
-#: Per direction of a [[link]] (``network.<link>.<a>-><b>.<field>``; ``zsim.model.transport.network.Direction.report``).
+#: Per direction of a [[link]] (``network.<link>.<a>-><b>.<field>``; ``zsim.model.transport.network.Direction.report``),
+#: and what its writers offered it (``zsim.results.offer_to_links``): ``offered_bps``, the
+#: bits per second the writers of the connections crossing it handed their sockets for it
+#: (ZMTP frames, dropped copies included), and ``offered_utilisation``, that over the
+#: link's ``bandwidth_bps`` (above 1: more than it carries; ``link_oversubscribed``)
 NETWORK_FIELDS = ("bytes", "packets", "utilisation", "active_utilisation", "max_queue_bytes", "queue_drops", "loss_drops", "retransmits",
-                  "goodput_bps")
+                  "goodput_bps", "offered_bps", "offered_utilisation")
 #: Per direction of a tcp connection crossing a [[link]] (``link.<writer>-><reader>.<field>``;
 #: the ``connections`` of ``Direction.report``).
 CONNECTION_FIELDS = ("sending_s", "window_limited_s", "sndbuf_limited_s", "bytes", "throughput_bps", "rtt_s", "max_rtt_s",
@@ -419,7 +423,7 @@ class Preference:
 #: ``rtt.*`` and ``e2e.*`` are decided before the table (``preference``).
 PREFERENCES: tuple[Preference, ...] = (
     # what the designer sets or the run's length decides, not a quality
-    Preference(r"requested_rate|offered_utilisation|^copies$|^sent$|attempts$|first_recv|last_recv|finished_at|warmup_end|sim_time"
+    Preference(r"requested_rate|offered_utilisation|^offered_bps$|^copies$|^sent$|attempts$|first_recv|last_recv|finished_at|warmup_end|sim_time"
                r"|^wall_s$|^seed_independent$|^random_streams_drawn$|^sending_s$|cwnd|max_sndbuf",
                None, "load, inputs and times of events"),
     Preference(r"drop|loss|lost|discard|unroutable", "lower", "losses and drops", events=True),
@@ -447,6 +451,11 @@ def preference(metric: str, overrides: Mapping[str, str | None] | None = None) -
         return (None, "load, inputs and times of events") if counted else ("lower", "latency")
     entity_metric = metric.startswith(("socket.", "sender.", "pipe.", "link.", "network.", "warning."))
     field_name = metric.rsplit(".", 1)[-1] if entity_metric else metric
+    if metric.startswith("network.") and field_name == "offered_utilisation":
+        # a link's capacity is the design's (link.<name>.bandwidth_bps) and its load the
+        # writers': of two designs under one load, the one whose links are offered less of
+        # what they carry has the headroom (a receiver's offered utilisation stays the load)
+        return "lower", "a link's load against its capacity"
     for rule in PREFERENCES:
         if re.search(rule.pattern, field_name):
             return rule.prefers, rule.family

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import steady
+from .constants import LONG_FRAME_HEADER, SHORT_FRAME_HEADER, SHORT_FRAME_MAX
 from .files import prepare_output_dir, replace_set
 from .ledger import DELIVERED, DISCARDED, DROPPED, FORWARDED, LOST, QUEUED, RULES, STATES, WHERE
 from .metrics import MEMBER_STATS, PER_SOCKET, PIPE_FIELDS, SENDER_FIELDS, flat_metrics, template_members
@@ -188,6 +189,58 @@ def _inbound(world: Any, table: dict[str, np.ndarray], pipe_names: list[str],
             "offered_window_s": float(last[index] - first[index]),
         }
     return inbound
+
+
+def offer_to_links(network: dict[str, dict[str, dict[str, Any]]], table: Mapping[str, np.ndarray],
+                   pipes: list[Any]) -> None:
+    """Add to each direction of ``summary["network"]`` what its writers offered it: every copy
+    written to, or dropped at, a pipe of a tcp connection that crosses the direction (its
+    ``connections``, by ``writer->reader``), whatever became of it, counted as the bytes the
+    writer's engine would have put on the ZMTP stream.
+
+    ``offered_copies``, ``offered_bytes``, ``offered_window_s`` (from the first copy's send
+    time to the last's, as a receiver's ``offered_window_s``), ``offered_bps`` (8 x bytes /
+    window; 0 when nothing was offered, NaN for copies sent at one instant) and ``offered_utilisation`` (``offered_bps`` over
+    the link's ``bandwidth_bps``: above 1 the writers wanted more than it carries),
+    ``offered_delivered`` (the copies delivered or forwarded at the end) and
+    ``offered_noise`` (sqrt(sum of squared sizes) / sum of sizes: the relative standard
+    error of the offered bytes had the copies come at random, Poisson; ``link_oversubscribed``'s
+    margin, zsim.checks).
+
+    A copy counts as one frame (its bytes plus its ZMTP header, ``frame_wire_bytes``: 2 bytes
+    up to 255, else 9); a multipart message's other frame headers and a reply's routing-id
+    frames (a few bytes each) are not in the ledger, so the offered bytes are a lower bound
+    by those. TCP/IP and Ethernet headers (66 bytes a segment) are not counted: the load is
+    the writers', the capacity the link's."""
+    directions = [way for ways in network.values() for way in ways.values()]
+    index_of = {name: d for d, way in enumerate(directions) for name in way["connections"]}
+    # pipe index -> the direction its connection crosses (-1: none; the appended -1 for "no pipe")
+    crossing = np.asarray([index_of.get(f"{p.frm}->{p.to}", -1) if p.kind in ("send", "recv") else -1 for p in pipes] + [-1],
+                          dtype=np.intp)
+    on = crossing[table["pipe"]] if len(table["pipe"]) else np.zeros(0, np.intp)
+    mask = on >= 0
+    way_of, size, t0 = on[mask], table["size"][mask].astype(np.float64), table["t0"][mask]
+    wire = size + np.where(size <= SHORT_FRAME_MAX, SHORT_FRAME_HEADER, LONG_FRAME_HEADER)
+    count = len(directions)
+    copies = np.bincount(way_of, minlength=count)
+    total = np.bincount(way_of, weights=wire, minlength=count)
+    squares = np.bincount(way_of, weights=wire * wire, minlength=count)
+    through = np.bincount(way_of[np.isin(table["state"][mask], (DELIVERED, FORWARDED))], minlength=count)
+    first = np.full(count, np.inf)
+    last = np.full(count, -np.inf)
+    np.minimum.at(first, way_of, t0)
+    np.maximum.at(last, way_of, t0)
+    for d, way in enumerate(directions):
+        window = float(last[d] - first[d]) if copies[d] else 0.0
+        # nothing offered is a rate of 0; one copy, or copies all sent at one instant, no rate
+        rate = 8.0 * float(total[d]) / window if window > 0 else (0.0 if not copies[d] else math.nan)
+        way["offered_copies"] = int(copies[d])
+        way["offered_bytes"] = int(total[d])
+        way["offered_window_s"] = window
+        way["offered_bps"] = rate
+        way["offered_utilisation"] = rate / way["bandwidth_bps"] if way["bandwidth_bps"] > 0 else math.nan
+        way["offered_delivered"] = int(through[d])
+        way["offered_noise"] = math.sqrt(float(squares[d])) / float(total[d]) if total[d] > 0 else math.nan
 
 
 def _pipe_drops(table: dict[str, np.ndarray]) -> dict[int, dict[str, int]]:
@@ -650,6 +703,7 @@ def summarise(model: Model, wall_s: float) -> RunResult:
         summary["hosts"] = host_reports(model)
     if world.network is not None:
         summary["network"] = world.network.report(now)
+        offer_to_links(summary["network"], table, world.pipe_info)
     streams: Any = world.stream
     if hasattr(streams, "drawn"):  # zsim.build.Streams (a test may give a bare function)
         count = streams.drawn()

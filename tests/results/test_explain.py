@@ -244,7 +244,10 @@ def test_an_episode_over_a_network_link_names_the_link_and_what_it_carried():
     text = story.episodes[0].paragraph(1)
     carried = result.summary["network"]["wan"]["dc->branch"]  # type: ignore[attr-defined]
     assert carried["active_utilisation"] >= 0.95 and "pub->sub1" in carried["connections"]
-    assert ("The connection pub->sub1 crosses link wan (dc->branch: 20 Mbit/s, 10 ms one way). Over the whole run that "
+    # two subscribers offered 25 Mbit/s each: what the writers offered the link comes first (issue 41)
+    assert ("The connection pub->sub1 crosses link wan (dc->branch: 20 Mbit/s, 10 ms one way). The 20 Mbit/s link wan was "
+            f"offered {carried['offered_bps'] / 1e6:.3g} Mbit/s dc->branch by the writers of the connections crossing it "
+            f"({carried['offered_utilisation']:.3g}x its capacity: link_oversubscribed). Over the whole run that "
             f"direction was busy {100 * carried['active_utilisation']:.0f} % of the time it carried traffic") in text
     assert "the link ran at its capacity, so it, not the reader, set how fast copies left the sender's buffers." in text
     # the same design on one host's loopback: the link made the loss (fewer drops), and no link is named

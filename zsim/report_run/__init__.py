@@ -253,8 +253,26 @@ def headline(summary: Mapping[str, Any], scenario: Scenario) -> list[str]:
         way = (f", or was on its way when the run ended ({in_flight:,} still queued: the horizon's, not losses; the receivers "
                "table's loss % counts them)" if in_flight else "")
         return [*refused, f"Every copy meant for a receiver reached it{way} ({copies:,} copies to {receivers:,} "
-                          f"receiver{'s' if receivers != 1 else ''}){worst}.", *causal_lines(summary, member_of)]
-    return refused + [text for _, text in sorted(lines, key=lambda item: -item[0])] + causal_lines(summary, member_of)
+                          f"receiver{'s' if receivers != 1 else ''}){worst}.", *link_lines(summary),
+                *causal_lines(summary, member_of)]
+    return (refused + [text for _, text in sorted(lines, key=lambda item: -item[0])] + link_lines(summary)
+            + causal_lines(summary, member_of))
+
+
+def link_lines(summary: Mapping[str, Any]) -> list[str]:
+    """Per [[link]] direction offered more than it carries (``zsim.checks.oversubscribed``),
+    the most offered first: what its writers offered against its capacity, and who set the
+    pace. The receivers' lines say what they did not get; this says why."""
+    from ..checks import link_pace, offered_against_capacity, oversubscribed
+
+    found = []
+    for link, directions in (summary.get("network") or {}).items():
+        for direction, carried in directions.items():
+            if oversubscribed(carried):
+                offered = offered_against_capacity(link, direction, carried)
+                found.append((carried["offered_utilisation"], f"{offered[0].upper()}{offered[1:]} by the writers of the "
+                                                              f"connections crossing it: {link_pace(carried)} (link_oversubscribed)."))
+    return [text for _, text in sorted(found, key=lambda item: -item[0])]
 
 
 def refusal_lines(summary: Mapping[str, Any]) -> list[str]:
@@ -327,9 +345,10 @@ def _warnings(summary: dict[str, Any], scenario: Scenario) -> str:
     warnings = fold_warnings(summary.get("warnings") or [], scenario)
     if not warnings:
         # the check list, not a verdict: copies can be lost in a run that warns of nothing
-        return ('<p class="note" id="warnings">The run raised no warning: no receiver offered more than it can take, no backlog '
-                "left at the end, latency and loss settled, every sender reached its rate, every subscription matches a topic "
-                "sent.</p>")
+        links = ", no link offered more than it carries" if summary.get("network") else ""
+        return ('<p class="note" id="warnings">The run raised no warning: no receiver offered more than it can take'
+                f"{links}, no backlog left at the end, latency and loss settled, every sender reached its rate, every "
+                "subscription matches a topic sent.</p>")
     items = "".join(f"<li><b>{esc(w['path'])}</b> <code>{esc(w['code'])}</code>: {esc(w['message'])}</li>" for w in warnings)
     if any(w["code"] in HORIZON_CODES for w in warnings):
         why = "Some figures below describe this run's horizon or setup, not a steady state of the design."
