@@ -421,6 +421,13 @@ class _Context:
                     # a link, or a full pipe before the reader, lets fewer through than the
                     # writers sent: then the rate that arrived is not the rate sent
                     arrived, span = self.arrival(name)
+                    from .checks import LINK_SATURATED
+
+                    if util >= 1 and arrived < copies and span > 0 and arrived / span * service < LINK_SATURATED:
+                        # idle with what reached it: not the reader's doing (the run's
+                        # warnings leave out ``overloaded`` alike, checks._paced_by_a_link)
+                        verdict = (f"fast enough for what reached it (busy about {100 * arrived / span * service:.0f} % "
+                                   "of the time with it): what was sent to it was held back before it")
                     arrive = (f"{rate:,.0f} copies/s arrive, " if arrived >= copies else
                               f"{rate:,.0f} copies/s were sent to it, {arrived / span:,.0f}/s arrived, " if span > 0 else
                               f"{rate:,.0f} copies/s were sent to it, {arrived:,} arrived, ")

@@ -216,3 +216,36 @@ def test_a_link_offered_a_tenth_of_its_rate_raises_nothing(gentle, folder, capsy
     assert "link_oversubscribed" not in page and "was offered" not in page
     if not summary["warnings"]:
         assert "The run raised no warning: no receiver offered more than it can take, no link offered more than it carries" in page
+
+
+def reader(service_s: float) -> str:
+    """The measured case with a reader that takes ``service_s`` a copy."""
+    return SCENARIO.format(load=f"rate_per_s = {RATE}").replace('[[recv]]\nsocket = "sub"\n',
+                                                               f'[[recv]]\nsocket = "sub"\nservice_s = {service_s!r}\n')
+
+
+def test_a_reader_the_link_kept_idle_is_not_called_overloaded(folder, capsys):
+    # 1 ms a copy: 4,993 copies/s are sent to it (a utilisation of 5 by what was sent), about
+    # 581/s get across the link (0.58 by what arrived): the link, not the reader, set the
+    # pace; overloaded ("it cannot keep up") and explain's "too slow" said the opposite
+    (folder / "reader1ms.toml").write_text(reader(0.001))
+    summary = zsim.run(folder / "reader1ms.toml", 0).summary
+    codes = [w["code"] for w in summary["warnings"]]
+    assert "link_oversubscribed" in codes and "overloaded" not in codes
+    assert main(["explain", str(folder / "reader1ms.toml")]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    busy = re.search(r"The reader, SUB sub, is fast enough for what reached it \(busy about (\d+) % of the time with it\): "
+                     r"what was sent to it was held back before it \(offered utilisation 4\.99: 4,993 copies/s were sent to it, "
+                     r"(\d+)/s arrived, it takes 1 ms per copy\)", text)
+    assert busy, text[:2000]
+    assert int(busy.group(1)) == pytest.approx(int(busy.group(2)) * 0.1, abs=1)  # arrived/s x 1 ms
+    assert "too slow for what it is offered" not in text
+
+
+def test_a_reader_too_slow_for_what_got_through_is_still_overloaded(folder, capsys):
+    # 5 ms a copy: 200/s at most, fewer than the 581/s the link carries: both were too slow
+    (folder / "reader5ms.toml").write_text(reader(0.005))
+    codes = [w["code"] for w in zsim.run(folder / "reader5ms.toml", 0).summary["warnings"]]
+    assert "link_oversubscribed" in codes and "overloaded" in codes
+    assert main(["explain", str(folder / "reader5ms.toml")]) == 0
+    assert "The reader, SUB sub, is too slow for what it is offered" in capsys.readouterr().out
