@@ -149,3 +149,32 @@ bind = ["tcp://*:5555"]
     derived = [spec.with_overrides(sweep.base, point.overrides) for point in sweep.points]
     assert [spec.from_dict(raw).links[0].backward.latency_s for raw in derived] == [0.01, 0.04]
     assert [spec.from_dict(raw).links[0].forward.latency_s for raw in derived] == [0.001, 0.001]
+
+
+@pytest.mark.parametrize("reverse, expected", [
+    ({"latency_s": 0.01}, "link[a-b].reverse.latency_s: the real harness emulates a link's rate, MTU and queue with tbf, not its "
+                          "delay or loss"),
+    ({"loss": 0.01}, "link[a-b].reverse.loss: the real harness emulates"),
+    ({"queue_bytes": 1 << 33}, "link[a-b].reverse.queue_bytes: the real harness's tbf holds at most"),
+])
+def test_the_real_harness_refuses_what_tbf_cannot_make_of_the_way_back_naming_it(reverse, expected):
+    harness = pytest.importorskip("validation.harness")
+    pytest.importorskip("zmq")
+    raw = deployment(**reverse)
+    raw["link"][0]["latency_s"] = 0.0
+    with pytest.raises(ScenarioError) as info:
+        harness.check_deployment(spec.from_dict(raw))
+    assert str(info.value).startswith(expected)
+    # a way back of its own rate and queue is what tbf makes: accepted
+    accepted = deployment(bandwidth_bps=2e6, queue_bytes=3028)
+    accepted["link"][0]["latency_s"] = 0.0
+    harness.check_deployment(spec.from_dict(accepted))
+
+
+def test_the_real_links_tbf_of_each_end_shapes_its_own_direction():
+    netns = pytest.importorskip("validation.netns")
+    link = netns.LinkSpec(rate_bps=20e6, queue_bytes=262_144, reverse_rate_bps=2e6, reverse_queue_bytes=3028)
+    assert (link.backward.rate_bps, link.backward.queue_bytes, link.backward.mtu_bytes) == (2e6, 3028, 1500)
+    assert (link.burst_bytes, link.backward.burst_bytes) == (2 * 1514, 2 * 1514)  # a millisecond of either is less
+    same = netns.LinkSpec(rate_bps=1e9, queue_bytes=262_144)
+    assert same.backward == same and same.backward.burst_bytes == 125_000
