@@ -488,7 +488,7 @@ def check_calls(scenario: Scenario) -> None:
 def check_deployment(scenario: Scenario) -> None:
     """What the real harness cannot build of a deployment, refused in one line: more hosts
     or links than ``MAX_VALIDATE_HOSTS``/``MAX_VALIDATE_LINKS``; it makes a link's rate, MTU
-    and queue (``validation.netns``: tbf), not its delay or its loss, and every host is this
+    and queue, each direction's own (``validation.netns``: tbf), not its delay or its loss, and every host is this
     machine (no host with a profile of its own)."""
     from zsim import profile as profile_module
 
@@ -503,14 +503,19 @@ def check_deployment(scenario: Scenario) -> None:
                                                               "another kind of machine cannot be validated here (give it the "
                                                               "scenario's profile)")
     for link in scenario.links:
-        if link.queue_bytes > TBF_MAX_LIMIT_BYTES:
-            raise ScenarioError(f"link[{link.name}].queue_bytes", f"the real harness's tbf holds at most {TBF_MAX_LIMIT_BYTES:,} "
-                                                                  f"bytes a queue, not {link.queue_bytes:,}")
-        for name, value in (("latency_s", link.latency_s), ("loss", link.loss)):
-            if value > 0:
-                raise ScenarioError(f"link[{link.name}].{name}",
-                                    f"the real harness emulates a link's rate, MTU and queue with tbf, not its delay or loss "
-                                    f"(no netem): validate the deployment with {name} = 0 (docs/validation.md, \"Links\")")
+        forward = link.forward
+        for way, prefix in ((forward, f"link[{link.name}]"), (link.backward, f"link[{link.name}].reverse")):
+            if way is not forward and way.queue_bytes == forward.queue_bytes and way.latency_s == forward.latency_s \
+                    and way.loss == forward.loss:
+                continue  # the way back's fields are the forward ones, checked under their own names
+            if way.queue_bytes > TBF_MAX_LIMIT_BYTES:
+                raise ScenarioError(f"{prefix}.queue_bytes", f"the real harness's tbf holds at most {TBF_MAX_LIMIT_BYTES:,} "
+                                                             f"bytes a queue, not {way.queue_bytes:,}")
+            for name, value in (("latency_s", way.latency_s), ("loss", way.loss)):
+                if value > 0:
+                    raise ScenarioError(f"{prefix}.{name}",
+                                        f"the real harness emulates a link's rate, MTU and queue with tbf, not its delay or loss "
+                                        f"(no netem): validate the deployment with {name} = 0 (docs/validation.md, \"Links\")")
 
 
 def check_deployment_size(scenario: Scenario) -> None:
@@ -777,7 +782,9 @@ def _deployment(scenario: Scenario) -> Iterator[netns.Deployment]:
     used = {proc.host for proc in scenario.processes}
     hosts = [""] if "" in used else []
     hosts += [host.name for host in scenario.hosts]
-    links = [(*link.hosts, netns.LinkSpec(rate_bps=link.bandwidth_bps, queue_bytes=link.queue_bytes, mtu_bytes=link.mtu_bytes))
+    # each end's tbf shapes the direction it sends: hosts[0]'s the link's own fields, hosts[1]'s its reverse
+    links = [(*link.hosts, netns.LinkSpec(rate_bps=link.bandwidth_bps, queue_bytes=link.queue_bytes, mtu_bytes=link.mtu_bytes,
+                                          reverse_rate_bps=link.backward.bandwidth_bps, reverse_queue_bytes=link.backward.queue_bytes))
              for link in scenario.links]
     try:
         with netns.deployment(hosts, links) as made:

@@ -5,7 +5,8 @@ This is what the validation of hosts and links runs real pyzmq over (docs/valida
 "Links"). What this kernel can and cannot emulate decides the shape:
 
 - A veth pair with a qdisc on each end is a full-duplex link with one queue per direction,
-  as ``[[link]]`` describes one (bandwidth both ways, a bottleneck buffer per direction).
+  as ``[[link]]`` describes one: each end's tbf shapes the direction it sends, with that
+  direction's own rate and buffer (a link's ``reverse`` gives the way back its own).
 - ``tbf`` drops a packet larger than its bucket, so the link's MTU is set on both ends
   first and the bucket holds at least two full frames.
 - There is no ``netem`` here (no added delay, jitter or loss): a link's propagation delay
@@ -71,13 +72,16 @@ class LinkUnavailable(RuntimeError):
 
 @dataclass(frozen=True)
 class LinkSpec:
-    """One full-duplex link: ``rate_bps`` bits per second each way (what tbf counts: IP
-    packets plus the Ethernet header), ``queue_bytes`` of bottleneck buffer per direction
-    (tbf's ``limit``), ``mtu_bytes`` on both ends."""
+    """One full-duplex link: ``rate_bps`` bits per second (what tbf counts: IP packets plus
+    the Ethernet header) and ``queue_bytes`` of bottleneck buffer (tbf's ``limit``) from
+    its first end to its second, and the other way too unless ``reverse_rate_bps`` or
+    ``reverse_queue_bytes`` give the way back its own; ``mtu_bytes`` on both ends."""
 
     rate_bps: float
     queue_bytes: int = 256 * 1024
     mtu_bytes: int = 1500
+    reverse_rate_bps: float | None = None
+    reverse_queue_bytes: int | None = None
 
     @property
     def burst_bytes(self) -> int:
@@ -85,6 +89,13 @@ class LinkSpec:
         bucket smaller than one frame drops every full-size packet)."""
         frame = self.mtu_bytes + ETHERNET_HEADER_BYTES
         return max(2 * frame, int(self.rate_bps / 8 / 1000))
+
+    @property
+    def backward(self) -> LinkSpec:
+        """The way back (second end to first) as a link of its own rate and queue."""
+        return LinkSpec(rate_bps=self.rate_bps if self.reverse_rate_bps is None else self.reverse_rate_bps,
+                        queue_bytes=self.queue_bytes if self.reverse_queue_bytes is None else self.reverse_queue_bytes,
+                        mtu_bytes=self.mtu_bytes)
 
 
 @dataclass(frozen=True)
@@ -270,7 +281,8 @@ def _join(ends: Sequence[tuple[str, str, str]], spec: LinkSpec) -> None:
     (a, dev_a, _), (b, dev_b, _) = ends
     # the pair is created inside a, its peer moved to b: nothing ever sits in the root namespace
     _run(["ip", "-n", a, "link", "add", dev_a, "type", "veth", "peer", "name", dev_b, "netns", b])
-    for name, device, address in ends:
+    # a's egress shapes a -> b with the spec's rate and queue, b's egress the way back with its own
+    for (name, device, address), way in zip(ends, (spec, spec.backward), strict=True):
         _run(["ip", "-n", name, "link", "set", device, "mtu", str(spec.mtu_bytes)])
         _run(["ip", "-n", name, "addr", "add", f"{address}/30", "dev", device])
         _run(["ip", "-n", name, "link", "set", device, "up"])
@@ -280,7 +292,7 @@ def _join(ends: Sequence[tuple[str, str, str]], spec: LinkSpec) -> None:
         # algorithm outside tcp_allowed_congestion_control, a route may)
         _run(["ip", "-n", name, "route", "replace", _subnet(address), "dev", device, "congctl", CONGESTION_CONTROL])
         _run(["ip", "netns", "exec", name, "tc", "qdisc", "add", "dev", device, "root", "tbf",
-              "rate", f"{int(spec.rate_bps)}bit", "burst", str(spec.burst_bytes), "limit", str(spec.queue_bytes)])
+              "rate", f"{int(way.rate_bps)}bit", "burst", str(way.burst_bytes), "limit", str(way.queue_bytes)])
 
 
 @contextmanager

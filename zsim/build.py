@@ -24,12 +24,12 @@ from .errors import ScenarioError
 from .ledger import Ledger
 from .model.cpu import Machine
 from .model.kernel import NORMAL, URGENT, Environment
-from .model.params import LinkParams, ModelParams, SchedulerParams, TransportParams, unix_skb_truesize, wake_cost_fn
+from .model.params import LinkParams, LinkWayParams, ModelParams, SchedulerParams, TransportParams, unix_skb_truesize, wake_cost_fn
 from .model.socket import OPEN, Socket
 from .model.workload import Proxy, Receiver, Sender
 from .model.world import Process, World
 from .profile import Profile, TransportProfile
-from .spec import CallSpec, Scenario, check_affinity, parse_endpoint, parse_options, resolve_endpoint
+from .spec import CallSpec, LinkSpec, Scenario, check_affinity, parse_endpoint, parse_options, resolve_endpoint
 
 
 class Streams:
@@ -309,10 +309,19 @@ def build(scenario: Scenario, seed: int, profile: Profile | None = None, trace_d
         from .model.transport.network import Network  # only with links: a scenario without never loads it
 
         world.network = Network(world, [LinkParams(link.name, link.hosts, link.bandwidth_bps, link.latency_s, link.mtu_bytes,
-                                                   link.queue_bytes, link.loss) for link in scenario.links])
+                                                   link.queue_bytes, link.loss, _way_back(link)) for link in scenario.links])
     _build_machines(model)
     _schedule_timeline(model)
     return model
+
+
+def _way_back(link: LinkSpec) -> LinkWayParams | None:
+    """The model's parameters of a link's ``hosts[1] -> hosts[0]``, None when they are the
+    forward direction's."""
+    if link.symmetric:
+        return None
+    back = link.backward
+    return LinkWayParams(back.bandwidth_bps, back.latency_s, back.queue_bytes, back.loss)
 
 
 def host_cores(scenario: Scenario, by_host: Mapping[str, ModelParams]) -> dict[str, int]:

@@ -511,7 +511,13 @@ def _links_crossed(ctx: _Context, direction: str) -> list[str]:
                     f"{human_time(carried['latency_s'])} one way). ")
             if oversubscribed(carried):
                 # what the writers wanted to send that way, against what it carries
-                text += (f"The {bits_per_s(carried['bandwidth_bps'])} link {link} was offered "
+                others = {other: d["bandwidth_bps"] for other, d in ways.items() if other != way}
+                if all(rate == carried["bandwidth_bps"] for rate in others.values()):
+                    named = f"The {bits_per_s(carried['bandwidth_bps'])} link {link}"
+                else:  # an asymmetric link (its reverse): the rate of the way it was offered, and the other's
+                    back = ", ".join(f"{bits_per_s(rate)} {other}" for other, rate in others.items())
+                    named = f"Link {link}, {bits_per_s(carried['bandwidth_bps'])} {way} ({back}),"
+                text += (f"{named} was offered "
                          f"{bits_per_s(carried['offered_bps'])} {way} by the writers of the connections crossing it "
                          f"({carried['offered_utilisation']:.3g}x its capacity: link_oversubscribed). ")
             text += (f"Over the whole run that direction was busy "

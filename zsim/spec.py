@@ -261,12 +261,26 @@ class HostSpec:
 
 
 @dataclass(frozen=True)
+class LinkWay:
+    """One direction of a ``[[link]]``: ``bandwidth_bps`` bits per second on the wire,
+    ``latency_s`` one-way propagation, ``queue_bytes`` the sending host's buffer in front
+    of it, ``loss`` each packet's probability of being lost on the way."""
+
+    bandwidth_bps: float
+    latency_s: float = 0.0
+    queue_bytes: int = 0
+    loss: float = 0.0
+
+
+@dataclass(frozen=True)
 class LinkSpec:
     """``[[link]]``: a full-duplex network link between two hosts (docs/model.md, "Links").
 
-    ``bandwidth_bps`` bits per second on the wire each way; ``latency_s`` one-way
-    propagation; ``queue_bytes`` the bottleneck's buffer per direction; ``loss`` each
-    packet's probability of being lost on the way."""
+    ``bandwidth_bps`` bits per second on the wire; ``latency_s`` one-way propagation;
+    ``queue_bytes`` the bottleneck's buffer; ``loss`` each packet's probability of being
+    lost on the way: all four of ``hosts[0] -> hosts[1]``, and of the way back too unless
+    ``reverse`` (the link's ``reverse`` table, resolved: every field it does not give is
+    the forward one) differs. ``mtu_bytes`` is the link's, both ways."""
 
     name: str
     hosts: tuple[str, str]
@@ -275,6 +289,27 @@ class LinkSpec:
     mtu_bytes: int = 1500
     queue_bytes: int = 0  # 0 = the default (``DEFAULT_LINK_QUEUE_PACKETS`` full frames)
     loss: float = 0.0
+    reverse: LinkWay | None = None  # hosts[1] -> hosts[0]; None: the same as forward
+
+    @property
+    def forward(self) -> LinkWay:
+        """``hosts[0] -> hosts[1]``."""
+        return LinkWay(self.bandwidth_bps, self.latency_s, self.queue_bytes, self.loss)
+
+    @property
+    def backward(self) -> LinkWay:
+        """``hosts[1] -> hosts[0]``."""
+        return self.reverse if self.reverse is not None else self.forward
+
+    @property
+    def symmetric(self) -> bool:
+        """Both directions alike."""
+        return self.backward == self.forward
+
+    def ways(self) -> tuple[tuple[str, str, LinkWay], tuple[str, str, LinkWay]]:
+        """``(sender, receiver, its direction)`` for both directions, forward first."""
+        a, b = self.hosts
+        return (a, b, self.forward), (b, a, self.backward)
 
 
 @dataclass(frozen=True)
@@ -483,7 +518,10 @@ _CALL_KEYS = {"socket", "at_s", *CALL_ACTIONS}
 _TOP_KEYS = {"scenario", "machine", "host", "link", "process", "socket", "send", "recv", "proxy", "app", "call", "validation", "sweep",
              "limits"}
 _HOST_KEYS = {"name", "cores", "profile"}
-_LINK_KEYS = {"name", "hosts", "bandwidth_bps", "latency_s", "mtu_bytes", "queue_bytes", "loss"}
+_LINK_KEYS = {"name", "hosts", "bandwidth_bps", "latency_s", "mtu_bytes", "queue_bytes", "loss", "reverse"}
+#: What a link's ``reverse`` table may set for ``hosts[1] -> hosts[0]`` (one MTU per link:
+#: both ends of a wire must agree on it, ``mtu_bytes`` is not a direction's)
+_LINK_WAY_KEYS = {"bandwidth_bps", "latency_s", "queue_bytes", "loss"}
 #: The addresses a tcp endpoint may use for its own host (libzmq's wildcard and loopback).
 LOCAL_HOSTS = ("*", "0.0.0.0", "127.0.0.1", "localhost", "::1", "::")
 #: A link's default bottleneck buffer per direction, in full frames: Linux's default
@@ -1021,23 +1059,51 @@ def _parse_links(raw: Any, hosts: set[str]) -> tuple[LinkSpec, ...]:
                                                  "of hosts: zsim does not route)")
         pairs[pair] = name
         if "bandwidth_bps" not in table:
-            raise ScenarioError(f"{path}.bandwidth_bps", "missing (bits per second each way, e.g. 100e6 for 100 Mbit/s)")
+            raise ScenarioError(f"{path}.bandwidth_bps", "missing (bits per second on the wire, e.g. 100e6 for 100 Mbit/s)")
+        mtu = _int(table.get("mtu_bytes", 1500), f"{path}.mtu_bytes", MIN_MTU_BYTES, MAX_MTU_BYTES)
+        forward = _link_way(table, path, mtu, None)
+        reverse = forward
+        if "reverse" in table:
+            reverse_path = f"{path}.reverse"
+            overrides = _table(table["reverse"], reverse_path)
+            if "mtu_bytes" in overrides:
+                raise ScenarioError(f"{reverse_path}.mtu_bytes", "a link has one MTU, both ways (both ends of a wire must agree on "
+                                                                 "it): set mtu_bytes on the link")
+            _check_keys(overrides, _LINK_WAY_KEYS, reverse_path)
+            reverse = _link_way(overrides, reverse_path, mtu, forward)
+        links.append(LinkSpec(name, (a, b), forward.bandwidth_bps, forward.latency_s, mtu, forward.queue_bytes, forward.loss,
+                              reverse))
+    return tuple(links)
+
+
+def _link_way(table: Mapping[str, Any], path: str, mtu: int, default: LinkWay | None) -> LinkWay:
+    """One direction of a link from ``table`` (the link's own fields, or its ``reverse``
+    table): each field absent from it is ``default``'s (the forward direction's), else the
+    link's default; the bounds are the same both ways."""
+    frame = mtu + ETHERNET_HEADER_BYTES
+    if default is None:
+        default = LinkWay(0.0, 0.0, DEFAULT_LINK_QUEUE_PACKETS * frame, 0.0)
+    bandwidth = default.bandwidth_bps
+    if "bandwidth_bps" in table:
         bandwidth = _number(table["bandwidth_bps"], f"{path}.bandwidth_bps", "bits per second")
         if bandwidth < 1000:
             raise ScenarioError(f"{path}.bandwidth_bps", f"must be >= 1000 bits per second, got {table['bandwidth_bps']!r}")
         if bandwidth > 1e13:
             raise ScenarioError(f"{path}.bandwidth_bps", f"must be <= 1e13 (10 Tbit/s), got {table['bandwidth_bps']!r}")
-        latency = _time(table.get("latency_s", 0.0), f"{path}.latency_s")
+    latency = default.latency_s
+    if "latency_s" in table:
+        latency = _time(table["latency_s"], f"{path}.latency_s")
         if latency > 10.0:
             raise ScenarioError(f"{path}.latency_s", f"must be <= 10 s one way (a geostationary hop is 0.25 s), got {latency!r}")
-        mtu = _int(table.get("mtu_bytes", 1500), f"{path}.mtu_bytes", MIN_MTU_BYTES, MAX_MTU_BYTES)
-        frame = mtu + ETHERNET_HEADER_BYTES
-        queue = _int(table.get("queue_bytes", DEFAULT_LINK_QUEUE_PACKETS * frame), f"{path}.queue_bytes", frame, 1 << 40)
-        loss = _number(table.get("loss", 0.0), f"{path}.loss", "a probability")
+    queue = default.queue_bytes
+    if "queue_bytes" in table:
+        queue = _int(table["queue_bytes"], f"{path}.queue_bytes", frame, 1 << 40)
+    loss = default.loss
+    if "loss" in table:
+        loss = _number(table["loss"], f"{path}.loss", "a probability")
         if not 0.0 <= loss < 1.0:
             raise ScenarioError(f"{path}.loss", f"must be a probability in [0, 1), got {table['loss']!r}")
-        links.append(LinkSpec(name, (a, b), bandwidth, latency, mtu, queue, loss))
-    return tuple(links)
+    return LinkWay(bandwidth, latency, queue, loss)
 
 
 def _host_of(table: Mapping[str, Any], path: str, hosts: tuple[HostSpec, ...]) -> str:

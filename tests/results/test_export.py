@@ -155,7 +155,7 @@ def test_every_scenario_field_is_one_the_exporter_knows():
             "recv": spec._RECV_KEYS, "proxy": spec._PROXY_KEYS, "call": spec._CALL_KEYS, "machine": spec._MACHINE_KEYS,
             "options": set(OPTION_DEFAULTS)} == known
     assert spec._HOST_KEYS == {"name", "cores", "profile"}
-    assert spec._LINK_KEYS == {"name", "hosts", "bandwidth_bps", "latency_s", "mtu_bytes", "queue_bytes", "loss"}
+    assert spec._LINK_KEYS == {"name", "hosts", "bandwidth_bps", "latency_s", "mtu_bytes", "queue_bytes", "loss", "reverse"}
 
 # -- bad input ------------------------------------------------------------------------------
 

@@ -83,7 +83,9 @@ def caveats(plan: Plan, needs: set[str], folded: list[Template], expanded: list[
     if s.hosts:
         placed = "; ".join(f"{host.name}: {', '.join(p.name for p in s.processes if p.host == host.name) or 'none'}"
                            for host in s.hosts)
-        links = "; ".join(f"{link.name} {link.bandwidth_bps / 1e6:g} Mbit/s, {seconds(link.latency_s)} one way"
+        links = "; ".join(f"{link.name} {link.bandwidth_bps / 1e6:g} Mbit/s, {seconds(link.latency_s)} one way" if link.symmetric
+                          else f"{link.name} " + ", ".join(f"{src}->{dst} {way.bandwidth_bps / 1e6:g} Mbit/s and {seconds(way.latency_s)}"
+                                                           for src, dst, way in link.ways())
                           for link in s.links)
         notes.append(f"[[host]]s and [[link]]s: every process runs on this machine and every host's name is 127.0.0.1 in "
                      f"HOSTS, so nothing here crosses a network. A real deployment runs each host's processes on that host "

@@ -47,10 +47,22 @@ class TransportParams:
 
 
 @dataclass(frozen=True)
+class LinkWayParams:
+    """One direction of a link: bits per second on the wire, one-way propagation, the
+    sending host's buffer in front of it and each packet's loss probability."""
+
+    bandwidth_bps: float
+    latency_s: float = 0.0
+    queue_bytes: int = 1000 * (1500 + 14)
+    loss: float = 0.0
+
+
+@dataclass(frozen=True)
 class LinkParams:
     """One ``[[link]]`` between two hosts (``zsim.spec.LinkSpec``, resolved): bits per
-    second on the wire each way, one-way propagation, MTU, the bottleneck's buffer per
-    direction and each packet's loss probability (``zsim.model.transport.network``)."""
+    second on the wire, one-way propagation, the bottleneck's buffer and each packet's loss
+    probability of ``hosts[0] -> hosts[1]`` and, unless ``reverse`` gives its own, of the
+    way back; the MTU, both ways (``zsim.model.transport.network``)."""
 
     name: str
     hosts: tuple[str, str]
@@ -59,6 +71,13 @@ class LinkParams:
     mtu_bytes: int = 1500
     queue_bytes: int = 1000 * (1500 + 14)
     loss: float = 0.0
+    reverse: LinkWayParams | None = None  # hosts[1] -> hosts[0]; None: the same as forward
+
+    def way(self, backward: bool) -> LinkWayParams:
+        """``hosts[0] -> hosts[1]``, or the way back when ``backward``."""
+        if backward and self.reverse is not None:
+            return self.reverse
+        return LinkWayParams(self.bandwidth_bps, self.latency_s, self.queue_bytes, self.loss)
 
 
 @dataclass

@@ -578,7 +578,11 @@ def topology(scenario: Scenario, result: Any) -> Topology:
         label = _edge_label(endpoint.transport, a, b, a_to_b, b_to_a, hwm_by_pair, sockets)
         link = link_between.get(frozenset((host_of_process[sockets[a].process], host_of_process[sockets[b].process])))
         if link is not None:
-            label += f"\nover {link.name}: {_bandwidth(link.bandwidth_bps)}, {human_time(link.latency_s)} one way"
+            if link.symmetric:
+                label += f"\nover {link.name}: {_bandwidth(link.bandwidth_bps)}, {human_time(link.latency_s)} one way"
+            else:  # each direction its own rate and delay (the link's reverse)
+                label += f"\nover {link.name}: " + "; ".join(f"{src}->{dst} {_bandwidth(way.bandwidth_bps)}, {human_time(way.latency_s)}"
+                                                          for src, dst, way in link.ways())
         edges.append(TopoEdge(a, b, endpoint.transport, _endpoint_text(endpoint), a_to_b, b_to_a, label, dropped, drop_note, rules))
 
     processes = []

@@ -2,7 +2,9 @@
 
 A ``[[link]]`` joins two hosts; each direction is the sending host's interface: a drop-tail
 queue of ``queue_bytes`` in front of a wire that serializes frames at ``bandwidth_bps`` and
-delivers them ``latency_s`` later (``Direction``). A tcp connection between processes on the
+delivers them ``latency_s`` later (``Direction``), each of the four its own (the link's
+``reverse`` gives the way back other values); a flow's ACKs come back over the other
+direction's propagation, so a round trip is the two latencies added. A tcp connection between processes on the
 two hosts keeps its two ``Wire`` objects, but each carries its bytes through a ``Flow``: the sending
 kernel's TCP (send buffer, congestion window, TCP small queues, loss recovery) and the
 receiving kernel's buffer and advertised window. Its engines are ``LinkEngine`` objects: they
@@ -82,13 +84,16 @@ class Direction:
         self.clock = ctx.clock
         self.link = params.name
         self.name = f"{src}->{dst}"
-        self.rate = params.bandwidth_bps / 8.0  # bytes per second on the wire
-        self.latency = params.latency_s
-        self.queue_bytes = params.queue_bytes
+        # this direction's own rate, propagation, queue and loss (a [[link]]'s ``reverse``
+        # gives the way back its own); the MTU is the link's
+        way = params.way(backward=src != params.hosts[0])
+        self.rate = way.bandwidth_bps / 8.0  # bytes per second on the wire
+        self.latency = way.latency_s
+        self.queue_bytes = way.queue_bytes
         self.mss = params.mtu_bytes - IP_TCP_HEADER_BYTES
         self.header = IP_TCP_HEADER_BYTES + ETHERNET_HEADER_BYTES
-        self.loss = params.loss
-        self.rng = ctx.stream(f"link.{params.name}.{src}->{dst}.loss") if params.loss > 0 else None
+        self.loss = way.loss
+        self.rng = ctx.stream(f"link.{params.name}.{src}->{dst}.loss") if way.loss > 0 else None
         self.reverse: Direction = self
         self.busy_until = 0.0  # when the last frame queued so far has left
         # trains on the wire: [arrival time, flow, first byte, end byte, sent at]
