@@ -135,12 +135,15 @@ def available() -> str | None:
     return None
 
 
-def _run(argv: Sequence[str], check: bool = True) -> subprocess.CompletedProcess[str]:
+def _run(argv: Sequence[str], check: bool = True, interruptible: bool = True) -> subprocess.CompletedProcess[str]:
     """Run one ``ip``/``tc`` command. A stopping signal noted before it raises here, not
-    during it (``interrupts.check``); the command runs in a session of its own, so the
+    during it (``interrupts.check``), unless the command is part of a clean-up
+    (``interruptible=False``: a signal noted after the run's last safe point would stop the
+    removal at its first command); the command runs in a session of its own, so the
     terminal's Ctrl-C does not kill it half done. One that does not finish in
     ``COMMAND_TIMEOUT_S`` is stopped and raised as an ``EnvironmentFault`` naming it."""
-    interrupts.check()
+    if interruptible:
+        interrupts.check()
     command = " ".join(argv)
     try:
         proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -240,7 +243,8 @@ def remove(names: Sequence[str]) -> None:
     hung: EnvironmentFault | None = None
     for name in names:
         try:
-            _run(["ip", "netns", "del", name], check=False)
+            # never interrupted: the signal that stops the run is raised when the removal ends
+            _run(["ip", "netns", "del", name], check=False, interruptible=False)
         except EnvironmentFault as exc:
             hung = hung or exc
     if hung is not None:
