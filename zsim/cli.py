@@ -424,17 +424,24 @@ def format_summary(summary: Mapping[str, Any], scenario: Scenario | None = None)
     network = summary.get("network") or {}
     if network:
         lines.append("")
-        lines.append(f"{'network link direction':<28} {'rate':>10} {'one way':>9} {'utilisation':>12} {'goodput':>12} {'max queue':>11}"
-                     f" {'queue drops':>12} {'lost':>6} {'resent':>7}")
-        lines.append("-" * 115)
+        lines.append(f"{'network link direction':<28} {'rate':>10} {'offered':>12} {'one way':>9} {'utilisation':>12} {'goodput':>12}"
+                     f" {'max queue':>11} {'queue drops':>12} {'lost':>6} {'resent':>7}")
+        lines.append("-" * 128)
         for link, directions in network.items():
             for direction, carried in directions.items():
+                offered = carried.get("offered_bps")
+                # what the writers wanted to send that way, beside what the link carries (a
+                # PUB that drops at its SNDHWM before the link leaves the link's own columns
+                # looking healthy); "-": a summary from before it was counted, or no rate
+                offered_text = f"{offered / 1e6:>7.4g} Mb/s" if offered is not None and offered == offered else "-"
                 lines.append(f"{one_line(link + ' ' + direction):<28} {carried['bandwidth_bps'] / 1e6:>5.4g} Mb/s "
+                             f"{offered_text:>12} "
                              f"{carried['latency_s'] * 1000:>6.3g} ms {100 * carried['utilisation']:>10.1f} % "
                              f"{carried['goodput_bps'] / 1e6:>7.2f} Mb/s {human_bytes(carried['max_queue_bytes']):>11} "
                              f"{carried['queue_drops']:>12,} {carried['loss_drops']:>6,} {carried['retransmits']:>7,}")
-        lines.append("(packets: queue drops at the link's full queue, lost on the way, sent again; goodput: payload bytes "
-                     "carried, first sends only)")
+        lines.append("(offered: bits a second of ZMTP frames the writers of the connections crossing it handed their sockets "
+                     "for it, those dropped before the link included; above the rate: oversubscribed; packets: queue drops "
+                     "at the link's full queue, lost on the way, sent again; goodput: payload bytes carried, first sends only)")
         lines += _connection_table(summary)
     for name, proc in summary.get("processes", {}).items():
         if proc["term_blocked"]:

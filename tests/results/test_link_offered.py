@@ -249,3 +249,18 @@ def test_a_reader_too_slow_for_what_got_through_is_still_overloaded(folder, caps
     assert "link_oversubscribed" in codes and "overloaded" in codes
     assert main(["explain", str(folder / "reader5ms.toml")]) == 0
     assert "The reader, SUB sub, is too slow for what it is offered" in capsys.readouterr().out
+
+
+def test_zsim_run_shows_each_direction_offered_beside_its_rate(folder, over, capsys):
+    # the network table gave the link's rate, utilisation and goodput (76 %, healthy-looking)
+    # and nothing of the 82 Mbit/s the writers handed it
+    assert main(["run", str(folder / "over.toml")]) == 0
+    out = capsys.readouterr().out
+    header = next(line for line in out.splitlines() if line.startswith("network link direction"))
+    assert header.split()[3:6] == ["rate", "offered", "one"]
+    row = next(line for line in out.splitlines() if line.startswith("a-c a->c"))
+    offered_bps = over.summary["network"]["a-c"]["a->c"]["offered_bps"]
+    assert row.split()[2:6] == ["10", "Mb/s", f"{offered_bps / 1e6:.4g}", "Mb/s"]
+    assert f"{offered_bps / 1e6:.4g}" == "82.16"  # 5,000 x 2,057 B x 8 a second, as the scenario asks (Poisson)
+    back = next(line for line in out.splitlines() if line.startswith("a-c c->a"))
+    assert back.split()[2:6] == ["10", "Mb/s", "0", "Mb/s"]  # nothing offered the way back: 0, not a rate
