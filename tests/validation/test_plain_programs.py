@@ -398,17 +398,23 @@ WINDOW_SHARE = 0.5
 COST_MARGIN = 1.25
 
 
-#: real bursts of a "window" cell tried until one ran undisturbed (its threads waited for a
-#: CPU less, in all, than the burst lasted); the least disturbed is compared
+#: real bursts of a "window" or "hwm" cell tried until one ran undisturbed (its threads
+#: waited for a CPU less, in all, than ``UNDISTURBED_SHARE`` of the burst's length); the least
+#: disturbed is compared
 BURST_ATTEMPTS = 3
+#: a "window" burst whose threads waited less than it lasted is undisturbed; an "hwm" burst's
+#: I/O threads must also have had the CPU for most of it to fill the pipes downstream (once,
+#: under a CI run's own load, an ipc HWM 1000 burst of 10.8 ms whose threads waited 9.3 ms
+#: delivered 1,500 of the 2,000 the pipes hold)
+UNDISTURBED_SHARE = {"window": 1.0, "hwm": 0.5}
 
 
 @pytest.mark.parametrize("transport,hwm,size,kind,steps,count", BURST_CELLS)
 def test_burst_into_sub_that_does_not_read(transport, hwm, size, kind, steps, count, ipc_dir):
     runs = []
-    for _ in range(BURST_ATTEMPTS if kind == "window" else 1):
+    for _ in range(BURST_ATTEMPTS if kind in UNDISTURBED_SHARE else 1):
         runs.append(real_burst(transport, hwm, size, count, ipc_dir))
-        if runs[-1].waited_s <= runs[-1].wall_s:
+        if runs[-1].waited_s <= UNDISTURBED_SHARE.get(kind, 1.0) * runs[-1].wall_s:
             break
     real = min(runs, key=lambda run: run.waited_s / run.wall_s)
     lwm = (hwm + 1) // 2
