@@ -814,6 +814,29 @@ def scatter_figure(results: SweepResults, spec: Mapping[str, Any], out_dir: Path
     )
 
 
+def placed_threshold_axes(results: SweepResults, spec: Mapping[str, Any], threshold: Mapping[str, Any], where: str
+                          ) -> dict[str, str]:
+    """The axes a threshold figure's spec places (``x``, ``series``, ``facet``: those it
+    names), by path. Each must be one the threshold's answers vary over (``by``), and none
+    the axis it minimises (the figure's y): else ``ScenarioError`` at ``where.<key>``. The
+    one check of the figure's config and of the figure it draws."""
+    minimised = results.axis(threshold["minimise"]).path
+    by = threshold_by(results, threshold)
+    placed = {}
+    for key in ("x", "series", "facet"):
+        if not spec.get(key):
+            continue
+        path = results.axis(spec[key]).path
+        if path == minimised:
+            raise ScenarioError(f"{where}.{key}", f"{path!r} is the axis the threshold minimises, the figure's y; name "
+                                                  "another axis")
+        if path not in by:
+            raise ScenarioError(f"{where}.{key}", f"{path!r} is not an axis the threshold's answers vary over "
+                                                  f"(its by: {', '.join(by) or 'none'})")
+        placed[key] = path
+    return placed
+
+
 def threshold_axes(results: SweepResults, spec: Mapping[str, Any], threshold: Mapping[str, Any], table: pd.DataFrame
                    ) -> tuple[str, str | None, list[str]]:
     """The axes of a threshold figure: ``x``, the ``series`` (one curve per value) and the
@@ -822,20 +845,9 @@ def threshold_axes(results: SweepResults, spec: Mapping[str, Any], threshold: Ma
     (``by``) that the spec does not place gets panels of its own, so a curve never mixes
     answers for different values of an axis it does not show (a sweep of three or more
     axes: one panel per value of the third)."""
-    minimise = results.axis(threshold["minimise"]).path
-    x = results.axis(spec["x"]).path
-    series = results.axis(spec["series"]).path if spec.get("series") else None
-    facet = results.axis(spec["facet"]).path if spec.get("facet") else None
+    placed_at = placed_threshold_axes(results, spec, threshold, "report.figure")
+    x, series, facet = placed_at["x"], placed_at.get("series"), placed_at.get("facet")
     by = threshold_by(results, threshold)
-    for key, path in (("x", x), ("series", series), ("facet", facet)):
-        if path is None:
-            continue
-        if path == minimise:
-            raise ScenarioError(f"report.figure.{key}", f"{path!r} is the axis the threshold minimises, the figure's y; "
-                                                        "name another axis")
-        if path not in by:
-            raise ScenarioError(f"report.figure.{key}", f"{path!r} is not an axis the threshold's answers vary over "
-                                                        f"(its by: {', '.join(by) or 'none'})")
     placed = {x, series, facet}
     panels = ([facet] if facet else []) + [c for c in by if c not in placed and table[c].nunique(dropna=False) > 1]
     return x, series, panels
@@ -1172,18 +1184,7 @@ def check_config(results: SweepResults) -> None:
         thresholds_cfg = [t for t in config.get("threshold") or [] if isinstance(t, Mapping)]
         if kind == "threshold" and thresholds_cfg:
             chosen = next((t for t in thresholds_cfg if spec.get("metric") in (None, t.get("metric"))), thresholds_cfg[0])
-            minimised = results.axis(chosen["minimise"]).path
-            by = threshold_by(results, chosen)
-            for key in ("x", "series", "facet"):
-                if key not in spec:
-                    continue
-                path = results.axis(spec[key]).path
-                if path == minimised:
-                    raise ScenarioError(f"{where}.{key}", f"{path!r} is the axis the threshold minimises, the figure's y; name "
-                                                          "another axis")
-                if path not in by:
-                    raise ScenarioError(f"{where}.{key}", f"{path!r} is not an axis the threshold's answers vary over "
-                                                          f"(its by: {', '.join(by) or 'none'})")
+            placed_threshold_axes(results, spec, chosen, where)
 
 
 def report_sweep(directory: Path, out_dir: Path, *, figures: bool = True, warn: store.Warn | None = None,
