@@ -241,7 +241,7 @@ def static_warnings(scenario: Scenario) -> list[dict[str, str]]:
     return found
 
 
-def _pause_share(recv: Any) -> float:
+def pause_share(recv: Any) -> float:
     """The share of time a receiver with ``pause_every_s``/``pause_s`` spends paused."""
     if recv.pause_every is None or recv.pause is None:
         return 0.0
@@ -249,7 +249,7 @@ def _pause_share(recv: Any) -> float:
     return pause / (every + pause) if every + pause > 0 else 0.0
 
 
-def _paced_by_a_link(socket: str, network: Mapping[str, Any] | None, inbound: Mapping[str, Any], service: float,
+def paced_by_a_link(socket: str, network: Mapping[str, Any] | None, inbound: Mapping[str, Any], service: float,
                      busy: float) -> bool:
     """Whether a reader sent more than it can take was fed across an oversubscribed link
     direction (``oversubscribed``) and was idle a good share of the time with what got
@@ -279,12 +279,12 @@ def run_warnings(scenario: Scenario, summary: Mapping[str, Any]) -> list[dict[st
             continue
         rate = inbound["copies"] / inbound["offered_window_s"]
         service = recv.service.expected()
-        busy = 1.0 - _pause_share(recv)
+        busy = 1.0 - pause_share(recv)
         utilisation = rate * service / busy if busy > 0 else float("inf")
         # A load-balanced worker at utilisation 1 is just busy (its sender waits for it);
         # overload is work arriving regardless: copies dropped, lost or left queued.
         undelivered = inbound["dropped"] + inbound["lost_on_close"] + inbound["queued_at_end"]
-        if utilisation >= UTILISATION and _paced_by_a_link(recv.socket, summary.get("network"), inbound, service, busy):
+        if utilisation >= UTILISATION and paced_by_a_link(recv.socket, summary.get("network"), inbound, service, busy):
             continue  # link_oversubscribed names what set the pace; the reader kept up with what came
         if utilisation >= UTILISATION and inbound["copies"] >= 10 and undelivered >= 0.01 * inbound["copies"]:
             explained.add(recv.socket)

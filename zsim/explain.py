@@ -421,11 +421,12 @@ class _Context:
                     # a link, or a full pipe before the reader, lets fewer through than the
                     # writers sent: then the rate that arrived is not the rate sent
                     arrived, span = self.arrival(name)
-                    from .checks import LINK_SATURATED
+                    from .checks import paced_by_a_link, pause_share
 
-                    if util >= 1 and arrived < copies and span > 0 and arrived / span * service < LINK_SATURATED:
-                        # idle with what reached it: not the reader's doing (the run's
-                        # warnings leave out ``overloaded`` alike, checks._paced_by_a_link)
+                    busy = 1.0 - sum(pause_share(r) for r in recvs) / len(recvs)
+                    if util >= 1 and span > 0 and paced_by_a_link(name, self.summary.get("network"), inbound, service, busy):
+                        # idle with what reached it: not the reader's doing; the same rule
+                        # leaves ``overloaded`` out of the run's warnings
                         verdict = (f"fast enough for what reached it (busy about {100 * arrived / span * service:.0f} % "
                                    "of the time with it): what was sent to it was held back before it")
                     arrive = (f"{rate:,.0f} copies/s arrive, " if arrived >= copies else
