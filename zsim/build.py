@@ -168,6 +168,7 @@ def model_params(profile: Profile) -> ModelParams:
             write_overhead_bytes=tp.write_overhead_bytes,
             write_charge=unix_skb_truesize if name == "ipc" else None,
             wake_cost=wake_cost_fn(*tp.send_wake_cost) if tp.send_wake_cost else None,
+            sndbuf_per_segment_bytes=tp.sndbuf_per_segment_bytes,
         )
     return params
 

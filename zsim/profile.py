@@ -35,6 +35,13 @@ spins their end). What a program does around its calls is the scenario's (a work
 ``loop_cpu_s`` and ``wait_spin_s``); a profile with ``send_loop_s``/``recv_loop_s`` is
 refused.
 
+``[tcp] sndbuf_per_segment_bytes`` is what the sending kernel charges an autotuned send
+buffer per segment of the window over a link (``tcp_sndbuf_expand``: ``per_mss``, at a
+1,500-byte MTU), measured by ``zsim calibrate``; a profile without it (written before
+2026-12-07) keeps the value zsim used before it was measured, 4,352 bytes (a distribution
+kernel's; ``zsim.model.params.UNMEASURED_SNDBUF_PER_SEGMENT_BYTES``), so its results do not
+change silently.
+
 Kernel buffering is stored per transport as a table of *effective in-flight kernel bytes*
 by message size (``[tcp.kernel] payload_bytes``/``capacity_bytes``), because Linux counts
 skb overhead (ipc) and autotunes buffers with traffic (tcp): the capacity seen by small and
@@ -55,6 +62,7 @@ from . import fields, files, limits
 from .constants import IN_BATCH_SIZE, OUT_BATCH_SIZE, frame_wire_bytes
 from .distributions import Distribution, parse_distribution
 from .errors import ScenarioError
+from .model.params import UNMEASURED_SNDBUF_PER_SEGMENT_BYTES
 
 PROFILE_DIR = Path(__file__).parent / "profiles"
 #: Floor for an interpolated kernel capacity (a fitted value below it is measurement noise).
@@ -75,7 +83,10 @@ API_KEYS = frozenset({"send_call_s", "send_drop_call_s", "recv_call_s", "command
                       "timer_jitter_s", "sleep_overshoot_s", "send_loop_s", "recv_loop_s"})
 SCHEDULER_KEYS = frozenset({"cores", "context_switch_s", "wakeup_s", "timeslice_s", "io_wake_s"})
 TRANSPORT_KEYS = frozenset({"handshake_s", "connect_s", "subscribe_s", "hop_latency_s", "engine_s_per_msg", "engine_s_per_byte",
-                            "io_wakeup_s", "send_wake_cost", "write_overhead_bytes", "kernel"})
+                            "io_wakeup_s", "send_wake_cost", "write_overhead_bytes", "kernel", "sndbuf_per_segment_bytes"})
+#: ``[tcp] sndbuf_per_segment_bytes``'s bounds: a segment of 1,460 bytes is charged at least
+#: the next power of two, 2,048, and a kernel charging over 64 KB per segment is not one
+SNDBUF_PER_SEGMENT_BOUNDS = (2048, 65536)
 #: a kernel table's lists (``accepted_runs``: every run's count, ``fitted_accepted``: what
 #: the fitted capacities give in the model), and ``sndhwm`` on ``[<transport>.kernel]``
 KERNEL_KEYS = frozenset({"payload_bytes", "capacity_bytes", "accepted", "accepted_runs", "fitted_accepted"})
@@ -153,6 +164,8 @@ class TransportProfile:
     kernel: KernelModel = field(default_factory=KernelModel)
     kernel_explicit: KernelTable | None = None  # measured with sndbuf = rcvbuf = explicit_bytes
     explicit_bytes: int = 65536
+    #: tcp: ``tcp_sndbuf_expand``'s charge per segment (``[tcp] sndbuf_per_segment_bytes``)
+    sndbuf_per_segment_bytes: int = UNMEASURED_SNDBUF_PER_SEGMENT_BYTES
 
 
 @dataclass(frozen=True)
@@ -359,6 +372,12 @@ def _transport(raw: Any, path: str) -> TransportProfile:
     kernel, explicit, explicit_bytes = KernelModel(), None, 65536
     if "kernel" in raw:
         kernel, explicit, explicit_bytes = _kernel(raw["kernel"], f"{path}.kernel")
+    per_segment = UNMEASURED_SNDBUF_PER_SEGMENT_BYTES
+    if "sndbuf_per_segment_bytes" in raw:
+        if path != "tcp":  # a unix socket's buffer is charged per skb (unix_skb_truesize), not per segment
+            raise ScenarioError(f"{path}.sndbuf_per_segment_bytes", "is tcp's: only [tcp] has it")
+        low, high = SNDBUF_PER_SEGMENT_BOUNDS
+        per_segment = fields.integer(raw["sndbuf_per_segment_bytes"], f"{path}.sndbuf_per_segment_bytes", low, high, echo=False)
     return TransportProfile(
         handshake=handshake,
         subscribe=_dist(raw, "subscribe_s", path),
@@ -371,6 +390,7 @@ def _transport(raw: Any, path: str) -> TransportProfile:
         kernel=kernel,
         kernel_explicit=explicit,
         explicit_bytes=explicit_bytes,
+        sndbuf_per_segment_bytes=per_segment,
     )
 
 

@@ -22,6 +22,7 @@ from .experiments import run_experiments
 from .kernel import measure_kernel
 from .latencies import measure_latencies
 from .scheduler import measure_scheduler
+from .sndbuf import measure_sndbuf_per_segment
 from .wakeups import measure_send_wake_cost
 
 
@@ -72,6 +73,12 @@ def calibrate(out_path: str | None, quick: bool = False, progress: Progress = pr
             kernel, notes[f"{transport}_kernel"] = timed(f"{transport} kernel", measure_kernel,
                                                          transport, quick, progress)
             section["kernel"] = kernel
+        if transport == "tcp":  # tcp_sndbuf_expand's charge per segment: a send buffer over a [[link]]
+            sndbuf = timed("tcp sndbuf", measure_sndbuf_per_segment)
+            section["sndbuf_per_segment_bytes"] = sndbuf["sndbuf_per_segment_bytes"]
+            notes["tcp_sndbuf"] = sndbuf
+            progress(f"  tcp: send buffer charged {sndbuf['sndbuf_per_segment_bytes']:,} B per segment "
+                     f"(SO_SNDBUF {sndbuf['so_sndbuf']:,} after connect, {sndbuf['segments']} segments x 2)")
         profile[transport] = section
     progress("[scheduler]")
     profile["scheduler"], notes["scheduler"] = timed("scheduler", measure_scheduler, quick, progress)

@@ -17,6 +17,14 @@ from ..distributions import Distribution
 CapacityFn = Callable[[int, int, int, int], int]
 
 
+#: ``tcp_sndbuf_expand``'s charge per segment of the window (``per_mss``) assumed when a
+#: profile does not record it (profiles written before 2026-12-07): a power-of-two buffer of
+#: 4,096 bytes for the MSS, ``MAX_TCP_HEADER`` and ``skb_shared_info``, plus a 256-byte
+#: ``sk_buff``, as on distributions' kernels. A profile's ``[tcp] sndbuf_per_segment_bytes``
+#: (measured by ``zsim calibrate``) replaces it
+UNMEASURED_SNDBUF_PER_SEGMENT_BYTES = 4096 + 256
+
+
 def _zero() -> Distribution:
     return Distribution.constant(0.0)
 
@@ -40,6 +48,9 @@ class TransportParams:
     write_overhead_bytes: int = 0  # kernel bookkeeping charged per write()
     write_charge: Callable[[int], int] | None = None  # truesize of one skb of n bytes (unix sockets)
     wake_cost: Callable[[float], float] | None = None  # send-call cost of waking the reader, by its idle time
+    #: tcp over a link: the bytes ``tcp_sndbuf_expand`` charges the sending host's autotuned
+    #: send buffer per segment of the window (``zsim.model.transport.network``)
+    sndbuf_per_segment_bytes: int = UNMEASURED_SNDBUF_PER_SEGMENT_BYTES
 
     def max_skb_bytes(self, capacity: int) -> int:
         """unix_stream_sendmsg: one skb carries at most sk_sndbuf / 2 - 64 bytes."""

@@ -50,10 +50,11 @@ DUPACK_THRESHOLD = 3
 TCP_WMEM_MAX = 4 * 1024 * 1024
 TCP_RMEM_DEFAULT = 131072
 TCP_RMEM_MAX = 6 * 1024 * 1024
-#: ``tcp_sndbuf_expand``: each segment of the window is charged one power-of-two buffer of
-#: MSS + ``MAX_TCP_HEADER`` + ``skb_shared_info`` (4096) plus the ``sk_buff`` (256) ...
-SNDBUF_PER_SEGMENT = 4096 + 256
-#: ... twice over ("Cubic needs 1.7 factor, rounded to 2")
+#: ``tcp_sndbuf_expand`` (``net/ipv4/tcp_input.c``) charges each segment of the window one
+#: power-of-two buffer of MSS + ``MAX_TCP_HEADER`` + ``skb_shared_info`` plus the ``sk_buff``
+#: (the sending host's profile, ``TransportParams.sndbuf_per_segment_bytes``: 2,304 bytes on
+#: a minimal kernel config, 4,352 on distributions'), twice over ("Cubic needs 1.7 factor,
+#: rounded to 2"; CUBIC and Reno have no ``sndbuf_expand`` hook, BBR's asks for 3)
 SNDBUF_WINDOWS = 2
 #: the advertised window's share of the receive buffer (``tcp_win_from_space`` with
 #: ``TCP_DEFAULT_SCALING_RATIO``, half: the rest pays for the skbs)
@@ -287,7 +288,7 @@ class Flow:
     ``snd_nxt``/``snd_una`` (sent / cumulatively acknowledged), ``rcv_nxt`` (arrived in
     order), ``read`` (by the receiving engine)."""
 
-    def __init__(self, direction: Direction, wire: LinkWire, sndbuf: int, rcvbuf: int) -> None:
+    def __init__(self, direction: Direction, wire: LinkWire, sndbuf: int, rcvbuf: int, sndbuf_per_segment: int) -> None:
         self.direction = direction
         self.wire = wire
         self.env = direction.env
@@ -336,6 +337,7 @@ class Flow:
         # whose truesize is within 2 % of their payload (wmem_queued against Send-Q, ss -tm,
         # measured 2026-11-27 over a veth pair)
         self.sndbuf_fixed = sndbuf >= 0
+        self.sndbuf_per_segment = sndbuf_per_segment
         self.sndbuf = 2 * min(max(sndbuf, 2304), LINUX_MAX_BUF) if sndbuf >= 0 else 0
         self._expand_sndbuf()
         self.trains: deque[tuple[float, float]] = deque()  # (leaves at, bytes) in the qdisc
@@ -361,9 +363,12 @@ class Flow:
     # -- sender --------------------------------------------------------------------------
 
     def _expand_sndbuf(self) -> None:
+        """``tcp_sndbuf_expand``: 2 x max(``TCP_INIT_CWND``, cwnd) x the per-segment charge,
+        never shrinking, up to ``tcp_wmem``'s maximum (its third term, ``reordering`` + 1, is 4: the
+        model reorders nothing, so ``tp->reordering`` stays ``net.ipv4.tcp_reordering`` = 3)."""
         if not self.sndbuf_fixed:
             segments = max(INITIAL_WINDOW_SEGMENTS, int(self.cwnd / self.mss))
-            self.sndbuf = min(TCP_WMEM_MAX, max(self.sndbuf, SNDBUF_WINDOWS * segments * SNDBUF_PER_SEGMENT))
+            self.sndbuf = min(TCP_WMEM_MAX, max(self.sndbuf, SNDBUF_WINDOWS * segments * self.sndbuf_per_segment))
 
     def send_space(self) -> int:
         """Free bytes of the send buffer (unacknowledged and unsent bytes fill it)."""
@@ -745,12 +750,14 @@ class Path:
         greeting, so the connecter has the listener's READY three round trips after its SYN."""
         return 3.0 * self.round_trip_s
 
-    def wires(self, c_name: str, b_name: str, capacity_fn: Any, c_opts: Any, b_opts: Any, now: float) -> tuple[LinkWire, LinkWire]:
-        """The two ``LinkWire`` objects of a connection from the connecter (on ``a``) to the binder."""
+    def wires(self, c_name: str, b_name: str, capacity_fn: Any, c_opts: Any, b_opts: Any, now: float,
+              c_per_segment: int, b_per_segment: int) -> tuple[LinkWire, LinkWire]:
+        """The two ``LinkWire`` objects of a connection from the connecter (on ``a``) to the
+        binder; each sender's buffer is charged its own host's ``*_per_segment`` bytes per segment."""
         c2b = LinkWire(f"{c_name}->{b_name}", capacity_fn, c_opts.sndbuf, b_opts.rcvbuf, c_opts.sndhwm, now)
         b2c = LinkWire(f"{b_name}->{c_name}", capacity_fn, b_opts.sndbuf, c_opts.rcvbuf, b_opts.sndhwm, now)
-        c2b.flow = Flow(self.forward, c2b, c_opts.sndbuf, b_opts.rcvbuf)
-        b2c.flow = Flow(self.backward, b2c, b_opts.sndbuf, c_opts.rcvbuf)
+        c2b.flow = Flow(self.forward, c2b, c_opts.sndbuf, b_opts.rcvbuf, c_per_segment)
+        b2c.flow = Flow(self.backward, b2c, b_opts.sndbuf, c_opts.rcvbuf, b_per_segment)
         self.forward.flows.append(c2b.flow)
         self.backward.flows.append(b2c.flow)
         return c2b, b2c

@@ -79,7 +79,11 @@ class Link:
             # here, so a scenario without links never loads it)
             from .network import LinkEngine
 
-            self.c2b, self.b2c = path.wires(c_sock.name, b_sock.name, fn, c_sock.options, b_sock.options, self.ctx.clock.now)
+            # each sending kernel charges its send buffer by its own host's profile
+            c_per_segment = params_of(c_sock.process, self.ctx.params).transport(transport).sndbuf_per_segment_bytes
+            b_per_segment = params_of(b_sock.process, self.ctx.params).transport(transport).sndbuf_per_segment_bytes
+            self.c2b, self.b2c = path.wires(c_sock.name, b_sock.name, fn, c_sock.options, b_sock.options, self.ctx.clock.now,
+                                            c_per_segment, b_per_segment)
             self.c_engine = LinkEngine(self, c_session, self.c2b, self.b2c)
             self.b_engine = LinkEngine(self, b_session, self.b2c, self.c2b)
         c_session.engine = self.c_engine
