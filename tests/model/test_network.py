@@ -148,8 +148,11 @@ def link_warnings(summary: dict[str, Any]) -> list[dict[str, str]]:
 
 
 def test_a_link_whose_queue_drops_while_it_is_busy_is_saturated():
-    # three connections' TCP small queues (two 5.8 KB trains each) overflow a 30 KB queue
-    summary = zsim.run(shared_link(30_000), 0).summary
+    # three connections' TCP small queues (two 5.8 KB trains each, 35 KB) overflow a 33 KB
+    # queue. (30 KB was on the edge with send buffers of 4,352 B a segment: busy 90.1 %,
+    # 92.1 %, 89.2 % of the time for seeds 0-2; with the measured 2,304 B a segment 83.0 %,
+    # 93.4 %, 92.3 %; with 33 KB 93.6 %, 95.0 %, 94.9 %)
+    summary = zsim.run(shared_link(33_000), 0).summary
     (warning,) = link_warnings(summary)
     assert warning["code"] == "link_saturated" and warning["path"] == "link[wan]"
     assert "link 'wan' a->b is saturated" in warning["message"] and "40 Mbit/s" in warning["message"]
@@ -241,8 +244,9 @@ def test_connection_fields_are_metrics_only_where_links_are():
 def test_a_longer_round_trip_lets_the_kernel_take_more_of_a_burst():
     # experiments/wan_sndhwm: a burst the link cannot carry waits in each connection's send
     # buffer, which Linux autotunes with the congestion window (tcp_sndbuf_expand: twice its
-    # segments, each charged 4 KB), and in the PUB's pipe. At 40 ms one way the window grows larger than at 5 ms, so the
-    # kernel holds more of the burst and the pipe less (SNDHWM 2000: nothing dropped)
+    # segments, each charged the profile's 2,304 B), and in the PUB's pipe. At 40 ms one way the window grows larger than
+    # at 5 ms, so the kernel holds more of the burst and the pipe less (SNDHWM 2000: nothing dropped). At 5 ms the
+    # two share it (kernel 638 messages, pipe 716; at 4,352 B a segment the kernel held 1,085, the pipe 358)
     import tomllib
     from pathlib import Path
 
@@ -258,7 +262,8 @@ def test_a_longer_round_trip_lets_the_kernel_take_more_of_a_burst():
         assert row["dropped"] == 0 and row["network.wan.dc->branch.queue_drops"] == 0  # TCP small queues: hosts hold it
         pipe = max(row[f"pipe.pub->sub{i} (tcp send).max_depth"] for i in desks)
         kernel = max(row[f"link.pub->sub{i}.max_kernel_messages"] for i in desks)
-        assert kernel > 2 * pipe, latency  # most of the burst waits in the kernel
+        if latency == 0.040:
+            assert kernel > 2 * pipe  # most of the burst waits in the kernel
     def most(latency: float, key: str) -> float:
         return max(rows[latency][key.format(i=i)] for i in desks)
 

@@ -93,6 +93,11 @@ def is_kernel_charge(value: int) -> bool:
     return head >= 2048 and 128 <= value - head <= 512 and (value - head) % 64 == 0
 
 
+def test_the_shipped_profile_records_a_kernels_charge():
+    assert is_kernel_charge(zsim.profile.load("default").transport("tcp").sndbuf_per_segment_bytes)
+    assert is_kernel_charge(4352) and not is_kernel_charge(4096) and not is_kernel_charge(46080 // 30)
+
+
 @pytest.mark.parametrize(("table", "value", "reason"), [
     ("tcp", "1000", "must be >= 2048"),
     ("tcp", "100000", "must be at most 65,536"),
