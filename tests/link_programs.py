@@ -99,3 +99,60 @@ def started(proc: subprocess.Popen[str]) -> subprocess.Popen[str]:
     line = proc.stdout.readline().strip()
     assert line == "ready", line
     return proc
+
+
+#: a PUSH that connects, waits ``delay`` seconds, then sends ``size``-byte messages as fast as
+#: it can for ``seconds`` (a bulk feed), reports how many, and closes without lingering
+BULK = r"""
+import sys, time, json, zmq
+endpoint, delay, seconds, size = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
+ctx = zmq.Context(); push = ctx.socket(zmq.PUSH); push.connect(endpoint)
+time.sleep(delay)
+body = b"x" * size; sent = 0; end = time.perf_counter() + seconds
+while time.perf_counter() < end:
+    push.send(body); sent += 1
+print(json.dumps({"sent": sent}), flush=True)
+push.close(linger=0); ctx.term()
+"""
+
+#: a PULL that binds, says "ready", and reads until nothing came for 1.5 s after the first
+#: message (20 s before it); reports how many it read
+SINK = r"""
+import sys, json, zmq
+endpoint = sys.argv[1]
+ctx = zmq.Context(); pull = ctx.socket(zmq.PULL); pull.bind(endpoint); print("ready", flush=True)
+got = 0; pull.RCVTIMEO = 20000
+while True:
+    try: pull.recv()
+    except zmq.Again: break
+    got += 1; pull.RCVTIMEO = 1500
+print(json.dumps({"received": got}), flush=True)
+"""
+
+#: a REP that answers ``count`` requests with ``size`` bytes each
+REP_SIZED = r"""
+import sys, zmq
+endpoint, count, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+ctx = zmq.Context(); rep = ctx.socket(zmq.REP); rep.bind(endpoint); print("ready", flush=True)
+body = b"y" * size
+for _ in range(count): rep.recv(); rep.send(body)
+"""
+
+#: a REQ that, on a schedule from its start, sends ``idle`` requests of ``size`` bytes every
+#: ``interval`` seconds from ``idle_at``, then ``count`` more from ``busy_at`` (each when its
+#: deadline comes, or at once when the reply before it was later: a REQ waits for its reply),
+#: and reports the round trips of each group
+REQ_SCHEDULE = r"""
+import sys, time, json, zmq
+endpoint, size, interval = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+idle, idle_at, count, busy_at = int(sys.argv[4]), float(sys.argv[5]), int(sys.argv[6]), float(sys.argv[7])
+ctx = zmq.Context(); req = ctx.socket(zmq.REQ); req.connect(endpoint)
+body = b"r" * size; start = time.perf_counter(); groups = []
+for n, at in ((idle, idle_at), (count, busy_at)):
+    rtts = []
+    for i in range(n):
+        while time.perf_counter() < start + at + i * interval: time.sleep(0.0002)
+        t = time.perf_counter(); req.send(body); req.recv(); rtts.append(time.perf_counter() - t)
+    groups.append(rtts)
+print(json.dumps({"idle": groups[0], "busy": groups[1]}), flush=True)
+"""

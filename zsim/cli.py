@@ -425,8 +425,8 @@ def format_summary(summary: Mapping[str, Any], scenario: Scenario | None = None)
     if network:
         lines.append("")
         lines.append(f"{'network link direction':<28} {'rate':>10} {'offered':>12} {'one way':>9} {'utilisation':>12} {'goodput':>12}"
-                     f" {'max queue':>11} {'queue drops':>12} {'lost':>6} {'resent':>7}")
-        lines.append("-" * 128)
+                     f" {'max queue':>11} {'queue drops':>12} {'refused':>8} {'lost':>6} {'resent':>7}")
+        lines.append("-" * 137)
         for link, directions in network.items():
             for direction, carried in directions.items():
                 offered = carried.get("offered_bps")
@@ -438,10 +438,13 @@ def format_summary(summary: Mapping[str, Any], scenario: Scenario | None = None)
                              f"{offered_text:>12} "
                              f"{carried['latency_s'] * 1000:>6.3g} ms {100 * carried['utilisation']:>10.1f} % "
                              f"{carried['goodput_bps'] / 1e6:>7.2f} Mb/s {human_bytes(carried['max_queue_bytes']):>11} "
-                             f"{carried['queue_drops']:>12,} {carried['loss_drops']:>6,} {carried['retransmits']:>7,}")
+                             f"{carried['queue_drops']:>12,} {carried.get('local_drops', 0):>8,} {carried['loss_drops']:>6,} "
+                             f"{carried['retransmits']:>7,}")
         lines.append("(offered: bits a second of ZMTP frames the writers of the connections crossing it handed their sockets "
                      "for it, those dropped before the link included; above the rate: oversubscribed; packets: queue drops "
-                     "at the link's full queue, lost on the way, sent again; goodput: payload bytes carried, first sends only)")
+                     "at the link's full queue, of which refused: in skbs the sending host's own queue refused whole, which "
+                     "TCP keeps and sends later, slowing down but counting no loss; lost on the way; sent again; goodput: "
+                     "payload bytes carried, first sends only)")
         lines += _connection_table(summary)
     for name, proc in summary.get("processes", {}).items():
         if proc["term_blocked"]:

@@ -112,8 +112,8 @@ LINK_LEVELS = tuple(f"{stat}_{place}" for stat in ("max", "mean") for place in O
 #: bits per second the writers of the connections crossing it handed their sockets for it
 #: (ZMTP frames, dropped copies included), and ``offered_utilisation``, that over the
 #: link's ``bandwidth_bps`` (above 1: more than it carries; ``link_oversubscribed``)
-NETWORK_FIELDS = ("bytes", "packets", "utilisation", "active_utilisation", "max_queue_bytes", "queue_drops", "loss_drops", "retransmits",
-                  "goodput_bps", "offered_bps", "offered_utilisation")
+NETWORK_FIELDS = ("bytes", "packets", "utilisation", "active_utilisation", "max_queue_bytes", "queue_drops", "local_drops", "loss_drops",
+                  "retransmits", "goodput_bps", "offered_bps", "offered_utilisation")
 #: Per direction of a tcp connection crossing a [[link]] (``link.<writer>-><reader>.<field>``;
 #: the ``connections`` of ``Direction.report``).
 CONNECTION_FIELDS = ("sending_s", "window_limited_s", "sndbuf_limited_s", "bytes", "throughput_bps", "rtt_s", "max_rtt_s",

@@ -30,10 +30,15 @@ def test_run_prints_a_line_per_link_direction(capsys):
     # itself (the PUB's pipes drop), goodput below the rate
     assert "20 Mb/s" in line and "10 ms" in line and " %" in line
     assert any(text.startswith("wan branch->dc") for text in out.splitlines())
-    # and each connection's TCP: the two share the link, each near half of it, 20 ms round trips and more
-    (first,) = [text for text in out.splitlines() if text.startswith("pub->sub1 (wan dc->branch)")]
-    rate, rtt = first.split()[3:5], float(first.split()[5])
-    assert rate[1] == "Mb/s" and 8 < float(rate[0]) < 10.1 and rtt >= 20.0
+    # and each connection's TCP: the two share the link, together near its rate (not evenly: each
+    # keeps in the FIFO queue what its own TCP small queues allow, issue 42), 20 ms round trips and more
+    rates = []
+    for sub in ("sub1", "sub2"):
+        (line,) = [text for text in out.splitlines() if text.startswith(f"pub->{sub} (wan dc->branch)")]
+        rate, rtt = line.split()[3:5], float(line.split()[5])
+        assert rate[1] == "Mb/s" and float(rate[0]) > 2 and rtt >= 20.0
+        rates.append(float(rate[0]))
+    assert 17 < sum(rates) < 20.1
 
 
 def test_run_json_has_the_contract_keys(capsys):

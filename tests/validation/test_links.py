@@ -150,9 +150,10 @@ def test_two_subscribers_share_one_link():
     # together they get what the link carries; how a FIFO queue splits it between two
     # connections varies from run to run on the real link (6,500 to 8,200 of 10,000 seen)
     assert sum(simulated) == pytest.approx(sum(received), rel=0.10), f"zsim {simulated}, real {received}"
+    # each within what the real split varies by; zsim's split is not forced even either: each
+    # flow's own window and TCP small queues decide what it has in the FIFO queue (issue 42)
     for got, predicted in zip(received, simulated, strict=True):
         assert predicted == pytest.approx(got, rel=0.25), f"zsim {simulated}, real {received}"
-    assert min(simulated) > 0.9 * max(simulated)  # zsim shares the link evenly
 
 
 # -- a request/response with a large request -----------------------------------------------

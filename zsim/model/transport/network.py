@@ -44,8 +44,8 @@ INITIAL_WINDOW_SEGMENTS = 10
 LOSS_BETA = 717 / 1024
 #: ``TCP_RTO_MIN`` (``include/net/tcp.h``): the retransmission timeout's floor
 RTO_MIN_S = 0.2
-#: RFC 5681 section 3.2: three duplicate ACKs start a fast retransmit
-DUPACK_THRESHOLD = 3
+#: ``TCP_TIMEOUT_MIN`` (2 jiffies, taken as 10 ms): the shortest tail loss probe timeout
+TLP_MIN_S = 0.01
 #: ``net.ipv4.tcp_wmem`` = 4096 16384 4194304 and ``tcp_rmem`` = 4096 131072 6291456
 TCP_WMEM_MAX = 4 * 1024 * 1024
 TCP_RMEM_DEFAULT = 131072
@@ -59,13 +59,44 @@ SNDBUF_WINDOWS = 2
 #: the advertised window's share of the receive buffer (``tcp_win_from_space`` with
 #: ``TCP_DEFAULT_SCALING_RATIO``, half: the rest pays for the skbs)
 RCV_WINDOW_SHARE = 0.5
-#: ``sk_pacing_shift`` = 10: a skb and TCP small queues hold about 1/1024 s at the pacing
-#: rate; the pacing rate is 120 % of the delivery rate (``tcp_update_pacing_rate``,
-#: ``sysctl_tcp_pacing_ca_ratio``), which on a link it fills is the link's rate
+#: ``sk_pacing_shift`` = 10: an autosized skb and TCP small queues hold about 1/1024 s at the
+#: pacing rate (``tcp_tso_autosize``, ``tcp_small_queue_check``)
 PACING_SHIFT_S = 1.0 / 1024
+#: ``tcp_update_pacing_rate``: the pacing rate is max(cwnd, packets out) x MSS / srtt, times
+#: ``sysctl_tcp_pacing_ss_ratio`` (200 %) while cwnd is below half of ssthresh, else
+#: ``sysctl_tcp_pacing_ca_ratio`` (120 %); on a link it fills, 120 % of the link's rate
+PACING_SS_RATIO = 2.0
 PACING_RATIO = 1.2
-#: the bytes of a 64 KB GSO skb (``GSO_LEGACY_MAX_SIZE``): the largest train
+#: ``sk_gso_max_size`` (``GSO_LEGACY_MAX_SIZE``, a veth's and most NICs'): the largest skb
 MAX_TRAIN_BYTES = 65536
+#: ``tcp_tso_autosize`` adds ``sk_gso_max_size >> (min_rtt_us >> tcp_tso_rtt_log)`` (9, the
+#: default since Linux 5.18): on a path whose smallest round trip is under 512 us a skb is
+#: a full 64 KB, at 1 ms half of it, from about 16 ms nothing
+TSO_RTT_LOG = 9
+#: ``net.ipv4.tcp_min_tso_segs``: a skb holds at least two segments
+MIN_TSO_SEGS = 2
+#: ``net.ipv4.tcp_limit_output_bytes`` (4 MB from Linux 6.8; 1 MB before): TCP small queues'
+#: cap when the qdisc does not pace (no fq)
+TCP_LIMIT_OUTPUT_BYTES = 4 * 1024 * 1024
+#: what a skb's ``truesize`` adds to its payload: the ``sk_buff`` and its head of
+#: ``MAX_TCP_HEADER`` with ``skb_shared_info`` (``SKB_TRUESIZE``; about 1 KB, the page
+#: fragments holding the payload are charged what they hold)
+SKB_HEAD_TRUESIZE = 1024
+#: CUBIC (``net/ipv4/tcp_cubic.c``): ``C`` = ``bic_scale`` 41 x 10 / 1024 segments per s^3,
+#: ``fast_convergence`` on, and the Reno-friendly estimate's growth ``beta_scale`` (one
+#: segment per ``8 / beta_scale`` windows acknowledged: 15, an integer in the kernel)
+CUBIC_C = 41 * 10 / 1024
+CUBIC_BETA_SCALE = 8 * (1024 + 717) // 3 // (1024 - 717)
+#: HyStart's delay detection (``hystart_update``, ``hystart_detect`` = 3): from 16 segments
+#: (``hystart_low_window``) a round's first 8 RTT samples (``HYSTART_MIN_SAMPLES``) above the
+#: connection's smallest by an eighth of it, clamped to [4 ms, 16 ms], end slow start
+HYSTART_LOW_WINDOW = 16
+HYSTART_MIN_SAMPLES = 8
+HYSTART_DELAY_MIN_S = 0.004
+HYSTART_DELAY_MAX_S = 0.016
+#: a SYN or SYN-ACK frame on the wire: IPv4 + TCP with MSS, SACK, timestamps and window
+#: scale options (40 + 20) + Ethernet 14: what the handshake's first RTT sample serializes
+SYN_FRAME_BYTES = 74
 #: What a recording link direction appends after each train (``Direction.trace``, after the
 #: time): the bytes in its queue just after it, the nanoseconds of serialization of every
 #: frame it accepted so far, when (ns) its last queued frame will have left, and the packets
@@ -106,7 +137,8 @@ class Direction:
         # what the answers show (summary["network"])
         self.bytes = 0  # payload carried
         self.packets = 0
-        self.queue_drops = 0
+        self.queue_drops = 0  # packets its queue dropped, of which ...
+        self.local_drops = 0  # ... whole skbs refused to their own host's TCP (local congestion)
         self.loss_drops = 0
         self.retransmits = 0
         self.resent_bytes = 0  # payload of the retransmissions it carried
@@ -120,24 +152,33 @@ class Direction:
         #: bounded series as the run goes on (``zsim.report_run.series``); None otherwise
         self.trace: list[float] | None = [] if recording_now() else None
         self.trace_emptied_at = 0.0  # the last time the trace says its queue ran empty
-        #: a train: about a millisecond at the pacing rate, at least two segments
-        train = max(2 * self.mss, int(PACING_RATIO * self.rate * PACING_SHIFT_S))
-        self.train_bytes = min(MAX_TRAIN_BYTES, train // self.mss * self.mss)
-        #: TCP small queues (``tcp_small_queue_check``): a flow keeps at most two skbs in
-        #: the qdisc; the rest waits in its socket
-        self.small_queue_bytes = 2 * self.train_bytes
+        #: tbf's bucket (``max_size``), as ``zsim validate`` sets it: two full frames, or a millisecond
+        #: at the rate if that is more. A GSO skb larger than it is cut into segments and each queued
+        #: while there is room (``tbf_segment``); a smaller one is queued or refused whole
+        self.burst_bytes = max(2 * (self.mss + self.header), int(self.rate / 1000))
+        #: how a train's bytes arrive: in chunks of about a millisecond at 120 % of the
+        #: link's rate (at least two segments, what a receiver acknowledges at once), each
+        #: when its last frame has, so a 64 KB skb over a slow link is not delivered whole
+        chunk = max(2 * self.mss, int(PACING_RATIO * self.rate * PACING_SHIFT_S))
+        self.chunk_bytes = min(MAX_TRAIN_BYTES, chunk // self.mss * self.mss)
 
     def queued(self, now: float) -> float:
         """Bytes in the queue not yet serialized."""
         return (self.busy_until - now) * self.rate if self.busy_until > now else 0.0
 
     def transmit(self, flow: Flow, lo: int, hi: int, retransmit: bool) -> float:
-        """Queue the segments of bytes ``[lo, hi)``; returns when the last accepted one leaves.
+        """Queue the segments of bytes ``[lo, hi)`` (one skb); returns when the last accepted
+        one leaves, or -1 when the queue took none of them.
 
         Frames that do not fit the queue are dropped (drop-tail, like tbf's or pfifo's
-        ``limit``); each serialized frame is lost with probability ``loss``. The bytes
-        that arrive are delivered together when the train's last frame has arrived; the
-        lost ones are reported to the flow with the time it finds out.
+        ``limit``); each serialized frame is lost with probability ``loss``. A skb the queue
+        refuses whole is the sending host's own qdisc saying ``NET_XMIT_DROP``: TCP keeps it
+        unsent and reduces its window (local congestion, ``tcp_enter_cwr`` in
+        ``__tcp_transmit_skb``), so it is not reported lost. One whose first segments fit is
+        accepted and its tail dropped (``tbf_segment`` answers ``NET_XMIT_SUCCESS`` when any
+        segment was queued): those are lost, as on the wire, and TCP finds them so. The
+        bytes that arrive are delivered in chunks (``chunk_bytes``), each when its last frame
+        has arrived; the lost ones are reported to the flow with the time it finds out.
         """
         now = self.clock.now
         if self.trace is not None:
@@ -148,7 +189,13 @@ class Direction:
         backlog = self.queued(now)
         room = self.queue_bytes - backlog
         full_frame = mss + header
-        fits = segments if nbytes + segments * header <= room else max(0, int(room // full_frame))
+        wire_bytes = nbytes + segments * header
+        if wire_bytes <= room:
+            fits = segments
+        elif wire_bytes <= self.burst_bytes:
+            fits = 0  # a skb within tbf's bucket is queued whole or refused whole
+        else:
+            fits = max(0, int(room // full_frame))  # tbf_segment: the segments that fit are queued
         accepted_end = hi if fits == segments else lo + fits * mss
         frames = (accepted_end - lo) + fits * header
         start = self.busy_until if self.busy_until > now else now
@@ -165,9 +212,17 @@ class Direction:
             queued = backlog + frames
             if queued > self.max_queue_bytes:
                 self.max_queue_bytes = int(queued)
+        elif segments:
+            # the host's own qdisc refused the whole skb: TCP keeps it and slows (no loss)
+            self.queue_drops += segments
+            self.local_drops += segments
+            trace = self.trace
+            if trace is not None:
+                trace.extend((now, int(backlog), int(round(self.busy_s * 1e9)), int(round(self.busy_until * 1e9)),
+                              self.queue_drops + self.loss_drops))
+            return -1.0
         if retransmit:
             self.retransmits += segments
-        arrive = end + self.latency
         delivered = [(lo, accepted_end)] if fits else []
         if self.rng is not None and fits:
             lost = self.rng.random(fits) < self.loss
@@ -181,16 +236,23 @@ class Direction:
                         if seg_lo > first:
                             delivered.append((first, seg_lo))
                         first = min(seg_lo + mss, accepted_end)
-                        later = fits - index - 1  # segments behind it: each a duplicate ACK
-                        flow.lose(seg_lo, first, arrive + self.reverse.latency, later >= DUPACK_THRESHOLD)
+                        flow.dropped(seg_lo, first, retransmit)
                 if first < accepted_end:
                     delivered.append((first, accepted_end))
         if accepted_end < hi:
             self.queue_drops += segments - fits
-            # the frames behind an accepted one are acknowledged as duplicates
-            flow.lose(accepted_end, hi, arrive + self.reverse.latency, False if fits < DUPACK_THRESHOLD else True)
+            flow.dropped(accepted_end, hi, retransmit)
+        chunk = self.chunk_bytes
+        arrivals = self.arrivals
+        latency = self.latency
         for first, last in delivered:
-            self.arrivals.append((arrive, flow, first, last, now))
+            while first < last:
+                # a chunk ends at a multiple of chunk_bytes from the skb's start, or at the range's end
+                stop = min(last, lo + ((first - lo) // chunk + 1) * chunk)
+                sent_bytes = stop - lo
+                arrivals.append((start + (sent_bytes + ((sent_bytes + mss - 1) // mss) * header) / rate + latency,
+                                 flow, first, stop, now))
+                first = stop
         if delivered and not self.arrival_timer.armed:
             self.arrival_timer.arm_at(self.arrivals[0][0])
         trace = self.trace
@@ -270,6 +332,7 @@ class Direction:
             "active_utilisation": min(1.0, self.busy_s / active) if active > 0 else 0.0,
             "max_queue_bytes": self.max_queue_bytes,
             "queue_drops": self.queue_drops,
+            "local_drops": self.local_drops,
             "loss_drops": self.loss_drops,
             "retransmits": self.retransmits,
             # what the receivers got out of it: payload carried the first time, per second
@@ -302,10 +365,40 @@ class Flow:
         self.snd_una = 0
         self.cwnd = float(INITIAL_WINDOW_SEGMENTS * mss)
         self.ssthresh = math.inf
-        self.recovery_point = -1  # in recovery (no further decrease) until this is acknowledged
+        self.recovery_point = -1  # in recovery or CWR (no further decrease) until this is acknowledged
+        # tcp_cwnd_validate: whether the window was used up in the current window of data
+        # (``is_cwnd_limited``, kept until ``cwnd_usage_seq`` is acknowledged), and the most
+        # bytes in flight meanwhile (``max_packets_out``): the window grows only when it limits
         self.cwnd_limited = False
-        self.srtt = 0.0
-        self.rttvar = 0.0
+        self.cwnd_usage_seq = 0
+        self.max_in_flight = 0
+        # the handshake's round trip is the first RTT sample (tcp_synack_rtt_meas,
+        # tcp_ack_update_rtt): two small frames serialized and both propagations
+        handshake = (direction.latency + direction.reverse.latency + SYN_FRAME_BYTES / direction.rate
+                     + SYN_FRAME_BYTES / direction.reverse.rate)
+        self.srtt = handshake
+        self.rttvar = handshake / 2
+        self.min_rtt = handshake  # tcp_min_rtt (and CUBIC's delay_min) ...
+        self.tso_extra = 0  # ... and what tcp_tso_autosize adds for it (_set_min_rtt)
+        self.size_goal = MAX_TRAIN_BYTES // mss * mss  # tcp_xmit_size_goal: tcp_sendmsg's skbs
+        self._set_min_rtt(handshake)
+        # CUBIC (bictcp_update): the epoch (-1: none yet), the window before the last reduction
+        # (segments), the cubic's origin and K, acknowledged segments since the epoch and the
+        # Reno-friendly estimate (tcp_friendliness), and HyStart's round (hystart_update)
+        self.epoch_start = -1.0
+        self.last_max_cwnd = 0.0
+        self.origin = 0.0
+        self.cubic_k = 0.0
+        self.ack_cnt = 0.0
+        self.reno_cwnd = 0.0
+        self.hystart_end = 0
+        self.hystart_samples = 0
+        self.hystart_rtt = math.inf
+        self.last_skb = 0  # the bytes of the last skb sent
+        self.last_sent_at = -1.0  # when it last handed a skb to the qdisc (tcp_wstamp_ns)
+        self.unacked: deque[tuple[int, float]] = deque()  # (end, sent at) of the skbs in flight, oldest first
+        self.in_recovery = False  # in fast recovery or loss (icsk_ca_state >= TCP_CA_Recovery)
+        self.probe_timer = self.env.timer(self.push)  # tcp_probe_timer after a local drop with nothing out
         # what the answers show per connection (``Direction.report``): every RTT sample (a train's
         # send to its ACK: the link's queue and serialization, both propagations, the receiver's
         # ACK delay; not the wait in the sender's buffer), and the largest congestion window
@@ -345,6 +438,8 @@ class Flow:
         self.retransmit_queue: list[tuple[int, int]] = []
         self.losses: list[tuple[float, int, int, bool]] = []  # (found at, lo, hi, by dupacks)
         self.loss_timer = self.env.timer(self._losses_found)
+        self.unfound: list[tuple[int, int, float]] = []  # (lo, hi, sent at) lost, until a later segment's arrival shows it
+        self.probe_loss_timer = self.env.timer(self._loss_probe)
         # receiver
         self.rcv_nxt = 0
         self.read = 0
@@ -399,9 +494,31 @@ class Flow:
             self.sndbuf_limited_s += self.clock.now - self.sndbuf_limited_since
             self.sndbuf_limited_since = -1.0
 
+    def pacing_rate(self) -> float:
+        """``tcp_update_pacing_rate``: bytes per second, from the window and the smoothed RTT."""
+        in_flight = self.snd_nxt - self.snd_una
+        window = self.cwnd if self.cwnd >= in_flight else float(in_flight)
+        ratio = PACING_SS_RATIO if self.cwnd < self.ssthresh / 2 else PACING_RATIO
+        return ratio * window / self.srtt if self.srtt > 0.0 else math.inf
+
+    def skb_bytes(self, pacing: float) -> int:
+        """``tcp_tso_autosize``: about 1/1024 s at the pacing rate, plus the whole of
+        ``sk_gso_max_size`` halved once per 512 us of the smallest round trip
+        (``tcp_tso_rtt_log``: ``tso_extra``), at most 64 KB, at least two segments; whole segments."""
+        size = pacing * PACING_SHIFT_S + self.tso_extra
+        if size >= MAX_TRAIN_BYTES:
+            return self.size_goal
+        segments = int(size) // self.mss
+        return (segments if segments > MIN_TSO_SEGS else MIN_TSO_SEGS) * self.mss
+
+    def _set_min_rtt(self, rtt: float) -> None:
+        self.min_rtt = rtt
+        shift = int(rtt * 1e6) >> TSO_RTT_LOG
+        self.tso_extra = MAX_TRAIN_BYTES >> shift if shift < 32 else 0
+
     def push(self) -> None:
         """``tcp_write_xmit``: retransmissions first, then new data as far as the congestion
-        window, the receiver's window and TCP small queues allow."""
+        window, the receiver's window and TCP small queues allow, one autosized skb at a time."""
         if self.closed:
             return
         direction = self.direction
@@ -412,44 +529,233 @@ class Flow:
         while trains and trains[0][0] <= now:
             trains.popleft()
         while self.retransmit_queue:
-            lo, hi = self.retransmit_queue.pop(0)
+            lo, hi = self.retransmit_queue[0]
             if hi > self.snd_una:
-                trains.append((direction.transmit(self, max(lo, self.snd_una), hi, True), hi - lo))
+                leaves = direction.transmit(self, max(lo, self.snd_una), hi, True)
+                if leaves < 0.0:  # refused by its own qdisc: tried again later, window reduced
+                    self._local_drop(now)
+                    return
+                trains.append((leaves, hi - lo))
+            self.retransmit_queue.pop(0)
         unsent = self.written - self.snd_nxt
+        if unsent <= 0:
+            if self.cwnd - (self.snd_nxt - self.snd_una - self.ooo_bytes) < self.mss:
+                self._cwnd_validate(True)
+            if self.window_limited_since >= 0.0:
+                self._window_limit_ends(now)
+            if self.writer_waiting:
+                self._sndbuf_limit()
+            return
+        pacing = self.pacing_rate()
+        skb = self.skb_bytes(pacing)
+        mss = self.mss
+        sent_any = False
+        is_limited = False
         while unsent > 0:
-            in_qdisc = 0.0
-            for _leaves, nbytes in trains:
-                in_qdisc += nbytes
-            room = direction.small_queue_bytes - in_qdisc
-            if room < min(unsent, direction.train_bytes):
-                # tcp_tsq_handler: resume when the oldest skb has left the qdisc
-                if not self.small_queue_timer.armed:
-                    self.small_queue_timer.arm_at(trains[0][0])
-                if self.window_limited_since >= 0.0:
-                    self._window_limit_ends(now)
-                return
             in_flight = self.snd_nxt - self.snd_una - self.ooo_bytes
             by_cwnd = int(self.cwnd) - in_flight
             by_rwnd = self.window_edge - self.snd_nxt
-            allowed = min(unsent, by_cwnd, by_rwnd, direction.train_bytes)
-            if allowed < unsent and allowed < direction.train_bytes:
-                allowed = allowed // self.mss * self.mss  # only whole segments, except the tail
-            self.cwnd_limited = by_cwnd < unsent and by_cwnd <= by_rwnd
+            # one skb: as much as the windows and the autosize allow, wherever tcp_sendmsg's skbs
+            # end (tcp_grow_skb, Linux 6.10: the head skb takes data from the next ones)
+            allowed = min(unsent, by_cwnd, by_rwnd, skb)
+            if allowed < unsent and allowed < skb:
+                allowed = allowed // mss * mss  # only whole segments, except the tail
             if allowed <= 0:  # an ACK or a window update sends more
+                if by_cwnd <= by_rwnd and by_cwnd < unsent:
+                    is_limited = True
                 if by_rwnd <= by_cwnd and 2 * (self.rcv_nxt - self.read) < self.rcv_window:
                     if self.window_limited_since < 0.0:
                         self.window_limited_since = now
                 elif self.window_limited_since >= 0.0:
                     self._window_limit_ends(now)
-                return
+                break
+            if trains and in_flight > 0:
+                # tcp_small_queue_check: no more while what this socket has in the qdisc (its
+                # skbs' truesize) exceeds two of the skb it would send, or 1/1024 s at the pacing
+                # rate, at most tcp_limit_output_bytes; not while at most one skb is unacknowledged
+                in_qdisc = self._in_qdisc(now)
+                limit = max(2.0 * (allowed + self.sndbuf_per_segment - mss), pacing * PACING_SHIFT_S)
+                if limit > TCP_LIMIT_OUTPUT_BYTES:
+                    limit = TCP_LIMIT_OUTPUT_BYTES
+                if in_qdisc > limit:
+                    # tcp_wfree / tcp_tsq_handler: resume when enough of its frames have left
+                    if not self.small_queue_timer.armed:
+                        self.small_queue_timer.arm_at(self._below(in_qdisc - limit, now))
+                    if self.window_limited_since >= 0.0:
+                        self._window_limit_ends(now)
+                    break
+            if allowed < unsent and allowed >= 2 * mss and self._defer(allowed, by_cwnd, by_rwnd, unsent, skb, now):
+                is_limited = is_limited or by_cwnd < by_rwnd and by_cwnd <= min(unsent, MAX_TRAIN_BYTES)
+                break
             lo = self.snd_nxt
+            leaves = direction.transmit(self, lo, lo + allowed, False)
+            if leaves < 0.0:  # refused whole by its own qdisc (NET_XMIT_DROP): kept, window reduced
+                self._local_drop(now)
+                break
             self.snd_nxt = lo + allowed
-            trains.append((direction.transmit(self, lo, lo + allowed, False), allowed))
+            self.last_skb = allowed
+            self.last_sent_at = now
+            self.unacked.append((lo + allowed, now))
+            trains.append((leaves, allowed))
             unsent -= allowed
-        if self.window_limited_since >= 0.0:
-            self._window_limit_ends(now)
+            sent_any = True
+        else:
+            if self.window_limited_since >= 0.0:
+                self._window_limit_ends(now)
+        # tcp_write_xmit's end: cwnd-limited if what is in flight fills the window
+        if self.cwnd - (self.snd_nxt - self.snd_una - self.ooo_bytes) < mss:
+            is_limited = True
+        if sent_any or is_limited:
+            self._cwnd_validate(is_limited)
         if self.writer_waiting:
             self._sndbuf_limit()
+
+    def _queued_segments(self, leaves: float, nbytes: float, now: float) -> int:
+        """Of a train of ``nbytes`` whose last frame leaves the qdisc at ``leaves``, the segments
+        still in it at ``now`` (its frames leave one by one before the last)."""
+        segments = -(-int(nbytes) // self.mss)
+        frame_s = (self.mss + self.direction.header) / self.direction.rate
+        left = math.ceil((leaves - now) / frame_s)  # the frames leaving after now
+        return segments if left > segments else left
+
+    def _in_qdisc(self, now: float) -> float:
+        """``sk_wmem_alloc`` of its frames in the qdisc: tbf segments a GSO skb larger than its
+        bucket, and each segment is charged its own truesize (the profile's per-segment charge)."""
+        segments = 0
+        for leaves, nbytes in self.trains:
+            segments += self._queued_segments(leaves, nbytes, now)
+        return segments * self.sndbuf_per_segment
+
+    def _below(self, excess: float, now: float) -> float:
+        """When ``excess`` bytes of truesize of its frames in the qdisc will have left (its
+        frames leave in order): the departure of the frame that brings it to the limit."""
+        per_segment = self.sndbuf_per_segment
+        frame_s = (self.mss + self.direction.header) / self.direction.rate
+        to_leave = int(excess // per_segment) + 1  # frames that must leave
+        for leaves, nbytes in self.trains:
+            queued = self._queued_segments(leaves, nbytes, now)
+            if to_leave <= queued:
+                # its frames still queued leave at leaves - (queued - 1) * frame_s, ... , leaves
+                when = leaves - (queued - to_leave) * frame_s
+                return when if when > now else leaves
+            to_leave -= queued
+        return self.trains[-1][0]
+
+    def _defer(self, allowed: int, by_cwnd: int, by_rwnd: int, unsent: int, skb: int, now: float) -> bool:
+        """``tcp_tso_should_defer``, a TSO Nagle test: when the windows let out only part of the
+        skb at the head of the queue, wait for more (an ACK) unless in recovery, the last skb
+        left over 1 ms ago, a full autosized skb fits, a third of the window fits
+        (``tcp_tso_win_divisor`` = 3) or the oldest skb in flight was sent less than half an RTT
+        ago. Called with the bytes it would send now, less than what waits."""
+        if self.in_recovery or now - self.last_sent_at > 0.001:
+            return False
+        limit = by_cwnd if by_cwnd < by_rwnd else by_rwnd
+        if limit >= skb:
+            return False
+        if unsent > self.size_goal and limit >= self.size_goal:  # a full skb of the write queue can go
+            return False
+        window = self.cwnd if self.cwnd < self.window_edge - self.snd_una else self.window_edge - self.snd_una
+        if limit >= window / 3:
+            return False
+        if not self.unacked or now - self.unacked[0][1] < self.srtt / 2:
+            return False
+        return True
+
+    def _cwnd_validate(self, is_limited: bool) -> None:
+        """``tcp_cwnd_validate`` after sending: whether the window was used up is kept for the
+        window of data sent so far (until ``cwnd_usage_seq`` is acknowledged) unless it is used
+        up again; meanwhile the most bytes in flight are remembered (``max_packets_out``)."""
+        in_flight = self.snd_nxt - self.snd_una - self.ooo_bytes
+        if (self.snd_una >= self.cwnd_usage_seq or is_limited
+                or (not self.cwnd_limited and in_flight > self.max_in_flight)):
+            self.cwnd_limited = is_limited
+            self.max_in_flight = in_flight
+            self.cwnd_usage_seq = self.snd_nxt
+
+    def _growing(self) -> bool:
+        """``tcp_is_cwnd_limited``: the window limited sending in this window of data, or, in slow
+        start, is less than twice the most that was in flight."""
+        if self.cwnd_limited:
+            return True
+        return self.cwnd < self.ssthresh and self.cwnd < 2 * self.max_in_flight
+
+    def _local_drop(self, now: float) -> None:
+        """Its own qdisc refused a whole skb: ``tcp_enter_cwr`` (CUBIC's reduction, once per window
+        of data, no retransmission) and a retry when one of its skbs leaves the qdisc, on the next
+        ACK, or, with nothing in flight, by the zero-window probe timer (``tcp_check_probe_timer``)."""
+        if self.snd_una >= self.recovery_point:
+            self._reduce()
+            self.cwnd = self.ssthresh
+            self.recovery_point = self.snd_nxt
+        if self.trains:
+            if not self.small_queue_timer.armed:
+                self.small_queue_timer.arm_at(self.trains[0][0])
+        elif self.snd_nxt <= self.snd_una and not self.probe_timer.armed:
+            self.probe_timer.arm(max(RTO_MIN_S, self.srtt + max(RTO_MIN_S, 4 * self.rttvar)))
+
+    def _reduce(self) -> None:
+        """CUBIC's ``ssthresh`` hook (``cubictcp_recalc_ssthresh``): a new epoch, the window it
+        reached remembered (less with fast convergence, when it fell short of the last), and
+        ssthresh 0.7 of it, at least two segments."""
+        segments = self.cwnd / self.mss
+        self.epoch_start = -1.0
+        if segments < self.last_max_cwnd:
+            self.last_max_cwnd = segments * (1.0 + LOSS_BETA) / 2.0
+        else:
+            self.last_max_cwnd = segments
+        self.ssthresh = max(2.0 * self.mss, self.cwnd * LOSS_BETA)
+
+    def _cubic_grow(self, acked: float, now: float) -> None:
+        """``bictcp_update`` and ``tcp_cong_avoid_ai``: grow the window toward the cubic
+        W(t) = C (t - K)^3 + W_max, t since the epoch plus the smallest RTT, or by the
+        Reno-friendly estimate when that is ahead (``tcp_friendliness``)."""
+        mss = self.mss
+        cwnd = self.cwnd / mss
+        self.ack_cnt += acked
+        if self.epoch_start < 0.0:
+            self.epoch_start = now
+            self.ack_cnt = acked
+            self.reno_cwnd = cwnd
+            if self.last_max_cwnd <= cwnd:
+                self.cubic_k = 0.0
+                self.origin = cwnd
+            else:
+                self.cubic_k = ((self.last_max_cwnd - cwnd) / CUBIC_C) ** (1.0 / 3.0)
+                self.origin = self.last_max_cwnd
+        t = now - self.epoch_start + self.min_rtt
+        offs = t - self.cubic_k
+        target = self.origin + CUBIC_C * offs * offs * offs
+        cnt = cwnd / (target - cwnd) if target > cwnd else 100.0 * cwnd
+        if self.last_max_cwnd == 0.0 and cnt > 20.0:
+            cnt = 20.0  # the first epoch, before any loss: at least 5 % a window
+        step = cwnd * CUBIC_BETA_SCALE / 8.0
+        if self.ack_cnt > step:
+            grown = int(self.ack_cnt / step)
+            self.ack_cnt -= grown * step
+            self.reno_cwnd += grown
+        if self.reno_cwnd > cwnd:
+            max_cnt = cwnd / (self.reno_cwnd - cwnd)
+            if cnt > max_cnt:
+                cnt = max_cnt
+        if cnt < 2.0:
+            cnt = 2.0
+        self.cwnd += mss * acked / cnt
+
+    def _hystart(self, sample: float, ack: int) -> None:
+        """HyStart's delay detection (``hystart_update``): a round (a window of data) whose first
+        eight RTT samples all exceed the smallest by the threshold ends slow start."""
+        if ack > self.hystart_end:  # bictcp_hystart_reset: a new round
+            self.hystart_end = self.snd_nxt
+            self.hystart_samples = 0
+            self.hystart_rtt = math.inf
+        if self.hystart_samples < HYSTART_MIN_SAMPLES:
+            self.hystart_samples += 1
+            if sample < self.hystart_rtt:
+                self.hystart_rtt = sample
+            if self.hystart_samples == HYSTART_MIN_SAMPLES:
+                threshold = min(HYSTART_DELAY_MAX_S, max(HYSTART_DELAY_MIN_S, self.min_rtt / 8))
+                if self.hystart_rtt > self.min_rtt + threshold:
+                    self.ssthresh = self.cwnd
 
     def _window_limit_ends(self, now: float) -> None:
         self.window_limited_s += now - self.window_limited_since
@@ -469,9 +775,30 @@ class Flow:
             by_sndbuf += now - self.sndbuf_limited_since
         return busy, limited, by_sndbuf
 
+    def dropped(self, lo: int, hi: int, retransmit: bool) -> None:
+        """Bytes ``[lo, hi)`` were dropped or lost on the way (``retransmit``: sent again and lost
+        again). The loss is found when a segment sent after them arrives (SACK and RACK, which
+        orders by send time and so finds a lost retransmission as well: ``tcp_rack_detect_loss``)
+        and its ACK is back; when none arrives, a tail loss probe finds it
+        (``tcp_schedule_loss_probe``: two smoothed RTTs after, at least ``TCP_TIMEOUT_MIN``; the
+        probe's ACK one RTT later). Fast recovery follows, one window reduction per episode."""
+        self.unfound.append((lo, hi, self.clock.now))
+        if not self.probe_loss_timer.armed:
+            self.probe_loss_timer.arm(max(TLP_MIN_S, 2.0 * self.srtt))
+
+    def _loss_probe(self) -> None:
+        """The tail loss probe's ACK shows every loss not yet found."""
+        if self.closed:
+            return
+        found_at = self.clock.now + self.srtt
+        for lo, hi, _sent_at in self.unfound:
+            self.lose(lo, hi, found_at, True)
+        self.unfound.clear()
+
     def lose(self, lo: int, hi: int, found_at: float, by_dupacks: bool) -> None:
-        """Bytes ``[lo, hi)`` will not arrive: found by duplicate ACKs one round trip after
-        (RFC 5681 3.2), else by the retransmission timeout (RFC 6298, ``TCP_RTO_MIN``)."""
+        """Bytes ``[lo, hi)`` will not arrive: found at ``found_at`` (``by_dupacks``: fast
+        recovery, RFC 5681 3.2, RFC 6675), else by the retransmission timeout (RFC 6298,
+        ``TCP_RTO_MIN``)."""
         if not by_dupacks:
             # __tcp_set_rto: srtt + the variance term, which is at least TCP_RTO_MIN
             found_at = self.clock.now + self.srtt + max(RTO_MIN_S, 4 * self.rttvar)
@@ -488,10 +815,18 @@ class Flow:
             if hi <= self.snd_una:
                 continue
             if lo >= self.recovery_point:
-                # one reduction per window of data (RFC 5681 3.2, RFC 6582)
-                self.ssthresh = max(2.0 * self.mss, self.cwnd * LOSS_BETA)
-                self.cwnd = self.ssthresh if by_dupacks else float(self.mss)
+                # one reduction per window of data (RFC 5681 3.2, RFC 6582), by CUBIC's hook
+                self._reduce()
+                if by_dupacks:
+                    self.cwnd = self.ssthresh
+                else:
+                    # tcp_enter_loss: one segment, and CUBIC starts over (cubictcp_state on
+                    # TCP_CA_Loss resets its state, HyStart's too)
+                    self.cwnd = float(self.mss)
+                    self.last_max_cwnd = 0.0
+                    self.hystart_end = self.snd_nxt
                 self.recovery_point = self.snd_nxt
+                self.in_recovery = True
             self.retransmit_queue.append((lo, hi))
         if self.losses:
             self.loss_timer.arm_at(self.losses[0][0])
@@ -504,6 +839,11 @@ class Flow:
         if ack > self.snd_una:
             newly = ack - self.snd_una
             self.snd_una = ack
+            unacked = self.unacked
+            while unacked and unacked[0][0] <= ack:
+                unacked.popleft()
+            if self.in_recovery and ack >= self.recovery_point:
+                self.in_recovery = False
             if ack >= self.written and self.busy_since >= 0.0:
                 self.busy_s += now - self.busy_since
                 self.busy_since = -1.0
@@ -512,16 +852,22 @@ class Flow:
             self.rtt_samples += 1
             if sample > self.max_rtt:
                 self.max_rtt = sample
-            if self.srtt == 0.0:
-                self.srtt, self.rttvar = sample, sample / 2
-            else:  # RFC 6298 2.3
-                self.rttvar = 0.75 * self.rttvar + 0.25 * abs(self.srtt - sample)
-                self.srtt = 0.875 * self.srtt + 0.125 * sample
-            if ack >= self.recovery_point and self.cwnd_limited:
+            # RFC 6298 2.3 (the handshake gave the first sample)
+            self.rttvar = 0.75 * self.rttvar + 0.25 * abs(self.srtt - sample)
+            self.srtt = 0.875 * self.srtt + 0.125 * sample
+            if sample < self.min_rtt:
+                self._set_min_rtt(sample)
+            if ack >= self.recovery_point and self._growing():
                 if self.cwnd < self.ssthresh:
-                    self.cwnd += newly  # slow start (RFC 5681 3.1)
-                else:
-                    self.cwnd += self.mss * newly / self.cwnd  # congestion avoidance
+                    # slow start (tcp_slow_start: up to ssthresh, the rest in congestion avoidance)
+                    if self.cwnd >= HYSTART_LOW_WINDOW * self.mss:
+                        self._hystart(sample, ack)
+                    room = self.ssthresh - self.cwnd
+                    grow = newly if newly <= room else room
+                    self.cwnd += grow
+                    newly -= int(grow)
+                if newly > 0 and self.cwnd >= self.ssthresh:
+                    self._cubic_grow(newly / self.mss, now)
                 if self.cwnd > self.max_cwnd:
                     self.max_cwnd = self.cwnd
                 self._expand_sndbuf()
@@ -534,6 +880,18 @@ class Flow:
 
     def arrived(self, lo: int, hi: int, sent_at: float) -> None:
         before = self.rcv_nxt
+        unfound = self.unfound
+        if unfound:
+            # bytes sent after a lost segment arrived: their (selective) ACK shows it lost (RACK
+            # orders by send time, so a lost retransmission is found as a first loss is)
+            found = [entry for entry in unfound if entry[2] < sent_at or entry[1] <= lo]
+            if found:
+                found_at = self.clock.now + self.direction.reverse.latency
+                for entry in found:
+                    unfound.remove(entry)
+                    self.lose(entry[0], entry[1], found_at, True)
+                if not unfound:
+                    self.probe_loss_timer.cancel()
         if lo <= self.rcv_nxt:
             if hi > self.rcv_nxt:
                 self.rcv_nxt = hi
@@ -607,6 +965,8 @@ class Flow:
         """The connection is gone: nothing more is sent, arrives or is acknowledged."""
         self.closed = True
         self.small_queue_timer.cancel()
+        self.probe_timer.cancel()
+        self.probe_loss_timer.cancel()
         self.loss_timer.cancel()
         self._sndbuf_limit()
 
