@@ -39,3 +39,24 @@ def test_task_pipeline_workers_axis_gives_four_or_eight_workers():
     # four workers (no w5_in .. w8_in at all) take 500 each, eight 250 each
     assert delivered[4] == [500] * 4 + [0] * 4
     assert delivered[8] == [250] * 8
+
+
+def test_control_behind_bulk_answers_as_its_readme_says():
+    # experiments/control_behind_bulk (issue 42): across town the control p99 grows with the
+    # uplink's queue until TCP small queues, not the queue, bound the feed's backlog; across
+    # the country it does not grow; a paced feed leaves no queue to wait in
+    plan = make_plan(ROOT / "control_behind_bulk" / "study.toml")
+    assert len(plan.points) == 28 and plan.total_runs == 56
+
+    def p99(queue: int, latency: float, interval: float) -> float:
+        (point,) = [p for p in plan.points if p.values["link.uplink.queue_bytes"] == queue
+                    and p.values["link.uplink.latency_s"] == latency and p.values["send.bulk.interval_s"] == interval]
+        scenario = plan.scenario(point.id)
+        row = flat_metrics(zsim.run(scenario, 1).summary, None, scenario)
+        return float(row["rtt.req.p99_s"])
+
+    short = [p99(queue, 0.0001, 0.0) for queue in (16000, 64000, 256000, 1000000)]
+    assert short[0] < 0.012 < short[1] < short[2] and short[2] == pytest.approx(short[3], rel=0.05)
+    long = [p99(queue, 0.010, 0.0) for queue in (64000, 1000000)]
+    assert long[0] == pytest.approx(long[1], rel=0.05) and 0.020 < long[0] < 0.035
+    assert p99(1000000, 0.0001, 0.000526) < 0.005
