@@ -573,8 +573,8 @@ def _network_section(summary: Mapping[str, Any], links: Sequence[data.NetworkPan
         for direction, carried in directions.items():
             numbers = [f"{carried['bandwidth_bps'] / 1e6:.4g} Mbit/s", seconds(carried["latency_s"]), percent(carried["utilisation"]),
                        percent(carried["active_utilisation"]), human_bits(carried["goodput_bps"]),
-                       human_bytes(carried["max_queue_bytes"]), count(carried["queue_drops"]), count(carried["loss_drops"]),
-                       count(carried["retransmits"])]
+                       human_bytes(carried["max_queue_bytes"]), count(carried["queue_drops"]),
+                       count(carried.get("local_drops", 0)), count(carried["loss_drops"]), count(carried["retransmits"])]
             rows.append(([f"{link} {direction}", *(Cell(n, True) for n in numbers)], bool(carried["queue_drops"] or carried["loss_drops"])))
             for conn, tcp in carried["connections"].items():
                 if not tcp["bytes"]:
@@ -596,8 +596,10 @@ def _network_section(summary: Mapping[str, Any], links: Sequence[data.NetworkPan
             f"way are marked on the time axis. {min(len(links), MAX_PANELS)} of {len(links)} directions that carried traffic, "
             "busiest first.", "network-figure"),
         page.table(["link direction", "rate", "one way", "busy (run)", "busy (active)", "goodput", "max queue", "queue drops",
-                    "lost", "resent"], rows),
-        '<p class="note">Busy (active): over the span from its first frame to its last. Red rows dropped or lost packets.</p>',
+                    "refused", "lost", "resent"], rows),
+        '<p class="note">Busy (active): over the span from its first frame to its last. Refused: of the queue drops, those '
+        "in skbs the sending host's own queue refused whole, which TCP keeps and sends later, slowing down without counting "
+        'a loss (local congestion). Red rows dropped or lost packets.</p>',
         page.table(["tcp connection", "over", "throughput", "rtt mean", "rtt max", "largest cwnd", "send buffer",
                     "rwnd-limited", "sndbuf-limited"], connections),
         '<p class="note">Throughput: payload acknowledged per second while the connection had data to send; a connection '
