@@ -197,3 +197,68 @@ def test_a_small_queue_drops_and_tcp_resends_only_what_left_its_host(subs):
         # and 303 of 472 and 560 in two runs of this case)
         assert resent < drops and link["retransmits"] < link["queue_drops"], detail
         assert link["local_drops"] > 0, detail
+
+
+# -- fan-in: several senders share one queue, unevenly -------------------------------------
+
+#: a PUSH that connects, waits until the wall-clock time ``at`` (so every sender starts
+#: together), sends ``count`` messages of ``size`` bytes as fast as it can, and reports when
+#: its send loop ended, from ``at``
+TIMED_PUSH = r"""
+import sys, time, json, zmq
+endpoint, count, size, at = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+ctx = zmq.Context(); push = ctx.socket(zmq.PUSH); push.connect(endpoint)
+while time.time() < at: time.sleep(0.0005)
+body = b"x" * size
+for _ in range(count): push.send(body)
+print(json.dumps({"end": time.time() - at}), flush=True)
+push.close(); ctx.term()
+"""
+
+FAN_IN, FAN_IN_COUNT, FAN_IN_QUEUE = 6, 2000, 128_000
+
+
+def _fan_in_real() -> list[float]:
+    import time
+
+    with netns.link(netns.LinkSpec(rate_bps=20e6, queue_bytes=FAN_IN_QUEUE)) as ln:
+        endpoint = f"tcp://{ln.b_address}:6000"
+        sink = programs.started(_py(ln, ln.b, programs.SINK, endpoint))
+        at = time.time() + 1.0
+        senders = [_py(ln, ln.a, TIMED_PUSH, endpoint, FAN_IN_COUNT, 1024, at) for _ in range(FAN_IN)]
+        ends = sorted(programs.result(sender, timeout=120)["end"] for sender in senders)
+        programs.result(sink, timeout=60)
+    return ends
+
+
+def _fan_in_simulated(seed: int) -> list[float]:
+    scenario = {"scenario": {"name": "fan-in", "description": "six PUSH senders into one 20 Mbit/s link"},
+                "host": [{"name": "a"}, {"name": "b"}],
+                "link": [{"hosts": ["a", "b"], "bandwidth_bps": 20e6, "queue_bytes": FAN_IN_QUEUE}],
+                "process": [{"name": f"p{i}", "host": "a"} for i in range(FAN_IN)] + [{"name": "sink", "host": "b"}],
+                "socket": [{"name": f"push{i}", "type": "PUSH", "process": f"p{i}", "connect": ["tcp://b:6000"]}
+                           for i in range(FAN_IN)] + [{"name": "pull", "type": "PULL", "process": "sink", "bind": ["tcp://*:6000"]}],
+                "send": [{"name": f"s{i}", "socket": f"push{i}", "count": FAN_IN_COUNT, "interval_s": 0, "size_bytes": 1024,
+                          "start_s": 0.5} for i in range(FAN_IN)],
+                "recv": [{"socket": "pull"}]}
+    senders = run(scenario, seed=seed).summary["senders"]
+    return sorted(senders[f"s{i}"]["finished_at_s"] - 0.5 for i in range(FAN_IN))
+
+
+@needs_links
+def test_senders_sharing_a_queue_finish_far_apart():
+    # Six PUSH senders of 2,000 x 1 KB each, started together into one 20 Mbit/s link with a
+    # 128 KB queue: which flow's skbs are refused or lost, and when, decides who finishes first.
+    # Real send loops ended 0.83-1.52 s apart (3 runs, 62-84 drops), zsim's 0.80-1.69 s apart
+    # (seeds 1-3, 196-283 drops); before issue 42 zsim shared the link evenly and they ended 3 ms
+    # apart. The spread is noisy in both, so zsim's is taken over three seeds and held to within
+    # a factor of 2.5 of one real run's; the last sender's end, what the link's capacity and the
+    # buffers decide, within 20 %.
+    real = _fan_in_real()
+    simulated = [_fan_in_simulated(seed) for seed in (1, 2, 3)]
+    real_spread = real[-1] - real[0]
+    sim_spread = statistics.mean(ends[-1] - ends[0] for ends in simulated)
+    detail = f"real ends {[round(t, 3) for t in real]}; zsim {[[round(t, 3) for t in ends] for ends in simulated]}"
+    assert real_spread > 0.3 and sim_spread > 0.3, detail
+    assert real_spread / 2.5 < sim_spread < 2.5 * real_spread, detail
+    assert statistics.mean(ends[-1] for ends in simulated) == pytest.approx(real[-1], rel=0.20), detail
