@@ -411,6 +411,16 @@ def oversubscription(link: str, direction: str, carried: Mapping[str, Any]) -> s
             "still on their way when the run ended)")
 
 
+def queue_drops_text(carried: Mapping[str, Any]) -> str:
+    """``dropped N packets (... segments sent again)`` of a link direction, naming the packets
+    in skbs the sending host's own queue refused whole (local congestion: TCP keeps them and
+    slows, without a loss) when there were any; one wording for explain and the warnings."""
+    local = carried.get("local_drops", 0)
+    refused = (f"{local:,} of them in skbs the sending host's own queue refused whole, which TCP keeps and sends later, "
+               "slowing down without a loss (local congestion); ") if local else ""
+    return f"dropped {carried['queue_drops']:,} packets ({refused}{carried['retransmits']:,} segments sent again)"
+
+
 def link_warnings(network: Mapping[str, Any] | None) -> list[dict[str, str]]:
     """With [[link]]s (``summary["network"]``): a direction offered more than it carries
     (``oversubscribed``), a direction saturated (busy nearly all the time it carried traffic,
@@ -428,7 +438,7 @@ def link_warnings(network: Mapping[str, Any] | None) -> list[dict[str, str]]:
                 found.append(_warning(
                     "link_saturated", f"link[{link}]",
                     f"link {link!r} {direction} is saturated: busy {100 * busy:.0f} % of the time it carried traffic, and its "
-                    f"queue dropped {carried['queue_drops']:,} packets ({carried['retransmits']:,} segments sent again): the "
+                    f"queue {queue_drops_text(carried)}: the "
                     f"connections crossing it that way offer more than its {rate}; their goodput together is "
                     f"{carried['goodput_bps'] / 1e6:.3g} Mbit/s"))
             for connection, times in carried["connections"].items():

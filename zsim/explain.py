@@ -497,7 +497,7 @@ def _links_crossed(ctx: _Context, direction: str) -> list[str]:
     report also draws each link over time), and whether it was saturated or the receiver's
     window or its own send buffer held the connection back (the ``link_saturated`` rule and
     ``connection_limit`` of zsim.checks)."""
-    from .checks import LINK_SATURATED, bits_per_s, connection_limit, oversubscribed
+    from .checks import LINK_SATURATED, bits_per_s, connection_limit, oversubscribed, queue_drops_text
 
     out = []
     for link, ways in (ctx.summary.get("network") or {}).items():
@@ -523,7 +523,7 @@ def _links_crossed(ctx: _Context, direction: str) -> list[str]:
                          f"({carried['offered_utilisation']:.3g}x its capacity: link_oversubscribed). ")
             text += (f"Over the whole run that direction was busy "
                     f"{100 * busy:.0f} % of the time it carried traffic, its queue held up to {human_bytes(carried['max_queue_bytes'])}"
-                    f" and dropped {carried['queue_drops']:,} packets ({carried['retransmits']:,} segments sent again)")
+                    f" and {queue_drops_text(carried)}")
             held = connection_limit(carried, times)
             if full:
                 text += (f": the link ran at its capacity{' and its queue overflowed (link_saturated)' if saturated else ''}, "

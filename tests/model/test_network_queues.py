@@ -158,3 +158,17 @@ def test_a_flow_with_a_deep_queue_keeps_it_no_fuller_than_two_of_its_skbs():
     link = _pub_small_queue(1, 1_514_000)
     assert 64 * 1024 < link["max_queue_bytes"] < 3 * 64 * 1024
     assert link["queue_drops"] == 0
+
+
+def test_the_warning_says_which_drops_were_refused_by_the_senders_own_queue():
+    from zsim.checks import link_warnings
+
+    link = _pub_small_queue(4, 10_000)
+    (saturated,) = [w for w in link_warnings({"a-b": {"a->b": link}}) if w["code"] == "link_saturated"]
+    assert (f"dropped {link['queue_drops']:,} packets ({link['local_drops']:,} of them in skbs the sending host's own queue "
+            "refused whole, which TCP keeps and sends later, slowing down without a loss (local congestion); "
+            f"{link['retransmits']:,} segments sent again)") in saturated["message"]
+    # a queue that refused nothing keeps the short wording
+    quiet = dict(link, local_drops=0)
+    (plain,) = [w for w in link_warnings({"a-b": {"a->b": quiet}}) if w["code"] == "link_saturated"]
+    assert f"dropped {link['queue_drops']:,} packets ({link['retransmits']:,} segments sent again)" in plain["message"]
