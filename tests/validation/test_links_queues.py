@@ -183,7 +183,7 @@ def test_a_small_queue_drops_and_tcp_resends_only_what_left_its_host(subs):
     # queue drops in both (zsim dropped nothing there before issue 42). A skb the sender's own
     # qdisc refuses whole is local congestion: TCP keeps it, slows, and sends it later as new data
     # (tcp_enter_cwr); only segments dropped from a skb tbf cut up (tbf_segment) are lost and sent
-    # again. With one flow its skbs are mostly large and cut (real: 27 drops, 26 segments sent again);
+    # again. With one flow its skbs are mostly large and cut (real: 20-136 drops in five runs, about as many sent again);
     # with four flows sharing six frames of queue many drops are refused skbs (real: 472 and 560
     # drops, 131 and 303 sent again; issue 42 saw 518-701 and 88-180; zsim before: every drop
     # sent again; now 1,008 drops, 803 refused whole, 202 sent again).
