@@ -502,6 +502,10 @@ def check_deployment(scenario: Scenario) -> None:
             raise ScenarioError(f"host[{host.name}].profile", "the real harness runs every host on this machine: a host that is "
                                                               "another kind of machine cannot be validated here (give it the "
                                                               "scenario's profile)")
+    if scenario.switches:
+        raise ScenarioError(f"switch[{scenario.switches[0].name}]", "the real harness joins hosts by veth pairs and does not "
+                                                                    "build switches yet: validate a deployment whose links join "
+                                                                    "hosts directly")
     for link in scenario.links:
         forward = link.forward
         for way, prefix in ((forward, f"link[{link.name}]"), (link.backward, f"link[{link.name}].reverse")):

@@ -309,8 +309,18 @@ def build(scenario: Scenario, seed: int, profile: Profile | None = None, trace_d
     if scenario.links:  # TCP over the links between hosts (docs/model.md, "Links")
         from .model.transport.network import Network  # only with links: a scenario without never loads it
 
+        router = None
+        if scenario.switches:  # routes through switches: the shortest, and only, one (zsim.spec.route)
+            from .spec import route
+
+            switches = {switch.name for switch in scenario.switches}
+
+            def router(a: str, b: str) -> list[tuple[str, bool]]:
+                return [(link.name, forward) for link, forward in route(scenario.links, switches, a, b)]
+
         world.network = Network(world, [LinkParams(link.name, link.hosts, link.bandwidth_bps, link.latency_s, link.mtu_bytes,
-                                                   link.queue_bytes, link.loss, _way_back(link)) for link in scenario.links])
+                                                   link.queue_bytes, link.loss, _way_back(link)) for link in scenario.links],
+                                router)
     _build_machines(model)
     _schedule_timeline(model)
     return model

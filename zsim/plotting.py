@@ -491,7 +491,8 @@ def topology_figure(topo: Topology, path: str | Path, *, title: str) -> Path:
             "both ways).\nLabels: transport and HWM (tcp/ipc: writer's SNDHWM + reader's RCVHWM; inproc: the one shared pipe's "
             "HWM, SNDHWM + RCVHWM).\nRed: copies were dropped on that connection (or by that socket); red text under a socket: "
             "the run's warnings about it." + ("\nBlue dashed boxes: hosts holding their processes; a connection between hosts is "
-                                              "labelled with the link it crosses." if topo.hosts else ""),
+                                              "labelled with the link it crosses (through switches: each link of its route)."
+                                              if topo.hosts else ""),
             fontsize=6.8, color="0.3", va="top")
     return _save(fig, path)
 

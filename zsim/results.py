@@ -213,34 +213,28 @@ def offer_to_links(network: dict[str, dict[str, dict[str, Any]]], table: Mapping
     by those. TCP/IP and Ethernet headers (66 bytes a segment) are not counted: the load is
     the writers', the capacity the link's."""
     directions = [way for ways in network.values() for way in ways.values()]
-    index_of = {name: d for d, way in enumerate(directions) for name in way["connections"]}
-    # pipe index -> the direction its connection crosses (-1: none; the appended -1 for "no pipe")
-    crossing = np.asarray([index_of.get(f"{p.frm}->{p.to}", -1) if p.kind in ("send", "recv") else -1 for p in pipes] + [-1],
-                          dtype=np.intp)
-    on = crossing[table["pipe"]] if len(table["pipe"]) else np.zeros(0, np.intp)
-    mask = on >= 0
-    way_of, size, t0 = on[mask], table["size"][mask].astype(np.float64), table["t0"][mask]
-    wire = size + np.where(size <= SHORT_FRAME_MAX, SHORT_FRAME_HEADER, LONG_FRAME_HEADER)
-    count = len(directions)
-    copies = np.bincount(way_of, minlength=count)
-    total = np.bincount(way_of, weights=wire, minlength=count)
-    squares = np.bincount(way_of, weights=wire * wire, minlength=count)
-    through = np.bincount(way_of[np.isin(table["state"][mask], (DELIVERED, FORWARDED))], minlength=count)
-    first = np.full(count, np.inf)
-    last = np.full(count, -np.inf)
-    np.minimum.at(first, way_of, t0)
-    np.maximum.at(last, way_of, t0)
-    for d, way in enumerate(directions):
-        window = float(last[d] - first[d]) if copies[d] else 0.0
+    # pipe index -> its connection's name (None: not a tcp connection's; the appended None for "no pipe");
+    # a connection routed through switches crosses several directions, each of which counts it
+    names = [f"{p.frm}->{p.to}" if p.kind in ("send", "recv") else None for p in pipes] + [None]
+    pipe_of = table["pipe"]
+    for way in directions:
+        connections = way["connections"]
+        crossing = np.asarray([name in connections for name in names], dtype=bool)
+        mask = crossing[pipe_of] if len(pipe_of) else np.zeros(0, bool)
+        size, t0 = table["size"][mask].astype(np.float64), table["t0"][mask]
+        wire = size + np.where(size <= SHORT_FRAME_MAX, SHORT_FRAME_HEADER, LONG_FRAME_HEADER)
+        copies = int(mask.sum())
+        total = float(wire.sum())
+        window = float(t0.max() - t0.min()) if copies else 0.0
         # nothing offered is a rate of 0; one copy, or copies all sent at one instant, no rate
-        rate = 8.0 * float(total[d]) / window if window > 0 else (0.0 if not copies[d] else math.nan)
-        way["offered_copies"] = int(copies[d])
-        way["offered_bytes"] = int(total[d])
+        rate = 8.0 * total / window if window > 0 else (0.0 if not copies else math.nan)
+        way["offered_copies"] = copies
+        way["offered_bytes"] = int(total)
         way["offered_window_s"] = window
         way["offered_bps"] = rate
         way["offered_utilisation"] = rate / way["bandwidth_bps"] if way["bandwidth_bps"] > 0 else math.nan
-        way["offered_delivered"] = int(through[d])
-        way["offered_noise"] = math.sqrt(float(squares[d])) / float(total[d]) if total[d] > 0 else math.nan
+        way["offered_delivered"] = int(np.isin(table["state"][mask], (DELIVERED, FORWARDED)).sum())
+        way["offered_noise"] = math.sqrt(float((wire * wire).sum())) / total if total > 0 else math.nan
 
 
 def _pipe_drops(table: dict[str, np.ndarray]) -> dict[int, dict[str, int]]:

@@ -15,7 +15,7 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -261,6 +261,15 @@ class HostSpec:
 
 
 @dataclass(frozen=True)
+class SwitchSpec:
+    """``[[switch]]``: a switch or router between links (docs/model.md, "Links"). It runs no
+    process; it forwards what reaches it on one link onto the next link of the route, through
+    that link's queue on its side (a port: drop-tail, and a drop there is a loss to TCP)."""
+
+    name: str
+
+
+@dataclass(frozen=True)
 class LinkWay:
     """One direction of a ``[[link]]``: ``bandwidth_bps`` bits per second on the wire,
     ``latency_s`` one-way propagation, ``queue_bytes`` the sending host's buffer in front
@@ -341,9 +350,11 @@ class Scenario:
     #: the templates the scenario was written with and their members (``zsim.templates``)
     templates: tuple[Template, ...] = ()
     machine: MachineSpec = MachineSpec()
-    #: the deployment's hosts and the links between them (empty: one machine, loopback)
+    #: the deployment's hosts and the links between them (empty: one machine, loopback),
+    #: and the switches some links join (``route``)
     hosts: tuple[HostSpec, ...] = ()
     links: tuple[LinkSpec, ...] = ()
+    switches: tuple[SwitchSpec, ...] = ()
     #: calls the program makes on its sockets while it runs, in time order (stable)
     calls: tuple[CallSpec, ...] = ()
 
@@ -515,8 +526,9 @@ def parse_endpoint(text: str, path: str) -> Endpoint:
 
 _SCENARIO_KEYS = {"name", "description", "until_s", "profile", "seed"}
 _CALL_KEYS = {"socket", "at_s", *CALL_ACTIONS}
-_TOP_KEYS = {"scenario", "machine", "host", "link", "process", "socket", "send", "recv", "proxy", "app", "call", "validation", "sweep",
-             "limits"}
+_TOP_KEYS = {"scenario", "machine", "host", "switch", "link", "process", "socket", "send", "recv", "proxy", "app", "call", "validation",
+             "sweep", "limits"}
+_SWITCH_KEYS = {"name"}
 _HOST_KEYS = {"name", "cores", "profile"}
 _LINK_KEYS = {"name", "hosts", "bandwidth_bps", "latency_s", "mtu_bytes", "queue_bytes", "loss", "reverse"}
 #: What a link's ``reverse`` table may set for ``hosts[1] -> hosts[0]`` (one MTU per link:
@@ -672,7 +684,8 @@ def from_dict(raw: Mapping[str, Any], *, base_dir: str = ".", source: str = "<di
         scenario = _from_expanded(expansion.raw, base_dir, source)
     except ScenarioError as exc:
         raise expansion.explain(exc) from None
-    names = {"host": [h.name for h in scenario.hosts], "link": [link.name for link in scenario.links],
+    names = {"host": [h.name for h in scenario.hosts], "switch": [sw.name for sw in scenario.switches],
+             "link": [link.name for link in scenario.links],
              "process": [p.name for p in scenario.processes], "socket": [s.name for s in scenario.sockets],
              "send": [s.name for s in scenario.sends], "recv": [r.name for r in scenario.recvs],
              # a [[call]] has no name: its label (``call[3]``), in the file's order as finish wants
@@ -695,7 +708,8 @@ def _from_expanded(raw: dict[str, Any], base_dir: str, source: str) -> Scenario:
 
     machine = _parse_machine(raw.get("machine"))
     hosts = _parse_hosts(raw.get("host", []))
-    links = _parse_links(raw.get("link", []), {host.name for host in hosts})
+    switches = _parse_switches(raw.get("switch", []), {host.name for host in hosts})
+    links = _parse_links(raw.get("link", []), {host.name for host in hosts}, {switch.name for switch in switches})
 
     # processes
     processes: list[ProcessSpec] = []
@@ -785,7 +799,7 @@ def _from_expanded(raw: dict[str, Any], base_dir: str, source: str) -> Scenario:
                                 "binds and connects nothing: give bind = [...] or connect = [...] (or a [[call]] that does)")
 
     _check_topology(sockets, calls)
-    _check_links(sockets, host_of, links, calls)
+    _check_links(sockets, host_of, links, calls, {switch.name for switch in switches})
 
     # proxies
     proxies: list[ProxySpec] = []
@@ -873,6 +887,7 @@ def _from_expanded(raw: dict[str, Any], base_dir: str, source: str) -> Scenario:
         machine=machine,
         hosts=hosts,
         links=links,
+        switches=switches,
         calls=calls,
     )
 
@@ -1032,7 +1047,27 @@ def _number(value: Any, path: str, what: str) -> float:
     return float(value)
 
 
-def _parse_links(raw: Any, hosts: set[str]) -> tuple[LinkSpec, ...]:
+def _parse_switches(raw: Any, hosts: set[str]) -> tuple[SwitchSpec, ...]:
+    switches: list[SwitchSpec] = []
+    seen: set[str] = set()
+    for index, table in enumerate(_tables(raw, "switch")):
+        path = _label("switch", index, table)
+        _check_keys(table, _SWITCH_KEYS, path)
+        if "name" not in table:
+            raise ScenarioError(f"{path}.name", "missing")
+        name = _name(table["name"], f"{path}.name")
+        if name == "default" or name in LOCAL_HOSTS or _IPV4_RE.match(name):
+            raise ScenarioError(f"{path}.name", f"{name!r} names a host or an address; choose another name")
+        if name in hosts:
+            raise ScenarioError(f"{path}.name", f"{name!r} is already a [[host]]: a switch runs no process, so it needs a name of its own")
+        if name in seen:
+            raise ScenarioError(f"{path}.name", f"duplicate switch name {name!r}")
+        seen.add(name)
+        switches.append(SwitchSpec(name))
+    return tuple(switches)
+
+
+def _parse_links(raw: Any, hosts: set[str], switches: Collection[str] = ()) -> tuple[LinkSpec, ...]:
     links: list[LinkSpec] = []
     names: set[str] = set()
     pairs: dict[frozenset[str], str] = {}
@@ -1041,22 +1076,24 @@ def _parse_links(raw: Any, hosts: set[str]) -> tuple[LinkSpec, ...]:
         _check_keys(table, _LINK_KEYS, path)
         ends = table.get("hosts")
         if not isinstance(ends, list) or len(ends) != 2:
-            raise ScenarioError(f"{path}.hosts", f"must name the two hosts it joins, e.g. hosts = [\"a\", \"b\"], got {ends!r}")
+            raise ScenarioError(f"{path}.hosts", f"must name the two hosts (or switches) it joins, e.g. hosts = [\"a\", \"b\"], "
+                                                 f"got {ends!r}")
         a, b = (_name(end, f"{path}.hosts[{i}]") for i, end in enumerate(ends))
         for i, end in enumerate((a, b)):
-            if end not in hosts:
+            if end not in hosts and end not in switches:
                 known = ", ".join(sorted(hosts)) or "none declared"
-                raise ScenarioError(f"{path}.hosts[{i}]", f"unknown host {end!r} (declared [[host]]s: {known})")
+                also = f"; [[switch]]es: {', '.join(sorted(switches))}" if switches else ""
+                raise ScenarioError(f"{path}.hosts[{i}]", f"unknown host {end!r} (declared [[host]]s: {known}{also})")
         if a == b:
-            raise ScenarioError(f"{path}.hosts", f"joins host {a!r} to itself: processes on one host talk over its loopback")
+            raise ScenarioError(f"{path}.hosts", f"joins {a!r} to itself: processes on one host talk over its loopback")
         name = _name(table.get("name", f"{a}-{b}"), f"{path}.name")
         if name in names:
             raise ScenarioError(f"{path}.name", f"duplicate link name {name!r}")
         names.add(name)
         pair = frozenset((a, b))
         if pair in pairs:
-            raise ScenarioError(f"{path}.hosts", f"hosts {a!r} and {b!r} are already joined by link {pairs[pair]!r} (one link per pair "
-                                                 "of hosts: zsim does not route)")
+            raise ScenarioError(f"{path}.hosts", f"{a!r} and {b!r} are already joined by link {pairs[pair]!r} (one link per pair: "
+                                                 "parallel links, bonding and equal-cost multipath are not modelled)")
         pairs[pair] = name
         if "bandwidth_bps" not in table:
             raise ScenarioError(f"{path}.bandwidth_bps", "missing (bits per second on the wire, e.g. 100e6 for 100 Mbit/s)")
@@ -1144,15 +1181,63 @@ def _connects(sockets: list[SocketSpec], calls: Sequence[CallSpec]) -> list[tupl
     return found
 
 
+class RouteError(ValueError):
+    """Two hosts are joined by no route, or by more than one shortest one: one line why."""
+
+
+def route(links: Sequence[LinkSpec], switches: Collection[str], a: str, b: str) -> tuple[tuple[LinkSpec, bool], ...]:
+    """The links a packet from host ``a`` to host ``b`` crosses, in order, each with whether
+    it crosses it ``hosts[0] -> hosts[1]``: the route with the fewest links, passing only
+    through switches (a host forwards nothing). ``RouteError`` when there is none, or when
+    two routes are equally short (equal-cost multipath is not modelled)."""
+    adjacent: dict[str, list[tuple[str, LinkSpec, bool]]] = {}
+    for link in links:
+        x, y = link.hosts
+        adjacent.setdefault(x, []).append((y, link, True))
+        adjacent.setdefault(y, []).append((x, link, False))
+    # breadth first, counting the shortest routes to each node
+    best: dict[str, int] = {a: 0}
+    ways: dict[str, int] = {a: 1}
+    came: dict[str, tuple[str, LinkSpec, bool]] = {}
+    frontier = [a]
+    while frontier and b not in best:
+        after: list[str] = []
+        for node in frontier:
+            if node != a and node not in switches:
+                continue  # a host is an end, never a hop
+            for other, link, forward in adjacent.get(node, ()):
+                if other not in best:
+                    best[other] = best[node] + 1
+                    ways[other] = ways[node]
+                    came[other] = (node, link, forward)
+                    after.append(other)
+                elif best[other] == best[node] + 1:
+                    ways[other] += ways[node]
+        frontier = after
+    if b not in best:
+        raise RouteError("no [[link]] joins them, directly or through [[switch]]es")
+    if ways[b] > 1:
+        raise RouteError(f"{ways[b]} routes of {best[b]} links each join them: zsim routes over one (equal-cost multipath "
+                         "is not modelled); remove a link")
+    hops: list[tuple[LinkSpec, bool]] = []
+    node = b
+    while node != a:
+        node, link, forward = came[node]
+        hops.append((link, forward))
+    return tuple(reversed(hops))
+
+
 def _check_links(sockets: list[SocketSpec], host_of: Mapping[str, str], links: tuple[LinkSpec, ...],
-                 calls: Sequence[CallSpec] = ()) -> None:
-    """Every connect between two hosts has a link to travel (``_check_topology`` matched it)."""
-    joined = {frozenset(link.hosts) for link in links}
+                 calls: Sequence[CallSpec] = (), switches: Collection[str] = ()) -> None:
+    """Every connect between two hosts has one route to travel (``_check_topology`` matched it)."""
     for sock, path, endpoint in _connects(sockets, calls):
         own = host_of.get(sock.process, "")
-        if endpoint.node != own and frozenset((own, endpoint.node)) not in joined:
-            raise ScenarioError(path, f"{endpoint.text} is on host {endpoint.node!r} and {sock.name!r} on "
-                                      f"{own or 'the default host'!r}: no [[link]] joins them")
+        if endpoint.node != own:
+            try:
+                route(links, switches, own, endpoint.node)
+            except RouteError as exc:
+                raise ScenarioError(path, f"{endpoint.text} is on host {endpoint.node!r} and {sock.name!r} on "
+                                          f"{own or 'the default host'!r}: {exc}") from None
 
 
 def _parse_affinity(raw: Any, path: str, cores: int | None) -> tuple[int, ...]:
@@ -1530,8 +1615,8 @@ def parse_toml(text: str, where: str) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------
 # Overrides by dotted path (used by sweeps)
 
-_ARRAY_SECTIONS = {"host": "name", "link": "name", "process": "name", "socket": "name", "send": "socket", "recv": "socket",
-                   "proxy": "name"}
+_ARRAY_SECTIONS = {"host": "name", "switch": "name", "link": "name", "process": "name", "socket": "name", "send": "socket",
+                   "recv": "socket", "proxy": "name"}
 
 
 def check_path(path: str, where: str) -> None:

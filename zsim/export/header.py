@@ -87,6 +87,8 @@ def caveats(plan: Plan, needs: set[str], folded: list[Template], expanded: list[
                           else f"{link.name} " + ", ".join(f"{src}->{dst} {way.bandwidth_bps / 1e6:g} Mbit/s and {seconds(way.latency_s)}"
                                                            for src, dst, way in link.ways())
                           for link in s.links)
+        if s.switches:
+            links += f"; through the switches {', '.join(switch.name for switch in s.switches)}"
         notes.append(f"[[host]]s and [[link]]s: every process runs on this machine and every host's name is 127.0.0.1 in "
                      f"HOSTS, so nothing here crosses a network. A real deployment runs each host's processes on that host "
                      f"({placed}), with HOSTS giving each host's address, on a network that provides the links ({links}); "

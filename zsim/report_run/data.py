@@ -576,7 +576,13 @@ def topology(scenario: Scenario, result: Any) -> Topology:
         drop_note = "; ".join(f"{count:,} dropped at {where}" for where, count in sorted(notes, key=lambda item: -item[1]))
         rules = ", ".join(dict.fromkeys(where.rsplit(": ", 1)[-1] for where, _ in sorted(notes, key=lambda item: -item[1])))
         label = _edge_label(endpoint.transport, a, b, a_to_b, b_to_a, hwm_by_pair, sockets)
-        link = link_between.get(frozenset((host_of_process[sockets[a].process], host_of_process[sockets[b].process])))
+        ends = (host_of_process[sockets[a].process], host_of_process[sockets[b].process])
+        link = link_between.get(frozenset(ends))
+        if link is None and scenario.switches and ends[0] != ends[1]:
+            # a route through switches: each link it crosses, in order, with the slowest named
+            route = _route_text(scenario, ends[0], ends[1])
+            if route:
+                label += f"\nover {route}"
         if link is not None:
             if link.symmetric:
                 label += f"\nover {link.name}: {_bandwidth(link.bandwidth_bps)}, {human_time(link.latency_s)} one way"
@@ -609,6 +615,21 @@ def _bandwidth(bps: float) -> str:
         if bps >= factor:
             return f"{bps / factor:.3g} {unit}"
     return f"{bps:.3g} bit/s"
+
+
+def _route_text(scenario: Scenario, a: str, b: str) -> str:
+    """``a-tor -> uplink -> ...: 10 Mbit/s at the slowest, 0.3 ms one way``: the links a
+    connection from host ``a`` to host ``b`` crosses through switches (``zsim.spec.route``)."""
+    from ..spec import RouteError, route
+
+    try:
+        hops = route(scenario.links, {switch.name for switch in scenario.switches}, a, b)
+    except RouteError:
+        return ""
+    ways = [link.forward if forward else link.backward for link, forward in hops]
+    slowest = min(way.bandwidth_bps for way in ways)
+    return (" -> ".join(link.name for link, _ in hops) + f": {_bandwidth(slowest)} at the slowest, "
+            f"{human_time(sum(way.latency_s for way in ways))} one way")
 
 
 def _host_boxes(processes: list[TopoProcess], scenario: Scenario) -> list[HostBox]:

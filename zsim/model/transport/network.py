@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..occupancy import recording_now
@@ -166,6 +166,21 @@ class Direction:
         """Bytes in the queue not yet serialized."""
         return (self.busy_until - now) * self.rate if self.busy_until > now else 0.0
 
+    def relay(self, flow: Flow, lo: int, hi: int, sent_at: float) -> None:
+        """Bytes ``[lo, hi)`` of ``flow`` reached the switch at this direction's sending end
+        (sent at ``sent_at``): they go out of its port onto this link, drop-tail by packet. The
+        port is not the sending host's own qdisc: no TCP small queues, and what does not fit is
+        lost to TCP, found as any loss on the way is (RACK or a tail loss probe)."""
+        now = self.clock.now
+        if self.trace is not None:
+            self.trace_idle(now)
+        mss = self.mss
+        segments = (hi - lo + mss - 1) // mss
+        backlog = self.queued(now)
+        room = self.queue_bytes - backlog
+        fits = segments if hi - lo + segments * self.header <= room else max(0, int(room // (mss + self.header)))
+        self._carry(flow, lo, hi, segments, fits, backlog, now, False, sent_at)
+
     def transmit(self, flow: Flow, lo: int, hi: int, retransmit: bool) -> float:
         """Queue the segments of bytes ``[lo, hi)`` (one skb); returns when the last accepted
         one leaves, or -1 when the queue took none of them.
@@ -183,7 +198,7 @@ class Direction:
         now = self.clock.now
         if self.trace is not None:
             self.trace_idle(now)
-        mss, header, rate = self.mss, self.header, self.rate
+        mss, header = self.mss, self.header
         nbytes = hi - lo
         segments = (nbytes + mss - 1) // mss
         backlog = self.queued(now)
@@ -196,6 +211,23 @@ class Direction:
             fits = 0  # a skb within tbf's bucket is queued whole or refused whole
         else:
             fits = max(0, int(room // full_frame))  # tbf_segment: the segments that fit are queued
+        if not fits and segments:
+            # the host's own qdisc refused the whole skb: TCP keeps it and slows (no loss)
+            self.queue_drops += segments
+            self.local_drops += segments
+            trace = self.trace
+            if trace is not None:
+                trace.extend((now, int(backlog), int(round(self.busy_s * 1e9)), int(round(self.busy_until * 1e9)),
+                              self.queue_drops + self.loss_drops))
+            return -1.0
+        return self._carry(flow, lo, hi, segments, fits, backlog, now, retransmit, now)
+
+    def _carry(self, flow: Flow, lo: int, hi: int, segments: int, fits: int, backlog: float, now: float, retransmit: bool,
+               sent_at: float) -> float:
+        """Serialize the first ``fits`` of the ``segments`` segments of ``[lo, hi)`` behind what the
+        queue holds (``backlog`` bytes), drop the rest, lose each with probability ``loss``, and
+        deliver what arrives in chunks (``chunk_bytes``); returns when the last accepted one leaves."""
+        mss, header, rate = self.mss, self.header, self.rate
         accepted_end = hi if fits == segments else lo + fits * mss
         frames = (accepted_end - lo) + fits * header
         start = self.busy_until if self.busy_until > now else now
@@ -212,15 +244,6 @@ class Direction:
             queued = backlog + frames
             if queued > self.max_queue_bytes:
                 self.max_queue_bytes = int(queued)
-        elif segments:
-            # the host's own qdisc refused the whole skb: TCP keeps it and slows (no loss)
-            self.queue_drops += segments
-            self.local_drops += segments
-            trace = self.trace
-            if trace is not None:
-                trace.extend((now, int(backlog), int(round(self.busy_s * 1e9)), int(round(self.busy_until * 1e9)),
-                              self.queue_drops + self.loss_drops))
-            return -1.0
         if retransmit:
             self.retransmits += segments
         delivered = [(lo, accepted_end)] if fits else []
@@ -251,7 +274,7 @@ class Direction:
                 stop = min(last, lo + ((first - lo) // chunk + 1) * chunk)
                 sent_bytes = stop - lo
                 arrivals.append((start + (sent_bytes + ((sent_bytes + mss - 1) // mss) * header) / rate + latency,
-                                 flow, first, stop, now))
+                                 flow, first, stop, sent_at))
                 first = stop
         if delivered and not self.arrival_timer.armed:
             self.arrival_timer.arm_at(self.arrivals[0][0])
@@ -271,7 +294,20 @@ class Direction:
             self.trace_emptied_at = self.busy_until
 
     def _arrive(self) -> None:
-        self._deliver_due(self.arrivals, self.arrival_timer, Flow.arrived)
+        self._deliver_due(self.arrivals, self.arrival_timer, self._hand_on)
+
+    def _hand_on(self, flow: Flow, lo: int, hi: int, sent_at: float) -> None:
+        """Bytes that crossed this direction: to the flow's receiver, or, on a route through
+        switches, out of the next link's port."""
+        hops = flow.next_hops
+        if hops is None:
+            flow.arrived(lo, hi, sent_at)
+            return
+        after = hops.get(self)
+        if after is None:
+            flow.arrived(lo, hi, sent_at)
+        else:
+            after.relay(flow, lo, hi, sent_at)
 
     def _deliver_due(self, queue: Any, timer: Any, handle: Any) -> None:
         """Hand each entry ``(due, flow, a, b, sent_at)`` of ``queue`` due by now to its flow,
@@ -286,10 +322,23 @@ class Direction:
 
     def send_ack(self, flow: Flow, ack: int, edge: int, sent_at: float) -> None:
         """The receiver's ACK (or window update) for a flow sending this way, back over the
-        reverse direction (ACKs are not queued behind the reverse direction's data)."""
-        self.acks.append((self.clock.now + self.reverse.latency, flow, ack, edge, sent_at))
+        way back's propagation (``Flow.ack_latency``: the links of the route back; ACKs are
+        not queued behind the reverse directions' data)."""
+        due = self.clock.now + flow.ack_latency
+        acks = self.acks
+        if acks and due < acks[-1][0]:
+            # flows leaving by this direction to different hosts come back over routes of
+            # different lengths: keep the deque in time order
+            index = len(acks)
+            while index and acks[index - 1][0] > due:
+                index -= 1
+            acks.insert(index, (due, flow, ack, edge, sent_at))
+            if self.ack_timer.armed:
+                self.ack_timer.cancel()
+        else:
+            acks.append((due, flow, ack, edge, sent_at))
         if not self.ack_timer.armed:
-            self.ack_timer.arm_at(self.acks[0][0])
+            self.ack_timer.arm_at(acks[0][0])
 
     def _ack(self) -> None:
         self._deliver_due(self.acks, self.ack_timer, Flow.acked)
@@ -351,8 +400,18 @@ class Flow:
     ``snd_nxt``/``snd_una`` (sent / cumulatively acknowledged), ``rcv_nxt`` (arrived in
     order), ``read`` (by the receiving engine)."""
 
-    def __init__(self, direction: Direction, wire: LinkWire, sndbuf: int, rcvbuf: int, sndbuf_per_segment: int) -> None:
+    def __init__(self, direction: Direction, wire: LinkWire, sndbuf: int, rcvbuf: int, sndbuf_per_segment: int,
+                 hops: Sequence[Direction] = (), back: Sequence[Direction] = ()) -> None:
         self.direction = direction
+        # the route: ``direction`` (the sending host's own interface) then the switches' ports
+        # (``hops``, empty on one link), and the way back (``back``; empty: ``direction.reverse``)
+        route = list(hops) or [direction]
+        way_back = list(back) or [direction.reverse]
+        #: on a route through switches, each direction's next one (None: one link)
+        self.next_hops: dict[Direction, Direction] | None = (
+            dict(zip(route[:-1], route[1:], strict=True)) if len(route) > 1 else None)
+        #: the way back's propagation: when an ACK (and what it shows) reaches the sender
+        self.ack_latency = sum(d.latency for d in way_back)
         self.wire = wire
         self.env = direction.env
         self.clock = direction.clock
@@ -374,8 +433,7 @@ class Flow:
         self.max_in_flight = 0
         # the handshake's round trip is the first RTT sample (tcp_synack_rtt_meas,
         # tcp_ack_update_rtt): two small frames serialized and both propagations
-        handshake = (direction.latency + direction.reverse.latency + SYN_FRAME_BYTES / direction.rate
-                     + SYN_FRAME_BYTES / direction.reverse.rate)
+        handshake = sum(d.latency + SYN_FRAME_BYTES / d.rate for d in route + way_back)
         self.srtt = handshake
         self.rttvar = handshake / 2
         self.min_rtt = handshake  # tcp_min_rtt (and CUBIC's delay_min) ...
@@ -886,7 +944,7 @@ class Flow:
             # orders by send time, so a lost retransmission is found as a first loss is)
             found = [entry for entry in unfound if entry[2] < sent_at or entry[1] <= lo]
             if found:
-                found_at = self.clock.now + self.direction.reverse.latency
+                found_at = self.clock.now + self.ack_latency
                 for entry in found:
                     unfound.remove(entry)
                     self.lose(entry[0], entry[1], found_at, True)
@@ -1090,17 +1148,29 @@ class LinkEngine(Engine):
 
 
 class Path:
-    """The two directions between two hosts, as a connection from ``a`` to ``b`` sees them."""
+    """The directions between two hosts, as a connection from ``a`` to ``b`` sees them: the
+    links of its route, each crossed ``a`` to ``b`` (``hops``), and those of the way back
+    (``back``); one each on a single link."""
 
-    __slots__ = ("forward", "backward")
+    __slots__ = ("hops", "back")
 
-    def __init__(self, forward: Direction, backward: Direction) -> None:
-        self.forward = forward
-        self.backward = backward
+    def __init__(self, hops: Sequence[Direction], back: Sequence[Direction]) -> None:
+        self.hops = list(hops)
+        self.back = list(back)
+
+    @property
+    def forward(self) -> Direction:
+        """The first direction: ``a``'s own interface."""
+        return self.hops[0]
+
+    @property
+    def backward(self) -> Direction:
+        """The first direction of the way back: ``b``'s own interface."""
+        return self.back[0]
 
     @property
     def round_trip_s(self) -> float:
-        return self.forward.latency + self.backward.latency
+        return sum(d.latency for d in self.hops) + sum(d.latency for d in self.back)
 
     def handshake_s(self) -> float:
         """connect() to both engines ready: the TCP three-way handshake (RFC 793 3.4: the
@@ -1116,34 +1186,44 @@ class Path:
         binder; each sender's buffer is charged its own host's ``*_per_segment`` bytes per segment."""
         c2b = LinkWire(f"{c_name}->{b_name}", capacity_fn, c_opts.sndbuf, b_opts.rcvbuf, c_opts.sndhwm, now)
         b2c = LinkWire(f"{b_name}->{c_name}", capacity_fn, b_opts.sndbuf, c_opts.rcvbuf, b_opts.sndhwm, now)
-        c2b.flow = Flow(self.forward, c2b, c_opts.sndbuf, b_opts.rcvbuf, c_per_segment)
-        b2c.flow = Flow(self.backward, b2c, b_opts.sndbuf, c_opts.rcvbuf, b_per_segment)
-        self.forward.flows.append(c2b.flow)
-        self.backward.flows.append(b2c.flow)
+        c2b.flow = Flow(self.hops[0], c2b, c_opts.sndbuf, b_opts.rcvbuf, c_per_segment, self.hops, self.back)
+        b2c.flow = Flow(self.back[0], b2c, b_opts.sndbuf, c_opts.rcvbuf, b_per_segment, self.back, self.hops)
+        for direction in self.hops:  # every link the connection crosses reports it (``connections``)
+            direction.flows.append(c2b.flow)
+        for direction in self.back:
+            direction.flows.append(b2c.flow)
         return c2b, b2c
 
 
 class Network:
-    """The scenario's links, by the pair of hosts they join (zsim does not route)."""
+    """The scenario's links, and the route between two hosts: one link, or several through
+    ``[[switch]]``es (``router``, from ``zsim.spec.route``: the shortest, and only, one)."""
 
-    def __init__(self, ctx: Context, links: Sequence[LinkParams]) -> None:
+    def __init__(self, ctx: Context, links: Sequence[LinkParams],
+                 router: Callable[[str, str], Sequence[tuple[str, bool]]] | None = None) -> None:
         self.links: dict[str, tuple[Direction, Direction]] = {}
         self._paths: dict[tuple[str, str], Path] = {}
+        self._router = router
         for params in links:
             a, b = params.hosts
             forward, backward = Direction(ctx, params, a, b), Direction(ctx, params, b, a)
             forward.reverse, backward.reverse = backward, forward
             self.links[params.name] = (forward, backward)
-            self._paths[(a, b)] = Path(forward, backward)
-            self._paths[(b, a)] = Path(backward, forward)
+            if router is None:
+                self._paths[(a, b)] = Path([forward], [backward])
+                self._paths[(b, a)] = Path([backward], [forward])
 
     def path(self, a_host: str, b_host: str) -> Path | None:
-        """The link's two directions from ``a_host`` to ``b_host``; None on one host (loopback)."""
+        """The directions from ``a_host`` to ``b_host`` and back; None on one host (loopback)."""
         if a_host == b_host:
             return None
         path = self._paths.get((a_host, b_host))
         if path is None:
-            raise ValueError(f"no link between hosts {a_host!r} and {b_host!r}")  # zsim.spec refuses such a connect
+            if self._router is None:
+                raise ValueError(f"no link between hosts {a_host!r} and {b_host!r}")  # zsim.spec refuses such a connect
+            hops = [self.links[name][0 if forward else 1] for name, forward in self._router(a_host, b_host)]
+            path = Path(hops, [hop.reverse for hop in reversed(hops)])
+            self._paths[(a_host, b_host)] = path
         return path
 
     def report(self, elapsed: float) -> dict[str, dict[str, dict[str, Any]]]:
