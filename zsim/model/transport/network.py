@@ -78,10 +78,6 @@ MIN_TSO_SEGS = 2
 #: ``net.ipv4.tcp_limit_output_bytes`` (4 MB from Linux 6.8; 1 MB before): TCP small queues'
 #: cap when the qdisc does not pace (no fq)
 TCP_LIMIT_OUTPUT_BYTES = 4 * 1024 * 1024
-#: what a skb's ``truesize`` adds to its payload: the ``sk_buff`` and its head of
-#: ``MAX_TCP_HEADER`` with ``skb_shared_info`` (``SKB_TRUESIZE``; about 1 KB, the page
-#: fragments holding the payload are charged what they hold)
-SKB_HEAD_TRUESIZE = 1024
 #: CUBIC (``net/ipv4/tcp_cubic.c``): ``C`` = ``bic_scale`` 41 x 10 / 1024 segments per s^3,
 #: ``fast_convergence`` on, and the Reno-friendly estimate's growth ``beta_scale`` (one
 #: segment per ``8 / beta_scale`` windows acknowledged: 15, an integer in the kernel)
@@ -452,7 +448,6 @@ class Flow:
         self.hystart_end = 0
         self.hystart_samples = 0
         self.hystart_rtt = math.inf
-        self.last_skb = 0  # the bytes of the last skb sent
         self.last_sent_at = -1.0  # when it last handed a skb to the qdisc (tcp_wstamp_ns)
         self.unacked: deque[tuple[int, float]] = deque()  # (end, sent at) of the skbs in flight, oldest first
         self.in_recovery = False  # in fast recovery or loss (icsk_ca_state >= TCP_CA_Recovery)
@@ -629,8 +624,10 @@ class Flow:
                 break
             if trains and in_flight > 0:
                 # tcp_small_queue_check: no more while what this socket has in the qdisc (its
-                # skbs' truesize) exceeds two of the skb it would send, or 1/1024 s at the pacing
-                # rate, at most tcp_limit_output_bytes; not while at most one skb is unacknowledged
+                # frames' truesize) exceeds two of the skb it would send (its payload and one
+                # head: the profile's per-segment charge less the MSS), or 1/1024 s at the pacing
+                # rate, at most tcp_limit_output_bytes; never with nothing unacknowledged
+                # (tcp_rtx_queue_empty)
                 in_qdisc = self._in_qdisc(now)
                 limit = max(2.0 * (allowed + self.sndbuf_per_segment - mss), pacing * PACING_SHIFT_S)
                 if limit > TCP_LIMIT_OUTPUT_BYTES:
@@ -651,7 +648,6 @@ class Flow:
                 self._local_drop(now)
                 break
             self.snd_nxt = lo + allowed
-            self.last_skb = allowed
             self.last_sent_at = now
             self.unacked.append((lo + allowed, now))
             trains.append((leaves, allowed))
