@@ -500,11 +500,14 @@ def _links_crossed(ctx: _Context, direction: str) -> list[str]:
     from .checks import LINK_SATURATED, bits_per_s, connection_limit, oversubscribed, queue_drops_text
 
     out = []
-    for link, ways in (ctx.summary.get("network") or {}).items():
+    crossed: list[tuple[str, str, dict[str, Any]]] = []
+    network = ctx.summary.get("network") or {}
+    for link, ways in sorted(network.items(), key=lambda item: _route_position(ctx, direction, item[0])):
         for way, carried in ways.items():
             times = (carried.get("connections") or {}).get(direction)
             if times is None:
                 continue
+            crossed.append((link, way, carried))
             busy = carried["active_utilisation"]
             full = busy >= LINK_SATURATED  # ran at its capacity whenever it had traffic
             saturated = full and carried["queue_drops"] > 0
@@ -538,7 +541,42 @@ def _links_crossed(ctx: _Context, direction: str) -> list[str]:
             else:
                 text += "."
             out.append(text)
+    if len(crossed) > 1:
+        out.append(_bottleneck_hop(crossed))
     return out
+
+
+def _route_position(ctx: _Context, direction: str, link: str) -> int:
+    """Where ``link`` comes on the route of the connection ``writer->reader`` through
+    [[switch]]es (zsim.spec.route), so explain names its links in the order the copies cross
+    them; 0 for every link without switches (one link a connection)."""
+    scenario = ctx.scenario
+    if not scenario.switches:
+        return 0
+    from .spec import RouteError, route
+
+    writer, _, reader = direction.partition("->")
+    hosts = {p.name: p.host for p in scenario.processes}
+    sockets = ctx.sockets
+    if writer not in sockets or reader not in sockets:
+        return 0
+    try:
+        hops = route(scenario.links, {switch.name for switch in scenario.switches}, hosts[sockets[writer].process],
+                     hosts[sockets[reader].process])
+    except RouteError:
+        return 0
+    names = [hop.name for hop, _ in hops]
+    return names.index(link) if link in names else len(names)
+
+
+def _bottleneck_hop(crossed: list[tuple[str, str, dict[str, Any]]]) -> str:
+    """Which of the links a routed connection crosses (through [[switch]]es) held it back: the
+    busiest over the span it carried traffic, then the one whose queue held the most."""
+    link, way, carried = max(crossed, key=lambda hop: (round(hop[2]["active_utilisation"], 2), hop[2]["max_queue_bytes"]))
+    others = max(hop[2]["active_utilisation"] for hop in crossed if hop[2] is not carried)
+    return (f"Of the {len(crossed)} links this connection crosses, {link} ({way}, {carried['bandwidth_bps'] / 1e6:.4g} Mbit/s) "
+            f"is the one whose queue held its copies back: busy {100 * carried['active_utilisation']:.0f} % of the time it carried "
+            f"traffic, its queue up to {human_bytes(carried['max_queue_bytes'])}; the others were busy at most {100 * others:.0f} %.")
 
 
 def _stale_or_full(ctx: _Context, pipe_index: int, start: float, end: float) -> str:

@@ -308,3 +308,27 @@ def test_a_pausing_reader_records_when_and_explain_says_where_an_episode_fell():
     assert _pauses(asked, capped, 9.0, 9.5) == (f"{asked} (5,000 pauses in all; the model records the first 1, all before this "
                                                "episode).")
     assert _pauses(asked, {}, 1.0, 2.0) == f"{asked}."
+
+
+def test_a_loss_behind_a_switch_names_the_links_in_route_order_and_the_one_that_held_it_back():
+    # issue 42: a PUB in a server room feeds two SUBs in a rack behind a switch; the 10 Mbit/s
+    # uplink, not the rack's gigabit links, holds the copies back
+    raw = {"scenario": {"name": "rack-pub", "until_s": 3.0},
+           "host": [{"name": "a"}, {"name": "b"}, {"name": "server"}], "switch": [{"name": "tor"}],
+           "link": [{"name": "a-tor", "hosts": ["a", "tor"], "bandwidth_bps": 1e9},
+                    {"name": "b-tor", "hosts": ["b", "tor"], "bandwidth_bps": 1e9},
+                    {"name": "uplink", "hosts": ["tor", "server"], "bandwidth_bps": 10e6}],
+           "process": [{"name": "feed", "host": "server"}, {"name": "ra", "host": "a"}, {"name": "rb", "host": "b"}],
+           "socket": [{"name": "pub", "type": "PUB", "process": "feed", "bind": ["tcp://*:5556"]},
+                      {"name": "suba", "type": "SUB", "process": "ra", "connect": ["tcp://server:5556"], "options": {"subscribe": [""]}},
+                      {"name": "subb", "type": "SUB", "process": "rb", "connect": ["tcp://server:5556"], "options": {"subscribe": [""]}}],
+           "send": [{"socket": "pub", "count": 6000, "interval_s": 1 / 3000, "size_bytes": 1024, "start_s": 0.5}],
+           "recv": [{"socket": "suba"}, {"socket": "subb"}]}
+    story, result = _explain(raw)
+    (episode, *_) = [e for e in story.episodes if e.where.startswith("pub->suba")]
+    text = episode.paragraph(1)
+    # the copies cross the uplink first (server -> tor), then the rack link (tor -> a)
+    assert text.index("crosses link uplink (server->tor") < text.index("crosses link a-tor (tor->a")
+    uplink = result.summary["network"]["uplink"]["server->tor"]  # type: ignore[attr-defined]
+    assert (f"Of the 2 links this connection crosses, uplink (server->tor, 10 Mbit/s) is the one whose queue held its copies "
+            f"back: busy {100 * uplink['active_utilisation']:.0f} % of the time it carried traffic") in text
