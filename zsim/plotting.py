@@ -21,7 +21,7 @@ import numpy as np
 from .units import human_bytes, human_time, time_unit
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .report_run.data import DepthPanel, Drops, LatencyPanel, NetworkPanel, Topology
+    from .report_run.data import DepthPanel, Drops, LatencyPanel, NetworkMap, NetworkPanel, Topology
 
 
 def plain_text(fig: Any) -> Any:
@@ -573,14 +573,73 @@ def depth_figure(panels: Sequence[DepthPanel], path: str | Path, *, title: str, 
     return _save(fig, path)
 
 
-def network_figure(panels: Sequence[NetworkPanel], path: str | Path, *, title: str, note: str) -> Path:
+def _spring_layout(count: int, edges: Sequence[tuple[int, int]], iterations: int = 300) -> np.ndarray:
+    """Fruchterman-Reingold positions in [0, 1]^2 for a small graph, from a circle (no
+    randomness: the same graph is drawn the same way)."""
+    angles = 2 * math.pi * np.arange(count) / max(count, 1)
+    pos = np.column_stack([np.cos(angles), np.sin(angles)])
+    k = 1.0 / math.sqrt(max(count, 1))
+    for step in range(iterations):
+        delta = pos[:, None, :] - pos[None, :, :]
+        dist = np.maximum(np.linalg.norm(delta, axis=2), 1e-6)
+        move = (delta / dist[..., None] * (k * k / dist)[..., None]).sum(axis=1)
+        for a, b in edges:
+            d = pos[a] - pos[b]
+            pull = d * np.linalg.norm(d) / k
+            move[a] -= pull
+            move[b] += pull
+        length = np.maximum(np.linalg.norm(move, axis=1), 1e-9)
+        limit = 0.1 * (1 - step / iterations) + 1e-3
+        pos += move / length[:, None] * np.minimum(length, limit)[:, None]
+    span = np.maximum(pos.max(axis=0) - pos.min(axis=0), 1e-9)
+    return np.asarray((pos - pos.min(axis=0)) / span)
+
+
+def _network_map(ax: Any, network_map: NetworkMap) -> None:
+    """The deployment drawn: hosts (squares) and switches (circles), each link a line coloured
+    and thickened by how busy its busier direction was while it carried traffic."""
+    from matplotlib import colormaps
+
+    names = [name for name, _ in network_map.nodes]
+    index = {name: i for i, name in enumerate(names)}
+    pos = _spring_layout(len(names), [(index[a], index[b]) for a, b, _, _ in network_map.edges])
+    cmap = colormaps["RdYlGn_r"]
+    for a, b, label, busy in network_map.edges:
+        (x0, y0), (x1, y1) = pos[index[a]], pos[index[b]]
+        ax.plot([x0, x1], [y0, y1], color=cmap(busy), linewidth=1.5 + 4 * busy, solid_capstyle="round", zorder=1)
+        ax.text((x0 + x1) / 2, (y0 + y1) / 2, label, fontsize=7, ha="center", va="center", zorder=3,
+                bbox={"boxstyle": "round,pad=0.2", "facecolor": "white", "edgecolor": "0.8", "alpha": 0.9})
+    for name, kind in network_map.nodes:
+        x, y = pos[index[name]]
+        ax.plot(x, y, marker="s" if kind == "host" else "o", markersize=16 if kind == "host" else 14, zorder=2,
+                color="#cfe2f3" if kind == "host" else "0.75", markeredgecolor="#2a5d8f" if kind == "host" else "0.35")
+        ax.text(x, y - 0.09, f"{'host' if kind == 'host' else 'switch'} {name}", fontsize=8, ha="center", va="top", zorder=3)
+    ax.set_xlim(-0.15, 1.15)
+    ax.set_ylim(-0.22, 1.12)
+    ax.axis("off")
+    ax.set_title("The deployment: hosts (squares), switches (circles), each link coloured and thickened by its busier "
+                 "direction's busy share of the run (green idle, red busy throughout)", fontsize=8.5, loc="left")
+
+
+def network_figure(panels: Sequence[NetworkPanel], path: str | Path, *, title: str, note: str,
+                   network_map: NetworkMap | None = None) -> Path:
     """Per direction of a [[link]]: its busy share per time bucket (left axis, %) and the
-    most bytes its queue held in each (right axis, shaded), drops marked on the time axis."""
+    most bytes its queue held in each (right axis, shaded), drops marked on the time axis;
+    with [[switch]]es, a drawing of the deployment above them (``network_map``)."""
     plt = _pyplot()
     n = len(panels)
     cols = 1 if n == 1 else 2
     rows = math.ceil(n / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(6.4 * cols, 2.5 * rows + 1.2), squeeze=False, sharex=True)
+    if network_map is None:
+        fig, axes = plt.subplots(rows, cols, figsize=(6.4 * cols, 2.5 * rows + 1.2), squeeze=False, sharex=True)
+    else:
+        map_height = 3.6
+        fig = plt.figure(figsize=(6.4 * cols, 2.5 * rows + 1.2 + map_height))
+        grid = fig.add_gridspec(rows + 1, cols, height_ratios=[map_height] + [2.5] * rows)
+        _network_map(fig.add_subplot(grid[0, :]), network_map)
+        first = fig.add_subplot(grid[1, 0])
+        axes = [[first if (r, c) == (0, 0) else fig.add_subplot(grid[r + 1, c], sharex=first) for c in range(cols)]
+                for r in range(rows)]
     end = max((float(panel.times[-1]) + (float(panel.times[1] - panel.times[0]) if len(panel.times) > 1 else 0.0)
                for panel in panels), default=1.0)
     scale, unit = time_unit([end])

@@ -725,3 +725,29 @@ def test_the_answer_and_the_receivers_table_give_one_loss_with_the_queued_copies
     found = explain(result, None, spec.from_dict(raw))
     assert any(line.startswith(f"sub did not get {shown} of the copies meant for it ({missed:,} of") for line in found.answer)
     assert f"sub did not get {shown} of the copies" in found.text()
+
+
+def test_a_deployment_with_switches_is_drawn_with_its_links_load():
+    # issue 42: the run page's network figure draws the hosts, the switch and each link, coloured
+    # by its busier direction's busy share of the run (data.network_map); without switches the
+    # topology's host boxes already show the deployment, and nothing is added
+    from zsim.report_run import data
+
+    raw = {"scenario": {"name": "rack", "until_s": 3.0},
+           "host": [{"name": "a"}, {"name": "server"}], "switch": [{"name": "tor"}],
+           "link": [{"name": "a-tor", "hosts": ["a", "tor"], "bandwidth_bps": 1e9},
+                    {"name": "uplink", "hosts": ["tor", "server"], "bandwidth_bps": 10e6}],
+           "process": [{"name": "pa", "host": "a"}, {"name": "ps", "host": "server"}],
+           "socket": [{"name": "push", "type": "PUSH", "process": "pa", "connect": ["tcp://server:6000"]},
+                      {"name": "pull", "type": "PULL", "process": "ps", "bind": ["tcp://*:6000"]}],
+           "send": [{"socket": "push", "count": 2000, "interval_s": 0, "size_bytes": 1024, "start_s": 0.5}],
+           "recv": [{"socket": "pull"}]}
+    scenario = spec.from_dict(raw)
+    summary = run(scenario, 0).summary
+    drawn = data.network_map(scenario, summary)
+    assert drawn is not None and sorted(drawn.nodes) == [("a", "host"), ("server", "host"), ("tor", "switch")]
+    busy = {label.split("\n")[0]: share for _, _, label, share in drawn.edges}
+    assert busy["uplink"] == summary["network"]["uplink"]["tor->server"]["utilisation"] > 0.5
+    assert busy["a-tor"] < 0.05
+    assert data.network_map(spec.from_dict({**raw, "switch": [], "link": [{"name": "direct", "hosts": ["a", "server"],
+                                                                             "bandwidth_bps": 10e6}]}), summary) is None

@@ -139,8 +139,9 @@ def write_report(result: Any, series: RunSeries | None, scenario: Scenario, out_
             width = seconds(series.width_s) if series is not None else "-"
             note = (f"Per direction of each [[link]] that carried traffic, busiest first{more}: the share of each {width} bucket "
                     "it spent serializing frames, and the most bytes its queue held in the bucket.")
+            network_map = data.network_map(scenario, summary)
             pngs["network.png"] = _render(folder, "network.png", lambda p: plotting.network_figure(
-                chosen_links, p, title=f"Network links over time: {who}", note=note))
+                chosen_links, p, title=f"Network links over time: {who}", note=note, network_map=network_map))
         elif summary.get("network"):
             shown["network.png"] = "No [[link]] carried a frame during the run."
         else:

@@ -380,6 +380,36 @@ def depth_panels(result: Any, series: RunSeries) -> list[DepthPanel]:
 
 
 @dataclass
+class NetworkMap:
+    """The deployment as a graph, for a drawing with its links' load: ``nodes`` are
+    ``(name, kind)`` with kind ``"host"`` or ``"switch"``, ``edges`` ``(a, b, label, busy)``,
+    ``busy`` the larger of the link's two directions' busy shares of the run (``utilisation``:
+    a direction that carried one subscription is not 'busy while active')."""
+
+    nodes: list[tuple[str, str]]
+    edges: list[tuple[str, str, str, float]]
+
+
+def network_map(scenario: Scenario, summary: Mapping[str, Any]) -> NetworkMap | None:
+    """The hosts, switches and links of a deployment with switches (None without: the
+    topology's host boxes and connection labels already show a deployment of direct links)."""
+    if not scenario.switches:
+        return None
+    network = summary.get("network") or {}
+    nodes = [(host.name, "host") for host in scenario.hosts] + [(switch.name, "switch") for switch in scenario.switches]
+    edges = []
+    for link in scenario.links:
+        ways = network.get(link.name) or {}
+        busy = max((float(way.get("utilisation", 0.0)) for way in ways.values()), default=0.0)
+        drops = sum(int(way.get("queue_drops", 0)) + int(way.get("loss_drops", 0)) for way in ways.values())
+        label = f"{link.name}\n{_bandwidth(link.bandwidth_bps)}, busy {100 * busy:.0f} % of the run"
+        if drops:
+            label += f", {drops:,} dropped"
+        edges.append((link.hosts[0], link.hosts[1], label, busy))
+    return NetworkMap(nodes, edges)
+
+
+@dataclass
 class NetworkPanel:
     """One direction of a [[link]] over time: per bucket starting at ``times[k]``, the share
     of it the link spent serializing frames, the most bytes its queue held, and the packets
