@@ -30,6 +30,25 @@ def scenario(*sockets: dict[str, Any], sends: list[dict[str, Any]] | None = None
     return raw
 
 
+def pub_to_subs_over_link(subs: int, queue_bytes: int, send: dict[str, Any], description: str, rate_bps: float = 20e6
+                          ) -> dict[str, Any]:
+    """A PUB on host ``a`` (bound on port 5556) and ``subs`` SUBs (``sub0``...) on host ``b``,
+    each in its own process, over one link of ``rate_bps`` with ``queue_bytes`` of queue;
+    ``send`` is the PUB's [[send]] less its socket."""
+    sockets: list[dict[str, Any]] = [{"name": "pub", "type": "PUB", "process": "feed", "bind": ["tcp://*:5556"]}]
+    processes = [{"name": "feed", "host": "a"}]
+    for index in range(subs):
+        sockets.append({"name": f"sub{index}", "type": "SUB", "process": f"reader{index}", "connect": ["tcp://a:5556"],
+                        "options": {"subscribe": [""]}})
+        processes.append({"name": f"reader{index}", "host": "b"})
+    return {"scenario": {"name": "small-queue", "description": description},
+            "host": [{"name": "a"}, {"name": "b"}],
+            "link": [{"hosts": ["a", "b"], "bandwidth_bps": rate_bps, "queue_bytes": queue_bytes}],
+            "process": processes, "socket": sockets,
+            "send": [{"socket": "pub", **send}],
+            "recv": [{"socket": f"sub{index}"} for index in range(subs)]}
+
+
 def on_one_host(raw: dict[str, Any]) -> dict[str, Any]:
     """``raw`` without its [[host]]s and [[link]]s and its processes' ``host``: the same design
     on one machine's loopback (its tcp endpoints still name hosts; the caller rewrites them)."""

@@ -15,7 +15,7 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -1013,23 +1013,30 @@ def _parse_machine(raw: Any) -> MachineSpec:
     return MachineSpec(cores=cores)
 
 
-def _parse_hosts(raw: Any) -> tuple[HostSpec, ...]:
-    hosts: list[HostSpec] = []
+def _named_tables(raw: Any, kind: str, keys: set[str]) -> Iterator[tuple[str, Mapping[str, Any], str]]:
+    """Each ``[[kind]]`` table with its error path and its ``name``: known keys only, a name
+    given, valid and not given twice (one loop for [[host]] and [[switch]])."""
     seen: set[str] = set()
-    for index, table in enumerate(_tables(raw, "host")):
-        path = _label("host", index, table)
-        _check_keys(table, _HOST_KEYS, path)
+    for index, table in enumerate(_tables(raw, kind)):
+        path = _label(kind, index, table)
+        _check_keys(table, keys, path)
         if "name" not in table:
             raise ScenarioError(f"{path}.name", "missing")
         name = _name(table["name"], f"{path}.name")
+        if name in seen:
+            raise ScenarioError(f"{path}.name", f"duplicate {kind} name {name!r}")
+        seen.add(name)
+        yield path, table, name
+
+
+def _parse_hosts(raw: Any) -> tuple[HostSpec, ...]:
+    hosts: list[HostSpec] = []
+    for path, table, name in _named_tables(raw, "host", _HOST_KEYS):
         if name == "default":
             raise ScenarioError(f"{path}.name", "'default' names the host of the processes that name none; choose another name")
         if name in LOCAL_HOSTS or _IPV4_RE.match(name):
             raise ScenarioError(f"{path}.name", f"{name!r} is an address, not a host name: tcp endpoints use it for the process's own "
                                                 "host")
-        if name in seen:
-            raise ScenarioError(f"{path}.name", f"duplicate host name {name!r}")
-        seen.add(name)
         cores = _int(table["cores"], f"{path}.cores", 0, MAX_CORES) if "cores" in table else None
         # a built-in profile's name or a profile file (relative to the scenario's folder),
         # read when the run is built (zsim.build.host_params), as scenario.profile is
@@ -1049,20 +1056,11 @@ def _number(value: Any, path: str, what: str) -> float:
 
 def _parse_switches(raw: Any, hosts: set[str]) -> tuple[SwitchSpec, ...]:
     switches: list[SwitchSpec] = []
-    seen: set[str] = set()
-    for index, table in enumerate(_tables(raw, "switch")):
-        path = _label("switch", index, table)
-        _check_keys(table, _SWITCH_KEYS, path)
-        if "name" not in table:
-            raise ScenarioError(f"{path}.name", "missing")
-        name = _name(table["name"], f"{path}.name")
+    for path, _table, name in _named_tables(raw, "switch", _SWITCH_KEYS):
         if name == "default" or name in LOCAL_HOSTS or _IPV4_RE.match(name):
             raise ScenarioError(f"{path}.name", f"{name!r} names a host or an address; choose another name")
         if name in hosts:
             raise ScenarioError(f"{path}.name", f"{name!r} is already a [[host]]: a switch runs no process, so it needs a name of its own")
-        if name in seen:
-            raise ScenarioError(f"{path}.name", f"duplicate switch name {name!r}")
-        seen.add(name)
         switches.append(SwitchSpec(name))
     return tuple(switches)
 

@@ -11,6 +11,7 @@ import math
 import pytest
 
 import zsim
+from support import pub_to_subs_over_link
 from zsim.model.transport.network import CUBIC_C, LOSS_BETA, MAX_TRAIN_BYTES, Flow
 
 MSS = 1448
@@ -104,18 +105,8 @@ def test_a_skb_is_autosized_by_the_pacing_rate_and_the_smallest_round_trip(min_r
 
 
 def _pub_small_queue(subs: int, queue_bytes: int) -> dict:
-    sockets = [{"name": "pub", "type": "PUB", "process": "feed", "bind": ["tcp://*:5556"]}]
-    processes = [{"name": "feed", "host": "a"}]
-    for index in range(subs):
-        sockets.append({"name": f"sub{index}", "type": "SUB", "process": f"r{index}", "connect": ["tcp://a:5556"],
-                        "options": {"subscribe": [""]}})
-        processes.append({"name": f"r{index}", "host": "b"})
-    scenario = {"scenario": {"name": "small-queue", "description": "a PUB behind a small queue"},
-                "host": [{"name": "a"}, {"name": "b"}],
-                "link": [{"hosts": ["a", "b"], "bandwidth_bps": 20e6, "queue_bytes": queue_bytes}],
-                "process": processes, "socket": sockets,
-                "send": [{"socket": "pub", "count": 5000, "interval_s": 1 / 4000, "size_bytes": 1024, "start_s": 0.2}],
-                "recv": [{"socket": f"sub{index}"} for index in range(subs)]}
+    scenario = pub_to_subs_over_link(subs, queue_bytes, {"count": 5000, "interval_s": 1 / 4000, "size_bytes": 1024, "start_s": 0.2},
+                                     "a PUB behind a small queue")
     return zsim.run(scenario, 1, profile="ideal").summary["network"]["a-b"]["a->b"]
 
 

@@ -28,6 +28,7 @@ from typing import Any
 import link_programs as programs
 import pytest
 
+from support import pub_to_subs_over_link
 from validation import netns
 from zsim.runner import run
 
@@ -153,20 +154,9 @@ def _small_queue(subs: int) -> tuple[list[int], int, int, list[int], dict[str, A
         received = [programs.result(reader)["received"] for reader in readers]
         drops = netns.parse_qdisc_stats(ln.qdisc_stats(ln.a))["drops"]
         resent = _retransmitted(ln.a) - before
-    sockets: list[dict[str, Any]] = [{"name": "pub", "type": "PUB", "process": "feed", "bind": ["tcp://*:5556"]}]
-    processes = [{"name": "feed", "host": "a"}]
-    for index in range(subs):
-        sockets.append({"name": f"sub{index}", "type": "SUB", "process": f"reader{index}", "connect": ["tcp://a:5556"],
-                        "options": {"subscribe": [""]}})
-        processes.append({"name": f"reader{index}", "host": "b"})
-    scenario = {"scenario": {"name": "small-queue", "description": "a PUB behind a 10 KB queue"},
-                "host": [{"name": "a"}, {"name": "b"}],
-                "link": [{"hosts": ["a", "b"], "bandwidth_bps": 20e6, "queue_bytes": SMALL_QUEUE}],
-                "process": processes, "socket": sockets,
-                # programs.PUB waits for its subscribers, then busy-waits each deadline
-                "send": [{"socket": "pub", "count": 10_000, "interval_s": 1 / 4000, "size_bytes": 1024, "start_s": 0.5,
-                          "pacing": "schedule", "wait_spin_s": 1 / 4000}],
-                "recv": [{"socket": f"sub{index}"} for index in range(subs)]}
+    # programs.PUB waits for its subscribers, then busy-waits each deadline
+    scenario = pub_to_subs_over_link(subs, SMALL_QUEUE, {"count": 10_000, "interval_s": 1 / 4000, "size_bytes": 1024, "start_s": 0.5,
+                                                         "pacing": "schedule", "wait_spin_s": 1 / 4000}, "a PUB behind a 10 KB queue")
     summary = run(scenario, seed=1).summary
     simulated = [summary["sockets"][f"sub{index}"]["received"] for index in range(subs)]
     return received, drops, resent, simulated, summary["network"]["a-b"]["a->b"]
