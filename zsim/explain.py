@@ -502,7 +502,8 @@ def _links_crossed(ctx: _Context, direction: str) -> list[str]:
     out = []
     crossed: list[tuple[str, str, dict[str, Any]]] = []
     network = ctx.summary.get("network") or {}
-    for link, ways in sorted(network.items(), key=lambda item: _route_position(ctx, direction, item[0])):
+    route = _route_links(ctx, direction)
+    for link, ways in sorted(network.items(), key=lambda item: route.index(item[0]) if item[0] in route else len(route)):
         for way, carried in ways.items():
             times = (carried.get("connections") or {}).get(direction)
             if times is None:
@@ -546,27 +547,24 @@ def _links_crossed(ctx: _Context, direction: str) -> list[str]:
     return out
 
 
-def _route_position(ctx: _Context, direction: str, link: str) -> int:
-    """Where ``link`` comes on the route of the connection ``writer->reader`` through
-    [[switch]]es (zsim.spec.route), so explain names its links in the order the copies cross
-    them; 0 for every link without switches (one link a connection)."""
+def _route_links(ctx: _Context, direction: str) -> list[str]:
+    """The links of the connection ``writer->reader``'s route through [[switch]]es, in the order
+    its copies cross them (zsim.spec.route), so explain names them in that order; empty without
+    switches (one link a connection)."""
     scenario = ctx.scenario
-    if not scenario.switches:
-        return 0
+    writer, _, reader = direction.partition("->")
+    sockets = ctx.sockets
+    if not scenario.switches or writer not in sockets or reader not in sockets:
+        return []
     from .spec import RouteError, route
 
-    writer, _, reader = direction.partition("->")
     hosts = {p.name: p.host for p in scenario.processes}
-    sockets = ctx.sockets
-    if writer not in sockets or reader not in sockets:
-        return 0
     try:
         hops = route(scenario.links, {switch.name for switch in scenario.switches}, hosts[sockets[writer].process],
                      hosts[sockets[reader].process])
     except RouteError:
-        return 0
-    names = [hop.name for hop, _ in hops]
-    return names.index(link) if link in names else len(names)
+        return []
+    return [hop.name for hop, _ in hops]
 
 
 def _bottleneck_hop(crossed: list[tuple[str, str, dict[str, Any]]]) -> str:
