@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import json
 import os
 import platform
@@ -48,7 +49,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -487,9 +488,10 @@ def check_calls(scenario: Scenario) -> None:
 
 def check_deployment(scenario: Scenario) -> None:
     """What the real harness cannot build of a deployment, refused in one line: more hosts
-    or links than ``MAX_VALIDATE_HOSTS``/``MAX_VALIDATE_LINKS``; it makes a link's rate, MTU
-    and queue, each direction's own (``validation.netns``: tbf), not its delay or its loss, and every host is this
-    machine (no host with a profile of its own)."""
+    and switches than ``MAX_VALIDATE_HOSTS`` or links than ``MAX_VALIDATE_LINKS``; it makes a
+    link's rate, MTU and queue, each direction's own (``validation.netns``: tbf; a switch's
+    end is its port), not its delay or its loss, and every host is this machine (no host
+    with a profile of its own)."""
     from zsim import profile as profile_module
 
     check_deployment_size(scenario)
@@ -502,10 +504,6 @@ def check_deployment(scenario: Scenario) -> None:
             raise ScenarioError(f"host[{host.name}].profile", "the real harness runs every host on this machine: a host that is "
                                                               "another kind of machine cannot be validated here (give it the "
                                                               "scenario's profile)")
-    if scenario.switches:
-        raise ScenarioError(f"switch[{scenario.switches[0].name}]", "the real harness joins hosts by veth pairs and does not "
-                                                                    "build switches yet: validate a deployment whose links join "
-                                                                    "hosts directly")
     for link in scenario.links:
         forward = link.forward
         for way, prefix in ((forward, f"link[{link.name}]"), (link.backward, f"link[{link.name}].reverse")):
@@ -523,18 +521,22 @@ def check_deployment(scenario: Scenario) -> None:
 
 
 def check_deployment_size(scenario: Scenario) -> None:
-    """At most ``MAX_VALIDATE_HOSTS`` namespaces and ``MAX_VALIDATE_LINKS`` veth pairs per
-    run, refused in one line naming the first host or link beyond the bound (counted from
-    the file: nothing is built or run before)."""
+    """At most ``MAX_VALIDATE_HOSTS`` namespaces (hosts and switches) and ``MAX_VALIDATE_LINKS``
+    veth pairs per run, refused in one line naming the first host, switch or link beyond the
+    bound (counted from the file: nothing is built or run before)."""
     if not scenario.hosts:
         return
     default = any(proc.host == "" for proc in scenario.processes)
     hosts = len(scenario.hosts) + default
-    if hosts > MAX_VALIDATE_HOSTS:
-        beyond = scenario.hosts[MAX_VALIDATE_HOSTS - default].name
-        raise ScenarioError(f"host[{beyond}]", f"the deployment has {hosts:,} hosts{' (the default host included)' if default else ''}; "
-                                               f"zsim validate builds at most {MAX_VALIDATE_HOSTS} (a network namespace each, every "
-                                               "run; validation.harness.MAX_VALIDATE_HOSTS): validate a smaller deployment")
+    nodes = [("host", host.name) for host in scenario.hosts] + [("switch", switch.name) for switch in scenario.switches]
+    if hosts + len(scenario.switches) > MAX_VALIDATE_HOSTS:
+        kind, beyond = nodes[MAX_VALIDATE_HOSTS - default]
+        counted = f"{hosts:,} hosts{' (the default host included)' if default else ''}"
+        if scenario.switches:
+            counted += f" and {len(scenario.switches):,} switches"
+        raise ScenarioError(f"{kind}[{beyond}]", f"the deployment has {counted}; zsim validate builds at most {MAX_VALIDATE_HOSTS} "
+                                                 "(a network namespace each, every run; validation.harness.MAX_VALIDATE_HOSTS): "
+                                                 "validate a smaller deployment")
     if len(scenario.links) > MAX_VALIDATE_LINKS:
         beyond = scenario.links[MAX_VALIDATE_LINKS].name
         raise ScenarioError(f"link[{beyond}]", f"the deployment has {len(scenario.links):,} links; zsim validate builds at most "
@@ -781,8 +783,9 @@ def run_real(scenario: Scenario | str | Path | Mapping[str, Any], seed: int = 0,
 @contextlib.contextmanager
 def _deployment(scenario: Scenario) -> Iterator[netns.Deployment]:
     """The scenario's hosts as network namespaces joined by its links (``validation.netns``):
-    one namespace per host that runs a process (the default host too), one shaped veth pair
-    per link; removed on exit. A machine that cannot make them: ``RealRunError``, one line."""
+    one namespace per host that runs a process (the default host too) and per switch, one
+    shaped veth pair per link, host routes along zsim's routes through switches; removed on
+    exit. A machine that cannot make them: ``RealRunError``, one line."""
     used = {proc.host for proc in scenario.processes}
     hosts = [""] if "" in used else []
     hosts += [host.name for host in scenario.hosts]
@@ -790,11 +793,32 @@ def _deployment(scenario: Scenario) -> Iterator[netns.Deployment]:
     links = [(*link.hosts, netns.LinkSpec(rate_bps=link.bandwidth_bps, queue_bytes=link.queue_bytes, mtu_bytes=link.mtu_bytes,
                                           reverse_rate_bps=link.backward.bandwidth_bps, reverse_queue_bytes=link.backward.queue_bytes))
              for link in scenario.links]
+    switches = [switch.name for switch in scenario.switches]
     try:
-        with netns.deployment(hosts, links) as made:
+        with netns.deployment(hosts, links, switches, _routes(scenario, hosts)) as made:
             yield made
     except netns.LinkUnavailable as exc:
         raise RealRunError(f"cannot build the scenario's hosts and links: {exc}") from None
+
+
+def _routes(scenario: Scenario, hosts: Sequence[str]) -> dict[tuple[str, str], list[str]]:
+    """The nodes from each host to each other host that a route through [[switch]]es joins
+    (``zsim.spec.route``, as the model routes them): the namespaces' host routes. Pairs
+    with no route are left out (no connect between them passed ``zsim.spec``'s checks)."""
+    switches = {switch.name for switch in scenario.switches}
+    if not switches:
+        return {}
+    found: dict[tuple[str, str], list[str]] = {}
+    for first, last in itertools.combinations(hosts, 2):
+        try:
+            hops = spec.route(scenario.links, switches, first, last)
+        except spec.RouteError:
+            continue
+        nodes = [first]
+        for link, forward in hops:
+            nodes.append(link.hosts[1] if forward else link.hosts[0])
+        found[(first, last)] = nodes
+    return found
 
 
 def link_counters(scenario: Scenario, deployment: netns.Deployment) -> dict[str, dict[str, dict[str, Any]]]:

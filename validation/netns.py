@@ -24,7 +24,9 @@ reuses a dead run's pid makes other names; ``leftovers()`` finds the namespaces 
 died without cleaning up (``kill -9``) by that pair. Every ``ip``/``tc`` command has
 ``COMMAND_TIMEOUT_S``: one that hangs is an ``EnvironmentFault`` naming it. Traffic stays
 inside the namespaces: the pairs' addresses come from 10.254.0.0/16 and nothing routes them
-anywhere else.
+anywhere else. ``deployment()`` builds several hosts, and switches as namespaces that forward
+between their links (a router: each link its own /30, host routes along the route zsim
+chose).
 """
 
 from __future__ import annotations
@@ -361,9 +363,19 @@ def parse_qdisc_stats(text: str) -> dict[str, int]:
 
 
 @contextmanager
-def deployment(hosts: Sequence[str], links: Sequence[tuple[str, str, LinkSpec]]) -> Iterator[Deployment]:
-    """A namespace per host and a shaped veth pair per link (``(host, host, spec)``), removed
-    on exit whatever happens. Hosts are joined only by their links: nothing routes.
+def deployment(hosts: Sequence[str], links: Sequence[tuple[str, str, LinkSpec]], switches: Sequence[str] = (),
+               routes: Mapping[tuple[str, str], Sequence[str]] | None = None) -> Iterator[Deployment]:
+    """A namespace per host and per switch, and a shaped veth pair per link (``(node, node,
+    spec)``: each end's tbf shapes the direction it sends, so a switch's end is its port's
+    queue), removed on exit whatever happens.
+
+    A switch is a namespace that forwards (``net.ipv4.ip_forward``): a router between its
+    links' /30 subnets. ``routes`` gives, for a pair of hosts that no link joins directly,
+    the nodes a packet crosses from the first to the second (both included; ``zsim.spec.route``
+    chooses them); every node on the way but the last gets a host route (/32) to the second
+    host's address on the route's last link, through the next node, with CUBIC as every
+    link's own subnet has. The second host is reached at that address (``Deployment.address``).
+    Hosts forward nothing: a pair with no link and no route cannot reach each other.
 
     Raises ``LinkUnavailable`` (one line) when the machine cannot make them.
     """
@@ -376,8 +388,12 @@ def deployment(hosts: Sequence[str], links: Sequence[tuple[str, str, LinkSpec]])
             number = _prepare()
             tag = run_tag()
             namespaces = {host: f"{PREFIX}{tag}x{number}h{index}" for index, host in enumerate(hosts)}
+            namespaces.update({switch: f"{PREFIX}{tag}x{number}s{index}" for index, switch in enumerate(switches)})
             for name in namespaces.values():
                 _add_namespace(name, made)
+            for switch in switches:
+                # through /proc (sysctl(8) is procps', not always installed); the namespace's own
+                _run(["ip", "netns", "exec", namespaces[switch], "sh", "-c", "echo 1 > /proc/sys/net/ipv4/ip_forward"])
             for index, (a, b, spec) in enumerate(links):
                 a_address, b_address = _addresses(next(_COUNTER))
                 # device names stay under IFNAMSIZ (15 characters) for any number of links; they
@@ -387,6 +403,20 @@ def deployment(hosts: Sequence[str], links: Sequence[tuple[str, str, LinkSpec]])
                     addresses[(host, peer)] = address
                     devices[(host, peer)] = device
                 _join(tuple((namespaces[host], device, address) for host, device, address in ends), spec)
+            # each route both ways: the way back is the same nodes reversed (``zsim.spec.route``
+            # refuses a pair joined by two routes of the same length, so it is the route back)
+            ways = {key: tuple(nodes) for (first, last), nodes in (routes or {}).items()
+                    for key, nodes in (((first, last), nodes), ((last, first), tuple(reversed(nodes))))}
+            for (first, last), nodes in ways.items():
+                if len(nodes) < 3:
+                    continue  # joined by a link of their own: its subnet's route
+                # the last host as the route reaches it: its address on the route's last link
+                target = addresses[(last, nodes[-2])]
+                # every hop but the last (that one reaches the target on its link's own subnet)
+                for node, after in itertools.pairwise(nodes[:-1]):
+                    _run(["ip", "-n", namespaces[node], "route", "replace", f"{target}/32", "via", addresses[(after, node)],
+                          "dev", devices[(node, after)], "congctl", CONGESTION_CONTROL])
+                addresses[(last, first)] = target
         yield Deployment(namespaces, addresses, devices)
     finally:
         with interrupts.shielded():

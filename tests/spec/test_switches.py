@@ -82,9 +82,28 @@ def test_a_link_field_behind_a_switch_is_a_sweep_path():
     assert {link.name: link.queue_bytes for link in scenario.links}["uplink"] == 32000
 
 
-def test_zsim_validate_refuses_a_switch_in_one_line():
-    from validation.harness import check_deployment
+def test_zsim_validate_builds_a_switch_and_routes_each_pair_of_hosts_as_zsim_does():
+    # the real harness builds a deployment with switches (a namespace that forwards) and gives
+    # each pair of hosts behind them the route zsim.spec.route chose, both ways
+    from validation import harness
 
+    scenario = spec.from_dict(rack())
+    harness.check_deployment(scenario)
+    routes = harness._routes(scenario, ["a", "b", "server"])
+    assert routes == {("a", "b"): ["a", "tor", "b"], ("a", "server"): ["a", "tor", "server"],
+                      ("b", "server"): ["b", "tor", "server"]}
+    # pairs with no route (a host forwards nothing) are left out
+    raw = rack()
+    raw["host"].append({"name": "lone"})
+    raw["link"].append({"name": "lone-a", "hosts": ["lone", "a"], "bandwidth_bps": 1e9})
+    assert ("b", "lone") not in harness._routes(spec.from_dict(raw), ["a", "b", "server", "lone"])
+
+
+def test_switches_count_toward_the_namespaces_zsim_validate_builds(monkeypatch):
+    from validation import harness
+
+    monkeypatch.setattr(harness, "MAX_VALIDATE_HOSTS", 4)
     with pytest.raises(ScenarioError) as caught:
-        check_deployment(spec.from_dict(rack()))
-    assert "switch[tor]" in str(caught.value) and "does not build switches yet" in str(caught.value)
+        harness.check_deployment_size(spec.from_dict(rack(switches=["tor", "spare"])))
+    assert str(caught.value) == ("switch[spare]: the deployment has 3 hosts and 2 switches; zsim validate builds at most 4 (a network "
+                                 "namespace each, every run; validation.harness.MAX_VALIDATE_HOSTS): validate a smaller deployment")
