@@ -504,6 +504,17 @@ def check_deployment(scenario: Scenario) -> None:
             raise ScenarioError(f"host[{host.name}].profile", "the real harness runs every host on this machine: a host that is "
                                                               "another kind of machine cannot be validated here (give it the "
                                                               "scenario's profile)")
+    switches = {switch.name for switch in scenario.switches}
+    for fault in scenario.faults:
+        if fault.kind == "loss":
+            raise ScenarioError(f"fault[{fault.name}].kind", "the real harness cannot lose packets at a probability (this kernel has "
+                                                             "no netem): validate link_down and partition faults")
+        for link in fault.links_cut(scenario.links):
+            if not switches.intersection(link.hosts):
+                raise ScenarioError(f"fault[{fault.name}]", f"cuts link {link.name!r}, which joins two hosts directly: the real harness "
+                                                            "cuts a link silently at a [[switch]]'s end (a blackhole there; setting a "
+                                                            "host's own interface down is another fault, its kernel sees it), so put a "
+                                                            "switch between them")
     for link in scenario.links:
         forward = link.forward
         for way, prefix in ((forward, f"link[{link.name}]"), (link.backward, f"link[{link.name}].reverse")):
@@ -712,6 +723,10 @@ def run_real(scenario: Scenario | str | Path | Mapping[str, Any], seed: int = 0,
             t0 = _pc() + START_MARGIN_S
             for child in children.values():
                 child.send(f"t0 {t0!r}")
+            # the faults' cuts and repairs, at the times the model draws for this seed
+            cuts = _fault_plan(scen, seed, horizon)
+            cut_at: dict[str, list[list[float]]] = {}
+            cut_links: dict[tuple[str, str], int] = {}
             last_event = _last_timeline_s(scen)
             quiet = settings["quiet_s"]
             timed_out = False
@@ -719,7 +734,20 @@ def run_real(scenario: Scenario | str | Path | Mapping[str, Any], seed: int = 0,
             end_reason = "horizon" if horizon is not None else "quiet"
             hard_deadline = t0 + limit
             while True:
-                pump(0.02)
+                due = t0 + cuts[0][0] - _pc() if cuts else 0.02
+                pump(min(0.02, max(0.0, due)))
+                while cuts and deployment is not None and _pc() >= t0 + cuts[0][0]:
+                    _at, restore, fault_name, ends = cuts.pop(0)
+                    for a, b in ends:
+                        # two faults over one link at once: cut by the first, restored by the last
+                        held = cut_links.get((a, b), 0) + (-1 if restore else 1)
+                        cut_links[(a, b)] = held
+                        if held == (0 if restore else 1):
+                            deployment.cut(a, b, {switch.name for switch in scen.switches}, restore=restore)
+                    if restore:
+                        cut_at[fault_name][-1].append(_pc() - t0)
+                    else:
+                        cut_at.setdefault(fault_name, []).append([_pc() - t0])
                 now = _pc()
                 alive = [c for c in children.values() if not c.done and c.proc.poll() is None]
                 if not alive:
@@ -765,6 +793,9 @@ def run_real(scenario: Scenario | str | Path | Mapping[str, Any], seed: int = 0,
                     summary["real"]["notes"] = [f"the hosts share this machine's {len(os.sched_getaffinity(0))} CPUs (the model gives "
                                                 "each its own cores): a CPU-bound result differs"]
             summary["real"]["end_reason"] = end_reason
+            if cut_at:
+                # when the harness cut and restored each fault's links, from the common origin
+                summary["real"]["faults"] = cut_at
             summary["real"]["endpoints"] = {f"{k[0]}://{k[1]}": v for k, v in endpoints.mapping.items()}
             summary["timed_out"] = timed_out
             if timed_out:
@@ -819,6 +850,21 @@ def _routes(scenario: Scenario, hosts: Sequence[str]) -> dict[tuple[str, str], l
             nodes.append(link.hosts[1] if forward else link.hosts[0])
         found[(first, last)] = nodes
     return found
+
+
+def _fault_plan(scenario: Scenario, seed: int, horizon: float | None) -> list[tuple[float, bool, str, list[tuple[str, str]]]]:
+    """The [[fault]]s as the harness carries them out: (seconds from the origin, whether it is
+    the repair, the fault's name, the links' ends), in time order; the intervals are the ones
+    the model draws for ``seed`` (``FaultSpec.intervals`` with ``zsim.build.stream_factory``)."""
+    from zsim.build import stream_factory
+
+    streams = stream_factory(seed)
+    plan: list[tuple[float, bool, str, list[tuple[str, str]]]] = []
+    for fault in scenario.faults:
+        ends = [link.hosts for link in fault.links_cut(scenario.links)]
+        for start, end in fault.intervals(streams, horizon):
+            plan += [(start, False, fault.name, ends), (end, True, fault.name, ends)]
+    return sorted(plan, key=lambda entry: (entry[0], entry[1]))
 
 
 def link_counters(scenario: Scenario, deployment: netns.Deployment) -> dict[str, dict[str, dict[str, Any]]]:

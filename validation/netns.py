@@ -40,7 +40,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -343,6 +343,24 @@ class Deployment:
     def argv(self, host: str, argv: Sequence[str]) -> list[str]:
         """``argv`` run inside ``host``'s namespace."""
         return ["ip", "netns", "exec", self.namespaces[host], *argv]
+
+    def cut(self, a: str, b: str, switches: Collection[str], restore: bool = False) -> None:
+        """Take the link between nodes ``a`` and ``b`` down both ways (``restore``: bring it
+        back), silently, as a cable cut behind a switch is: at each end that is a switch, what
+        arrives over the link is discarded (``ip rule add iif <device> blackhole``), and what
+        it would send over it to a host, by a blackhole route to the host's address on the
+        link. No ICMP answers; the hosts' interfaces, carrier, routes and neighbour entries
+        stay as they were, so TCP sees pure loss and backs off (link-emulation notes: setting
+        a veth down instead loses the neighbour entry and paces recovery by ARP). One end at
+        least must be a switch (``zsim.validate`` refuses a cut between two hosts)."""
+        verb = "del" if restore else "add"
+        for near, far in ((a, b), (b, a)):
+            if near not in switches:
+                continue
+            namespace = self.namespaces[near]
+            _run(["ip", "-n", namespace, "rule", verb, "iif", self.devices[(near, far)], "blackhole"])
+            if far not in switches:
+                _run(["ip", "-n", namespace, "route", verb, "blackhole", f"{self.addresses[(far, near)]}/32"])
 
     def qdisc_stats(self, host: str, peer: str) -> dict[str, int]:
         """What ``host``'s end of its link to ``peer`` sent and dropped (``tc -s qdisc``):

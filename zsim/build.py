@@ -321,6 +321,8 @@ def build(scenario: Scenario, seed: int, profile: Profile | None = None, trace_d
         world.network = Network(world, [LinkParams(link.name, link.hosts, link.bandwidth_bps, link.latency_s, link.mtu_bytes,
                                                    link.queue_bytes, link.loss, _way_back(link)) for link in scenario.links],
                                 router)
+        if scenario.faults:  # outages and loss bursts (docs/model.md, "Outages")
+            world.network.apply_faults(scenario.faults, scenario.links, scenario.until_s, world.stream)
     _build_machines(model)
     _schedule_timeline(model)
     return model

@@ -414,11 +414,16 @@ def oversubscription(link: str, direction: str, carried: Mapping[str, Any]) -> s
 def queue_drops_text(carried: Mapping[str, Any]) -> str:
     """``dropped N packets (... segments sent again)`` of a link direction, naming the packets
     in skbs the sending host's own queue refused whole (local congestion: TCP keeps them and
-    slows, without a loss) when there were any; one wording for explain and the warnings."""
+    slows, without a loss) when there were any, and the frames lost to [[fault]]s; one wording
+    for explain and the warnings."""
     local = carried.get("local_drops", 0)
     refused = (f"{local:,} of them in skbs the sending host's own queue refused whole, which TCP keeps and sends later, "
                "slowing down without a loss (local congestion); ") if local else ""
-    return f"dropped {carried['queue_drops']:,} packets ({refused}{carried['retransmits']:,} segments sent again)"
+    text = f"dropped {carried['queue_drops']:,} packets ({refused}{carried['retransmits']:,} segments sent again)"
+    faulted = [f"{carried[key]:,} {words}" for key, words in (("outage_drops", "frames on its wire while it was down"),
+                                                              ("fault_loss_drops", "frames to loss faults"))
+               if carried.get(key)]
+    return text + (f", and lost {' and '.join(faulted)}" if faulted else "")
 
 
 def link_warnings(network: Mapping[str, Any] | None) -> list[dict[str, str]]:

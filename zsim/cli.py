@@ -446,6 +446,7 @@ def format_summary(summary: Mapping[str, Any], scenario: Scenario | None = None)
                      "TCP keeps and sends later, slowing down but counting no loss; lost on the way; sent again; goodput: "
                      "payload bytes carried, first sends only)")
         lines += _connection_table(summary)
+    lines += _fault_table(summary)
     for name, proc in summary.get("processes", {}).items():
         if proc["term_blocked"]:
             lines.append(f"process {name}: zmq_ctx_term still blocked at the end (LINGER -1 with messages the peer never took)")
@@ -461,6 +462,35 @@ def format_summary(summary: Mapping[str, Any], scenario: Scenario | None = None)
         for warning in fold_warnings(warnings, scenario) if scenario is not None else warnings:
             lines.append(one_line(f"warning [{warning['code']}] {warning['path']}: {warning['message']}"))
     return "\n".join(lines)
+
+
+def _fault_table(summary: Mapping[str, Any]) -> list[str]:
+    """Per [[fault]] (``summary["faults"]``): its kind and links, how many times it happened and
+    for how long in all, the first and last of its intervals, and how long after each ended
+    the first frame crossed one of its links again; then, per link direction that lost
+    anything to a fault or whose connections timed out, those counts."""
+    faults = summary.get("faults") or {}
+    if not faults:
+        return []
+    lines = ["", f"{'fault':<20} {'kind':<10} {'links':<24} {'times':>6} {'down s':>9} {'first':>17} {'recovery s':>11} {'longest':>9}",
+             "-" * 113]
+    for name, fault in faults.items():
+        intervals = fault["intervals"]
+        first = f"{intervals[0][0]:.4g}-{intervals[0][1]:.4g} s" if intervals else "-"
+        # NaN: nothing crossed its links after it ended
+        recovery, longest = (f"{fault[key]:.4g}" if fault[key] == fault[key] else "-" for key in ("recovery_s", "longest_recovery_s"))
+        lines.append(f"{one_line(name):<20} {fault['kind']:<10} {one_line(', '.join(fault['links'])):<24} {fault['count']:>6,} "
+                     f"{fault['down_s']:>9.4g} {first:>17} {recovery:>11} {longest:>9}")
+    hit = [(f"{link} {direction}", way) for link, directions in (summary.get("network") or {}).items()
+           for direction, way in directions.items()
+           if way.get("outage_drops") or way.get("fault_loss_drops") or way.get("acks_lost") or way.get("timeouts")]
+    for label, way in hit:
+        lines.append(one_line(f"  {label}: {way['outage_drops']:,} frames lost on the wire while down, {way['fault_loss_drops']:,} to "
+                              f"loss faults, {way['acks_lost']:,} ACKs lost on the way back, {way['timeouts']:,} retransmission "
+                              "timeouts of its connections"))
+    lines.append("(times: intervals it was down or lossy; recovery: from an interval's end to the first frame across its links "
+                 "again, the mean and the longest; TCP tries again on its backed-off timeout, so recovery lags the repair)")
+    return lines
 
 
 def _connection_table(summary: Mapping[str, Any]) -> list[str]:

@@ -547,6 +547,37 @@ def _links_crossed(ctx: _Context, direction: str) -> list[str]:
     return out
 
 
+def _faults_behind(ctx: _Context, direction: str, start: float, end: float, writer: str, reader: str) -> list[str]:
+    """The [[fault]]s on the links the connection ``writer->reader`` crosses that were under way
+    during the episode, or ended no more than their recovery before it (``summary["faults"]``):
+    when the link was down, how long after the repair TCP's backed-off retransmission got
+    through, and that nothing in libzmq noticed, so the writer kept queueing."""
+    faults = ctx.summary.get("faults") or {}
+    if not faults:
+        return []
+    crossed = set(_route_links(ctx, direction)) or {link for link, ways in (ctx.summary.get("network") or {}).items()
+                                                     if any(direction in (way.get("connections") or {}) for way in ways.values())}
+    out = []
+    for name, fault in faults.items():
+        links = [link for link in fault["links"] if link in crossed]
+        if not links:
+            continue
+        recovery = fault["longest_recovery_s"] if fault["longest_recovery_s"] == fault["longest_recovery_s"] else 0.0
+        during = [(a, b) for a, b in fault["intervals"] if a <= end and b + recovery + 1e-3 >= start]
+        if not during:
+            continue
+        when = ", ".join(f"{human_time(a)} to {human_time(b)}" for a, b in during[:3]) + (" ..." if len(during) > 3 else "")
+        what = "down" if fault["kind"] != "loss" else "losing packets"
+        text = f"Link {', '.join(links)} was {what} from {when} (fault {name}: {fault['kind']})"
+        if fault["kind"] != "loss" and fault["recovery_s"] == fault["recovery_s"]:
+            text += (f"; nothing crossed it until {human_time(fault['recovery_s'])} after the repair (TCP sends again only on "
+                     "its retransmission timeout, doubled at each try)")
+        text += (f". Nothing in {writer}'s libzmq noticed (TCP keeps the connection through an outage; ZMTP heartbeats and "
+                 f"TCP keepalive are not modelled yet), so it kept queueing for {reader} until its pipe held SNDHWM.")
+        out.append(text)
+    return out
+
+
 def _route_links(ctx: _Context, direction: str) -> list[str]:
     """The links of the connection ``writer->reader``'s route through [[switch]]es, in the order
     its copies cross them (zsim.spec.route), so explain names them in that order; empty without
@@ -641,6 +672,7 @@ def _explain_episode(ctx: _Context, state: int, where: int, rule: int, owner: in
         writer = pipe["from"]
         causes = episode.causes
         if state == DROPPED and rule_name == "hwm":
+            causes += _faults_behind(ctx, f"{writer}->{pipe['to']}", start, end, writer, reader)
             causes += ctx.reader(reader, start, end)
             causes += _pipe_chain(ctx, where, start, end)
             causes.append(_stale_or_full(ctx, where, start, end))

@@ -114,6 +114,14 @@ LINK_LEVELS = tuple(f"{stat}_{place}" for stat in ("max", "mean") for place in O
 #: link's ``bandwidth_bps`` (above 1: more than it carries; ``link_oversubscribed``)
 NETWORK_FIELDS = ("bytes", "packets", "utilisation", "active_utilisation", "max_queue_bytes", "queue_drops", "local_drops", "loss_drops",
                   "retransmits", "goodput_bps", "offered_bps", "offered_utilisation")
+#: Per [[link]] direction too when the scenario has [[fault]]s: how long it was down, the
+#: frames lost on its wire meanwhile and to loss faults, the ACKs lost on their way back,
+#: and the retransmission timeouts of the connections sending this way.
+NETWORK_FAULT_FIELDS = ("down_s", "outage_drops", "fault_loss_drops", "acks_lost", "timeouts")
+#: Per ``[[fault]]`` (``fault.<name>.<field>``): how many times it happened, for how long in
+#: all, and how long after it ended the first frame crossed one of its links again (the mean
+#: over its intervals, and the longest).
+FAULT_FIELDS = ("count", "down_s", "recovery_s", "longest_recovery_s")
 #: Per direction of a tcp connection crossing a [[link]] (``link.<writer>-><reader>.<field>``;
 #: the ``connections`` of ``Direction.report``).
 CONNECTION_FIELDS = ("sending_s", "window_limited_s", "sndbuf_limited_s", "bytes", "throughput_bps", "rtt_s", "max_rtt_s",
@@ -168,7 +176,8 @@ FAMILIES: dict[str, Family] = {family.prefix: family for family in (
     Family("sender", "[[send]]", SENDER_FIELDS, aggregates=True),
     Family("pipe", "pipe", PIPE_FIELDS, directed=True, internal=True),
     Family("link", "connection direction", (*LINK_LEVELS, *CONNECTION_FIELDS), directed=True, internal=True),
-    Family("network", "[[link]] direction", NETWORK_FIELDS, directed=True, internal=True),
+    Family("network", "[[link]] direction", (*NETWORK_FIELDS, *NETWORK_FAULT_FIELDS), directed=True, internal=True),
+    Family("fault", "[[fault]]", FAULT_FIELDS),
     Family("rtt", "socket that sends requests", CAUSAL_FIELDS, aggregates=True),
     Family("e2e", "source -> sink", CAUSAL_FIELDS, aggregates=True, directed=True),
     Family("thread", "thread", THREAD_FIELDS, internal=True),
@@ -424,7 +433,7 @@ class Preference:
 PREFERENCES: tuple[Preference, ...] = (
     # what the designer sets or the run's length decides, not a quality
     Preference(r"requested_rate|offered_utilisation|^offered_bps$|^copies$|^sent$|attempts$|first_recv|last_recv|finished_at|warmup_end|sim_time"
-               r"|^wall_s$|^seed_independent$|^random_streams_drawn$|^sending_s$|cwnd|max_sndbuf",
+               r"|^wall_s$|^seed_independent$|^random_streams_drawn$|^sending_s$|cwnd|max_sndbuf|^down_s$|^count$",
                None, "load, inputs and times of events"),
     Preference(r"drop|loss|lost|discard|unroutable", "lower", "losses and drops", events=True),
     # a send refused with zmq.Again never entered a pipe: the design lost it as surely as a drop
@@ -432,6 +441,7 @@ PREFERENCES: tuple[Preference, ...] = (
     Preference(r"depth|queued|backlog|_messages$|_bytes$", "lower", "queue depth and backlog"),  # before latency: p99_depth is a depth
     Preference(r"latency|rtt|(^|_)p\d|_wait", "lower", "latency"),
     Preference(r"blocked|window_limited|sndbuf_limited", "lower", "blocked time, a window or send buffer holding TCP back"),
+    Preference(r"timeouts|recovery", "lower", "retransmission timeouts and the time to recover from a fault"),
     Preference(r"warning|overloaded|not_settled|starts_after|no_subscription|matches_nothing|rate_not_achieved", "lower",
                "warnings"),
     Preference(r"deliver|received|forwarded|achieved|throughput|goodput|_rate_per_s$", "higher", "delivered and throughput"),
@@ -449,7 +459,7 @@ def preference(metric: str, overrides: Mapping[str, str | None] | None = None) -
     if metric.startswith(("rtt.", "e2e.")):  # request -> reply, source -> sink: times, and how many
         counted = metric.endswith((".count", "_count"))  # how many (over a template: sum_count, max_count, ...)
         return (None, "load, inputs and times of events") if counted else ("lower", "latency")
-    entity_metric = metric.startswith(("socket.", "sender.", "pipe.", "link.", "network.", "warning."))
+    entity_metric = metric.startswith(("socket.", "sender.", "pipe.", "link.", "network.", "warning.", "fault."))
     field_name = metric.rsplit(".", 1)[-1] if entity_metric else metric
     if metric.startswith("network.") and field_name == "offered_utilisation":
         # a link's capacity is the design's (link.<name>.bandwidth_bps) and its load the
@@ -752,15 +762,18 @@ def known_metrics(base: Mapping[str, Any]) -> MetricNames | None:
         senders = [send.name for send in scenario.sends]
         found = scenario.templates
         links = list(scenario.links)
+        faults = list(scenario.faults)
     except Exception:  # noqa: BLE001 - an invalid base is reported by expand; name senders as zsim would
         senders = [f"send.{s.get('socket')}" for s in base.get("send", []) if isinstance(s, Mapping)]
         links = []
+        faults = []
     listed = [*POOLED, *POOLED_ALIASES.values(), *(f"warning.{code}" for code in WARNING_CODES),
               *(f"machine.{field}" for field in MACHINE_FIELDS)]
     listed += [f"socket.{n}.{f}" for n in names for f in PER_SOCKET]
     listed += [f"sender.{n}.{f}" for n in senders for f in SENDER_FIELDS]
     listed += [f"network.{link.name}.{a}->{b}.{f}" for link in links for a, b in (link.hosts, link.hosts[::-1])
-               for f in NETWORK_FIELDS]
+               for f in (*NETWORK_FIELDS, *(NETWORK_FAULT_FIELDS if faults else ()))]
+    listed += [f"fault.{fault.name}.{f}" for fault in faults for f in FAULT_FIELDS]
     members: list[tuple[str, re.Pattern[str], tuple[str, ...]]] = []
     for template in found:
         if template.kind not in ("socket", "send"):
@@ -1027,10 +1040,16 @@ def flat_metrics(summary: Mapping[str, Any], result: Any = None, scenario: Any =
         for direction, way in ways.items():
             for key in NETWORK_FIELDS:
                 row[f"network.{link_name}.{direction}.{key}"] = way[key]
+            if "down_s" in way:
+                for key in NETWORK_FAULT_FIELDS:
+                    row[f"network.{link_name}.{direction}.{key}"] = way[key]
             # its connections: TCP as it ran them (each crosses one link, in one direction)
             for connection, tcp in way["connections"].items():
                 for key in CONNECTION_FIELDS:
                     row[f"link.{connection}.{key}"] = tcp[key]
+    for fault_name, fault in (summary.get("faults") or {}).items():
+        for key in FAULT_FIELDS:
+            row[f"fault.{fault_name}.{key}"] = fault[key]
     randomness = summary.get("randomness")
     if randomness is not None:
         # 1: the run drew no random value (and ran no app code): every seed gives this row

@@ -499,9 +499,29 @@ def topology_figure(topo: Topology, path: str | Path, *, title: str) -> Path:
 
 #: the shade of a reader's pauses on the depth figure
 PAUSE_COLOUR = "#7a5195"
+#: the shade of a [[fault]]'s intervals (a link down, a loss burst) on the run page's time axes
+FAULT_COLOUR = "#d62728"
 
 
-def depth_figure(panels: Sequence[DepthPanel], path: str | Path, *, title: str, note: str) -> Path:
+def _shade_faults(ax: Any, faults: Sequence[tuple[str, float, float]], scale: float) -> None:
+    """Shade each fault's interval ``(name, start, end)`` in seconds on a time axis."""
+    for _name, start, end in faults:
+        ax.axvspan(start * scale, end * scale, color=FAULT_COLOUR, alpha=0.08, linewidth=0, hatch="////", edgecolor=FAULT_COLOUR)
+
+
+def _fault_legend(faults: Sequence[tuple[str, float, float]]) -> tuple[list[Any], list[str]]:
+    """The legend entry of the faults' shade, when there are any."""
+    if not faults:
+        return [], []
+    from matplotlib.patches import Patch
+
+    names = ", ".join(dict.fromkeys(name for name, _, _ in faults))
+    return ([Patch(facecolor=FAULT_COLOUR, alpha=0.08, hatch="////", edgecolor=FAULT_COLOUR, linewidth=0)],
+            [f"a [[fault]] under way (hatched: {names})"])
+
+
+def depth_figure(panels: Sequence[DepthPanel], path: str | Path, *, title: str, note: str,
+                 faults: Sequence[tuple[str, float, float]] = ()) -> Path:
     """Per direction of data, where its messages wait over time: pipes, engines, kernel
     (messages), each as the highest level per time bucket with a band down to the lowest."""
     plt = _pyplot()
@@ -528,6 +548,7 @@ def depth_figure(panels: Sequence[DepthPanel], path: str | Path, *, title: str, 
             peaks.append(f"{line.label}: {int(hi.max()):,}")
         for start, stop in panel.pauses:  # when the reader paused
             ax.axvspan(start * scale, min(stop, end) * scale, color=PAUSE_COLOUR, alpha=0.18, linewidth=0)
+        _shade_faults(ax, faults, scale)
         ax.text(0.005, 0.97, "peaks:\n" + "\n".join(peaks), transform=ax.transAxes, ha="left", va="top", fontsize=6.3, color="0.2",
                 bbox={"boxstyle": "round,pad=0.2", "facecolor": "white", "edgecolor": "0.8", "alpha": 0.85})
         for line in panel.lines:
@@ -566,6 +587,9 @@ def depth_figure(panels: Sequence[DepthPanel], path: str | Path, *, title: str, 
         cut = [panel for panel in panels if panel.pause_count > len(panel.pauses)]
         labels.append("the reader paused (shaded" + (f"; the first {len(cut[0].pauses):,} of {cut[0].pause_count:,} pauses recorded)"
                                                      if cut else ")"))
+    extra_handles, extra_labels = _fault_legend(faults)
+    handles += extra_handles
+    labels += extra_labels
     fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=7.5, frameon=False, bbox_to_anchor=(0.5, 0.0))
     fig.suptitle(title, fontsize=11)
     fig.text(0.5, 0.955 if rows > 1 else 0.92, note, fontsize=7.5, color="0.35", ha="center", va="top", wrap=True)
@@ -622,7 +646,7 @@ def _network_map(ax: Any, network_map: NetworkMap) -> None:
 
 
 def network_figure(panels: Sequence[NetworkPanel], path: str | Path, *, title: str, note: str,
-                   network_map: NetworkMap | None = None) -> Path:
+                   network_map: NetworkMap | None = None, faults: Sequence[tuple[str, float, float]] = ()) -> Path:
     """Per direction of a [[link]]: its busy share per time bucket (left axis, %) and the
     most bytes its queue held in each (right axis, shaded), drops marked on the time axis;
     with [[switch]]es, a drawing of the deployment above them (``network_map``)."""
@@ -660,6 +684,7 @@ def network_figure(panels: Sequence[NetworkPanel], path: str | Path, *, title: s
         where = np.flatnonzero(panel.drops)
         if len(where):
             ax.plot(times[where], [2.0] * len(where), linestyle="none", marker="|", markersize=9, color=drop_colour)
+        _shade_faults(ax, faults, scale)
         parts = [f"{panel.link} {panel.direction}: {panel.bandwidth_bps / 1e6:.4g} Mbit/s, {human_time(panel.latency_s)} one way",
                  f"queue peak {human_bytes(int(panel.queue_bytes.max()))}"]
         if panel.dropped:
@@ -681,14 +706,18 @@ def network_figure(panels: Sequence[NetworkPanel], path: str | Path, *, title: s
                Line2D([0], [0], color=drop_colour, marker="|", linestyle="none", markersize=9)]
     labels = ["busy share (left)", "queue, most bytes in the bucket (right)", "the queue's limit (queue_bytes)",
               "a bucket with drops or losses"]
-    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=7.5, frameon=False, bbox_to_anchor=(0.5, 0.0))
+    extra_handles, extra_labels = _fault_legend(faults)
+    handles += extra_handles
+    labels += extra_labels
+    fig.legend(handles, labels, loc="lower center", ncol=4 if not faults else 3, fontsize=7.5, frameon=False, bbox_to_anchor=(0.5, 0.0))
     fig.suptitle(title, fontsize=11)
     fig.text(0.5, 0.955 if rows > 1 else 0.92, note, fontsize=7.5, color="0.35", ha="center", va="top", wrap=True)
     plain_text(fig).tight_layout(rect=(0, 0.06 if rows > 1 else 0.12, 1, 0.94 if rows > 1 else 0.88))
     return _save(fig, path)
 
 
-def latency_figure(panels: Sequence[LatencyPanel], path: str | Path, *, title: str, note: str, end_s: float) -> Path:
+def latency_figure(panels: Sequence[LatencyPanel], path: str | Path, *, title: str, note: str, end_s: float,
+                   faults: Sequence[tuple[str, float, float]] = ()) -> Path:
     """Per receiver, latency against send time: the median per send-time bin, with a band
     from the lowest to the highest."""
     plt = _pyplot()
@@ -726,6 +755,7 @@ def latency_figure(panels: Sequence[LatencyPanel], path: str | Path, *, title: s
         if panel.flags:
             ax.text(0.99, 0.04, flag_text(panel.flags), transform=ax.transAxes, ha="right", va="bottom", fontsize=7.5, color="crimson",
                     bbox={"boxstyle": "round,pad=0.2", "facecolor": "white", "edgecolor": "crimson", "alpha": 0.9}, zorder=5)
+        _shade_faults(ax, faults, tscale)
         ax.grid(True, alpha=0.3)
         if log:
             ax.set_yscale("log")
@@ -742,6 +772,9 @@ def latency_figure(panels: Sequence[LatencyPanel], path: str | Path, *, title: s
                Line2D([0], [0], color="crimson", linewidth=1), Line2D([0], [0], color="0.45", linewidth=1, linestyle="--")]
     labels = ["median latency (left axis)", "fastest to slowest", "% of the copies sent then that were dropped, discarded or lost "
               "(right axis)", "% still queued when the run ended (right axis)"]
+    extra_handles, extra_labels = _fault_legend(faults)
+    handles += extra_handles
+    labels += extra_labels
     fig.legend(handles, labels, loc="lower center", ncol=2, fontsize=7.5, frameon=False, bbox_to_anchor=(0.5, 0.0))
     fig.suptitle(title, fontsize=11)
     fig.text(0.5, 0.955 if rows > 1 else 0.91, note, fontsize=7.5, color="0.35", ha="center", va="top", wrap=True)
@@ -749,7 +782,8 @@ def latency_figure(panels: Sequence[LatencyPanel], path: str | Path, *, title: s
     return _save(fig, path)
 
 
-def drops_figure(drops: Drops, path: str | Path, *, title: str, note: str, top: int = 8) -> Path:
+def drops_figure(drops: Drops, path: str | Path, *, title: str, note: str, top: int = 8,
+                 faults: Sequence[tuple[str, float, float]] = ()) -> Path:
     """Copies dropped per time bin, one line per pipe and rule (the largest ``top``; the
     rest summed as one line)."""
     plt = _pyplot()
@@ -764,6 +798,13 @@ def drops_figure(drops: Drops, path: str | Path, *, title: str, note: str, top: 
                        np.sum([line.counts for line in rest], axis=0)))
     for index, (label, counts) in enumerate(series):
         ax.stairs(counts, edges * tscale, label=label, color=colour_for(index, len(series)), linewidth=1.3)
+    _shade_faults(ax, faults, tscale)
+    if faults:
+        from matplotlib.patches import Patch
+
+        names = ", ".join(dict.fromkeys(name for name, _, _ in faults))
+        ax.add_artist(ax.legend([Patch(facecolor=FAULT_COLOUR, alpha=0.08, hatch="////", edgecolor=FAULT_COLOUR, linewidth=0)],
+                                [f"a [[fault]] under way: {names}"], loc="upper right", fontsize=7.5, frameon=False))
     ax.set_xlabel(f"simulated time ({tunit})")
     ax.set_ylabel(f"copies dropped per {human_time(drops.bin_s)}")
     ax.set_ylim(bottom=0)

@@ -698,6 +698,8 @@ def summarise(model: Model, wall_s: float) -> RunResult:
     if world.network is not None:
         summary["network"] = world.network.report(now)
         offer_to_links(summary["network"], table, world.pipe_info)
+        if scenario.faults:
+            summary["faults"] = world.network.report_faults(now)
     streams: Any = world.stream
     if hasattr(streams, "drawn"):  # zsim.build.Streams (a test may give a bare function)
         count = streams.drawn()

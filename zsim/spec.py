@@ -15,7 +15,7 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -321,6 +321,62 @@ class LinkSpec:
         return (a, b, self.forward), (b, a, self.backward)
 
 
+#: ``[[fault]]`` kinds: a link down both ways, a set of hosts (and switches) cut off from
+#: the rest (every link with one end in the set down), each packet on a link lost with a
+#: probability for a while (docs/scenario-format.md, "Faults")
+FAULT_KINDS = ("link_down", "partition", "loss")
+
+
+@dataclass(frozen=True)
+class FaultSpec:
+    """``[[fault]]``: something that breaks in the network for a while (docs/model.md,
+    "Outages"). ``kind`` is one of ``FAULT_KINDS``; ``link`` names the link of a
+    ``link_down`` or ``loss`` fault, ``hosts`` the nodes a ``partition`` cuts off. It
+    happens once, from ``at_s`` for ``duration_s``, or again and again: up for an
+    exponential time of mean ``mtbf_s``, then down for one of mean ``mttr_s`` (drawn
+    from the run's seed), until the run ends. ``loss``: each packet's probability of
+    being lost while a ``loss`` fault lasts."""
+
+    name: str
+    kind: str
+    link: str | None = None
+    hosts: tuple[str, ...] = ()
+    at_s: float | None = None
+    duration_s: float | None = None
+    mtbf_s: float | None = None
+    mttr_s: float | None = None
+    loss: float = 0.0
+
+    @property
+    def random(self) -> bool:
+        """Failures and repairs drawn at random (``mtbf_s``, ``mttr_s``), not one interval."""
+        return self.mtbf_s is not None
+
+    def intervals(self, stream: Callable[[str], Any], until: float | None) -> list[tuple[float, float]]:
+        """When it happens: ``[(at_s, at_s + duration_s)]``, or failures and repairs drawn from
+        its own random stream (``stream("fault.<name>")``: up for an exponential time of mean
+        ``mtbf_s``, then down for one of mean ``mttr_s``) up to ``until``. The model and
+        ``zsim validate`` draw them alike from the run's seed (``zsim.build.Streams``)."""
+        if not self.random:
+            assert self.at_s is not None and self.duration_s is not None
+            return [(self.at_s, self.at_s + self.duration_s)]
+        rng = stream(f"fault.{self.name}")
+        found: list[tuple[float, float]] = []
+        t = float(rng.exponential(self.mtbf_s))
+        while until is not None and t < until:
+            repaired = t + float(rng.exponential(self.mttr_s))
+            found.append((t, repaired))
+            t = repaired + float(rng.exponential(self.mtbf_s))
+        return found
+
+    def links_cut(self, links: Sequence[LinkSpec]) -> tuple[LinkSpec, ...]:
+        """The links it takes down (or makes lossy): its own, or a partition's crossing links."""
+        if self.link is not None:
+            return tuple(link for link in links if link.name == self.link)
+        inside = set(self.hosts)
+        return tuple(link for link in links if (link.hosts[0] in inside) != (link.hosts[1] in inside))
+
+
 @dataclass(frozen=True)
 class MachineSpec:
     """``[machine]``: the cores every thread of the scenario shares (``zsim.model.cpu``).
@@ -355,6 +411,8 @@ class Scenario:
     hosts: tuple[HostSpec, ...] = ()
     links: tuple[LinkSpec, ...] = ()
     switches: tuple[SwitchSpec, ...] = ()
+    #: what breaks in the network while it runs (``[[fault]]``)
+    faults: tuple[FaultSpec, ...] = ()
     #: calls the program makes on its sockets while it runs, in time order (stable)
     calls: tuple[CallSpec, ...] = ()
 
@@ -526,9 +584,10 @@ def parse_endpoint(text: str, path: str) -> Endpoint:
 
 _SCENARIO_KEYS = {"name", "description", "until_s", "profile", "seed"}
 _CALL_KEYS = {"socket", "at_s", *CALL_ACTIONS}
-_TOP_KEYS = {"scenario", "machine", "host", "switch", "link", "process", "socket", "send", "recv", "proxy", "app", "call", "validation",
-             "sweep", "limits"}
+_TOP_KEYS = {"scenario", "machine", "host", "switch", "link", "fault", "process", "socket", "send", "recv", "proxy", "app", "call",
+             "validation", "sweep", "limits"}
 _SWITCH_KEYS = {"name"}
+_FAULT_KEYS = {"name", "kind", "link", "hosts", "at_s", "duration_s", "mtbf_s", "mttr_s", "loss"}
 _HOST_KEYS = {"name", "cores", "profile"}
 _LINK_KEYS = {"name", "hosts", "bandwidth_bps", "latency_s", "mtu_bytes", "queue_bytes", "loss", "reverse"}
 #: What a link's ``reverse`` table may set for ``hosts[1] -> hosts[0]`` (one MTU per link:
@@ -710,6 +769,7 @@ def _from_expanded(raw: dict[str, Any], base_dir: str, source: str) -> Scenario:
     hosts = _parse_hosts(raw.get("host", []))
     switches = _parse_switches(raw.get("switch", []), {host.name for host in hosts})
     links = _parse_links(raw.get("link", []), {host.name for host in hosts}, {switch.name for switch in switches})
+    faults = _parse_faults(raw.get("fault", []), hosts, switches, links, until_s)
 
     # processes
     processes: list[ProcessSpec] = []
@@ -888,6 +948,7 @@ def _from_expanded(raw: dict[str, Any], base_dir: str, source: str) -> Scenario:
         hosts=hosts,
         links=links,
         switches=switches,
+        faults=faults,
         calls=calls,
     )
 
@@ -1109,6 +1170,82 @@ def _parse_links(raw: Any, hosts: set[str], switches: Collection[str] = ()) -> t
         links.append(LinkSpec(name, (a, b), forward.bandwidth_bps, forward.latency_s, mtu, forward.queue_bytes, forward.loss,
                               reverse))
     return tuple(links)
+
+
+def _parse_faults(raw: Any, hosts: tuple[HostSpec, ...], switches: tuple[SwitchSpec, ...], links: tuple[LinkSpec, ...],
+                  until_s: float | None) -> tuple[FaultSpec, ...]:
+    """The ``[[fault]]`` entries: a kind, what it breaks (a link, or the nodes a partition cuts
+    off), and when (``at_s`` and ``duration_s``, or ``mtbf_s`` and ``mttr_s``)."""
+    faults: list[FaultSpec] = []
+    names: set[str] = set()
+    nodes = [host.name for host in hosts] + [switch.name for switch in switches]
+    by_name = {link.name: link for link in links}
+    for index, table in enumerate(_tables(raw, "fault")):
+        path = _label("fault", index, table)
+        _check_keys(table, _FAULT_KEYS, path)
+        kind = table.get("kind")
+        if kind not in FAULT_KINDS:
+            raise ScenarioError(f"{path}.kind", f"must be one of {', '.join(repr(k) for k in FAULT_KINDS)}, got {fields.short(kind)}"
+                                if "kind" in table else f"missing (one of {', '.join(repr(k) for k in FAULT_KINDS)})")
+        name = _name(table.get("name", f"fault{index}"), f"{path}.name")
+        if name in names:
+            raise ScenarioError(f"{path}.name", f"duplicate fault name {name!r}")
+        names.add(name)
+        link: str | None = None
+        cut: tuple[str, ...] = ()
+        if kind == "partition":
+            if "link" in table:
+                raise ScenarioError(f"{path}.link", "a partition names the hosts it cuts off (hosts = [...]), not a link")
+            if "hosts" not in table:
+                raise ScenarioError(f"{path}.hosts", "missing: the hosts (and switches) the partition cuts off from the rest")
+            cut = _str_list(table["hosts"], f"{path}.hosts")
+            for i, node in enumerate(cut):
+                if node not in nodes:
+                    raise ScenarioError(f"{path}.hosts[{i}]", f"unknown host {node!r} (declared [[host]]s and [[switch]]es: "
+                                                              f"{', '.join(nodes) or 'none'})")
+            if len(set(cut)) != len(cut):
+                raise ScenarioError(f"{path}.hosts", "names a host twice")
+        else:
+            if "hosts" in table:
+                raise ScenarioError(f"{path}.hosts", f"a {kind} fault names its link (link = \"...\"); hosts are a partition's")
+            if "link" not in table:
+                raise ScenarioError(f"{path}.link", f"missing: the [[link]] that {'goes down' if kind == 'link_down' else 'loses packets'}"
+                                                    f" (declared: {', '.join(by_name) or 'none'})")
+            link = _name(table["link"], f"{path}.link")
+            if link not in by_name:
+                raise ScenarioError(f"{path}.link", f"unknown link {link!r} (declared [[link]]s: {', '.join(by_name) or 'none'})")
+        loss = 0.0
+        if kind == "loss":
+            if "loss" not in table:
+                raise ScenarioError(f"{path}.loss", "missing: each packet's probability of being lost while the fault lasts, in (0, 1]")
+            loss = _number(table["loss"], f"{path}.loss", "a probability")
+            if not 0.0 < loss <= 1.0:
+                raise ScenarioError(f"{path}.loss", f"must be a probability in (0, 1], got {table['loss']!r}")
+        elif "loss" in table:
+            raise ScenarioError(f"{path}.loss", f"only a kind = \"loss\" fault has a loss probability (a {kind} loses everything)")
+        at_s, duration_s = _opt_time(table, "at_s", path), _opt_time(table, "duration_s", path, positive=True)
+        mtbf_s, mttr_s = _opt_time(table, "mtbf_s", path, positive=True), _opt_time(table, "mttr_s", path, positive=True)
+        once, repeated = at_s is not None or duration_s is not None, mtbf_s is not None or mttr_s is not None
+        if once and repeated:
+            raise ScenarioError(path, "gives both a time (at_s, duration_s) and a random process (mtbf_s, mttr_s): choose one")
+        if repeated:
+            for key, value in (("mtbf_s", mtbf_s), ("mttr_s", mttr_s)):
+                if value is None:
+                    raise ScenarioError(f"{path}.{key}", "missing: a random fault needs both mtbf_s (mean time up) and mttr_s "
+                                                         "(mean time down)")
+            if until_s is None:
+                raise ScenarioError(f"{path}.mtbf_s", "a fault that repeats at random needs scenario.until_s (the horizon its "
+                                                      "failures are drawn up to)")
+        else:
+            for key, value in (("at_s", at_s), ("duration_s", duration_s)):
+                if value is None:
+                    raise ScenarioError(f"{path}.{key}", "missing: when the fault starts (at_s) and how long it lasts (duration_s), "
+                                                         "or mtbf_s and mttr_s for one that repeats at random")
+        fault = FaultSpec(name, kind, link, cut, at_s, duration_s, mtbf_s, mttr_s, loss)
+        if not fault.links_cut(links):
+            raise ScenarioError(f"{path}.hosts", "cuts no link: no [[link]] joins these hosts to the rest")
+        faults.append(fault)
+    return tuple(faults)
 
 
 def _link_way(table: Mapping[str, Any], path: str, mtu: int, default: LinkWay | None) -> LinkWay:
@@ -1613,7 +1750,7 @@ def parse_toml(text: str, where: str) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------
 # Overrides by dotted path (used by sweeps)
 
-_ARRAY_SECTIONS = {"host": "name", "switch": "name", "link": "name", "process": "name", "socket": "name", "send": "socket",
+_ARRAY_SECTIONS = {"host": "name", "switch": "name", "link": "name", "fault": "name", "process": "name", "socket": "name", "send": "socket",
                    "recv": "socket", "proxy": "name"}
 
 

@@ -232,6 +232,9 @@ class RunSummary(TypedDict):
     #: utilisation, the largest queue, drops (queue overflow, random loss), retransmissions and goodput
     #: (``zsim.model.transport.network.Direction.report``)
     network: NotRequired[dict[str, dict[str, dict[str, Any]]]]
+    #: with [[fault]]s: per fault, its kind, links, count, time down, intervals and recovery
+    #: (``zsim.model.transport.network.Network.report_faults``)
+    faults: NotRequired[dict[str, dict[str, Any]]]
     warnings: NotRequired[list[dict[str, Any]]]
     #: the model's random streams: how many were made and how many gave a value, and whether
     #: the run's result is therefore the same under every seed (nothing drawn, no app code,

@@ -133,8 +133,8 @@ def test_every_scenario_field_is_one_the_exporter_knows():
     # a new field must be carried over by zsim export, or said in the program's header to
     # be left out; this fails until someone has decided which (docs/export.md, Field by field)
     known = {
-        "top": {"scenario", "machine", "host", "switch", "link", "process", "socket", "send", "recv", "proxy", "app", "call",
-                "validation", "sweep", "limits"},
+        "top": {"scenario", "machine", "host", "switch", "link", "fault", "process", "socket", "send", "recv", "proxy", "app",
+                "call", "validation", "sweep", "limits"},
         "process": {"name", "exit_at_s", "exit_after_sends", "crash_at_s", "restart_at_s", "affinity", "io_threads", "host"},
         "socket": {"name", "type", "process", "bind", "connect", "open_at_s", "close_at_s", "options"},
         "send": {"name", "socket", "count", "duration_s", "interval_s", "rate_per_s", "size_bytes", "start_s", "topic", "parts",

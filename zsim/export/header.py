@@ -94,6 +94,13 @@ def caveats(plan: Plan, needs: set[str], folded: list[Template], expanded: list[
                      f"({placed}), with HOSTS giving each host's address, on a network that provides the links ({links}); "
                      "this program cannot emulate their bandwidth, latency, queue or loss (Linux's tc can: "
                      "docs/validation.md, section Links).")
+        if s.faults:
+            what = "; ".join(f"{fault.name}: {fault.kind} of {', '.join(link.name for link in fault.links_cut(s.links))} "
+                             + (f"at random, up {seconds(fault.mtbf_s or 0.0)} and down {seconds(fault.mttr_s or 0.0)} on average"
+                                if fault.random else f"from {seconds(fault.at_s or 0.0)} for {seconds(fault.duration_s or 0.0)}")
+                             for fault in s.faults)
+            notes.append(f"[[fault]]s: this program cuts no link ({what}); zsim validate cuts them at a switch's end at the "
+                         "model's times (docs/validation.md, section Outages), or cut them yourself on the real network.")
         other = [f"{host.name} ({host.profile})" for host in s.hosts if host.profile is not None and host.profile != s.profile]
         if other:
             notes.append(f"[[host]] profile: the simulator modelled {', '.join(other)} as another kind of machine; here every "

@@ -100,6 +100,8 @@ def write_report(result: Any, series: RunSeries | None, scenario: Scenario, out_
         pngs["topology.png"] = _render(folder, "topology.png", lambda p: plotting.topology_figure(
             topo, p, title=f"Topology of {summary['scenario']} (seed {summary['seed']}, {seconds(end_s)} simulated)"))
 
+        # every [[fault]]'s intervals (a link down, a loss burst), shaded on each time axis
+        faults = [(name, start, end) for name, fault in (summary.get("faults") or {}).items() for start, end in fault["intervals"]]
         panels = data.depth_panels(result, series) if series is not None else []
         if panels:
             width = seconds(series.width_s) if series is not None else "-"
@@ -109,7 +111,7 @@ def write_report(result: Any, series: RunSeries | None, scenario: Scenario, out_
             note = (f"Per direction of data (writer->reader), largest backlog first{more}. Each line: the most messages held in "
                     f"that place within each {width} bucket, shaded down to the fewest; the peaks are exact.")
             pngs["depth.png"] = _render(folder, "depth.png", lambda p: plotting.depth_figure(
-                chosen, p, title=f"Where messages wait over time: {who}", note=note))
+                chosen, p, title=f"Where messages wait over time: {who}", note=note, faults=faults))
         else:
             shown["depth.png"] = "No pipe, engine or kernel buffer held a message during the run."
 
@@ -127,7 +129,7 @@ def write_report(result: Any, series: RunSeries | None, scenario: Scenario, out_
                     " Delivered copies only: the lines on the right axis show the share of copies sent then that never arrived."
                     f"{more}")
             pngs["latency.png"] = _render(folder, "latency.png", lambda p: plotting.latency_figure(
-                chosen_latency, p, title=f"Latency against send time, per receiver: {who}", note=note, end_s=end_s))
+                chosen_latency, p, title=f"Latency against send time, per receiver: {who}", note=note, end_s=end_s, faults=faults))
         else:
             shown["latency.png"] = "No copy was delivered to an application during the run."
 
@@ -141,7 +143,7 @@ def write_report(result: Any, series: RunSeries | None, scenario: Scenario, out_
                     "it spent serializing frames, and the most bytes its queue held in the bucket.")
             network_map = data.network_map(scenario, summary)
             pngs["network.png"] = _render(folder, "network.png", lambda p: plotting.network_figure(
-                chosen_links, p, title=f"Network links over time: {who}", note=note, network_map=network_map))
+                chosen_links, p, title=f"Network links over time: {who}", note=note, network_map=network_map, faults=faults))
         elif summary.get("network"):
             shown["network.png"] = "No [[link]] carried a frame during the run."
         else:
@@ -153,7 +155,7 @@ def write_report(result: Any, series: RunSeries | None, scenario: Scenario, out_
             note = (f"Copies dropped per {seconds(drops.bin_s)} of simulated time, at the time the rule refused them; "
                     "one line per pipe (or socket, when there was no pipe) and rule.")
             pngs["drops.png"] = _render(folder, "drops.png", lambda p: plotting.drops_figure(
-                drops, p, title=f"Copies dropped over time: {who}, {total:,} in all", note=note))
+                drops, p, title=f"Copies dropped over time: {who}, {total:,} in all", note=note, faults=faults))
         else:
             refused = sum(int(sender.get("again") or 0) for sender in (summary.get("senders") or {}).values())
             shown["drops.png"] = "No copy was dropped during the run." if not refused else (

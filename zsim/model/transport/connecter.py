@@ -47,6 +47,9 @@ class Connecter:
         handshake = conn.params.handshake
         self.handshake = handshake.sampler(None if handshake.is_constant else ctx.stream(f"{name}.handshake"))
         self.attempt_timer = ctx.env.timer(self.attempt)
+        #: a connect whose SYNs all go unanswered (a route down: ``network.Path.connect_wait``)
+        #: fails after ``tcp_syn_retries``, and the connect tries again after its interval
+        self.syn_timer = ctx.env.timer(self.retry)
         self.handshake_timer = ctx.env.timer(self._handshake_done)
         #: the socket the handshake under way reaches
         self.binder: Socket | None = None
@@ -68,6 +71,20 @@ class Connecter:
         if binder is None or not binder.is_open:
             self.retry()
             return
+        network = self.ctx.network
+        wait = 0.0
+        if network is not None:
+            conn.path = network.path(conn.connector.process.host, binder.process.host)
+            if conn.path is not None:
+                found = conn.path.connect_wait(self.clock.now)
+                if found is None:
+                    # every SYN lost on a route that stays down: ETIMEDOUT after the last one's
+                    # timeout, then libzmq's reconnect interval (tcp_connecter_t::out_event -> close)
+                    from .network import SYN_WAITS_S
+
+                    self.syn_timer.arm(sum(SYN_WAITS_S))
+                    return
+                wait = found
         # TCP connect + ZMTP greeting + READY: engine_ready on both sides.
         self.binder = binder
         if conn.b_peer is None or not conn.b_peer.alive:
@@ -80,11 +97,9 @@ class Connecter:
         self.release_accept()
         accept_io = self.accept_io = choose_io_thread(binder.process.io_threads)
         delay = self.handshake.next()
-        network = self.ctx.network
-        if network is not None:
-            conn.path = network.path(conn.connector.process.host, binder.process.host)
-            if conn.path is not None:
-                delay += conn.path.handshake_s()
+        if conn.path is not None:
+            # a SYN lost while the route is down is sent again after 1, 2, 4 ... s
+            delay += conn.path.handshake_s() + wait
         # Both I/O threads serve the handshake, each one event at a time in the order the
         # events come: it completes after its own latency, and not before a handshake
         # either thread started earlier (their completions keep the order they started in;
@@ -212,6 +227,7 @@ class Connecter:
         """The connector is gone (closed, crashed, disconnected): no more attempts,
         handshakes, or waiting for a listener to appear."""
         self.attempt_timer.cancel()
+        self.syn_timer.cancel()
         self.handshake_timer.cancel()
         self.release_accept()
         if self.waiting_for_listener:

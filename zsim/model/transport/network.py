@@ -21,6 +21,7 @@ is a deque served by one re-armable timer. Drops and random loss are decided per
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -46,6 +47,23 @@ LOSS_BETA = 717 / 1024
 RTO_MIN_S = 0.2
 #: ``TCP_TIMEOUT_MIN`` (2 jiffies, taken as 10 ms): the shortest tail loss probe timeout
 TLP_MIN_S = 0.01
+#: ``TCP_RTO_MAX``: the backed-off retransmission timeout's ceiling
+RTO_MAX_S = 120.0
+#: how long a connection's retransmissions go unanswered before TCP gives up on it
+#: (``retransmits_timed_out`` with ``tcp_model_timeout``: ``tcp_retries2`` = 15 timeouts from
+#: ``TCP_RTO_MIN``, doubling to ``TCP_RTO_MAX`` after 9: (2^10 - 1) x 0.2 s + 6 x 120 s)
+RETRIES2_TIMEOUT_S = 1023 * RTO_MIN_S + 6 * RTO_MAX_S
+#: a connect's SYN unanswered is sent again after ``TCP_TIMEOUT_INIT`` (1 s): the first
+#: ``tcp_syn_linear_timeouts`` + 1 times after 1 s each (``net.ipv4.tcp_syn_linear_timeouts`` = 4,
+#: Linux 6.5; ``tcp_retransmit_timer`` doubles only once ``total_rto`` exceeds it), then
+#: doubling, ``tcp_syn_retries`` (6) + 4 retransmissions in all (``tcp_write_timeout``):
+#: SYNs at 0, 1, 2, 3, 4, 5, 7, 11, 19, 35 and 67 s, and connect() fails with ETIMEDOUT at
+#: 131 s (measured on Linux 6.18 through a blackholed route: the same times, failed at 133.7 s)
+SYN_TIMEOUT_S = 1.0
+SYN_LINEAR_TIMEOUTS = 4
+SYN_RETRIES = 6
+#: the waits between a connect's SYNs, and after the last before it fails
+SYN_WAITS_S = tuple(SYN_TIMEOUT_S * (1 << max(0, k - SYN_LINEAR_TIMEOUTS - 1)) for k in range(1, SYN_RETRIES + SYN_LINEAR_TIMEOUTS + 2))
 #: ``net.ipv4.tcp_wmem`` = 4096 16384 4194304 and ``tcp_rmem`` = 4096 131072 6291456
 TCP_WMEM_MAX = 4 * 1024 * 1024
 TCP_RMEM_DEFAULT = 131072
@@ -157,6 +175,88 @@ class Direction:
         #: when its last frame has, so a 64 KB skb over a slow link is not delivered whole
         chunk = max(2 * self.mss, int(PACING_RATIO * self.rate * PACING_SHIFT_S))
         self.chunk_bytes = min(MAX_TRAIN_BYTES, chunk // self.mss * self.mss)
+        #: [[fault]]s on this direction (``Network.apply_faults``): the intervals it is down
+        #: (sorted, apart) and those it loses each packet with a probability, each (start,
+        #: end, probability, random stream); a direction without any takes none of these paths
+        self.faulty = False
+        self.down: list[tuple[float, float]] = []
+        self.down_ends: list[float] = []
+        self.lossy: list[tuple[float, float, float, Any]] = []
+        self.lossy_ends: list[float] = []
+        self.outage_drops = 0  # frames lost on the wire while it was down ...
+        self.fault_loss_drops = 0  # ... and to a loss fault
+        self.acks_lost = 0  # ACKs of flows sending this way lost on their way back while it was down
+        self.fault_fields = False  # the network has faults: report the fields of ``_fault_report``
+        # the first frame to arrive after each interval it was down ended: (end, arrival)
+        self.recovered: list[tuple[float, float]] = []
+        self._recovered_index = 0
+
+    def add_faults(self, down: Sequence[tuple[float, float]], lossy: Sequence[tuple[float, float, float, Any]]) -> None:
+        """Intervals this direction is down (merged with those it has) and loses packets."""
+        merged: list[tuple[float, float]] = []
+        for start, end in sorted([*self.down, *down]):
+            if merged and start <= merged[-1][1]:
+                if end > merged[-1][1]:
+                    merged[-1] = (merged[-1][0], end)
+            else:
+                merged.append((start, end))
+        self.down = merged
+        self.down_ends = [end for _, end in merged]
+        self.lossy = sorted([*self.lossy, *lossy], key=lambda entry: entry[0])
+        self.lossy_ends = sorted(end for _, end, _, _ in self.lossy)
+        self.faulty = bool(self.down or self.lossy)
+
+    def down_at(self, t: float) -> bool:
+        """Whether it is down at ``t`` (frames on its wire are lost)."""
+        index = bisect.bisect_right(self.down_ends, t)  # the first interval not over by t
+        return index < len(self.down) and self.down[index][0] <= t
+
+    def _note_arrival(self, at: float) -> None:
+        """A frame that left at ``at`` - latency arrives at ``at``: the first after every
+        interval it was down that had ended by the time the frame left."""
+        down = self.down
+        index = self._recovered_index
+        left = at - self.latency
+        while index < len(down) and down[index][1] <= left:
+            self.recovered.append((down[index][1], at))
+            index += 1
+        self._recovered_index = index
+
+    def down_s(self, until: float) -> float:
+        """Seconds it was down from 0 to ``until``."""
+        return sum(max(0.0, min(end, until) - start) for start, end in self.down if start < until)
+
+    def _fault_losses(self, start: float, fits: int, lost: Any) -> Any:
+        """Which of ``fits`` frames serialized one after another from ``start`` are lost to a
+        fault: on the wire while the direction is down (``outage_drops``), or at a loss fault's
+        probability (``fault_loss_drops``); ``lost`` (random loss, or None) is kept. Returns a
+        list of causes per frame (None: arrives, "loss", "down", "fault"), or ``lost`` itself when
+        no fault overlaps the frames."""
+        frame_s = (self.mss + self.header) / self.rate
+        end = start + fits * frame_s
+        # the intervals not over by ``start`` (both lists sorted; their ends too, apart or not)
+        down = self.down[bisect.bisect_right(self.down_ends, start):]
+        lossy = self.lossy if self.lossy and self.lossy_ends[-1] > start else []
+        if not (down and down[0][0] < end) and not any(a < end and b > start for a, b, _, _ in lossy):
+            return lost
+        causes: list[str | None] = ["loss" if lost is not None and lost[i] else None for i in range(fits)]
+        for down_start, down_end in down:
+            if down_start >= end:
+                break
+            first = max(0, math.ceil((down_start - start) / frame_s - 1e-9))
+            last = min(fits, math.ceil((down_end - start) / frame_s - 1e-9))
+            for i in range(first, last):
+                causes[i] = "down"
+        for lossy_start, lossy_end, probability, rng in lossy:
+            if lossy_start >= end:
+                break
+            if lossy_end <= start:
+                continue
+            for i in range(fits):
+                at = start + i * frame_s
+                if causes[i] is None and lossy_start <= at < lossy_end and rng.random() < probability:
+                    causes[i] = "fault"
+        return causes
 
     def queued(self, now: float) -> float:
         """Bytes in the queue not yet serialized."""
@@ -243,27 +343,40 @@ class Direction:
         if retransmit:
             self.retransmits += segments
         delivered = [(lo, accepted_end)] if fits else []
+        lost: Any = None
         if self.rng is not None and fits:
             lost = self.rng.random(fits) < self.loss
-            if lost.any():
-                delivered = []
-                first = lo
-                for index in range(fits):
-                    seg_lo = lo + index * mss
-                    if lost[index]:
-                        self.loss_drops += 1
-                        if seg_lo > first:
-                            delivered.append((first, seg_lo))
-                        first = min(seg_lo + mss, accepted_end)
-                        flow.dropped(seg_lo, first, retransmit)
-                if first < accepted_end:
-                    delivered.append((first, accepted_end))
+            if not lost.any():
+                lost = None
+        if self.faulty and fits:
+            causes = self._fault_losses(start, fits, lost)
+            lost = causes if causes is not None and any(causes) else None
+        if lost is not None:
+            delivered = []
+            first = lo
+            for index in range(fits):
+                seg_lo = lo + index * mss
+                cause = lost[index]
+                if cause:
+                    if cause == "down":
+                        self.outage_drops += 1
+                    elif cause == "fault":
+                        self.fault_loss_drops += 1
+                    self.loss_drops += 1
+                    if seg_lo > first:
+                        delivered.append((first, seg_lo))
+                    first = min(seg_lo + mss, accepted_end)
+                    flow.dropped(seg_lo, first, retransmit)
+            if first < accepted_end:
+                delivered.append((first, accepted_end))
         if accepted_end < hi:
             self.queue_drops += segments - fits
             flow.dropped(accepted_end, hi, retransmit)
         chunk = self.chunk_bytes
         arrivals = self.arrivals
         latency = self.latency
+        if self.down and delivered and self._recovered_index < len(self.down):
+            self._note_arrival(start + latency)
         for first, last in delivered:
             while first < last:
                 # a chunk ends at a multiple of chunk_bytes from the skb's start, or at the range's end
@@ -319,8 +432,13 @@ class Direction:
     def send_ack(self, flow: Flow, ack: int, edge: int, sent_at: float) -> None:
         """The receiver's ACK (or window update) for a flow sending this way, back over the
         way back's propagation (``Flow.ack_latency``: the links of the route back; ACKs are
-        not queued behind the reverse directions' data)."""
-        due = self.clock.now + flow.ack_latency
+        not queued behind the reverse directions' data). While a direction of the way back is
+        down, the ACK is lost (a route with faults only)."""
+        now = self.clock.now
+        if flow.back_faulty and flow.way_back_down(now):
+            self.acks_lost += 1
+            return
+        due = now + flow.ack_latency
         acks = self.acks
         if acks and due < acks[-1][0]:
             # flows leaving by this direction to different hosts come back over routes of
@@ -387,7 +505,14 @@ class Direction:
             # the payload acknowledged and its rate while sending, its round-trip times, its largest
             # congestion window and send buffer
             "connections": connections,
-        }
+        } | (self._fault_report(elapsed) if self.fault_fields else {})
+
+    def _fault_report(self, elapsed: float) -> dict[str, Any]:
+        """With [[fault]]s: how long it was down, the frames lost on its wire while down and
+        to loss faults, the ACKs lost on their way back, and the retransmission timeouts of
+        the flows that send this way."""
+        return {"down_s": self.down_s(elapsed), "outage_drops": self.outage_drops, "fault_loss_drops": self.fault_loss_drops,
+                "acks_lost": self.acks_lost, "timeouts": sum(flow.timeouts for flow in self.flows if flow.direction is self)}
 
 
 class Flow:
@@ -395,6 +520,12 @@ class Flow:
     buffer. Byte counters are sequence numbers from 0: ``written`` (by the sending engine),
     ``snd_nxt``/``snd_una`` (sent / cumulatively acknowledged), ``rcv_nxt`` (arrived in
     order), ``read`` (by the receiving engine)."""
+
+    # a route without [[fault]]s (``__init__`` sets them per flow)
+    faulty = False
+    back_faulty = False
+    rto_timer: Any = None
+    resend_until = 0
 
     def __init__(self, direction: Direction, wire: LinkWire, sndbuf: int, rcvbuf: int, sndbuf_per_segment: int,
                  hops: Sequence[Direction] = (), back: Sequence[Direction] = ()) -> None:
@@ -408,6 +539,18 @@ class Flow:
             dict(zip(route[:-1], route[1:], strict=True)) if len(route) > 1 else None)
         #: the way back's propagation: when an ACK (and what it shows) reaches the sender
         self.ack_latency = sum(d.latency for d in way_back)
+        #: a route with [[fault]]s: ACKs are lost while the way back is down, tail loss probes
+        #: while either way is, and a retransmission timer backs off until the route is back
+        #: (``_timeout``); without, none of it runs
+        self.route = route
+        self.way_back = way_back
+        self.faulty = any(d.faulty for d in route) or any(d.faulty for d in way_back)
+        self.back_faulty = any(d.down for d in way_back)
+        self.timeouts = 0  # retransmission timeouts (RTOs) that fired
+        self.backoff = 0  # icsk_backoff: doublings of the timeout since the last new ACK
+        self.retrans_stamp = -1.0  # when the oldest unacknowledged data was sent, while timing out
+        self.resend_until = 0  # after a timeout, what is sent again below this is a retransmission
+        self.rto_timer = direction.env.timer(self._timeout) if self.faulty else None
         self.wire = wire
         self.env = direction.env
         self.clock = direction.clock
@@ -643,7 +786,7 @@ class Flow:
                 is_limited = is_limited or by_cwnd < by_rwnd and by_cwnd <= min(unsent, MAX_TRAIN_BYTES)
                 break
             lo = self.snd_nxt
-            leaves = direction.transmit(self, lo, lo + allowed, False)
+            leaves = direction.transmit(self, lo, lo + allowed, lo < self.resend_until)
             if leaves < 0.0:  # refused whole by its own qdisc (NET_XMIT_DROP): kept, window reduced
                 self._local_drop(now)
                 break
@@ -661,8 +804,73 @@ class Flow:
             is_limited = True
         if sent_any or is_limited:
             self._cwnd_validate(is_limited)
+        rto_timer = self.rto_timer
+        if rto_timer is not None and sent_any and not rto_timer.armed:
+            rto_timer.arm(self._rto())  # tcp_event_new_data_sent -> tcp_rearm_rto
         if self.writer_waiting:
             self._sndbuf_limit()
+
+    def _rto(self) -> float:
+        """``icsk_rto`` backed off: srtt + max(``TCP_RTO_MIN``, 4 rttvar) (``__tcp_set_rto``),
+        doubled ``backoff`` times, at most ``TCP_RTO_MAX`` (``inet_csk_rto_backoff``)."""
+        rto = self.srtt + max(RTO_MIN_S, 4.0 * self.rttvar)
+        return min(RTO_MAX_S, rto * (1 << min(self.backoff, 30)))
+
+    def path_down(self, t: float) -> bool:
+        """Whether a direction of its route or of the way back is down at ``t``."""
+        return any(d.down_at(t) for d in self.route) or any(d.down_at(t) for d in self.way_back)
+
+    def way_back_down(self, t: float) -> bool:
+        return any(d.down_at(t) for d in self.way_back)
+
+    def _timeout(self) -> None:
+        """``tcp_retransmit_timer``: nothing acknowledged for a whole timeout. After
+        ``RETRIES2_TIMEOUT_S`` of it TCP gives up (``tcp_write_timeout``: ETIMEDOUT, and libzmq's
+        engine errors, ``_give_up``). Otherwise ``tcp_enter_loss``: the first timeout of an episode
+        sets ssthresh by CUBIC's hook, the window is one segment and CUBIC starts over; everything
+        unacknowledged is sent again from the first byte, in slow start (go-back-N: Linux skips
+        what SACK showed arrived, which a route down both ways has not shown); the timeout
+        doubles (``icsk_backoff``) until an ACK of new data."""
+        if self.closed or self.snd_una >= self.snd_nxt:
+            return
+        now = self.clock.now
+        if self.retrans_stamp < 0.0:
+            self.retrans_stamp = self.unacked[0][1] if self.unacked else now
+        elif now - self.retrans_stamp >= RETRIES2_TIMEOUT_S:
+            self._give_up()
+            return
+        if self.backoff == 0:
+            self._reduce()
+        self.cwnd = float(self.mss)
+        self.last_max_cwnd = 0.0
+        self.hystart_end = self.snd_nxt
+        self.recovery_point = self.snd_nxt
+        self.in_recovery = True
+        if self.snd_nxt > self.resend_until:
+            self.resend_until = self.snd_nxt
+        self.snd_nxt = self.snd_una
+        self.unacked.clear()
+        self.retransmit_queue.clear()
+        self.losses.clear()
+        self.loss_timer.cancel()
+        self.unfound.clear()
+        self.probe_loss_timer.cancel()
+        self.timeouts += 1
+        self.backoff += 1
+        assert self.rto_timer is not None
+        self.rto_timer.arm(self._rto())
+        self.push()
+
+    def _give_up(self) -> None:
+        """``tcp_write_err``: the socket's error is ETIMEDOUT; the engine writing into it sees
+        it and the connection breaks (``stream_engine_base_t::error``: its pipes terminate,
+        a connecting side reconnects). Both ends break at once: a one-way flow's receiver
+        would learn of it only when it next sends (a reset), which the model does not wait for."""
+        engine = self.wire.writer
+        if engine is not None and not engine.closed:
+            engine.link.engine_error(engine, "timeout")
+        else:
+            self.close()
 
     def _queued_segments(self, leaves: float, nbytes: float, now: float) -> int:
         """Of a train of ``nbytes`` whose last frame leaves the qdisc at ``leaves``, the segments
@@ -844,6 +1052,8 @@ class Flow:
         """The tail loss probe's ACK shows every loss not yet found."""
         if self.closed:
             return
+        if self.faulty and self.path_down(self.clock.now):
+            return  # the probe or its ACK is lost: the retransmission timer finds what is
         found_at = self.clock.now + self.srtt
         for lo, hi, _sent_at in self.unfound:
             self.lose(lo, hi, found_at, True)
@@ -893,6 +1103,18 @@ class Flow:
         if ack > self.snd_una:
             newly = ack - self.snd_una
             self.snd_una = ack
+            rto_timer = self.rto_timer
+            if rto_timer is not None:
+                # tcp_ack: new data acknowledged; the timeout is no longer backed off and
+                # restarts (tcp_rearm_rto), or stops with nothing in flight
+                self.backoff = 0
+                self.retrans_stamp = -1.0
+                if ack > self.snd_nxt:
+                    self.snd_nxt = ack  # what a timeout sent again had arrived before it
+                if ack >= self.snd_nxt:
+                    rto_timer.cancel()
+                else:
+                    rto_timer.arm(self._rto())
             unacked = self.unacked
             while unacked and unacked[0][0] <= ack:
                 unacked.popleft()
@@ -951,7 +1173,8 @@ class Flow:
                 self.rcv_nxt = hi
                 if self.out_of_order:
                     self._merge()
-        else:
+        elif not (self.faulty and any(a <= lo and hi <= b for a, b in self.out_of_order)):
+            # (after a timeout a sender goes back and sends again what may be here already)
             self.out_of_order.append((lo, hi))
             self.out_of_order.sort()
             self.ooo_bytes += hi - lo
@@ -1022,6 +1245,8 @@ class Flow:
         self.probe_timer.cancel()
         self.probe_loss_timer.cancel()
         self.loss_timer.cancel()
+        if self.rto_timer is not None:
+            self.rto_timer.cancel()
         self._sndbuf_limit()
 
 
@@ -1176,6 +1401,22 @@ class Path:
         greeting, so the connecter has the listener's READY three round trips after its SYN."""
         return 3.0 * self.round_trip_s
 
+    def connect_wait(self, now: float) -> float | None:
+        """Seconds from ``now`` until a connect's SYN crosses the route and its SYN-ACK comes
+        back: 0 unless a direction is down then; a SYN lost is sent again after each of
+        ``SYN_WAITS_S`` (``tcp_retransmit_timer`` on a SYN_SENT socket); None when every one is
+        lost: connect() fails with ETIMEDOUT, ``sum(SYN_WAITS_S)`` after the first."""
+        if not any(d.down for d in self.hops) and not any(d.down for d in self.back):
+            return 0.0
+        there = sum(d.latency for d in self.hops)
+        wait = 0.0
+        for timeout in SYN_WAITS_S:
+            at = now + wait
+            if not any(d.down_at(at) for d in self.hops) and not any(d.down_at(at + there) for d in self.back):
+                return wait
+            wait += timeout
+        return None
+
     def wires(self, c_name: str, b_name: str, capacity_fn: Any, c_opts: Any, b_opts: Any, now: float,
               c_per_segment: int, b_per_segment: int) -> tuple[LinkWire, LinkWire]:
         """The two ``LinkWire`` objects of a connection from the connecter (on ``a``) to the
@@ -1225,3 +1466,53 @@ class Network:
     def report(self, elapsed: float) -> dict[str, dict[str, dict[str, Any]]]:
         """``summary["network"]``: per link, per direction, what it carried and dropped."""
         return {name: {d.name: d.report(elapsed) for d in directions} for name, directions in self.links.items()}
+
+    def apply_faults(self, faults: Sequence[Any], links: Sequence[Any], until: float | None,
+                     stream: Callable[[str], Any]) -> None:
+        """The scenario's ``[[fault]]``s (``zsim.spec.FaultSpec``) on the directions of the links
+        they cut (both ways), each with its intervals (``FaultSpec.intervals``: one, or failures
+        and repairs drawn from the fault's own random stream up to ``until``)."""
+        self.faults: list[tuple[Any, list[tuple[float, float]], list[str]]] = []
+        for fault in faults:
+            intervals = fault.intervals(stream, until)
+            cut = [link.name for link in fault.links_cut(links)]
+            for name in cut:
+                for direction in self.links[name]:
+                    if fault.kind == "loss":
+                        lossy = [(start, end, fault.loss, stream(f"fault.{fault.name}.{name}.{direction.name}"))
+                                 for start, end in intervals]
+                        direction.add_faults((), lossy)
+                    else:
+                        direction.add_faults(intervals, ())
+            self.faults.append((fault, intervals, cut))
+        if self.faults:
+            for directions in self.links.values():
+                for direction in directions:
+                    direction.fault_fields = True
+
+    def report_faults(self, elapsed: float) -> dict[str, dict[str, Any]]:
+        """``summary["faults"]``: per fault, its kind, the links it cut, how many times it
+        happened and for how long in all (up to ``elapsed``), its intervals, and how long after
+        each ended the first frame crossed one of its links again (``recovery_s``: the mean,
+        ``longest_recovery_s``; NaN when nothing crossed after)."""
+        found: dict[str, dict[str, Any]] = {}
+        for fault, intervals, cut in getattr(self, "faults", []):
+            within = [(start, min(end, elapsed)) for start, end in intervals if start < elapsed]
+            recoveries: list[float] = []
+            for _start, end in within:
+                if end >= elapsed:
+                    continue
+                firsts = [arrival - end for name in cut for direction in self.links[name]
+                          for ended, arrival in direction.recovered if ended >= end - 1e-12 and arrival >= end]
+                if firsts:
+                    recoveries.append(min(firsts))
+            found[fault.name] = {
+                "kind": fault.kind,
+                "links": cut,
+                "count": len(within),
+                "down_s": sum(end - start for start, end in within),
+                "intervals": [[start, end] for start, end in within[:100]],
+                "recovery_s": sum(recoveries) / len(recoveries) if recoveries else math.nan,
+                "longest_recovery_s": max(recoveries) if recoveries else math.nan,
+            }
+        return found

@@ -1,0 +1,176 @@
+"""Outages against the real kernel (issue 43, item 4): ``zsim validate`` of a deployment whose
+WAN link between two switches is cut for 2 s, silently: the harness discards at each switch
+what arrives over the link (``ip rule ... blackhole``, validation/netns.py ``Deployment.cut``)
+at the model's times, so the hosts' interfaces, routes and neighbours never change and TCP
+sees pure loss. Host a reaches switch s1 over 100 Mbit/s, s1 reaches s2 over the 10 Mbit/s
+WAN, s2 reaches host b over 100 Mbit/s; 1 KB messages at 500 a second.
+
+What load cannot change: the cut and the repair are the harness's (it records when it made
+them: within 10 ms of the plan); TCP's timers decide the rest. The retransmission timeout is
+srtt + max(200 ms, 4 rttvar), doubled at each try: a segment lost at 2.0 s is sent again at
+2.2, 2.6, 3.4 and 5.0 s, and the try at 5.0 s, a second after the repair, gets through (real:
+rto 204 ms on this path, ``ss -ti``). A connect's SYNs are sent 1 s apart five times
+(``tcp_syn_linear_timeouts``, Linux 6.5+), so one made at 2.5 s connects at 4.5 s.
+
+Known difference (docs/model.md, "Outages"): after the recovery, real connections sometimes
+stall once more, for about two smoothed round trips that an RTT sample taken across the
+outage inflated (the tail loss probe's timeout): seen in 2 of 3 real PUB/SUB runs and in 1
+of 7 PUSH/PULL runs (the last message 0.8 s later); zsim recovers at the first try, and the
+cases accept either. Without root or iproute2 the cases skip with one line.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from validation import netns
+from zsim.results import flat_metrics
+from zsim.runner import run
+
+pytestmark = pytest.mark.real
+
+_REASON = netns.available()
+needs_links = pytest.mark.skipif(_REASON is not None, reason=f"no network namespaces here: {_REASON}")
+
+CUT_AT, CUT_S = 2.0, 2.0
+
+SCENARIO = """\
+[scenario]
+name = "wan-outage"
+description = "1 KB messages at 500 a second from a to b over a 10 Mbit/s WAN between two switches, cut for 2 s"
+until_s = {until}
+
+[[host]]
+name = "a"
+[[host]]
+name = "b"
+[[switch]]
+name = "s1"
+[[switch]]
+name = "s2"
+[[link]]
+hosts = ["a", "s1"]
+bandwidth_bps = 100e6
+[[link]]
+name = "wan"
+hosts = ["s1", "s2"]
+bandwidth_bps = 10e6
+[[link]]
+hosts = ["s2", "b"]
+bandwidth_bps = 100e6
+
+[[fault]]
+name = "cut"
+kind = "link_down"
+link = "wan"
+at_s = {cut_at}
+duration_s = {cut_s}
+
+[[process]]
+name = "src"
+host = "a"
+[[process]]
+name = "dst"
+host = "b"
+
+[[socket]]
+name = "tx"
+type = "{sender}"
+process = "src"
+connect = ["tcp://b:5555"]
+open_at_s = {open_at}
+options = {{ sndhwm = 200 }}
+[[socket]]
+name = "rx"
+type = "{receiver}"
+process = "dst"
+bind = ["tcp://*:5555"]
+{receiver_options}
+
+[[send]]
+socket = "tx"
+rate_per_s = 500
+count = {count}
+size_bytes = 1000
+start_s = {start}
+
+[[recv]]
+socket = "rx"
+"""
+
+
+def _validate(tmp_path: Path, name: str, **fields: Any) -> tuple[dict[str, Any], dict[str, Any], Any]:
+    """The real summary, zsim's flat row (its ledger's receive times) and the validation."""
+    from validation.compare import validate
+
+    values = {"until": 8.0, "cut_at": CUT_AT, "cut_s": CUT_S, "sender": "PUSH", "receiver": "PULL", "receiver_options": "",
+              "open_at": 0.0, "count": 3000, "start": 0.5, **fields}
+    path = tmp_path / f"{name}.toml"
+    path.write_text(SCENARIO.format(**values))
+    result = validate(path, replications=1, trace_depth=False)
+    assert not result.real_errors, result.real_errors
+    real = result.real_summaries[0]
+    # the harness cut and repaired the link when the model does, within 10 ms (it records when)
+    (cut, repaired), = real["real"]["faults"]["cut"]
+    assert CUT_AT <= cut < CUT_AT + 0.05 and CUT_AT + CUT_S <= repaired < CUT_AT + CUT_S + 0.05, (cut, repaired)
+    simulated = run(path, seed=result.seeds[0])
+    return real, flat_metrics(simulated.summary, simulated), result
+
+
+def _waited_as_modelled(real: float, modelled: float) -> None:
+    """The longest wait (the message sent as the link went down): zsim's within 10 %, or, when
+    real Linux stalls once more after the recovery (the known difference: two smoothed round
+    trips after an RTT sample of about the wait itself, so up to a quarter of it), at most
+    10 % beyond that; never shorter than zsim's less 5 % (nothing recovers before the first
+    try after the repair)."""
+    assert 0.95 * modelled <= real <= 1.10 * 1.25 * modelled, {"real": real, "zsim": modelled}
+    assert CUT_S + 0.9 < real, real
+
+
+@needs_links
+def test_a_push_waits_out_an_outage_and_recovers_at_tcps_first_try_after_it(tmp_path: Path):
+    real, row, _ = _validate(tmp_path, "push")
+    # nothing is lost: TCP kept what was written, PUSH blocked on its full pipe meanwhile
+    assert real["sockets"]["rx"]["received"] == row["socket.rx.received"] == 3000
+    # the message sent as the link went down waited for the try after the repair (5.0 s):
+    # measured real 3.14-3.16 s in 6 of 7 runs, zsim 3.02-3.03 s (Linux's timeout is 204 ms
+    # here where zsim's is 201 ms, and its timers fire on jiffies: 4 %); in 1 of 7 the known
+    # second stall (3.96 s)
+    _waited_as_modelled(real["latency_s"]["max"], row["pooled_latency_max_s"])
+    # zsim's own account: the first frame across the WAN a second after the repair, four timeouts
+    assert 1.0 <= row["fault.cut.recovery_s"] < 1.1 and row["network.a-s1.a->s1.timeouts"] == 4
+
+
+@needs_links
+def test_a_pub_drops_at_its_hwm_during_an_outage_and_delivers_its_backlog_late(tmp_path: Path):
+    # 1,500 messages from 0.5 to 3.5 s: 750 cross before the cut; during it the kernel's buffers
+    # and the PUB's pipe (SNDHWM 200) fill and the rest is dropped at the pipe; what they held
+    # arrives after the repair. How much the pipe holds then is libzmq's exact credit: the
+    # engine returns it every LWM (100) reads, so 101-200 messages fit, by where the engine's
+    # reads stood when the kernel stopped taking more. Measured: 1,000 received in 4 real runs;
+    # zsim 900, 1,000 and 1,000 with seeds 0-2 (its send buffer, autotuned with the window,
+    # differs by a few segments between seeds and moves that phase)
+    real, row, _ = _validate(tmp_path, "pub", sender="PUB", receiver="SUB", receiver_options='options = { subscribe = [""] }',
+                             count=1500, until=10.0)
+    path = tmp_path / "pub.toml"
+    modelled = [run(path, seed=seed).summary["sockets"]["rx"]["received"] for seed in (0, 1, 2)]
+    received = real["sockets"]["rx"]["received"]
+    assert 0.98 * min(modelled) <= received <= 1.02 * max(modelled), (received, modelled)
+    assert 750 + 100 <= received < 1500 - 300, received
+    assert row["socket.tx.dropped"] == 1500 - row["socket.rx.received"]
+    # the backlog arrived late: at zsim's first try after the repair, or (the known difference,
+    # 2 of 3 runs here) after one more stall (real 3.18 s, or 3.95 s; zsim 3.02-3.03 s)
+    _waited_as_modelled(real["latency_s"]["max"], row["pooled_latency_max_s"])
+
+
+@needs_links
+def test_a_connect_made_during_an_outage_gets_through_at_the_first_syn_after_it(tmp_path: Path):
+    # the PUSH connects at 2.5 s: SYNs at 2.5 and 3.5 s are lost, the one at 4.5 s gets
+    # through (real: the first message at 4.53-4.55 s in 3 runs)
+    real, row, _ = _validate(tmp_path, "connect", open_at=2.5, start=2.5, count=1000)
+    first = {"real": real["sockets"]["rx"]["first_recv_s"], "zsim": row["socket.rx.first_recv_s"]}
+    assert 4.5 <= first["real"] < 4.7 and first["zsim"] == pytest.approx(first["real"], abs=0.1), first
+    assert real["sockets"]["rx"]["received"] == row["socket.rx.received"] == 1000
