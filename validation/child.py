@@ -1046,8 +1046,12 @@ def apply_options(sock: zmq.Socket, plan: dict[str, Any]) -> None:
         ("sndtimeo", zmq.SNDTIMEO, -1), ("rcvtimeo", zmq.RCVTIMEO, -1),
         ("sndbuf", zmq.SNDBUF, -1), ("rcvbuf", zmq.RCVBUF, -1),
         ("reconnect_ivl", zmq.RECONNECT_IVL, 100), ("reconnect_ivl_max", zmq.RECONNECT_IVL_MAX, 0),
+        ("heartbeat_ivl", zmq.HEARTBEAT_IVL, 0), ("heartbeat_timeout", zmq.HEARTBEAT_TIMEOUT, -1),
+        ("heartbeat_ttl", zmq.HEARTBEAT_TTL, 0), ("tcp_keepalive", zmq.TCP_KEEPALIVE, -1),
+        ("tcp_keepalive_idle", zmq.TCP_KEEPALIVE_IDLE, -1), ("tcp_keepalive_intvl", zmq.TCP_KEEPALIVE_INTVL, -1),
+        ("tcp_keepalive_cnt", zmq.TCP_KEEPALIVE_CNT, -1),
     ):
-        if opts[name] != default:
+        if opts.get(name, default) != default:
             sock.setsockopt(option, int(opts[name]))
     for name, option in (("immediate", zmq.IMMEDIATE), ("conflate", zmq.CONFLATE),
                          ("router_mandatory", zmq.ROUTER_MANDATORY), ("xpub_nodrop", zmq.XPUB_NODROP),

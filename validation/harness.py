@@ -94,6 +94,9 @@ TBF_MAX_LIMIT_BYTES = 2**32 - 1
 #: pairs) a real run builds, checked before any work. Every run builds them anew; on the
 #: project's 2-core machine (busy) 40 hosts in a chain took 2.5 s, 128 took 8 s, 256 took
 #: 25 s (slower per host as they grow), and so many hosts share two cores anyway
+#: the options that notice a silent peer (ZMTP heartbeats, TCP keepalive), set as integers
+LIVENESS_OPTIONS = ("heartbeat_ivl", "heartbeat_timeout", "heartbeat_ttl", "tcp_keepalive", "tcp_keepalive_idle",
+                    "tcp_keepalive_intvl", "tcp_keepalive_cnt")
 MAX_VALIDATE_HOSTS = 128
 MAX_VALIDATE_LINKS = 128
 #: a run's temporary folder: ``zsim-val-<pid>s<start>-<random>`` (``netns.run_tag``)
@@ -306,6 +309,7 @@ def build_plans(scenario: Scenario, endpoints: EndpointMap, seed: int, results_d
                 "invert_matching": opts.invert_matching, "router_handover": opts.router_handover,
                 "probe_router": opts.probe_router, "connect_routing_id": opts.connect_routing_id,
                 "req_relaxed": opts.req_relaxed, "req_correlate": opts.req_correlate,
+                **{name: getattr(opts, name) for name in LIVENESS_OPTIONS},
             },
             "calls": _call_plans(calls_of.get(sock.name, []), endpoints, host_of[sock.process]),
         })

@@ -472,15 +472,19 @@ def _fault_table(summary: Mapping[str, Any]) -> list[str]:
     faults = summary.get("faults") or {}
     if not faults:
         return []
-    lines = ["", f"{'fault':<20} {'kind':<10} {'links':<24} {'times':>6} {'down s':>9} {'first':>17} {'recovery s':>11} {'longest':>9}",
-             "-" * 113]
+    lines = ["", f"{'fault':<20} {'kind':<10} {'links':<24} {'times':>6} {'down s':>9} {'first':>17} {'recovery s':>11} {'longest':>9}"
+                 f" {'detect s':>9} {'broke':>6}", "-" * 130]
     for name, fault in faults.items():
         intervals = fault["intervals"]
         first = f"{intervals[0][0]:.4g}-{intervals[0][1]:.4g} s" if intervals else "-"
-        # NaN: nothing crossed its links after it ended
-        recovery, longest = (f"{fault[key]:.4g}" if fault[key] == fault[key] else "-" for key in ("recovery_s", "longest_recovery_s"))
+        # NaN: nothing crossed its links after it ended, nothing noticed it
+        recovery, longest, detect = (f"{fault[key]:.4g}" if fault[key] == fault[key] else "-"
+                                     for key in ("recovery_s", "longest_recovery_s", "detect_s"))
         lines.append(f"{one_line(name):<20} {fault['kind']:<10} {one_line(', '.join(fault['links'])):<24} {fault['count']:>6,} "
-                     f"{fault['down_s']:>9.4g} {first:>17} {recovery:>11} {longest:>9}")
+                     f"{fault['down_s']:>9.4g} {first:>17} {recovery:>11} {longest:>9} {detect:>9} {fault['disconnects']:>6,}")
+        if fault["disconnected_by"]:
+            lines.append(one_line(f"  {name}: connections broken by " + ", ".join(f"{reason} ({count:,})" for reason, count
+                                                                              in fault["disconnected_by"].items())))
     hit = [(f"{link} {direction}", way) for link, directions in (summary.get("network") or {}).items()
            for direction, way in directions.items()
            if way.get("outage_drops") or way.get("fault_loss_drops") or way.get("acks_lost") or way.get("timeouts")]
@@ -489,7 +493,9 @@ def _fault_table(summary: Mapping[str, Any]) -> list[str]:
                               f"loss faults, {way['acks_lost']:,} ACKs lost on the way back, {way['timeouts']:,} retransmission "
                               "timeouts of its connections"))
     lines.append("(times: intervals it was down or lossy; recovery: from an interval's end to the first frame across its links "
-                 "again, the mean and the longest; TCP tries again on its backed-off timeout, so recovery lags the repair)")
+                 "again, the mean and the longest; TCP tries again on its backed-off timeout, so recovery lags the repair; detect: "
+                 "from an interval's start to the first connection over its links broken by ZMTP heartbeats, TCP keepalive or "
+                 "tcp_retries2, '-' if nothing noticed it; broke: how many)")
     return lines
 
 

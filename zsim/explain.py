@@ -570,10 +570,20 @@ def _faults_behind(ctx: _Context, direction: str, start: float, end: float, writ
         what = "down" if fault["kind"] != "loss" else "losing packets"
         text = f"Link {', '.join(links)} was {what} from {when} (fault {name}: {fault['kind']})"
         if fault["kind"] != "loss" and fault["recovery_s"] == fault["recovery_s"]:
-            text += (f"; nothing crossed it until {human_time(fault['recovery_s'])} after the repair (TCP sends again only on "
-                     "its retransmission timeout, doubled at each try)")
-        text += (f". Nothing in {writer}'s libzmq noticed (TCP keeps the connection through an outage; ZMTP heartbeats and "
-                 f"TCP keepalive are not modelled yet), so it kept queueing for {reader} until its pipe held SNDHWM.")
+            why = ("a connection broken meanwhile is made again by its connecting side, whose SYNs are lost until then"
+                   if fault["disconnects"] else "TCP sends again only on its retransmission timeout, doubled at each try")
+            text += f"; nothing crossed it until {human_time(fault['recovery_s'])} after the repair ({why})"
+        options = ctx.sockets[writer].options if writer in ctx.sockets else None
+        watched = options is not None and (options.heartbeat_ivl > 0 or options.tcp_keepalive == 1)
+        if fault["disconnects"]:
+            broke = ", ".join(f"{reason} ({count:,})" for reason, count in fault["disconnected_by"].items())
+            text += (f". It broke {fault['disconnects']:,} connection{'s' if fault['disconnects'] > 1 else ''} over its links "
+                     f"{human_time(fault['detect_s'])} after it began ({broke}); until then {writer} kept queueing for {reader}.")
+        else:
+            had = ("heartbeats or keepalive on, which did not fire in time" if watched
+                   else "neither ZMTP heartbeats nor TCP keepalive on")
+            text += (f". Nothing noticed it (TCP keeps a connection through an outage; {writer} had {had}), so it kept "
+                     f"queueing for {reader} until its pipe held SNDHWM.")
         out.append(text)
     return out
 

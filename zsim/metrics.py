@@ -119,9 +119,10 @@ NETWORK_FIELDS = ("bytes", "packets", "utilisation", "active_utilisation", "max_
 #: and the retransmission timeouts of the connections sending this way.
 NETWORK_FAULT_FIELDS = ("down_s", "outage_drops", "fault_loss_drops", "acks_lost", "timeouts")
 #: Per ``[[fault]]`` (``fault.<name>.<field>``): how many times it happened, for how long in
-#: all, and how long after it ended the first frame crossed one of its links again (the mean
-#: over its intervals, and the longest).
-FAULT_FIELDS = ("count", "down_s", "recovery_s", "longest_recovery_s")
+#: all, how long after it ended the first frame crossed one of its links again (the mean over
+#: its intervals, and the longest), how long after it began something broke a connection over
+#: its links (ZMTP heartbeats, TCP keepalive, tcp_retries2: time to detect), and how many.
+FAULT_FIELDS = ("count", "down_s", "recovery_s", "longest_recovery_s", "detect_s", "disconnects")
 #: Per direction of a tcp connection crossing a [[link]] (``link.<writer>-><reader>.<field>``;
 #: the ``connections`` of ``Direction.report``).
 CONNECTION_FIELDS = ("sending_s", "window_limited_s", "sndbuf_limited_s", "bytes", "throughput_bps", "rtt_s", "max_rtt_s",
@@ -441,7 +442,8 @@ PREFERENCES: tuple[Preference, ...] = (
     Preference(r"depth|queued|backlog|_messages$|_bytes$", "lower", "queue depth and backlog"),  # before latency: p99_depth is a depth
     Preference(r"latency|rtt|(^|_)p\d|_wait", "lower", "latency"),
     Preference(r"blocked|window_limited|sndbuf_limited", "lower", "blocked time, a window or send buffer holding TCP back"),
-    Preference(r"timeouts|recovery", "lower", "retransmission timeouts and the time to recover from a fault"),
+    Preference(r"timeouts|recovery|detect|disconnects", "lower", "retransmission timeouts, a fault's time to recover and to detect, "
+               "and the connections it broke"),
     Preference(r"warning|overloaded|not_settled|starts_after|no_subscription|matches_nothing|rate_not_achieved", "lower",
                "warnings"),
     Preference(r"deliver|received|forwarded|achieved|throughput|goodput|_rate_per_s$", "higher", "delivered and throughput"),

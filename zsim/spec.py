@@ -94,6 +94,15 @@ class SocketOptions:
     connect_routing_id: str | None = None
     req_relaxed: bool = False
     req_correlate: bool = False
+    #: ZMTP heartbeats (ms; timeout -1: the interval) and TCP keepalive (-1: the OS's;
+    #: idle and intvl in seconds), zsim.model.transport.liveness
+    heartbeat_ivl: int = 0
+    heartbeat_timeout: int = -1
+    heartbeat_ttl: int = 0
+    tcp_keepalive: int = -1
+    tcp_keepalive_idle: int = -1
+    tcp_keepalive_intvl: int = -1
+    tcp_keepalive_cnt: int = -1
 
 
 #: boolean options, each with the predicate of ``zsim.socket_types.SocketType`` that says
@@ -602,6 +611,9 @@ DEFAULT_LINK_QUEUE_PACKETS = 1000
 #: Bytes of framing a link counts per packet beyond the IP packet: the Ethernet header
 #: (what a qdisc on a Linux interface counts; no preamble, FCS or inter-frame gap).
 ETHERNET_HEADER_BYTES = 14
+#: ZMQ_HEARTBEAT_TTL's largest value: ZMTP's PING carries it in deciseconds in 16 bits
+#: (``options_t::setsockopt`` refuses more with EINVAL)
+HEARTBEAT_TTL_MAX_MS = 6553599
 #: The smallest MTU a link may have: IPv4's minimum datagram every host must accept
 #: (RFC 791), which leaves a TCP segment room for data after 52 bytes of headers.
 MIN_MTU_BYTES = 576
@@ -650,6 +662,20 @@ def parse_options(raw: Any, path: str, sock_type: str) -> SocketOptions:
             values[key] = _option_int(value, opt_path, -1)
         elif key == "reconnect_ivl_max":
             values[key] = _option_int(value, opt_path, 0)
+        elif key in ("heartbeat_ivl", "heartbeat_ttl"):
+            values[key] = _option_int(value, opt_path, 0)
+            if key == "heartbeat_ttl" and values[key] > HEARTBEAT_TTL_MAX_MS:
+                # zmtp sends it in deciseconds in 16 bits (options_t::setsockopt: EINVAL beyond)
+                raise ScenarioError(opt_path, f"must be <= {HEARTBEAT_TTL_MAX_MS:,} ms (ZMTP sends it in 16 bits of deciseconds), "
+                                              f"got {values[key]:,}")
+        elif key == "tcp_keepalive":
+            values[key] = _option_int(value, opt_path, -1)
+            if values[key] > 1:
+                raise ScenarioError(opt_path, f"must be -1 (the OS's default), 0 (off) or 1 (on), got {values[key]}")
+        elif key in ("heartbeat_timeout", "tcp_keepalive_idle", "tcp_keepalive_intvl", "tcp_keepalive_cnt"):
+            values[key] = _option_int(value, opt_path, -1)
+            if values[key] == 0 and key != "heartbeat_timeout":
+                raise ScenarioError(opt_path, "must be -1 (the OS's default) or at least 1")
         elif key in ("immediate", "conflate", "router_mandatory", "xpub_nodrop") or key in _TYPE_OPTIONS:
             values[key] = _bool(value, opt_path)
         elif key == "subscribe":

@@ -219,5 +219,68 @@ def test_explain_names_the_fault_behind_a_loss_episode():
     result = run(scenario, 1, recorder=recorder)
     text = explain(result, recorder.result, scenario).text()
     assert "Link wan was down from 2 s to 4 s (fault cut: link_down); nothing crossed it until 1.0" in text
-    assert "so it kept queueing for rx until its pipe held SNDHWM" in text
+    assert ("Nothing noticed it (TCP keeps a connection through an outage; tx had neither ZMTP heartbeats nor TCP keepalive "
+            "on), so it kept queueing for rx until its pipe held SNDHWM") in text
     assert "lost 1" in text and "frames on its wire while it was down" in text
+
+
+def _heartbeats(options: dict[str, Any], sub_options: dict[str, Any] | None = None, cut_s: float = 5.0) -> dict[str, Any]:
+    """A PUB on a sends 1 KB at 500 a second for 9 s to a SUB on b; the WAN is down from 2 s
+    for ``cut_s``; ``options`` on both sockets (the SUB's own added)."""
+    raw = routed({**CUT, "duration_s": cut_s}, send={"socket": "tx", "rate_per_s": 500, "count": 4500, "size_bytes": 1000, "start_s": 0.5},
+                 until_s=12.0, socket_type=("PUB", "SUB"), options={"sndhwm": 200, **options})
+    raw["socket"][1]["options"].update({**options, **(sub_options or {})})
+    return raw
+
+
+def test_heartbeats_break_a_connection_whose_route_went_silent_and_the_sub_comes_back():
+    # PINGs every second from each side; the first unanswered one (the first after 2.0 s)
+    # arms a 3 s timeout: the connection breaks 3-4 s into the outage (stream_engine_base_t::
+    # timer_event, heartbeat_timeout_timer_id), the PUB's pipe to the SUB terminates with what
+    # it held, and the SUB, which connected, tries again: its SYNs are lost until the WAN is
+    # back at 7 s, the next one gets through (tcp_syn_linear_timeouts: 1 s apart)
+    result = run(_heartbeats({"heartbeat_ivl": 1000, "heartbeat_timeout": 3000}), seed=1)
+    fault = result.summary["faults"]["cut"]
+    assert 3.0 <= fault["detect_s"] <= 4.05, fault
+    assert fault["disconnected_by"] == {"heartbeat timeout": 1}
+    row = flat_metrics(result.summary, result)
+    # deliveries resume after the repair (a new connection, the subscription sent again)
+    assert 7.0 < row["socket.rx.last_recv_s"] and row["socket.rx.received"] > 750 + 2 * 500 * 0.9
+    # without heartbeats nothing notices: the connection survives, TCP retransmits after the repair
+    silent = run(_heartbeats({}), seed=1).summary["faults"]["cut"]
+    assert silent["disconnects"] == 0 and silent["detect_s"] != silent["detect_s"]  # NaN: nothing noticed
+
+
+def test_a_heartbeat_ttl_breaks_the_peer_that_hears_no_more_pings():
+    # only the PUB sends PINGs, each asking the SUB to hear again within 2.5 s: the SUB's ttl
+    # timer fires 2.5 s after the last PING that arrived (the one at 2 s or just before)
+    raw = _heartbeats({"heartbeat_ivl": 1000, "heartbeat_timeout": 10000, "heartbeat_ttl": 2500}, {"heartbeat_ivl": 0})
+    fault = run(raw, seed=1).summary["faults"]["cut"]
+    assert fault["disconnected_by"] == {"heartbeat ttl": 1}
+    assert 1.5 <= fault["detect_s"] <= 2.55, fault
+
+
+def test_keepalive_breaks_an_idle_connection_whose_peer_went_silent():
+    # the PUB sends 100 messages early and then nothing: the SUB's side is idle; with
+    # keepalive (idle 5 s, probes every 1 s, 3 of them) it probes 5 s after it last heard
+    # anything, about 0.7 s, then at 6.7 and 7.7 s, into the outage from 2 s: all unanswered,
+    # ETIMEDOUT 3 s after the first probe
+    raw = routed({**CUT, "duration_s": 100.0}, send={"socket": "tx", "rate_per_s": 500, "count": 100, "size_bytes": 100, "start_s": 0.5},
+                 until_s=20.0, socket_type=("PUB", "SUB"))
+    raw["socket"][1]["options"].update({"tcp_keepalive": 1, "tcp_keepalive_idle": 5, "tcp_keepalive_intvl": 1, "tcp_keepalive_cnt": 3})
+    fault = run(raw, seed=1).summary["faults"]["cut"]
+    assert fault["disconnected_by"] == {"keepalive": 1}
+    assert 0.7 + 5 + 3 - 2.0 - 0.1 <= fault["detect_s"] <= 0.7 + 5 + 3 - 2.0 + 0.1, fault
+
+
+@pytest.mark.parametrize("option, value, words", [
+    ("heartbeat_ttl", 7_000_000, "must be <= 6,553,599 ms"),
+    ("tcp_keepalive", 2, "must be -1 (the OS's default), 0 (off) or 1 (on)"),
+    ("tcp_keepalive_idle", 0, "must be -1 (the OS's default) or at least 1"),
+    ("heartbeat_ivl", -5, "heartbeat_ivl"),
+])
+def test_bad_liveness_options_are_one_line(option, value, words):
+    raw = routed(CUT, options={option: value})
+    with pytest.raises(ScenarioError) as caught:
+        spec.from_dict(raw)
+    assert words in str(caught.value) and "\n" not in str(caught.value)

@@ -147,7 +147,8 @@ def test_every_scenario_field_is_one_the_exporter_knows():
         "options": {"sndhwm", "rcvhwm", "linger", "sndtimeo", "rcvtimeo", "subscribe", "immediate", "conflate", "router_mandatory",
                     "xpub_nodrop", "sndbuf", "rcvbuf", "reconnect_ivl", "reconnect_ivl_max", "routing_id", "xpub_verbose",
                     "xpub_verboser", "xpub_manual", "invert_matching", "router_handover", "probe_router", "connect_routing_id",
-                    "req_relaxed", "req_correlate"},
+                    "req_relaxed", "req_correlate", "heartbeat_ivl", "heartbeat_timeout", "heartbeat_ttl", "tcp_keepalive",
+                    "tcp_keepalive_idle", "tcp_keepalive_intvl", "tcp_keepalive_cnt"},
     }
     from zsim.constants import OPTION_DEFAULTS
 

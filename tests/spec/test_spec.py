@@ -55,8 +55,8 @@ def test_hwm_sets_both_like_pyzmq_property():
     [
         (lambda r: r["socket"][0].__setitem__("type", "PUBLISHER"), "socket[pub].type: unknown socket type 'PUBLISHER'"),
         (lambda r: r["socket"][0]["options"].__setitem__("sndhwm", -5), "socket[pub].options.sndhwm: must be >= 0, got -5"),
-        (lambda r: r["socket"][0]["options"].__setitem__("heartbeat_ivl", 10),
-         "socket[pub].options.heartbeat_ivl: is a ZeroMQ option that zsim does not model"),
+        (lambda r: r["socket"][0]["options"].__setitem__("handshake_ivl", 10),
+         "socket[pub].options.handshake_ivl: is a ZeroMQ option that zsim does not model"),
         (lambda r: r["socket"][0]["options"].__setitem__("sndhmw", 10),
          "socket[pub].options.sndhmw: unknown socket option (did you mean 'sndhwm'?)"),
         (lambda r: r["socket"][0]["options"].__setitem__("HWM", 10), "socket[pub].options.HWM: option names are pyzmq's lowercase names"),
@@ -108,7 +108,7 @@ def test_bad_input_names_the_field_and_the_reason(mutate, expected):
 
 def test_unmodelled_option_is_its_own_error_type():
     with pytest.raises(UnsupportedOption):
-        spec.from_dict(broken(lambda r: r["socket"][0]["options"].__setitem__("heartbeat_ivl", 100)))
+        spec.from_dict(broken(lambda r: r["socket"][0]["options"].__setitem__("handshake_ivl", 100)))
 
 
 def test_inproc_across_processes_is_rejected():

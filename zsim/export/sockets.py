@@ -54,7 +54,11 @@ class Sockets:
             lines.append(f"    sock.setsockopt(zmq.ROUTING_ID, {quoted_bytes(sock.routing_id)}){note}")
         for name, constant, default in (("sndtimeo", "SNDTIMEO", -1), ("rcvtimeo", "RCVTIMEO", -1), ("sndbuf", "SNDBUF", -1),
                                         ("rcvbuf", "RCVBUF", -1), ("reconnect_ivl", "RECONNECT_IVL", 100),
-                                        ("reconnect_ivl_max", "RECONNECT_IVL_MAX", 0)):
+                                        ("reconnect_ivl_max", "RECONNECT_IVL_MAX", 0), ("heartbeat_ivl", "HEARTBEAT_IVL", 0),
+                                        ("heartbeat_timeout", "HEARTBEAT_TIMEOUT", -1), ("heartbeat_ttl", "HEARTBEAT_TTL", 0),
+                                        ("tcp_keepalive", "TCP_KEEPALIVE", -1), ("tcp_keepalive_idle", "TCP_KEEPALIVE_IDLE", -1),
+                                        ("tcp_keepalive_intvl", "TCP_KEEPALIVE_INTVL", -1),
+                                        ("tcp_keepalive_cnt", "TCP_KEEPALIVE_CNT", -1)):
             value = getattr(opts, name)
             if value != default:
                 lines.append(f"    sock.setsockopt(zmq.{constant}, {value})")

@@ -526,6 +526,7 @@ class Flow:
     back_faulty = False
     rto_timer: Any = None
     resend_until = 0
+    heard_at = 0.0  # on a route with faults: when its sender last had an ACK, or its receiver data
 
     def __init__(self, direction: Direction, wire: LinkWire, sndbuf: int, rcvbuf: int, sndbuf_per_segment: int,
                  hops: Sequence[Direction] = (), back: Sequence[Direction] = ()) -> None:
@@ -866,6 +867,9 @@ class Flow:
         it and the connection breaks (``stream_engine_base_t::error``: its pipes terminate,
         a connecting side reconnects). Both ends break at once: a one-way flow's receiver
         would learn of it only when it next sends (a reset), which the model does not wait for."""
+        network = self.direction.ctx.network
+        if network is not None:
+            network.failed(self.clock.now, "tcp_retries2", self.route)
         engine = self.wire.writer
         if engine is not None and not engine.closed:
             engine.link.engine_error(engine, "timeout")
@@ -1098,6 +1102,8 @@ class Flow:
 
     def acked(self, ack: int, edge: int, sent_at: float) -> None:
         now = self.clock.now
+        if self.faulty:
+            self.heard_at = now
         if edge > self.window_edge:
             self.window_edge = edge
         if ack > self.snd_una:
@@ -1156,6 +1162,8 @@ class Flow:
 
     def arrived(self, lo: int, hi: int, sent_at: float) -> None:
         before = self.rcv_nxt
+        if self.faulty:
+            self.heard_at = self.clock.now
         unfound = self.unfound
         if unfound:
             # bytes sent after a lost segment arrived: their (selective) ACK shows it lost (RACK
@@ -1390,6 +1398,11 @@ class Path:
         return self.back[0]
 
     @property
+    def faulty(self) -> bool:
+        """A direction of the route, or of the way back, has [[fault]]s."""
+        return any(d.faulty for d in self.hops) or any(d.faulty for d in self.back)
+
+    @property
     def round_trip_s(self) -> float:
         return sum(d.latency for d in self.hops) + sum(d.latency for d in self.back)
 
@@ -1440,6 +1453,9 @@ class Network:
                  router: Callable[[str, str], Sequence[tuple[str, bool]]] | None = None) -> None:
         self.links: dict[str, tuple[Direction, Direction]] = {}
         self._paths: dict[tuple[str, str], Path] = {}
+        #: connections broken because something noticed their peer had gone silent:
+        #: (when, what: heartbeat timeout, heartbeat ttl, keepalive, tcp_retries2, the links crossed)
+        self.failures: list[tuple[float, str, frozenset[str]]] = []
         self._router = router
         for params in links:
             a, b = params.hosts
@@ -1466,6 +1482,10 @@ class Network:
     def report(self, elapsed: float) -> dict[str, dict[str, dict[str, Any]]]:
         """``summary["network"]``: per link, per direction, what it carried and dropped."""
         return {name: {d.name: d.report(elapsed) for d in directions} for name, directions in self.links.items()}
+
+    def failed(self, at: float, reason: str, route: Sequence[Direction]) -> None:
+        """A connection over ``route`` broke at ``at`` because ``reason`` noticed its peer silent."""
+        self.failures.append((at, reason, frozenset(d.link for d in route)))
 
     def apply_faults(self, faults: Sequence[Any], links: Sequence[Any], until: float | None,
                      stream: Callable[[str], Any]) -> None:
@@ -1506,6 +1526,18 @@ class Network:
                           for ended, arrival in direction.recovered if ended >= end - 1e-12 and arrival >= end]
                 if firsts:
                     recoveries.append(min(firsts))
+            # what noticed it: the first connection over its links broken after each interval began
+            detected: list[float] = []
+            reasons: dict[str, int] = {}
+            for start, end in within:
+                later = [(at, reason) for at, reason, crossed in self.failures
+                         if at >= start and crossed.intersection(cut) and (end >= elapsed or at <= end + RETRIES2_TIMEOUT_S)]
+                if later:
+                    at, reason = min(later)
+                    detected.append(at - start)
+            for at, reason, crossed in self.failures:
+                if crossed.intersection(cut) and any(start <= at for start, _ in within):
+                    reasons[reason] = reasons.get(reason, 0) + 1
             found[fault.name] = {
                 "kind": fault.kind,
                 "links": cut,
@@ -1514,5 +1546,11 @@ class Network:
                 "intervals": [[start, end] for start, end in within[:100]],
                 "recovery_s": sum(recoveries) / len(recoveries) if recoveries else math.nan,
                 "longest_recovery_s": max(recoveries) if recoveries else math.nan,
+                # from an interval's start to the first connection over its links that something
+                # broke (heartbeats, keepalive, tcp_retries2; NaN: nothing noticed), the mean,
+                # and how many broke, by what
+                "detect_s": sum(detected) / len(detected) if detected else math.nan,
+                "disconnects": sum(reasons.values()),
+                "disconnected_by": reasons,
             }
         return found

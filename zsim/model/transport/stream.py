@@ -50,8 +50,15 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..params import TransportParams
     from .network import Path
 
+def _watches(options: Any) -> bool:
+    """ZMTP heartbeats or TCP keepalive are on (``zsim.model.transport.liveness``)."""
+    return bool(options.heartbeat_ivl > 0 or options.tcp_keepalive == 1)
+
+
 class Link:
     """One established tcp/ipc connection: two engines and two kernel directions."""
+
+    liveness: Any = None  # heartbeats and keepalive, on a route with [[fault]]s (``Liveness``)
 
     def __init__(self, conn: StreamConnection, c_session: Session, b_session: Session, number: int) -> None:
         self.conn = conn
@@ -86,6 +93,12 @@ class Link:
                                             c_per_segment, b_per_segment)
             self.c_engine = LinkEngine(self, c_session, self.c2b, self.b2c)
             self.b_engine = LinkEngine(self, b_session, self.b2c, self.c2b)
+            if path.faulty and (_watches(c_sock.options) or _watches(b_sock.options)):
+                # a route that can go down: heartbeats and keepalive notice a silent peer
+                from .liveness import Liveness
+
+                self.liveness = Liveness(self, self.c_engine, self.b_engine, self.c2b.flow, self.b2c.flow, c_sock.options,
+                                         b_sock.options)
         c_session.engine = self.c_engine
         b_session.engine = self.b_engine
         self.broken = False
@@ -297,6 +310,8 @@ class StreamConnection(Connection):
         if link.broken:
             return
         link.broken = True
+        if link.liveness is not None:
+            link.liveness.stop()
         ctx = self.ctx
         c_engine, b_engine = link.c_engine, link.b_engine
         kernel_rule = rule if rule is not None else (RULE_ENGINE_HUP if reason == "hup" else RULE_KERNEL_LOST)
