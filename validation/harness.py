@@ -94,6 +94,11 @@ TBF_MAX_LIMIT_BYTES = 2**32 - 1
 #: pairs) a real run builds, checked before any work. Every run builds them anew; on the
 #: project's 2-core machine (busy) 40 hosts in a chain took 2.5 s, 128 took 8 s, 256 took
 #: 25 s (slower per host as they grow), and so many hosts share two cores anyway
+#: how long after a crashed host's links are cut its processes are killed: a process killed
+#: first has its kernel close its sockets (FIN, or RST with unread data) before the cut, and
+#: its peers learn of it, which a dead host's do not (measured: the harness's cut comes 15-25 ms
+#: after the time it is due, so killing at the same time told the peer every time)
+HOST_CRASH_KILL_AFTER_S = 0.1
 #: the options that notice a silent peer (ZMTP heartbeats, TCP keepalive), set as integers
 LIVENESS_OPTIONS = ("heartbeat_ivl", "heartbeat_timeout", "heartbeat_ttl", "tcp_keepalive", "tcp_keepalive_idle",
                     "tcp_keepalive_intvl", "tcp_keepalive_cnt")
@@ -264,10 +269,17 @@ def build_plans(scenario: Scenario, endpoints: EndpointMap, seed: int, results_d
     check_deployment(scenario)
     cpus = real_cpus(scenario)
     late = _expected_wait_lateness(scenario)
+    # a host that crashes takes its processes with it (SIGKILL) once its links are cut, so that
+    # the kernel's FIN or RST for their sockets reaches no peer (HOST_CRASH_KILL_AFTER_S)
+    host_crash = {fault.hosts[0]: (fault.at_s or 0.0) + HOST_CRASH_KILL_AFTER_S
+                  for fault in scenario.faults if fault.kind == "host_crash"}
     for proc in scenario.processes:
         if proc.restart_at_s is not None:
             raise ScenarioError(f"process[{proc.name}].restart_at_s",
                                 "the real-pyzmq harness does not restart crashed processes (simulation only)")
+        crash_at = proc.crash_at_s
+        if proc.host in host_crash:
+            crash_at = min(crash_at, host_crash[proc.host]) if crash_at is not None else host_crash[proc.host]
         plans[proc.name] = {
             "process": proc.name,
             "scenario": scenario.name,
@@ -277,7 +289,7 @@ def build_plans(scenario: Scenario, endpoints: EndpointMap, seed: int, results_d
             "hard_limit_s": hard_limit_s,
             "exit_at_s": proc.exit_at_s,
             "exit_after_sends": proc.exit_after_sends,
-            "crash_at_s": proc.crash_at_s,
+            "crash_at_s": crash_at,
             "io_threads": proc.io_threads,
             "cpus": cpus.get(proc.name),
             "sockets": [],
@@ -510,6 +522,12 @@ def check_deployment(scenario: Scenario) -> None:
                                                               "scenario's profile)")
     switches = {switch.name for switch in scenario.switches}
     for fault in scenario.faults:
+        if fault.kind == "host_crash" and (fault.random or (scenario.until_s is not None and fault.at_s is not None
+                                                            and fault.duration_s is not None
+                                                            and fault.at_s + fault.duration_s < scenario.until_s)):
+            raise ScenarioError(f"fault[{fault.name}].duration_s", "the real harness does not restart a crashed host's processes: "
+                                                                   "validate a host that stays down until the run ends "
+                                                                   "(at_s + duration_s >= scenario.until_s)")
         if fault.kind == "loss":
             raise ScenarioError(f"fault[{fault.name}].kind", "the real harness cannot lose packets at a probability (this kernel has "
                                                              "no netem): validate link_down and partition faults")

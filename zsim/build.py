@@ -321,7 +321,7 @@ def build(scenario: Scenario, seed: int, profile: Profile | None = None, trace_d
         world.network = Network(world, [LinkParams(link.name, link.hosts, link.bandwidth_bps, link.latency_s, link.mtu_bytes,
                                                    link.queue_bytes, link.loss, _way_back(link)) for link in scenario.links],
                                 router)
-        if scenario.faults:  # outages and loss bursts (docs/model.md, "Outages")
+        if scenario.faults:  # outages, loss bursts and hosts that crash (docs/model.md, "Outages")
             world.network.apply_faults(scenario.faults, scenario.links, scenario.until_s, world.stream)
     _build_machines(model)
     _schedule_timeline(model)
@@ -429,6 +429,19 @@ def _schedule_timeline(model: Model) -> None:
         front_open = scenario.socket(proxy.frontend.name).open_at_s
         back_open = scenario.socket(proxy.backend.name).open_at_s
         env.call_later(max(front_open, back_open), proxy.start, priority=NORMAL)
+    network = model.world.network
+    for fault, intervals, _cut in getattr(network, "faults", []):
+        if fault.kind != "host_crash":
+            continue
+        # its processes die with it, silently (their peers are not told: the host's links are
+        # down meanwhile, ``Network.apply_faults``), and start again when it does
+        for proc_spec in scenario.processes:
+            if proc_spec.host == fault.hosts[0]:
+                process = model.processes[proc_spec.name]
+                taken: list[Process] = []  # alive when its host crashed: starts again with it
+                for start, end in intervals:
+                    env.call_later(start, partial(_crash_with_host, process, taken))
+                    env.call_later(end, partial(_restart_after_host, model, process, taken), priority=URGENT)
     for proc_spec in scenario.processes:
         process = model.processes[proc_spec.name]
         if proc_spec.exit_at_s is not None:
@@ -486,6 +499,21 @@ def perform_call(model: Model, call: CallSpec) -> None:
         world.set_option(sock, name, value)
     for prefix in call.prefixes:
         world.subscribe(sock, prefix, action == "subscribe")
+
+
+def _crash_with_host(process: Process, taken: list[Process]) -> None:
+    """Its host crashed: the process dies, and its peers are not told (``Process.crash``)."""
+    if process.alive:
+        process.crash(silent=True)
+        taken.append(process)
+
+
+def _restart_after_host(model: Model, process: Process, taken: list[Process]) -> None:
+    """Its host is back: the process starts again if the host's crash took it (not one that
+    had exited or crashed on its own before)."""
+    if process in taken:
+        taken.remove(process)
+        _restart(model, process)
 
 
 def _restart(model: Model, process: Process) -> None:

@@ -332,8 +332,9 @@ class LinkSpec:
 
 #: ``[[fault]]`` kinds: a link down both ways, a set of hosts (and switches) cut off from
 #: the rest (every link with one end in the set down), each packet on a link lost with a
-#: probability for a while (docs/scenario-format.md, "Faults")
-FAULT_KINDS = ("link_down", "partition", "loss")
+#: probability for a while, a host that dies with its kernel (its processes crash, it answers
+#: nothing) and starts again (docs/scenario-format.md, "Faults")
+FAULT_KINDS = ("link_down", "partition", "loss", "host_crash")
 
 
 @dataclass(frozen=True)
@@ -349,7 +350,7 @@ class FaultSpec:
     name: str
     kind: str
     link: str | None = None
-    hosts: tuple[str, ...] = ()
+    hosts: tuple[str, ...] = ()  # a partition's nodes, or a host_crash's one host
     at_s: float | None = None
     duration_s: float | None = None
     mtbf_s: float | None = None
@@ -382,7 +383,7 @@ class FaultSpec:
         """The links it takes down (or makes lossy): its own, or a partition's crossing links."""
         if self.link is not None:
             return tuple(link for link in links if link.name == self.link)
-        inside = set(self.hosts)
+        inside = set(self.hosts)  # a host that crashed: nothing crosses any of its links
         return tuple(link for link in links if (link.hosts[0] in inside) != (link.hosts[1] in inside))
 
 
@@ -596,7 +597,7 @@ _CALL_KEYS = {"socket", "at_s", *CALL_ACTIONS}
 _TOP_KEYS = {"scenario", "machine", "host", "switch", "link", "fault", "process", "socket", "send", "recv", "proxy", "app", "call",
              "validation", "sweep", "limits"}
 _SWITCH_KEYS = {"name"}
-_FAULT_KEYS = {"name", "kind", "link", "hosts", "at_s", "duration_s", "mtbf_s", "mttr_s", "loss"}
+_FAULT_KEYS = {"name", "kind", "link", "hosts", "host", "at_s", "duration_s", "mtbf_s", "mttr_s", "loss"}
 _HOST_KEYS = {"name", "cores", "profile"}
 _LINK_KEYS = {"name", "hosts", "bandwidth_bps", "latency_s", "mtu_bytes", "queue_bytes", "loss", "reverse"}
 #: What a link's ``reverse`` table may set for ``hosts[1] -> hosts[0]`` (one MTU per link:
@@ -1219,7 +1220,22 @@ def _parse_faults(raw: Any, hosts: tuple[HostSpec, ...], switches: tuple[SwitchS
         names.add(name)
         link: str | None = None
         cut: tuple[str, ...] = ()
-        if kind == "partition":
+        if "host" in table and kind != "host_crash":
+            raise ScenarioError(f"{path}.host", f"only a host_crash fault names a host (a {kind} fault: "
+                                                f"{'hosts = [...]' if kind == 'partition' else 'link = ...'})")
+        if kind == "host_crash":
+            for key in ("link", "hosts"):
+                if key in table:
+                    raise ScenarioError(f"{path}.{key}", "a host_crash names its host (host = \"...\"), whose links all go silent")
+            declared = ", ".join(h.name for h in hosts) or "none"
+            if "host" not in table:
+                raise ScenarioError(f"{path}.host", f"missing: the [[host]] that crashes (declared: {declared})")
+            crashed = _name(table["host"], f"{path}.host")
+            if crashed not in {host.name for host in hosts}:
+                raise ScenarioError(f"{path}.host", f"unknown host {crashed!r} (declared [[host]]s: {declared}; a switch that fails "
+                                                    "is a partition of its links)")
+            cut = (crashed,)
+        elif kind == "partition":
             if "link" in table:
                 raise ScenarioError(f"{path}.link", "a partition names the hosts it cuts off (hosts = [...]), not a link")
             if "hosts" not in table:
@@ -1269,7 +1285,8 @@ def _parse_faults(raw: Any, hosts: tuple[HostSpec, ...], switches: tuple[SwitchS
                                                          "or mtbf_s and mttr_s for one that repeats at random")
         fault = FaultSpec(name, kind, link, cut, at_s, duration_s, mtbf_s, mttr_s, loss)
         if not fault.links_cut(links):
-            raise ScenarioError(f"{path}.hosts", "cuts no link: no [[link]] joins these hosts to the rest")
+            raise ScenarioError(f"{path}.{'host' if kind == 'host_crash' else 'hosts'}",
+                                "cuts no link: no [[link]] joins these hosts to the rest")
         faults.append(fault)
     return tuple(faults)
 

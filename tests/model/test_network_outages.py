@@ -181,6 +181,9 @@ def test_a_fault_field_is_a_sweep_path():
     (lambda f: f.update(kind="partition"), "fault[cut].link", "a partition names the hosts"),
     (lambda f: (f.pop("link"), f.update(kind="partition", hosts=["a", "b", "s1", "s2"])), "fault[cut].hosts", "cuts no link"),
     (lambda f: (f.pop("at_s"), f.pop("duration_s"), f.update(mtbf_s=5.0, mttr_s=1.0)), "fault[cut].mtbf_s", "needs scenario.until_s"),
+    (lambda f: (f.pop("link"), f.update(kind="host_crash", host="s1")), "fault[cut].host", "a switch that fails is a partition"),
+    (lambda f: f.update(kind="host_crash", host="a"), "fault[cut].link", "a host_crash names its host"),
+    (lambda f: f.update(host="a"), "fault[cut].host", "only a host_crash fault names a host"),
 ])
 def test_bad_faults_are_one_line_naming_the_field(change, field, words):
     fault = copy.deepcopy(CUT)
@@ -284,3 +287,53 @@ def test_bad_liveness_options_are_one_line(option, value, words):
     with pytest.raises(ScenarioError) as caught:
         spec.from_dict(raw)
     assert words in str(caught.value) and "\n" not in str(caught.value)
+
+
+def _host_crash(feed_options: dict[str, Any] | None = None, sub_options: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A PUB on a feeds a SUB on b (which connects) at 500 a second for 10 s; host a crashes
+    at 2 s and is back at 4 s: its PUB starts again, binds again and sends on."""
+    raw = routed({"name": "dead", "kind": "host_crash", "host": "a", "at_s": 2.0, "duration_s": 2.0},
+                 send={"socket": "tx", "rate_per_s": 500, "duration_s": 10.0, "size_bytes": 100, "start_s": 0.5},
+                 until_s=12.0, socket_type=("PUB", "SUB"), options=feed_options or {})
+    # the PUB binds on a, the SUB connects to it
+    raw["socket"][0].pop("connect")
+    raw["socket"][0]["bind"] = ["tcp://*:5555"]
+    raw["socket"][1].pop("bind")
+    raw["socket"][1]["connect"] = ["tcp://a:5555"]
+    raw["socket"][1]["options"].update(sub_options or {})
+    return raw
+
+
+def test_a_sub_whose_publishers_host_died_stops_receiving_unless_something_notices():
+    # the classic: the PUB's host dies and comes back; the SUB's connection to the old PUB
+    # is half open (its kernel heard no FIN, no RST, and the SUB sends nothing that would
+    # meet a reset), so it waits on it forever and gets nothing from the new PUB
+    result = run(_host_crash(), seed=1)
+    row = flat_metrics(result.summary, result)
+    assert row["socket.rx.received"] < 2.0 * 500  # only what came before the crash
+    assert row["socket.rx.last_recv_s"] < 2.1
+    fault = result.summary["faults"]["dead"]
+    assert fault["links"] == ["a-s1"] and fault["disconnects"] == 0
+    # with heartbeats on the SUB, its PING goes unanswered: the connection breaks 1-3 s into
+    # the outage, it reconnects to the restarted PUB and receives again
+    watched = run(_host_crash(sub_options={"heartbeat_ivl": 500, "heartbeat_timeout": 1500}), seed=1)
+    row = flat_metrics(watched.summary, watched)
+    fault = watched.summary["faults"]["dead"]
+    assert fault["disconnected_by"] == {"heartbeat timeout": 1} and 1.5 <= fault["detect_s"] <= 2.0
+    assert row["socket.rx.last_recv_s"] > 10.0 and row["socket.rx.received"] > (2.0 - 0.5 + 10.5 - 5.2) * 500
+
+
+def test_a_sender_to_a_host_that_died_learns_by_a_reset_when_it_is_back():
+    # the SUB's host (b) dies from 2 to 4 s; the PUB keeps sending to the old connection:
+    # unacknowledged, TCP backs off (2.2, 2.6, 3.4, 5.0 s); the try at 5.0 s reaches the
+    # restarted kernel, which answers with a reset: the PUB's side breaks then. The restarted
+    # SUB connected anew meanwhile and receives what is sent after
+    raw = routed({"name": "dead", "kind": "host_crash", "host": "b", "at_s": 2.0, "duration_s": 2.0},
+                 send={"socket": "tx", "rate_per_s": 500, "duration_s": 10.0, "size_bytes": 100, "start_s": 0.5},
+                 until_s=12.0, socket_type=("PUB", "SUB"))
+    result = run(raw, seed=1)
+    fault = result.summary["faults"]["dead"]
+    assert fault["disconnected_by"] == {"reset by the restarted host": 1}
+    assert 2.9 <= fault["detect_s"] <= 3.1, fault
+    row = flat_metrics(result.summary, result)
+    assert row["socket.rx.last_recv_s"] > 10.0

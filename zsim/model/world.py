@@ -78,8 +78,9 @@ class Process:
         self.pending_sessions.discard(session)
         self._check_done()
 
-    def crash(self) -> None:
-        """The OS process dies: no linger, no flush."""
+    def crash(self, silent: bool = False) -> None:
+        """The OS process dies: no linger, no flush (``silent``: with its host, whose kernel
+        tells its peers nothing: ``StreamConnection.crash_side``)."""
         if not self.alive:
             return
         world = self.world
@@ -87,7 +88,7 @@ class Process:
         for workload in self.workloads:
             workload.stop()
         for sock in self.sockets:
-            world.crash_socket(sock)
+            world.crash_socket(sock, silent)
         world.drop_pending_inproc(self, RULE_CRASH)
         self.alive = False
         self.pending_sessions.clear()
@@ -308,7 +309,7 @@ class World(Context):
             sock.detach(peer)
         sock.drop_held(RULE_LINGER)  # what it had read for its application goes with it
 
-    def crash_socket(self, sock: Socket) -> None:
+    def crash_socket(self, sock: Socket, silent: bool = False) -> None:
         if sock.state != OPEN:
             sock.state = CLOSED
             return
@@ -319,7 +320,7 @@ class World(Context):
             if self.listeners.get(endpoint.key) is sock:
                 del self.listeners[endpoint.key]
         for conn in self._connections_of(sock):
-            conn.crash_side(sock)
+            conn.crash_side(sock, silent)
         for peer in list(sock.peers):
             sock.detach(peer)
         sock.drop_held(RULE_CRASH)

@@ -98,7 +98,7 @@ class Connecter:
         accept_io = self.accept_io = choose_io_thread(binder.process.io_threads)
         delay = self.handshake.next()
         if conn.path is not None:
-            # a SYN lost while the route is down is sent again after 1, 2, 4 ... s
+            # a SYN lost while the route is down is sent again (``network.SYN_WAITS_S``)
             delay += conn.path.handshake_s() + wait
         # Both I/O threads serve the handshake, each one event at a time in the order the
         # events come: it completes after its own latency, and not before a handshake

@@ -41,8 +41,9 @@ class Connection:
         ``send_hwms_to_peer`` for the other end)."""
         raise NotImplementedError
 
-    def crash_side(self, sock: Socket) -> None:
-        """The process of ``sock`` died: no linger, no flush."""
+    def crash_side(self, sock: Socket, silent: bool = False) -> None:
+        """The process of ``sock`` died: no linger, no flush (``silent``: with its host, whose
+        kernel answers nothing, so the peer is not told)."""
         raise NotImplementedError
 
     def refuse(self, peer: Peer) -> None:

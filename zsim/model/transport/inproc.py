@@ -239,7 +239,7 @@ class InprocConnection(Connection):
             record_lost(self.ctx, pipe.drain(), self.connector.index, pipe.index, rule)
         self.closed = True
 
-    def crash_side(self, sock: Socket) -> None:
+    def crash_side(self, sock: Socket, silent: bool = False) -> None:
         """Both pipes are gone with the process: what they hold is lost."""
         self.close_side(sock, discard=True, rule=RULE_CRASH)
 

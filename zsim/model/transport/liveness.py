@@ -58,6 +58,7 @@ class _Side:
         self.timeout_at = -1.0  # the armed heartbeat timeout's deadline (-1: none)
         self.ttl_at = -1.0  # the TTL the peer's last PING asked for (-1: none)
         self.probing_since = -1.0  # keepalive: when its unanswered probes began
+        self.reset_at = -1.0  # keepalive: when a probe meets a reset from the peer's restarted host
         # timers, made by ``Liveness`` for the mechanisms the socket's options turn on
         self.ping: Any = None
         self.timeout_timer: Any = None
@@ -113,6 +114,9 @@ class Liveness:
             return
         now = self.clock.now
         reaches = side.up(now)
+        if reaches and peer.engine.closed:
+            self._fail(side, "reset by the restarted host")  # its host came back without the connection
+            return
         if reaches and ttl > 0:
             # the peer's ttl timer restarts when the PING arrives (any message cancels it)
             peer.ttl_at = now + side.there + ttl
@@ -153,8 +157,14 @@ class Liveness:
         if now - heard < idle:
             side.keepalive.arm_at(heard + idle)
             return
+        peer_dead = self.sides[1].engine.closed if side is self.sides[0] else self.sides[0].engine.closed
         for probe in range(cnt):
             at = now + probe * intvl
+            if peer_dead and side.up(at):
+                # the probe reaches a host that crashed and came back: a reset
+                side.reset_at = at + side.there
+                side.keepalive_deadline.arm_at(side.reset_at)
+                return
             if side.up(at) and not any(d.down_at(at + side.there) for d in out.way_back):
                 out.heard_at = at + side.there + side.back  # its ACK
                 side.keepalive.arm_at(out.heard_at + idle)
@@ -166,6 +176,9 @@ class Liveness:
 
     def _keepalive_expired(self, side: _Side, idle: float) -> None:
         if self.done:
+            return
+        if side.reset_at >= 0.0:
+            self._fail(side, "reset by the restarted host")
             return
         if side.heard_at() > side.probing_since:
             side.keepalive.arm_at(side.heard_at() + idle)

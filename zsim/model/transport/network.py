@@ -527,6 +527,7 @@ class Flow:
     rto_timer: Any = None
     resend_until = 0
     heard_at = 0.0  # on a route with faults: when its sender last had an ACK, or its receiver data
+    dead_receiver = False  # its receiver's host crashed: what reaches it is answered by a reset
 
     def __init__(self, direction: Direction, wire: LinkWire, sndbuf: int, rcvbuf: int, sndbuf_per_segment: int,
                  hops: Sequence[Direction] = (), back: Sequence[Direction] = ()) -> None:
@@ -862,6 +863,19 @@ class Flow:
         self.rto_timer.arm(self._rto())
         self.push()
 
+    def _reset(self) -> None:
+        """A segment reached a host that crashed and came back: its kernel knows no such
+        connection and answers with a reset (``tcp_v4_send_reset``); the sender's engine reads
+        ECONNRESET and the connection breaks (on the sender's side: it was gone on the other)."""
+        network = self.direction.ctx.network
+        if network is not None:
+            network.failed(self.clock.now, "reset by the restarted host", self.route)
+        engine = self.wire.writer
+        if engine is not None and not engine.closed:
+            engine.link.engine_error(engine, "reset")
+        else:
+            self.close()
+
     def _give_up(self) -> None:
         """``tcp_write_err``: the socket's error is ETIMEDOUT; the engine writing into it sees
         it and the connection breaks (``stream_engine_base_t::error``: its pipes terminate,
@@ -1161,6 +1175,9 @@ class Flow:
     # -- receiver ------------------------------------------------------------------------
 
     def arrived(self, lo: int, hi: int, sent_at: float) -> None:
+        if self.dead_receiver:
+            self._reset()
+            return
         before = self.rcv_nxt
         if self.faulty:
             self.heard_at = self.clock.now

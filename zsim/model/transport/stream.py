@@ -360,6 +360,24 @@ class StreamConnection(Connection):
                 return
             self.connecter.reconnect()
 
+    def _go_silent(self, link: Link, dead: Engine) -> None:
+        """``dead``'s host crashed: its engine stops and its kernel sends nothing more (the
+        flow from it closes, so the peer gets no ACK), and nothing reaches it while its links
+        are down. The peer's side lives on, unaware: its TCP retransmits, backing off; its
+        socket keeps queueing. It learns only by a reset when something of its reaches the
+        restarted host (``network.Flow.arrived``), by heartbeats or keepalive
+        (``liveness.Liveness``), or when TCP gives up (``tcp_retries2``); then the connection
+        breaks (``link_broken``) and what each side held is recorded lost."""
+        out = link.c2b if dead is link.c_engine else link.b2c
+        into = link.b2c if dead is link.c_engine else link.c2b
+        dead.shutdown()
+        flow = getattr(out, "flow", None)
+        if flow is not None:
+            flow.close()
+        flow = getattr(into, "flow", None)
+        if flow is not None:
+            flow.dead_receiver = True
+
     def _drop_connect_pipes(self, rule: int) -> None:
         peer = self.c_peer
         if peer is None:
@@ -440,11 +458,16 @@ class StreamConnection(Connection):
             return self.connector.index if reader.role == "bind" else bound_at(self.endpoint)
         return -1
 
-    def crash_side(self, sock: Socket) -> None:
-        """The process of ``sock`` died: no linger, its kernel data is gone, the peer sees a reset."""
+    def crash_side(self, sock: Socket, silent: bool = False) -> None:
+        """The process of ``sock`` died: no linger, its kernel data is gone, the peer sees a
+        reset. With its host (``silent``, a connection across a link): its kernel answers
+        nothing, so the peer is told nothing now (``_go_silent``)."""
         link = self.link
         if link is not None and not link.broken:
-            self.link_broken(link, "crash", None, rule=RULE_CRASH)
+            if silent and self.path is not None:
+                self._go_silent(link, link.c_engine if sock is self.connector else link.b_engine)
+            else:
+                self.link_broken(link, "crash", None, rule=RULE_CRASH)
         session = self.c_session if sock is self.connector else self.b_session
         if sock is self.connector:
             self._stop_connecting()
