@@ -40,10 +40,10 @@ needs_links = pytest.mark.skipif(_REASON is not None, reason=f"no network namesp
 
 CUT_AT, CUT_S = 2.0, 2.0
 
-SCENARIO = """\
+WAN = """\
 [scenario]
-name = "wan-outage"
-description = "1 KB messages at 500 a second from a to b over a 10 Mbit/s WAN between two switches, cut for 2 s"
+name = "{name}"
+description = "{description}"
 until_s = {until}
 
 [[host]]
@@ -79,6 +79,9 @@ host = "a"
 name = "dst"
 host = "b"
 
+"""
+
+SCENARIO = WAN + """\
 [[socket]]
 name = "tx"
 type = "{sender}"
@@ -110,8 +113,10 @@ def _validate(tmp_path: Path, name: str, text: str | None = None, cut_s: float =
     """The real summary, zsim's flat row (its ledger's receive times) and the validation."""
     from validation.compare import validate
 
-    values = {"until": 8.0, "cut_at": CUT_AT, "cut_s": cut_s, "sender": "PUSH", "receiver": "PULL", "receiver_options": "",
-              "open_at": 0.0, "count": 3000, "start": 0.5, **fields}
+    values = {"name": "wan-outage", "until": 8.0, "cut_at": CUT_AT, "cut_s": cut_s, "sender": "PUSH", "receiver": "PULL",
+              "receiver_options": "", "open_at": 0.0, "count": 3000, "start": 0.5,
+              "description": "1 KB messages at 500 a second from a to b over a 10 Mbit/s WAN between two switches, cut for a while",
+              **fields}
     path = tmp_path / f"{name}.toml"
     path.write_text(text if text is not None else SCENARIO.format(**values))
     result = validate(path, replications=1, trace_depth=False)
@@ -180,57 +185,19 @@ def test_a_connect_made_during_an_outage_gets_through_at_the_first_syn_after_it(
     assert real["sockets"]["rx"]["received"] == row["socket.rx.received"] == 1000
 
 
-HEARTBEATS = """\
-[scenario]
-name = "wan-outage-heartbeats"
-description = "a PUB on a feeds a SUB on b, both with ZMTP heartbeats (1 s, timeout 3 s), through a 5 s cut of the WAN"
-until_s = 12.0
-
-[[host]]
-name = "a"
-[[host]]
-name = "b"
-[[switch]]
-name = "s1"
-[[switch]]
-name = "s2"
-[[link]]
-hosts = ["a", "s1"]
-bandwidth_bps = 100e6
-[[link]]
-name = "wan"
-hosts = ["s1", "s2"]
-bandwidth_bps = 10e6
-[[link]]
-hosts = ["s2", "b"]
-bandwidth_bps = 100e6
-
-[[fault]]
-name = "cut"
-kind = "link_down"
-link = "wan"
-at_s = 2.0
-duration_s = 5.0
-
-[[process]]
-name = "src"
-host = "a"
-[[process]]
-name = "dst"
-host = "b"
-
+HEARTBEATS = (WAN + """\
 [[socket]]
 name = "tx"
 type = "PUB"
 process = "src"
 bind = ["tcp://*:5555"]
-options = { sndhwm = 200, heartbeat_ivl = 1000, heartbeat_timeout = 3000 }
+options = {{ sndhwm = 200, heartbeat_ivl = 1000, heartbeat_timeout = 3000 }}
 [[socket]]
 name = "rx"
 type = "SUB"
 process = "dst"
 connect = ["tcp://a:5555"]
-options = { subscribe = [""], heartbeat_ivl = 1000, heartbeat_timeout = 3000 }
+options = {{ subscribe = [""], heartbeat_ivl = 1000, heartbeat_timeout = 3000 }}
 
 [[send]]
 socket = "tx"
@@ -241,7 +208,9 @@ start_s = 0.5
 
 [[recv]]
 socket = "rx"
-"""
+""").format(
+    name="wan-outage-heartbeats", until=12.0, cut_at=2.0, cut_s=5.0,
+    description="a PUB on a feeds a SUB on b, both with ZMTP heartbeats (1 s, timeout 3 s), through a 5 s cut of the WAN")
 
 
 @needs_links
