@@ -60,3 +60,35 @@ def test_control_behind_bulk_answers_as_its_readme_says():
     long = [p99(queue, 0.010, 0.0) for queue in (64000, 1000000)]
     assert long[0] == pytest.approx(long[1], rel=0.05) and 0.020 < long[0] < 0.035
     assert p99(1000000, 0.0001, 0.000526) < 0.005
+
+
+def test_outages_answer_as_their_readme_says():
+    # experiments/outages (issue 43, item 5): points of both study files, as run.sh runs them
+    def row(study: str, **values: float) -> dict:
+        plan = make_plan(ROOT / "outages" / study)
+        (point,) = [p for p in plan.points if all(p.values[key] == value for key, value in values.items())]
+        scenario = plan.scenario(point.id)
+        result = zsim.run(scenario, 1)
+        return flat_metrics(result.summary, result, scenario)
+
+    hb = "socket.quotes.options.heartbeat_ivl"  # 0: off; 1000 (ms): on, with its 3 s timeout
+    # a 5 s cut: without heartbeats the PUB drops at SNDHWM and everything else arrives 6.5 s
+    # late; with them the connections break after 3 s, what they held is lost, nothing is late
+    silent = row("study.toml", **{"fault.cut.duration_s": 5.0, hb: 0})
+    watched = row("study.toml", **{"fault.cut.duration_s": 5.0, hb: 1000})
+    assert 50 < silent["socket.quotes.dropped"] < 200 and silent["lost_on_close"] + silent["discarded"] == 0
+    assert 6.0 < silent["socket.quotes_in.latency_max_s"] < 7.0 and silent["fault.cut.detect_s"] != silent["fault.cut.detect_s"]
+    assert watched["socket.quotes.dropped"] == 0 and 600 < watched["lost_on_close"] + watched["discarded"] < 900
+    assert watched["socket.quotes_in.latency_max_s"] < 0.1 and watched["fault.cut.detect_s"] == pytest.approx(3.0, abs=0.1)
+    assert 100 < silent["socket.tasks_in.received"] - watched["socket.tasks_in.received"] < 200
+    # a 60 s cut: TCP recovers 47 s after the repair, heartbeats' reconnect SYNs 10 s after it
+    assert 45 < row("study.toml", **{"fault.cut.duration_s": 60.0, hb: 0})["fault.cut.recovery_s"] < 50
+    assert 9 < row("study.toml", **{"fault.cut.duration_s": 60.0, hb: 1000})["fault.cut.recovery_s"] < 11
+    # the data centre's host dies for 30 s: without heartbeats the SUB waits for ever (nothing
+    # after 5 s) and only the DEALER's retransmission meets a reset (at 58.6 s); with them
+    # everything reconnects as the host comes back
+    dead = row("crash.toml", **{hb: 0})
+    assert dead["socket.quotes_in.last_recv_s"] < 5.1 and 53 < dead["fault.dead.detect_s"] < 55
+    alive = row("crash.toml", **{hb: 1000})
+    assert alive["fault.dead.detect_s"] == pytest.approx(3.0, abs=0.1) and alive["fault.dead.recovery_s"] < 0.2
+    assert alive["socket.quotes_in.received"] > 0.95 * alive["socket.quotes.sent"]
