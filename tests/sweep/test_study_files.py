@@ -74,16 +74,22 @@ def test_outages_answer_as_their_readme_says():
     hb = "socket.quotes.options.heartbeat_ivl"  # 0: off; 1000 (ms): on, with its 3 s timeout
     # a 5 s cut: without heartbeats the PUB drops at SNDHWM and everything else arrives 6.5 s
     # late; with them the connections break after 3 s, what they held is lost, nothing is late
-    silent = row("study.toml", **{"fault.cut.duration_s": 5.0, hb: 0})
-    watched = row("study.toml", **{"fault.cut.duration_s": 5.0, hb: 1000})
+    imm = "socket.rpc.options.immediate"
+    silent = row("study.toml", **{"fault.cut.duration_s": 5.0, hb: 0, imm: False})
+    watched = row("study.toml", **{"fault.cut.duration_s": 5.0, hb: 1000, imm: False})
     assert 50 < silent["socket.quotes.dropped"] < 200 and silent["lost_on_close"] + silent["discarded"] == 0
     assert 6.0 < silent["socket.quotes_in.latency_max_s"] < 7.0 and silent["fault.cut.detect_s"] != silent["fault.cut.detect_s"]
     assert watched["socket.quotes.dropped"] == 0 and 600 < watched["lost_on_close"] + watched["discarded"] < 900
     assert watched["socket.quotes_in.latency_max_s"] < 0.1 and watched["fault.cut.detect_s"] == pytest.approx(3.0, abs=0.1)
     assert 100 < silent["socket.tasks_in.received"] - watched["socket.tasks_in.received"] < 200
     # a 60 s cut: TCP recovers 47 s after the repair, heartbeats' reconnect SYNs 10 s after it
-    assert 45 < row("study.toml", **{"fault.cut.duration_s": 60.0, hb: 0})["fault.cut.recovery_s"] < 50
-    assert 9 < row("study.toml", **{"fault.cut.duration_s": 60.0, hb: 1000})["fault.cut.recovery_s"] < 11
+    assert 45 < row("study.toml", **{"fault.cut.duration_s": 60.0, hb: 0, imm: False})["fault.cut.recovery_s"] < 50
+    queued = row("study.toml", **{"fault.cut.duration_s": 60.0, hb: 1000, imm: False})
+    assert 9 < queued["fault.cut.recovery_s"] < 11
+    # IMMEDIATE on the DEALER: its requests wait in its send call, not in a pipe
+    blocked = row("study.toml", **{"fault.cut.duration_s": 60.0, hb: 1000, imm: True})
+    assert queued["sender.send.rpc.blocked_s"] == 0 and 65 < queued["rtt.rpc.p99_s"] < 68
+    assert 65 < blocked["sender.send.rpc.blocked_s"] < 69 and blocked["rtt.rpc.p99_s"] < 2
     # the data centre's host dies for 30 s: without heartbeats the SUB waits for ever (nothing
     # after 5 s) and only the DEALER's retransmission meets a reset (at 58.6 s); with them
     # everything reconnects as the host comes back
