@@ -765,7 +765,7 @@ def run_real(scenario: Scenario | str | Path | Mapping[str, Any], seed: int = 0,
                         held = cut_links.get((a, b), 0) + (-1 if restore else 1)
                         cut_links[(a, b)] = held
                         if held == (0 if restore else 1):
-                            deployment.cut(a, b, {switch.name for switch in scen.switches}, restore=restore)
+                            deployment.cut(a, b, restore=restore)
                     if restore:
                         cut_at[fault_name][-1].append(_pc() - t0)
                     else:

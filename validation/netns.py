@@ -40,7 +40,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -326,15 +326,17 @@ def link(spec: LinkSpec) -> Iterator[Link]:
 
 @dataclass(frozen=True)
 class Deployment:
-    """Hosts made by ``deployment()``: a namespace per host, and per link each end's address
-    and device (a host reaches a linked host at the peer's address on their link, and
-    itself at 127.0.0.1)."""
+    """Hosts made by ``deployment()``: a namespace per host and per switch, and per link each
+    end's address and device (a host reaches a linked host at the peer's address on their
+    link, and itself at 127.0.0.1)."""
 
     namespaces: Mapping[str, str]
     #: (host, peer) -> host's address on the link to peer
     addresses: Mapping[tuple[str, str], str]
     #: (host, peer) -> host's device on the link to peer (its qdisc shapes host -> peer)
     devices: Mapping[tuple[str, str], str]
+    #: the nodes that forward (``cut`` discards at them)
+    switches: frozenset[str] = frozenset()
 
     def address(self, host: str, seen_from: str) -> str:
         """Where a process on ``seen_from`` reaches ``host``."""
@@ -344,7 +346,7 @@ class Deployment:
         """``argv`` run inside ``host``'s namespace."""
         return ["ip", "netns", "exec", self.namespaces[host], *argv]
 
-    def cut(self, a: str, b: str, switches: Collection[str], restore: bool = False) -> None:
+    def cut(self, a: str, b: str, restore: bool = False) -> None:
         """Take the link between nodes ``a`` and ``b`` down both ways (``restore``: bring it
         back), silently, as a cable cut behind a switch is: at each end that is a switch, what
         arrives over the link is discarded (``ip rule add iif <device> blackhole``), and what
@@ -355,11 +357,11 @@ class Deployment:
         least must be a switch (``zsim.validate`` refuses a cut between two hosts)."""
         verb = "del" if restore else "add"
         for near, far in ((a, b), (b, a)):
-            if near not in switches:
+            if near not in self.switches:
                 continue
             namespace = self.namespaces[near]
             _run(["ip", "-n", namespace, "rule", verb, "iif", self.devices[(near, far)], "blackhole"])
-            if far not in switches:
+            if far not in self.switches:
                 _run(["ip", "-n", namespace, "route", verb, "blackhole", f"{self.addresses[(far, near)]}/32"])
 
     def qdisc_stats(self, host: str, peer: str) -> dict[str, int]:
@@ -435,7 +437,7 @@ def deployment(hosts: Sequence[str], links: Sequence[tuple[str, str, LinkSpec]],
                     _run(["ip", "-n", namespaces[node], "route", "replace", f"{target}/32", "via", addresses[(after, node)],
                           "dev", devices[(node, after)], "congctl", CONGESTION_CONTROL])
                 addresses[(last, first)] = target
-        yield Deployment(namespaces, addresses, devices)
+        yield Deployment(namespaces, addresses, devices, frozenset(switches))
     finally:
         with interrupts.shielded():
             remove(made)

@@ -33,6 +33,8 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Any
 
+from .network import any_down
+
 if TYPE_CHECKING:  # pragma: no cover
     from .engine import Engine
     from .network import Flow
@@ -47,6 +49,8 @@ KEEPALIVE_CNT = 9
 class _Side:
     """One end of the connection: its engine, the flow it sends by (``out``) and the one it
     reads (``into``), and its socket's options."""
+
+    peer: _Side  # the other end (``Liveness``)
 
     def __init__(self, engine: Engine, out: Flow, into: Flow, options: Any) -> None:
         self.engine = engine
@@ -68,7 +72,7 @@ class _Side:
 
     def up(self, t: float) -> bool:
         """Whether a frame sent at ``t`` reaches the peer."""
-        return not any(d.down_at(t) for d in self.out.route)
+        return not any_down(self.out.route, t)
 
     def heard_at(self) -> float:
         """The last time anything from the peer arrived: data, or an ACK of its own."""
@@ -84,6 +88,7 @@ class Liveness:
         self.clock = link.ctx.clock
         self.done = False
         self.sides = (_Side(c_engine, c2b, b2c, c_options), _Side(b_engine, b2c, c2b, b_options))
+        self.sides[0].peer, self.sides[1].peer = self.sides[1], self.sides[0]
         now = self.clock.now
         for side, peer in (self.sides, self.sides[::-1]):
             opts = side.options
@@ -157,15 +162,15 @@ class Liveness:
         if now - heard < idle:
             side.keepalive.arm_at(heard + idle)
             return
-        peer_dead = self.sides[1].engine.closed if side is self.sides[0] else self.sides[0].engine.closed
+        peer = side.peer
         for probe in range(cnt):
             at = now + probe * intvl
-            if peer_dead and side.up(at):
+            if peer.engine.closed and side.up(at):
                 # the probe reaches a host that crashed and came back: a reset
                 side.reset_at = at + side.there
                 side.keepalive_deadline.arm_at(side.reset_at)
                 return
-            if side.up(at) and not any(d.down_at(at + side.there) for d in out.way_back):
+            if side.up(at) and peer.up(at + side.there):
                 out.heard_at = at + side.there + side.back  # its ACK
                 side.keepalive.arm_at(out.heard_at + idle)
                 return
@@ -188,15 +193,10 @@ class Liveness:
     # ---------------------------------------------------------------------------------------
 
     def _fail(self, side: _Side, reason: str) -> None:
-        """The engine's error (``stream_engine_base_t::error``): the connection breaks, and the
-        network records what noticed it (``Network.failed``: each fault's time to detect)."""
+        """The engine's error (``stream_engine_base_t::error``): the connection breaks
+        (``network.Flow.break_connection``, which records what noticed it)."""
         self.stop()
-        network = self.link.ctx.network
-        if network is not None:
-            network.failed(self.clock.now, reason, side.out.route)
-        engine = side.engine
-        if not engine.closed:
-            engine.link.engine_error(engine, "timeout")
+        side.out.break_connection(reason, "timeout")
 
     def stop(self) -> None:
         """The connection is gone: no more PINGs, timeouts or probes."""

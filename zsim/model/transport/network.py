@@ -182,7 +182,7 @@ class Direction:
         self.down: list[tuple[float, float]] = []
         self.down_ends: list[float] = []
         self.lossy: list[tuple[float, float, float, Any]] = []
-        self.lossy_ends: list[float] = []
+        self.lossy_until = 0.0  # when the last of them ends
         self.outage_drops = 0  # frames lost on the wire while it was down ...
         self.fault_loss_drops = 0  # ... and to a loss fault
         self.acks_lost = 0  # ACKs of flows sending this way lost on their way back while it was down
@@ -203,7 +203,7 @@ class Direction:
         self.down = merged
         self.down_ends = [end for _, end in merged]
         self.lossy = sorted([*self.lossy, *lossy], key=lambda entry: entry[0])
-        self.lossy_ends = sorted(end for _, end, _, _ in self.lossy)
+        self.lossy_until = max((end for _, end, _, _ in self.lossy), default=0.0)
         self.faulty = bool(self.down or self.lossy)
 
     def down_at(self, t: float) -> bool:
@@ -234,9 +234,9 @@ class Direction:
         no fault overlaps the frames."""
         frame_s = (self.mss + self.header) / self.rate
         end = start + fits * frame_s
-        # the intervals not over by ``start`` (both lists sorted; their ends too, apart or not)
+        # the intervals not over by ``start`` (the down ones apart and sorted, their ends too)
         down = self.down[bisect.bisect_right(self.down_ends, start):]
-        lossy = self.lossy if self.lossy and self.lossy_ends[-1] > start else []
+        lossy = self.lossy if self.lossy_until > start else []
         if not (down and down[0][0] < end) and not any(a < end and b > start for a, b, _, _ in lossy):
             return lost
         causes: list[str | None] = ["loss" if lost is not None and lost[i] else None for i in range(fits)]
@@ -435,7 +435,7 @@ class Direction:
         not queued behind the reverse directions' data). While a direction of the way back is
         down, the ACK is lost (a route with faults only)."""
         now = self.clock.now
-        if flow.back_faulty and flow.way_back_down(now):
+        if flow.back_faulty and any_down(flow.way_back, now):
             self.acks_lost += 1
             return
         due = now + flow.ack_latency
@@ -820,10 +820,7 @@ class Flow:
 
     def path_down(self, t: float) -> bool:
         """Whether a direction of its route or of the way back is down at ``t``."""
-        return any(d.down_at(t) for d in self.route) or any(d.down_at(t) for d in self.way_back)
-
-    def way_back_down(self, t: float) -> bool:
-        return any(d.down_at(t) for d in self.way_back)
+        return any_down(self.route, t) or any_down(self.way_back, t)
 
     def _timeout(self) -> None:
         """``tcp_retransmit_timer``: nothing acknowledged for a whole timeout. After
@@ -867,26 +864,26 @@ class Flow:
         """A segment reached a host that crashed and came back: its kernel knows no such
         connection and answers with a reset (``tcp_v4_send_reset``); the sender's engine reads
         ECONNRESET and the connection breaks (on the sender's side: it was gone on the other)."""
-        network = self.direction.ctx.network
-        if network is not None:
-            network.failed(self.clock.now, "reset by the restarted host", self.route)
-        engine = self.wire.writer
-        if engine is not None and not engine.closed:
-            engine.link.engine_error(engine, "reset")
-        else:
-            self.close()
+        self.break_connection("reset by the restarted host", "reset")
 
     def _give_up(self) -> None:
         """``tcp_write_err``: the socket's error is ETIMEDOUT; the engine writing into it sees
         it and the connection breaks (``stream_engine_base_t::error``: its pipes terminate,
         a connecting side reconnects). Both ends break at once: a one-way flow's receiver
         would learn of it only when it next sends (a reset), which the model does not wait for."""
+        self.break_connection("tcp_retries2", "timeout")
+
+    def break_connection(self, cause: str, error: str) -> None:
+        """Something noticed the peer silent or gone (``cause``: tcp_retries2, a reset, a
+        heartbeat or keepalive timeout, ``liveness``): the network records it (``Network.failed``:
+        each fault's time to detect) and the engine writing into this flow fails with ``error``,
+        which breaks the connection (``stream.StreamConnection.link_broken``)."""
         network = self.direction.ctx.network
         if network is not None:
-            network.failed(self.clock.now, "tcp_retries2", self.route)
+            network.failed(self.clock.now, cause, self.route)
         engine = self.wire.writer
         if engine is not None and not engine.closed:
-            engine.link.engine_error(engine, "timeout")
+            engine.link.engine_error(engine, error)
         else:
             self.close()
 
@@ -1393,6 +1390,11 @@ class LinkEngine(Engine):
             self.kick_in()
 
 
+def any_down(directions: Sequence[Direction], t: float) -> bool:
+    """Whether one of ``directions`` (a route, or its way back) is down at ``t``."""
+    return any(d.down_at(t) for d in directions)
+
+
 class Path:
     """The directions between two hosts, as a connection from ``a`` to ``b`` sees them: the
     links of its route, each crossed ``a`` to ``b`` (``hops``), and those of the way back
@@ -1442,7 +1444,7 @@ class Path:
         wait = 0.0
         for timeout in SYN_WAITS_S:
             at = now + wait
-            if not any(d.down_at(at) for d in self.hops) and not any(d.down_at(at + there) for d in self.back):
+            if not any_down(self.hops, at) and not any_down(self.back, at + there):
                 return wait
             wait += timeout
         return None
